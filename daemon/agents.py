@@ -1,0 +1,50 @@
+"""Where an agent's state lives, and which agents this host knows."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from daemon.ids import validate_agent_id
+from daemon.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPaths:
+    agent_id: str
+    state_dir: Path  # state_dir/agents/<agent>
+    db_path: Path  # memory.sqlite
+    secret_path: Path  # key for hashed forgotten-session records (outside the database)
+    workspace: Path
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.workspace / "memory"
+
+    @property
+    def corpus_dir(self) -> Path:
+        return self.workspace / "memory" / ".dreams" / "session-corpus"
+
+
+def agent_paths(settings: Settings, agent_id: str) -> AgentPaths:
+    validate_agent_id(agent_id)
+    base = settings.state_dir / "agents" / agent_id
+    return AgentPaths(agent_id, base, base / "memory.sqlite", base / "forgotten.key",
+                      settings.workspace_for(agent_id))
+
+
+def list_agents(settings: Settings) -> list[str]:
+    """Configured agents plus every agent directory under sessions_root/agents."""
+    found = set(settings.agents)
+    root = settings.sessions_root / "agents"
+    try:
+        for name in os.listdir(root):
+            if (root / name).is_dir():
+                try:
+                    found.add(validate_agent_id(name))
+                except Exception:
+                    continue
+    except FileNotFoundError:
+        pass
+    return sorted(found)

@@ -1,0 +1,68 @@
+"""CLI command families, one module each. Shared plumbing for them lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import click
+import orjson
+from pydantic import BaseModel
+
+from daemon.settings import Settings, load_settings
+
+T = TypeVar("T")
+
+
+class CliState:
+    """Carried on the click context: the config path, and settings loaded on first use."""
+
+    def __init__(self, config_path: str | None):
+        self.config_path = config_path
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_path)
+        return self._settings
+
+
+pass_state = click.make_pass_decorator(CliState)
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+agent_option = click.option("--agent", "agent_id", required=True, help="The agent whose memory to use.")
+
+
+def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    return anyio.run(fn, *args)
+
+
+def to_jsonable(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json", by_alias=True)
+    if isinstance(obj, list):
+        return [to_jsonable(o) for o in obj]
+    return obj
+
+
+def emit_json(obj: Any) -> None:
+    """One JSON document on stdout; key order is the model's field order."""
+    click.echo(orjson.dumps(to_jsonable(obj), option=orjson.OPT_INDENT_2).decode())
+
+
+def emit(obj: Any, as_json: bool, human: Callable[[Any], str]) -> None:
+    if as_json:
+        emit_json(obj)
+    else:
+        click.echo(human(obj))
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A plain aligned text table (stable in logs and pipes, unlike a boxed one)."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,35 @@
+"""`memoryd config check`."""
+
+from __future__ import annotations
+
+import click
+
+from daemon.commands import CliState, emit, json_option, pass_state
+from daemon.settings import settings_as_dict
+
+
+def _human(data: dict) -> str:
+    lines: list[str] = []
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        else:
+            lines.append(f"{prefix} = {value!r}")
+
+    walk("", data)
+    return "config OK\n" + "\n".join(lines)
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("config")
+    def config_group() -> None:
+        """Inspect the configuration."""
+
+    @config_group.command("check")
+    @json_option
+    @pass_state
+    def check(state: CliState, as_json: bool) -> None:
+        """Validate the config and print the effective settings (exit 2 naming a bad key)."""
+        emit(settings_as_dict(state.settings), as_json, _human)

@@ -1,0 +1,87 @@
+"""The runtime handles one operation on one agent needs: settings, paths, store, Redis, lock.
+
+    async with agent_runtime(settings, "main") as rt:
+        async with rt.lock().hold() as lease:
+            await rt.store.write(fn, fence=lease.fence)
+
+`readonly=True` opens an existing store without creating or migrating anything (dry runs);
+`rt.store` is None then if the agent has no store yet. `redis=False` skips Redis for
+read-only commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from daemon.agents import AgentPaths, agent_paths
+from daemon.lock import WorkspaceLock
+from daemon.redis_conn import connect_redis
+from daemon.sessions.model import SessionSource
+from daemon.sessions.source import session_source_for
+from daemon.settings import Settings
+from daemon.store.db import Store
+from daemon.store.tombstones import load_or_create_secret
+
+
+@dataclass
+class AgentRuntime:
+    settings: Settings
+    paths: AgentPaths
+    store: Store | None
+    redis: Redis | None
+    sessions: SessionSource
+
+    @property
+    def agent_id(self) -> str:
+        return self.paths.agent_id
+
+    def lock(self) -> WorkspaceLock:
+        if self.redis is None:
+            raise RuntimeError("this runtime was opened without Redis")
+        return WorkspaceLock(self.redis, self.paths.workspace, ttl_ms=self.settings.lock.ttl_ms,
+                             wait_s=self.settings.lock.wait_s)
+
+    def require_store(self) -> Store:
+        if self.store is None:
+            raise RuntimeError("this runtime has no store")
+        return self.store
+
+    def secret(self) -> bytes | None:
+        """Key for hashed forgotten-session records; None if none was ever created (read-only)."""
+        if self.store is not None and self.store.readonly:
+            try:
+                return self.paths.secret_path.read_bytes()
+            except FileNotFoundError:
+                return None
+        return load_or_create_secret(self.paths.secret_path)
+
+
+@asynccontextmanager
+async def agent_runtime(settings: Settings, agent_id: str, *, readonly: bool = False,
+                        redis: bool | Redis = True) -> AsyncIterator[AgentRuntime]:
+    paths = agent_paths(settings, agent_id)
+    source = session_source_for(settings, agent_id)
+    store: Store | None = None
+    client: Redis | None = None
+    own_client = False
+    try:
+        if readonly:
+            if paths.db_path.exists():
+                store = await Store.open(paths.db_path, readonly=True)
+        else:
+            store = await Store.open(paths.db_path)
+        if isinstance(redis, Redis):
+            client = redis
+        elif redis:
+            client = await connect_redis(settings.redis_url)
+            own_client = True
+        yield AgentRuntime(settings, paths, store, client, source)
+    finally:
+        if store is not None:
+            await store.close()
+        if client is not None and own_client:
+            await client.aclose()

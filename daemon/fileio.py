@@ -1,0 +1,154 @@
+"""The one way memoryd writes workspace files: temp file, fsync, expected-hash check, rename.
+
+* mode 0600, parent directories 0700, never through a symlink (the target, or a parent
+  inside the workspace);
+* optimistic concurrency: the caller passes the sha256 of the content it read; if the file
+  changed since, WriteConflict is raised and nothing is written;
+* `content=None` removes the file (after the same check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from daemon.constants import DIR_MODE, FILE_MODE
+from daemon.errors import OperationFailed, UsageError, WriteConflict
+
+ABSENT = "absent"  # expected_hash for "the file must not exist yet"
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def ensure_dir(path: Path, *, root: Path | None = None) -> None:
+    """Create `path` (0700) and refuse any symlinked component below `root`."""
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    check_no_symlinks(path, root=root)
+
+
+def check_no_symlinks(path: Path, *, root: Path | None = None) -> None:
+    """Refuse `path` if it, or a directory between `root` and it, is a symlink."""
+    parts = [path]
+    if root is not None:
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            raise UsageError(f"{path}: outside the workspace {root}") from None
+        cur = root
+        parts = []
+        for piece in rel.parts:
+            cur = cur / piece
+            parts.append(cur)
+    for p in parts:
+        try:
+            if stat.S_ISLNK(os.lstat(p).st_mode):
+                raise UsageError(f"{p}: refusing to follow a symlink in the workspace")
+        except FileNotFoundError:
+            return
+
+
+def read_bytes_nofollow(path: Path) -> bytes | None:
+    """File bytes, or None if absent. Refuses symlinks and non-regular files."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink
+            raise UsageError(f"{path}: refusing to read through a symlink") from None
+        raise OperationFailed(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path}: not a regular file")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def current_hash(path: Path) -> str:
+    data = read_bytes_nofollow(path)
+    return ABSENT if data is None else sha256_hex(data)
+
+
+def commit_file(path: Path, content: bytes | str | None, *, expected_hash: str | None,
+                root: Path | None = None, conflict_message: str | None = None) -> None:
+    """Atomically replace (or remove, with content=None) `path`.
+
+    `expected_hash`: sha256 hex of what the caller read, ABSENT if it read nothing, or None to
+    skip the check (only for files memoryd alone writes, such as the corpus of a new day).
+    """
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    parent = path.parent
+    ensure_dir(parent, root=root)
+    check_no_symlinks(path, root=root)
+    if content is None:
+        if expected_hash is not None and current_hash(path) != expected_hash:
+            raise WriteConflict(conflict_message or f"{path.name} changed before it could be removed")
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        _fsync_dir(parent)
+        return
+    tmp = parent / f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        try:
+            view = memoryview(content)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # The check sits right before the rename so the race window is as small as it can be.
+        if expected_hash is not None and current_hash(path) != expected_hash:
+            raise WriteConflict(conflict_message or f"{path.name} changed before the write could commit")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(parent)
+
+
+def append_lines(path: Path, lines: list[str], *, root: Path | None = None) -> int:
+    """Append text lines (each without newline) to a file memoryd owns; return lines before.
+
+    Appends go through a read + commit so a crash never leaves a half-written line and the
+    file is never reached through a symlink.
+    """
+    data = read_bytes_nofollow(path)
+    existing = data or b""
+    before = existing.count(b"\n") + (1 if existing and not existing.endswith(b"\n") else 0)
+    if existing and not existing.endswith(b"\n"):
+        existing += b"\n"
+    new = existing + ("\n".join(lines) + "\n").encode("utf-8")
+    commit_file(path, new, expected_hash=ABSENT if data is None else sha256_hex(data), root=root)
+    return before
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

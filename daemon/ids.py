@@ -1,0 +1,38 @@
+"""Identifier validation. Ids become file names and SQL keys, so they are checked at every edge."""
+
+from __future__ import annotations
+
+import re
+
+from daemon.errors import UsageError
+
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+MAX_SESSION_ID_CHARS = 512
+
+
+def validate_agent_id(agent_id: str, *, field: str = "agent") -> str:
+    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id) or ".." in agent_id:
+        raise UsageError(f"{field}: invalid agent id {agent_id!r} (letters, digits, '_', '-', '.'; no '..')")
+    return agent_id
+
+
+def session_id_problem(session_id: object) -> str | None:
+    """Why a session id is unsafe to use, or None. Session ids name transcript files."""
+    if not isinstance(session_id, str) or not session_id:
+        return "must be a non-empty string"
+    if len(session_id) > MAX_SESSION_ID_CHARS:
+        return f"longer than {MAX_SESSION_ID_CHARS} characters"
+    if "/" in session_id or "\\" in session_id:
+        return "contains a path separator"
+    if session_id in (".", "..") or ".." in session_id:
+        return "contains '..'"
+    if any(ord(c) < 32 for c in session_id):
+        return "contains a control character"
+    return None
+
+
+def validate_session_id(session_id: str, *, field: str = "session") -> str:
+    problem = session_id_problem(session_id)
+    if problem:
+        raise UsageError(f"{field}: invalid session id {session_id!r}: {problem}")
+    return session_id

@@ -1,0 +1,1 @@
+"""Session sources (read-only to memoryd): metadata, transcripts, archives, admission policy."""

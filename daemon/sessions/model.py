@@ -1,0 +1,111 @@
+"""What a session source tells memoryd, as frozen values. Sources differ (sessions.json +
+JSONL files, an OpenClaw agent database); everything downstream sees only these types."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+SessionKind = Literal["interactive", "cron", "heartbeat", "subagent", "unknown"]
+SESSION_KINDS: tuple[str, ...] = ("interactive", "cron", "heartbeat", "subagent", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    actor_id: str
+    namespace: tuple[tuple[str, Any], ...] = ()  # identity minus `id`, as sorted items
+
+    def identity(self) -> dict[str, Any]:
+        """`{...namespace, id}` — the shape the forget report lists."""
+        return {**dict(self.namespace), "id": self.actor_id}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One live session window (a session id under a session key)."""
+
+    agent_id: str
+    session_id: str
+    session_key: str | None
+    session_kind: SessionKind
+    chat_type: str | None = None
+    channel: str | None = None
+    account_id: str | None = None
+    hook_source: str | None = None  # hookExternalContentSource
+    participants: tuple[Participant, ...] = ()
+    created_at: int | None = None  # Unix ms
+    updated_at: int | None = None  # Unix ms
+    generated_by_narrative: bool = False  # internal dreaming-narrative sessions: never ingested
+    locator: str = ""  # source-specific: a file path, or a database session id
+
+    @property
+    def session_path(self) -> str:
+        """Stable path used in corpus lines and checkpoint state keys: sessions/<agent>/<id>."""
+        return f"sessions/{self.agent_id}/{self.session_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveInfo:
+    """A retained reset/deleted transcript generation. Never dreamed; selectable by id or key."""
+
+    agent_id: str
+    session_id: str
+    session_key: str | None
+    reason: Literal["reset", "deleted"]
+    created_at: int | None  # Unix ms (archive time)
+    locator: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What a stat tells: enough to decide 'unchanged' without reading the transcript."""
+
+    mtime_ms: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionListing:
+    sessions: tuple[SessionInfo, ...]
+    errors: tuple[str, ...] = field(default=())  # one line per unreadable/invalid record, skipped
+
+
+class SessionSource(Protocol):
+    """Read-only access to one agent's sessions."""
+
+    agent_id: str
+    kind: str  # "json" | "openclaw"
+
+    def list_sessions(self) -> SessionListing:
+        """Live session windows from metadata alone; no transcript is opened."""
+        ...
+
+    def list_archives(self) -> list[ArchiveInfo]:
+        ...
+
+    def fingerprint(self, session: SessionInfo) -> Fingerprint | None:
+        """A stat of the transcript (None if it does not exist). Never reads its content."""
+        ...
+
+    def open_transcript(self, session: SessionInfo | ArchiveInfo) -> AbstractContextManager[Iterator[bytes]]:
+        """Yield the transcript's raw lines (one JSON event each, without the newline)."""
+        ...
+
+    def transcript_location(self, session: SessionInfo) -> Path | None:
+        """The transcript file, where the source has one (for messages and tests)."""
+        ...
+
+
+class OversizedLine(bytes):
+    """Stands in for a transcript line longer than the cap; holds no content, only its size."""
+
+    size: int
+
+    def __new__(cls, size: int) -> OversizedLine:
+        obj = super().__new__(cls, b"")
+        obj.size = size
+        return obj

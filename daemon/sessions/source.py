@@ -1,0 +1,23 @@
+"""Pick the session source for an agent: the OpenClaw agent database when present (or forced),
+else the sessions.json layout."""
+
+from __future__ import annotations
+
+from daemon.ids import validate_agent_id
+from daemon.sessions.json_store import JsonSessionSource
+from daemon.sessions.model import SessionSource
+from daemon.settings import Settings
+
+OPENCLAW_DB_RELATIVE = ("agent", "openclaw-agent.sqlite")
+
+
+def session_source_for(settings: Settings, agent_id: str) -> SessionSource:
+    validate_agent_id(agent_id)
+    agent_root = settings.sessions_root / "agents" / agent_id
+    choice = settings.session_source_for(agent_id)
+    db_path = agent_root.joinpath(*OPENCLAW_DB_RELATIVE)
+    if choice == "openclaw" or (choice == "auto" and db_path.exists()):
+        from daemon.sessions.openclaw_store import OpenClawSessionSource  # type: ignore[import-not-found]
+
+        return OpenClawSessionSource(agent_id, db_path)  # type: ignore[no-any-return]
+    return JsonSessionSource(agent_id, agent_root / "sessions")

@@ -1,0 +1,1 @@
+"""SQLite storage: one database per agent, schema by migrations, typed repositories."""

@@ -1,0 +1,55 @@
+"""Ingestion checkpoints, seen-message hashes and short-term (staged) entries (reference §4.5, §5.4)."""
+
+DDL = """
+CREATE TABLE IF NOT EXISTS ingest_checkpoints (
+  state_key TEXT PRIMARY KEY,           -- '<agent>:<sessionPath>'
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  session_key TEXT,
+  session_path TEXT NOT NULL,
+  mtime_ms INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  content_hash TEXT NOT NULL,           -- '' for excluded sessions: removing the rule forces a rescan
+  line_count INTEGER NOT NULL,
+  last_content_line INTEGER NOT NULL,
+  prefix_offset INTEGER NOT NULL DEFAULT 0,  -- byte offset of last_content_line, for resume
+  excluded_reason TEXT,
+  updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS idx_ingest_checkpoints_session ON ingest_checkpoints(session_id);
+
+-- Dedupe namespace per scope ('<agent>:<sessionId>'); at most MAX_TRACKED_MESSAGES_PER_SESSION kept.
+CREATE TABLE IF NOT EXISTS ingest_seen_hashes (
+  scope TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (scope, hash)
+) STRICT, WITHOUT ROWID;
+
+-- Short-term (staged) entries, keyed by entry key (ShortTermRecallEntry).
+CREATE TABLE IF NOT EXISTS short_term_entries (
+  entry_key TEXT PRIMARY KEY,
+  path TEXT NOT NULL,                   -- workspace-relative source (corpus file or daily note)
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL,
+  source TEXT NOT NULL DEFAULT 'memory',
+  snippet TEXT NOT NULL,
+  recall_count INTEGER NOT NULL DEFAULT 0,
+  daily_count INTEGER NOT NULL DEFAULT 0,
+  grounded_count INTEGER NOT NULL DEFAULT 0,
+  total_score REAL NOT NULL DEFAULT 0,
+  max_score REAL NOT NULL DEFAULT 0,
+  first_recalled_at INTEGER NOT NULL,
+  last_recalled_at INTEGER NOT NULL,
+  query_hashes TEXT NOT NULL DEFAULT '[]',   -- JSON list, at most 32
+  recall_days TEXT NOT NULL DEFAULT '[]',    -- JSON list, at most 16
+  concept_tags TEXT NOT NULL DEFAULT '[]',   -- JSON list
+  origin_class TEXT NOT NULL CHECK (origin_class IN ('owner','agent','untrusted','system')),
+  session_kind TEXT NOT NULL DEFAULT 'unknown',
+  observed_at INTEGER NOT NULL,
+  claim_hash TEXT,
+  project_key TEXT,
+  promoted_at INTEGER
+) STRICT;
+CREATE INDEX IF NOT EXISTS idx_short_term_entries_path ON short_term_entries(path);
+"""

@@ -1,0 +1,4 @@
+"""Tables of the retention domain."""
+
+DDL = """
+"""

@@ -1,0 +1,121 @@
+"""Forgotten-session records (tombstones): written by a real purge, read by every admission path.
+
+A record holds either the plain session id (forget) or `hmac:<hex>` of it (erasure), keyed by
+a per-agent secret stored beside the database, never in it. `is_forgotten` checks both forms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
+from daemon.store.db import Connection, table_exists
+
+REASON_FORGOTTEN = "forgotten"
+HASHED_PREFIX = "hmac:"
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    session_id: str
+    agent_id: str
+    reason: str
+    created_at: int
+
+
+def load_or_create_secret(path: Path) -> bytes:
+    """The per-agent key for hashed tombstones: 32 random bytes, mode 0600, created once."""
+    try:
+        data = path.read_bytes()
+        if len(data) >= 32:
+            return data
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = secrets.token_bytes(32)
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.write(fd, key)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)  # never replace a key another process created first
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+    return path.read_bytes()
+
+
+def hashed_session_ref(secret: bytes, session_id: str) -> str:
+    return HASHED_PREFIX + hmac.new(secret, session_id.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def forgotten_ids(conn: Connection, session_ids: Iterable[str], secret: bytes | None = None) -> set[str]:
+    """Which of `session_ids` are forgotten (plain or hashed record). One query per 500 ids."""
+    ids = list(dict.fromkeys(session_ids))
+    if not ids or not table_exists(conn, "memory_session_tombstones"):
+        return set()
+    wanted: dict[str, str] = {sid: sid for sid in ids}
+    if secret is not None:
+        wanted.update({hashed_session_ref(secret, sid): sid for sid in ids})
+    keys = list(wanted)
+    found: set[str] = set()
+    for start in range(0, len(keys), 500):
+        batch = keys[start:start + 500]
+        marks = ",".join("?" * len(batch))
+        for (ref,) in conn.execute(
+                f"SELECT session_id FROM memory_session_tombstones WHERE session_id IN ({marks})", batch):
+            found.add(wanted[ref])
+    return found
+
+
+def is_forgotten(conn: Connection, session_id: str, secret: bytes | None = None) -> bool:
+    return bool(forgotten_ids(conn, [session_id], secret))
+
+
+def list_tombstones(conn: Connection) -> list[Tombstone]:
+    if not table_exists(conn, "memory_session_tombstones"):
+        return []
+    rows = conn.execute("SELECT session_id, agent_id, reason, created_at FROM memory_session_tombstones "
+                        "ORDER BY session_id").fetchall()
+    return [Tombstone(*row) for row in rows]
+
+
+def record_tombstones(conn: Connection, agent_id: str, session_refs: Iterable[str], now_ms: int,
+                      reason: str = REASON_FORGOTTEN) -> int:
+    """Insert records (ignoring ones that exist) and bump the index revision either way.
+
+    The bump fences any index rebuild prepared before this purge, even on a repeated purge
+    that inserts nothing (reference §6.3).
+    """
+    refs = list(dict.fromkeys(session_refs))
+    inserted = 0
+    for start in range(0, len(refs), TOMBSTONE_BATCH):
+        batch = refs[start:start + TOMBSTONE_BATCH]
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT INTO memory_session_tombstones(session_id, agent_id, reason, created_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO NOTHING",
+            [(ref, agent_id, reason, now_ms) for ref in batch])
+        inserted += conn.total_changes - before
+    bump_revision(conn)
+    return inserted
+
+
+def bump_revision(conn: Connection) -> int:
+    conn.execute("UPDATE memory_index_state SET revision = revision + 1 WHERE id = 1")
+    return current_revision(conn)
+
+
+def current_revision(conn: Connection) -> int:
+    row = conn.execute("SELECT revision FROM memory_index_state WHERE id = 1").fetchone()
+    return int(row[0]) if row else 0

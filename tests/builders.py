@@ -1,0 +1,93 @@
+"""Builders for real session stores on disk (sessions.json + pi v3 JSONL transcripts)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DAY_MS = 86_400_000
+
+
+@dataclass
+class Msg:
+    role: str  # user | assistant | toolResult
+    text: str | list[dict[str, Any]]
+    owner: bool = True  # user turns: __openclaw.senderIsOwner
+    ts: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # merged into __openclaw
+
+
+def message_line(sid: str, i: int, msg: Msg, ts: int) -> dict[str, Any]:
+    body: dict[str, Any] = {"role": msg.role, "content": msg.text, "timestamp": ts}
+    meta: dict[str, Any] = dict(msg.extra)
+    if msg.role == "user" and msg.owner:
+        meta["senderIsOwner"] = True
+    if meta:
+        body["__openclaw"] = meta
+    return {"type": "message", "id": f"{sid}-{i}", "parentId": f"{sid}-{i - 1}" if i else None, "message": body}
+
+
+class SessionStoreBuilder:
+    """Writes `<root>/agents/<agent>/sessions/{sessions.json, <id>.jsonl}`."""
+
+    def __init__(self, root: Path, agent_id: str = "main", base_ms: int | None = None):
+        self.root = root
+        self.agent_id = agent_id
+        self.dir = root / "agents" / agent_id / "sessions"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.entries: dict[str, dict[str, Any]] = {}
+        import time
+
+        self.base_ms = base_ms if base_ms is not None else (int(time.time() * 1000) // DAY_MS - 1) * DAY_MS
+
+    def add(self, key: str, sid: str, messages: list[Msg] | None = None, *, kind: str = "interactive",
+            write_transcript: bool = True, **meta: Any) -> Path:
+        entry: dict[str, Any] = {"sessionId": sid, "sessionKind": kind, "createdAt": self.base_ms,
+                                 "updatedAt": self.base_ms + 60_000, **meta}
+        self.entries[key] = entry
+        self.save()
+        path = self.dir / f"{sid}.jsonl"
+        if write_transcript:
+            self.write_transcript(sid, messages or [])
+        return path
+
+    def write_transcript(self, sid: str, messages: list[Msg]) -> Path:
+        lines = [{"type": "session", "version": 3, "id": sid, "cwd": "/srv"}]
+        for i, m in enumerate(messages):
+            lines.append(message_line(sid, i, m, m.ts if m.ts is not None else self.base_ms + i * 1000))
+        path = self.dir / f"{sid}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return path
+
+    def append(self, sid: str, messages: list[Msg], start_index: int) -> None:
+        path = self.dir / f"{sid}.jsonl"
+        with path.open("a") as fh:
+            for j, m in enumerate(messages):
+                i = start_index + j
+                ts = m.ts if m.ts is not None else self.base_ms + i * 1000
+                fh.write(json.dumps(message_line(sid, i, m, ts)) + "\n")
+
+    def archive(self, sid: str, reason: str = "reset", ts: str = "2026-08-25T10-00-00.000Z",
+                messages: list[Msg] | None = None) -> Path:
+        path = self.dir / f"{sid}.jsonl.{reason}.{ts}"
+        lines = [{"type": "session", "version": 3, "id": sid, "cwd": "/srv"}]
+        for i, m in enumerate(messages or []):
+            lines.append(message_line(sid, i, m, self.base_ms + i * 1000))
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return path
+
+    def save(self) -> None:
+        (self.dir / "sessions.json").write_text(json.dumps(self.entries, indent=1))
+
+
+def conversation(topic: str, sid: str, n: int = 4) -> list[Msg]:
+    """An owner/assistant exchange whose lines are long enough to be staged (>= 12 chars)."""
+    out: list[Msg] = []
+    for i in range(n):
+        if i % 2 == 0:
+            out.append(Msg("user", f"Remember that the {topic} rota changes on day {i} for the {sid} team."))
+        else:
+            out.append(Msg("assistant", f"Understood, the {topic} rota changes on day {i - 1} for the {sid} team."))
+    return out

@@ -1,0 +1,95 @@
+"""The workspace lock on real Redis: exclusion, fencing, bounded waits, re-entrancy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from redis.asyncio import Redis
+
+from daemon.errors import FencedOut, LockLost, LockTimeout
+from daemon.lock import WorkspaceLock
+from daemon.store.db import Store
+
+
+async def test_two_holders_never_overlap(redis: Redis, tmp_path: Path) -> None:
+    inside = 0
+    max_inside = 0
+
+    async def worker() -> None:
+        nonlocal inside, max_inside
+        for _ in range(5):
+            async with WorkspaceLock(redis, tmp_path / "ws", wait_s=10).hold():
+                inside += 1
+                max_inside = max(max_inside, inside)
+                await anyio.sleep(0.005)
+                inside -= 1
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(worker)
+    assert max_inside == 1
+
+
+async def test_wait_is_bounded_and_names_the_holder(redis: Redis, tmp_path: Path) -> None:
+    first = WorkspaceLock(redis, tmp_path / "ws", holder="first-holder")
+    lease = await first._acquire()  # held by another process, as far as this task knows
+    try:
+        with pytest.raises(LockTimeout, match="first-holder"):
+            async with WorkspaceLock(redis, tmp_path / "ws", wait_s=0.2).hold():
+                pass
+    finally:
+        await first._release(lease)
+
+
+async def test_reentrant_within_a_task(redis: Redis, tmp_path: Path) -> None:
+    lock = WorkspaceLock(redis, tmp_path / "ws", wait_s=0.2)
+    async with lock.hold() as outer, lock.hold() as inner:
+        assert inner is outer
+
+
+async def test_body_exception_is_not_wrapped(redis: Redis, tmp_path: Path) -> None:
+    with pytest.raises(KeyError):
+        async with WorkspaceLock(redis, tmp_path / "ws").hold():
+            raise KeyError("x")
+    # and the lock was released
+    async with WorkspaceLock(redis, tmp_path / "ws", wait_s=0.1).hold():
+        pass
+
+
+async def test_stale_holder_cannot_commit_after_takeover(redis: Redis, tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "m.sqlite")
+    try:
+        first = WorkspaceLock(redis, tmp_path / "ws", ttl_ms=1000)
+        lease1 = await first._acquire()  # simulate a holder that stopped renewing
+        await redis.delete(first.redis_key)  # its lease expired
+        async with WorkspaceLock(redis, tmp_path / "ws").hold() as lease2:
+            await store.write(lambda c: c.execute("INSERT INTO store_meta VALUES ('k', 'new')"),
+                              fence=lease2.fence)
+        with pytest.raises(FencedOut):
+            await store.write(lambda c: c.execute("UPDATE store_meta SET value = 'stale'"), fence=lease1.fence)
+        value = await store.read(lambda c: c.execute("SELECT value FROM store_meta").fetchone()[0])
+        assert value == "new"
+    finally:
+        await store.close()
+
+
+async def test_lost_lease_cancels_the_body_and_raises(redis: Redis, tmp_path: Path) -> None:
+    lock = WorkspaceLock(redis, tmp_path / "ws", ttl_ms=1000)
+    reached_end = False
+    with pytest.raises(LockLost):
+        async with lock.hold():
+            await redis.set(lock.redis_key, "someone-else")
+            await anyio.sleep(2)
+            reached_end = True
+    assert not reached_end
+
+
+async def test_fence_survives_a_redis_counter_reset(redis: Redis, tmp_path: Path) -> None:
+    lock = WorkspaceLock(redis, tmp_path / "ws")
+    async with lock.hold() as a:
+        first = a.fence_value
+    await redis.delete(f"memoryd:fence:{lock.key}")  # as after a Redis restart without persistence
+    async with lock.hold() as b:
+        assert b.fence_value > first

@@ -1,0 +1,1 @@
+"""arq job functions and WorkerSettings; one module per job family."""
