@@ -45,3 +45,77 @@ FOREIGN_LINEAGE_MARKER_PREFIX = "openclaw-memory-lineage:"
 # --- Files ------------------------------------------------------------------------------------
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+
+# --- Retention and erasure (seed 001, DESIGN §5) -----------------------------------------------
+DAY_MS = 86_400_000  # provenance times of rewritten edges are coarsened to this (seed: no sub-day time)
+RETENTION_DB_NAME = "retention.sqlite"  # host-level retention state under state_dir
+RETENTION_LOCK_NAME = "retention"  # WorkspaceLock path state_dir/retention serializes its writes
+TOMBSTONE_REF_PREFIX = "TOMBSTONE:"  # opaque provenance parent after erasure; random per edge
+TOMBSTONE_REF_RANDOM_BYTES = 8  # as the seed's token_hex(8): unlinkable across edges
+SCOPE_COMPONENT_MAX_CHARS = 256  # scope parts become SQL keys and CLI arguments
+MEMORY_OBJECT_MAX_CHARS = 64 * 1024  # a memory-tool object is a note, not a document
+SQL_IN_BATCH = 500  # ids per `IN (...)` statement (SQLite's default variable limit is 32766)
+LINEAGE_MAX_DEPTH = 32  # provenance chains are followed this far (and never round a cycle)
+VERIFY_ID_MIN_CHARS = 6  # shorter ids are matched only as whole column values (avoids noise hits)
+VERIFY_SNIPPET_MIN_CHARS = 12  # as CORPUS_SNIPPET_MIN_CHARS: shorter text is not evidence
+VERIFY_SNIPPET_MAX_CHARS = 64  # needles are windows of at most this many chars per line
+VERIFY_HASH_PREFIX_CHARS = 12  # truncated hashes count too (seed; staging keeps 12-hex sha1 claim hashes)
+VERIFY_MAX_MESSAGES_PER_SESSION = 4096  # snippet needles taken from an erased session's transcript
+VERIFY_EMBEDDING_MIN_COSINE = 0.9999  # a stored vector this close to an erased snippet's is its embedding
+
+# --- OpenClaw agent database as a session source (reference: openclaw-session-store.md) -------
+# Transcript events are fetched this many rows at a time: one event may be 4 MiB, so a chunk is
+# bounded by rows, and a snapshot without shared memory is re-validated between chunks.
+OPENCLAW_EVENT_CHUNK_ROWS = 64
+# A database at rest is read without shared memory (no -wal/-shm may be created) and checked
+# unchanged afterwards; a read that raced a checkpoint is retried this many times in all.
+OPENCLAW_READ_ATTEMPTS = 3
+
+# --- Ingest sweep batching (DESIGN §5 "Ingest sweep") -------------------------------------------
+# Parsed messages are committed in batches of at most this many: each batch is one lock hold
+# and one store transaction, and bounds the memory a sweep holds however high the caps are.
+INGEST_FLUSH_MESSAGES = 20_000
+# A batch is committed in the background while the next is read; reading yields to the event
+# loop every this many messages so the commit's own steps (lock, corpus, store) keep moving.
+INGEST_TAKE_CHUNK = 2_048
+# Seen-hash sets are fetched for this many upcoming sessions per store read (one hop, not one each).
+INGEST_SEEN_PREFETCH_SESSIONS = 256
+INGEST_SESSIONS_ROOT_PATH = "sessions"  # sessionPath = sessions/<agent>/<sessionId> (reference §4.4)
+CORPUS_RELATIVE_DIR = "memory/.dreams/session-corpus"  # corpus day files, workspace-relative
+SESSION_CORPUS_QUERY_PREFIX = "__dreaming_sessions__:"  # the staged signal's query (reference §5.1)
+STAGED_SNIPPET_MAX_CHARS = 800  # ShortTermRecallEntry.snippet (reference §5.4)
+MAX_QUERY_HASHES = 32  # per staged entry (reference §5.4)
+MAX_RECALL_DAYS = 16  # per staged entry (reference §5.4)
+
+# --- Daemon, queue and client (DESIGN §2, §6) -------------------------------------------------
+HOST_KEY = REDIS_PREFIX + "host:{host}"  # hash: pid, queue, agents, heartbeat, redis state, policy
+HEARTBEAT_S = 5.0  # the host record and agent routing are refreshed this often
+HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three missed heartbeats
+STATUS_REFRESH_S = 30.0  # per-agent gauges (lag, exclusions) are recomputed this often; they stat files
+SCHEDULER_TICK_S = 1.0  # sweeps are due at most this late after their slot starts
+REDIS_RETRY_MIN_S = 0.5  # first reconnect delay after Redis is lost; doubles up to daemon.redis_retry_max_s
+DRAIN_CANCEL_WAIT_S = 10.0  # after the grace, how long cancelled jobs get to return to the queue
+# The client polls for a result this often. arq's default (0.5 s) makes every round trip take
+# half a second; 10 ms keeps it within ~2× the worker's poll (reference/perf-limits.md, arq rows).
+CLIENT_POLL_S = 0.01
+
+# --- Index and search (reference §6, perf-limits §7–8) -----------------------------------------
+# Ranking every match of a stop-word pair costs ~1.4 s at 1M chunks (bm25 ORDER BY rank); the
+# unranked MATCH is ~0.1 ms. Search ranks at most this many of the newest matching chunks, so
+# p95 stays bounded for any query; rarer queries (almost all) are ranked in full.
+FTS_CANDIDATE_CAP = 2000
+SEARCH_MAX_LIMIT = 100  # results per query at most
+SEARCH_SNIPPET_MAX_CHARS = 700  # the reference's snippet budget
+# Hybrid weights as the reference's defaults: meaning counts more than exact words.
+HYBRID_VECTOR_WEIGHT = 0.7
+HYBRID_TEXT_WEIGHT = 0.3
+# A chunk found only by its vector must be at least this similar: below it, feature-hashing
+# similarity is noise from shared character trigrams.
+MIN_VECTOR_SIMILARITY = 0.2
+
+# --- Dreaming: promotion, consolidation, backfill (reference §5.5–§5.8) -------------------------
+# MEMORY.md/DREAMS.md edited by someone else between read and commit: rebuild from the new
+# content this many times in a row, then leave the candidates eligible for the next sweep.
+DREAM_COMMIT_ATTEMPTS = 3
+PROMOTED_TEXT_MAX_CHARS = 640  # a consolidated resultEntry's visible text (160 tokens x 4 chars)
+BACKFILL_DEFAULT_LIMIT_DAYS = 92  # the reference's --limit-days default

@@ -34,6 +34,7 @@ class AgentRuntime:
     store: Store | None
     redis: Redis | None
     sessions: SessionSource
+    readonly: bool = False
 
     @property
     def agent_id(self) -> str:
@@ -52,7 +53,7 @@ class AgentRuntime:
 
     def secret(self) -> bytes | None:
         """Key for hashed forgotten-session records; None if none was ever created (read-only)."""
-        if self.store is not None and self.store.readonly:
+        if self.readonly:
             try:
                 return self.paths.secret_path.read_bytes()
             except FileNotFoundError:
@@ -79,7 +80,7 @@ async def agent_runtime(settings: Settings, agent_id: str, *, readonly: bool = F
         elif redis:
             client = await connect_redis(settings.redis_url)
             own_client = True
-        yield AgentRuntime(settings, paths, store, client, source)
+        yield AgentRuntime(settings, paths, store, client, source, readonly)
     finally:
         if store is not None:
             await store.close()

@@ -26,9 +26,27 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and every missing parent with mode 0700. (`mkdir(parents=True, mode=…)`
+    applies the mode to the last directory only; its parents would get 0755.) Directories that
+    already exist are left as they are."""
+    missing = []
+    cur = path
+    while not os.path.lexists(cur):
+        missing.append(cur)
+        if cur.parent == cur:
+            break
+        cur = cur.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            pass  # another process made it first
+
+
 def ensure_dir(path: Path, *, root: Path | None = None) -> None:
-    """Create `path` (0700) and refuse any symlinked component below `root`."""
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    """Create `path` (0700, parents too) and refuse any symlinked component below `root`."""
+    make_private_dirs(path)
     check_no_symlinks(path, root=root)
 
 

@@ -28,7 +28,14 @@ def session_id_problem(session_id: object) -> str | None:
         return "contains '..'"
     if any(ord(c) < 32 for c in session_id):
         return "contains a control character"
+    if has_surrogate(session_id):
+        return "contains a lone surrogate (not valid UTF-8)"
     return None
+
+
+def has_surrogate(text: str) -> bool:
+    """A lone surrogate (invalid UTF-8 in argv decodes to one) cannot be stored or sent as JSON."""
+    return any("\ud800" <= c <= "\udfff" for c in text)
 
 
 def validate_session_id(session_id: str, *, field: str = "session") -> str:

@@ -101,6 +101,8 @@ class EmbeddingSettings(Section):
     model: str = Field(default="text-embedding-3-small", description="Embedding model name.")
     api_key_env: str = Field(default="MEMORYD_EMBEDDING_API_KEY", description="Env var holding the API key.")
     batch_size: int = Field(default=64, ge=1, description="Texts per embedding request.")
+    timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one embedding request.")
+    max_retries: int = Field(default=3, ge=0, description="Retries of a failed embedding request (429/5xx).")
 
 
 class IndexSettings(Section):
@@ -117,6 +119,10 @@ class RetentionSettings(Section):
     expired_purge_after_days: int | None = Field(
         default=None, ge=0, description="Purge expired data this many days after expiry; unset = never.")
     erase_result_ttl_s: int = Field(default=300, ge=1, description="Erase job arguments/results kept in Redis.")
+    agent_participant_kinds: list[str] = Field(
+        default=["agent", "bot", "assistant"],
+        description="Participant senderKind/type values that mark an agent, not a user, when a session "
+                    "is mapped to its scope (user = the first other participant).")
 
 
 class DaemonSettings(Section):
@@ -128,6 +134,7 @@ class DaemonSettings(Section):
     job_timeout_s: float = Field(default=3600.0, gt=0, description="A job running longer is cancelled.")
     keep_result_s: int = Field(default=86_400, ge=1, description="How long job results stay in Redis.")
     redis_retry_max_s: float = Field(default=30.0, gt=0, description="Longest backoff between Redis reconnects.")
+    schedule: bool = Field(default=True, description="Enqueue the scheduled sweeps; off = run only jobs sent by clients.")
 
 
 class LockSettings(Section):

@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from daemon.constants import DIR_MODE, FILE_MODE
+from daemon.constants import FILE_MODE
 from daemon.errors import FencedOut, OperationFailed
+from daemon.fileio import make_private_dirs
 
 try:  # SQLite 3.51 with FTS5 contentless_delete, secure-delete and loadable extensions.
     import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
@@ -94,7 +95,7 @@ class Store:
         if readonly and not path.exists():
             raise FileNotFoundError(path)
         if not readonly:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+            make_private_dirs(path.parent)
             if not path.exists():
                 fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
                 os.close(fd)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
+from daemon.fileio import make_private_dirs
 from daemon.store.db import Connection, table_exists
 
 REASON_FORGOTTEN = "forgotten"
@@ -37,7 +38,7 @@ def load_or_create_secret(path: Path) -> bytes:
             return data
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dirs(path.parent)
     key = secrets.token_bytes(32)
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)

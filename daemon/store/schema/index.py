@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS memory_index_sources (
   mtime REAL NOT NULL,
   size INTEGER NOT NULL,
   session_id TEXT,                           -- for source='sessions'
+  model TEXT NOT NULL DEFAULT 'fts-only',    -- a provider change re-embeds every file
   UNIQUE (path, source)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS idx_memory_index_sources_source ON memory_index_sources(source);
@@ -86,7 +87,9 @@ CREATE TABLE IF NOT EXISTS memory_embedding_cache (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS idx_memory_embedding_cache_updated_at ON memory_embedding_cache(updated_at);
 
--- The revision fences index rebuilds prepared before a purge (reference §2.2, §6.3).
+-- The revision fences index rebuilds prepared before a purge (reference §2.2, §6.3). Chunk
+-- writes bump it once per transaction from index/publish.py and index/purge.py instead of
+-- per row: a row trigger would cost one UPDATE per chunk on a rebuild.
 CREATE TRIGGER IF NOT EXISTS memory_index_sources_rev_ins AFTER INSERT ON memory_index_sources
 BEGIN UPDATE memory_index_state SET revision = revision + 1 WHERE id = 1; END;
 CREATE TRIGGER IF NOT EXISTS memory_index_sources_rev_upd AFTER UPDATE ON memory_index_sources

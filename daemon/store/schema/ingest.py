@@ -9,10 +9,11 @@ CREATE TABLE IF NOT EXISTS ingest_checkpoints (
   session_path TEXT NOT NULL,
   mtime_ms INTEGER NOT NULL,
   size INTEGER NOT NULL,
-  content_hash TEXT NOT NULL,           -- '' for excluded sessions: removing the rule forces a rescan
-  line_count INTEGER NOT NULL,
-  last_content_line INTEGER NOT NULL,
-  prefix_offset INTEGER NOT NULL DEFAULT 0,  -- byte offset of last_content_line, for resume
+  content_hash TEXT NOT NULL,           -- sha256 of the consumed lines; '' = excluded / rescan next time
+  line_count INTEGER NOT NULL,          -- transcript lines consumed (content_hash covers exactly these)
+  last_content_line INTEGER NOT NULL,   -- exported message lines produced from them (the cursor)
+  at_end INTEGER NOT NULL DEFAULT 0,    -- 1: nothing but an unfinished last line was left unread
+  carry TEXT NOT NULL DEFAULT '',       -- line-provenance state at the cursor, for resume
   excluded_reason TEXT,
   updated_at INTEGER NOT NULL
 ) STRICT;

@@ -1,0 +1,63 @@
+"""python -m bench --scale small|medium|large [--only NAME] [--json OUT] [--markdown]
+
+Generates (or reuses) the corpus of the scale, runs each scenario in its own process and
+prints a table: figure, median, min–max, baseline, ratio, target, result, peak RSS.
+`--json OUT` writes the rows as a list of objects (scenario, figure, median, baseline,
+ratio, target, pass, then unit, min, max, note, peak_rss_mb).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from bench.corpus import SCALES, ensure_corpus
+from bench.runner import format_markdown, format_table, run_in_subprocess, scenario_names
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description="memoryd benchmarks (ratios in one run)")
+    ap.add_argument("--scale", choices=list(SCALES), default="small",
+                    help="corpus size: tiny (smoke), small 1k, medium 10k, large 100k sessions")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="run only this scenario (repeatable)")
+    ap.add_argument("--json", dest="json_out", type=Path, metavar="OUT", help="write the rows as JSON to OUT")
+    ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    a = ap.parse_args(argv)
+
+    names = scenario_names()
+    unknown = [n for n in a.only if n not in names]
+    if unknown:
+        print(f"unknown scenario {unknown[0]!r}; known: {', '.join(names)}", file=sys.stderr)
+        return 2
+    selected = a.only or names
+
+    started = time.perf_counter()
+    corpus = ensure_corpus(a.scale)
+    m = corpus.manifest
+    print(f"corpus {a.scale}: {m.sessions:,} sessions, {m.messages:,} messages, "
+          f"{m.transcript_bytes / 1e6:.1f} MB, {m.archives} archives ({corpus.root})", flush=True)
+    rows = []
+    for name in selected:
+        t0 = time.perf_counter()
+        print(f"  {name} ...", end="", flush=True)
+        got = run_in_subprocess(name, a.scale)
+        rows += got
+        print(f" {time.perf_counter() - t0:.1f} s", flush=True)
+    print()
+    print(format_table(rows))
+    if a.markdown:
+        print()
+        print(format_markdown(rows))
+    print(f"\ntotal {time.perf_counter() - started:.1f} s")
+    if a.json_out:
+        a.json_out.write_bytes(orjson.dumps([r.as_json() for r in rows], option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,676 @@
+"""The fault campaign: `python -m bench.chaos --rounds N --seconds S [--seed X]`.
+
+Runs `memoryd run` as a subprocess against a Redis server this runner starts itself (a child
+`redis-server` on a free loopback port, no persistence) and a generated session store, while a
+driver keeps appending to transcripts and enqueues forget jobs (sessions, participants, hook
+sources) through daemon.client. At random points it kills the daemon with SIGKILL and starts it
+again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it again). After
+every round it checks the invariants against a model of the expected state:
+
+* no resurrection: nothing of a session whose forget completed is in the workspace files
+  (memory files, diary, daily notes, corpus), staged entries, entry origins, seen hashes,
+  index chunks, FTS, vectors, the embedding cache or memory backups (preimages);
+* no collateral loss: the staged lineage (origin rows, corpus lines) of sessions no forget
+  names never shrinks, and after the final drain holds every message the driver wrote;
+* forgotten records are never lost; the stored fence never goes backwards; the lock is only
+  ever held by the running daemon (or a killed one, until its lease expires);
+* every enqueued forget completes (re-enqueued when Redis lost it or a run failed), and its
+  report selects exactly the sessions a single run selects; the daemon never exits by itself.
+
+Bounded in count (rounds), time (seconds per round, a bounded final drain) and space (tmp dir).
+Only the Redis server started here is ever restarted or shut down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redis.exceptions import RedisError
+
+REPO = Path(__file__).resolve().parent.parent
+AGENT = "chaos"
+HOST = "chaos-host"
+LOCK_TTL_MS = 3000
+JOB_TIMEOUT_S = 8  # arq re-runs a killed job once its in-progress key (timeout + 10 s) expires
+DRAIN_S = 90.0  # bound of the final drain
+VICTIMS = [f"s{i:02d}" for i in range(8)]  # sessions forget may select
+KEEPERS = [f"s{i:02d}" for i in range(8, 12)]  # sessions no forget ever names
+PARTICIPANTS = {sid: f"p{i % 4}" for i, sid in enumerate(VICTIMS)} | {sid: f"k{sid}" for sid in KEEPERS}
+HOOKS = {"s00": "gmail", "s06": "gmail", "s03": "webhook"}
+
+
+def token(sid: str) -> str:
+    """A word only this session's messages contain (no token is a substring of another)."""
+    return f"zq{sid}tok"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server child on a free loopback port; restarts never touch any other server."""
+
+    def __init__(self, workdir: Path, extra_args: tuple[str, ...] = (), port: int | None = None,
+                 cli_args: tuple[str, ...] = ()):
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.extra_args = extra_args
+        self.cli_args = cli_args  # e.g. ("--user", u, "--pass", p) for an ACL server
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 10.0) -> PrivateRedis:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = (self.workdir / "redis.log").open("ab")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no", "--dir", str(self.workdir), *self.extra_args],
+            stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server on port {self.port} exited with {self.proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError(f"redis-server on port {self.port} did not start in {timeout_s}s")
+
+    def shutdown_nosave(self) -> None:
+        subprocess.run(["redis-cli", "-p", str(self.port), *self.cli_args, "shutdown", "nosave"],
+                       capture_output=True, timeout=10)
+        self._reap()
+
+    def restart(self) -> None:
+        self.shutdown_nosave()
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.shutdown_nosave()
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # only our own child, by its handle
+            self.proc.wait(5)
+
+
+class Daemon:
+    """`memoryd run` as a subprocess of this runner."""
+
+    def __init__(self, config: Path, log_path: Path):
+        self.config = config
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.killed: list[tuple[int, float]] = []  # (pid, when) of SIGKILLed daemons
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("NOTIFY_SOCKET", None)
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
+                                         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def exited(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+            self.killed.append((self.proc.pid, time.monotonic()))
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+# --- the world and its model -------------------------------------------------------------------
+
+def write_config(path: Path, state_dir: Path, sessions_root: Path, redis_url: str) -> None:
+    path.write_text(f"""state_dir = "{state_dir}"
+sessions_root = "{sessions_root}"
+redis_url = "{redis_url}"
+
+[ingest]
+interval_s = 1.0
+
+[dreaming]
+interval_s = 2.0
+min_score = 0.0
+min_recall_count = 0
+min_unique_queries = 0
+
+[index]
+interval_s = 1.0
+sources = ["memory", "sessions"]
+[index.embedding]
+provider = "hashing"
+dims = 16
+
+[retention]
+interval_s = 3600.0
+
+[daemon]
+host_id = "{HOST}"
+metrics_listen = "127.0.0.1:0"
+schedule = true
+poll_delay_s = 0.02
+max_jobs = 4
+job_timeout_s = {JOB_TIMEOUT_S}
+shutdown_grace_s = 1.0
+redis_retry_max_s = 0.5
+
+[lock]
+ttl_ms = {LOCK_TTL_MS}
+wait_s = 10.0
+""")
+
+
+def message_text(sid: str, n: int) -> str:
+    """Words of this session only: dreaming merges similar text across sessions into entries of
+    mixed lineage, which a forget rightly removes whole; the collateral check wants none."""
+    words = " ".join(f"{sid}w{(n * 5 + j) % 40}" for j in range(6))
+    return f"{token(sid)} {words} n{n}"
+
+
+@dataclass
+class Pending:
+    request: dict[str, Any]
+    targets: frozenset[str]
+    job_id: str
+    attempt: int = 0
+
+
+@dataclass
+class Tally:
+    rounds: int = 0
+    kills: int = 0
+    redis_restarts: int = 0
+    appends: int = 0
+    forget_enqueued: int = 0
+    forget_reenqueued: int = 0
+    forget_completed: int = 0
+    checks: int = 0
+    faults_mid_forget: int = 0  # kills / Redis restarts that hit a running forget job
+    lock_samples: int = 0
+    promoted_watched: int = 0
+    violations: list[str] = field(default_factory=list)
+    failures_seen: dict[str, int] = field(default_factory=dict)  # job error class -> count (then retried)
+
+
+class World:
+    def __init__(self, root: Path, rng: random.Random):
+        from tests.builders import Msg, SessionStoreBuilder
+
+        self.root = root
+        self.rng = rng
+        self.sessions_root = root / "sessions"
+        self.builder = SessionStoreBuilder(self.sessions_root, AGENT)
+        self.written: dict[str, list[str]] = {}  # sid -> message texts appended so far
+        for sid in VICTIMS + KEEPERS:
+            meta: dict[str, Any] = {"participants": [{"actorId": PARTICIPANTS[sid]}], "chatType": "direct"}
+            if sid in HOOKS:
+                meta["hookExternalContentSource"] = HOOKS[sid]
+            texts = [message_text(sid, 0), message_text(sid, 1)]
+            self.builder.add(f"agent:{AGENT}:{sid}", sid, [Msg("user", texts[0]), Msg("assistant", texts[1])], **meta)
+            self.written[sid] = texts
+        self._msg = Msg
+
+    def append(self, sid: str, count: int) -> None:
+        start = len(self.written[sid])
+        texts = [message_text(sid, start + j) for j in range(count)]
+        msgs = [self._msg("user" if (start + j) % 2 == 0 else "assistant", t) for j, t in enumerate(texts)]
+        self.builder.append(sid, msgs, start_index=start)
+        self.written[sid].extend(texts)
+
+    def random_request(self) -> tuple[dict[str, Any], frozenset[str]]:
+        kind = self.rng.choice(["session", "session_key", "participant", "hook"])
+        if kind == "session":
+            sid = self.rng.choice(VICTIMS)
+            return {"agent": AGENT, "sessions": [sid]}, frozenset({sid})
+        if kind == "session_key":
+            sid = self.rng.choice(VICTIMS)
+            return {"agent": AGENT, "sessions": [f"agent:{AGENT}:{sid}"]}, frozenset({sid})
+        if kind == "participant":
+            who = self.rng.choice(sorted({PARTICIPANTS[s] for s in VICTIMS}))
+            return {"agent": AGENT, "participants": [who]}, frozenset(s for s in VICTIMS if PARTICIPANTS[s] == who)
+        hook = self.rng.choice(sorted(set(HOOKS.values())))
+        return {"agent": AGENT, "hook_sources": [hook]}, frozenset(s for s, h in HOOKS.items() if h == hook)
+
+
+# --- invariant checks ----------------------------------------------------------------------------
+
+@dataclass
+class Observed:
+    origins: dict[str, int] = field(default_factory=dict)  # keeper -> origin rows last seen
+    corpus: dict[str, int] = field(default_factory=dict)  # keeper -> corpus lines last seen
+    fence: int = 0
+    tombstones: set[str] = field(default_factory=set)
+    promoted: set[str] = field(default_factory=set)  # keeper claims seen promoted into MEMORY.md
+    chunk_hashes: dict[str, set[str]] = field(default_factory=dict)  # sid -> content hashes of its chunks
+
+
+def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]) -> dict[str, Any]:
+    def count(sql: str, params: tuple[Any, ...] = ()) -> int:
+        return int(conn.execute(sql, params).fetchone()[0])
+
+    facts: dict[str, Any] = {"leaks": [], "origins": {}, "hashes": {}}
+    marks = ",".join("?" * len(done))
+    if done:
+        for table, col in (("memory_entry_origins", "session_id"), ("memory_index_chunks", "session_id"),
+                           ("memory_index_sources", "session_id"), ("curated_writes", "session_id")):
+            n = count(f"SELECT count(*) FROM {table} WHERE {col} IN ({marks})", tuple(done))
+            if n:
+                facts["leaks"].append(f"{table}: {n} rows of forgotten sessions")
+        n = count(f"SELECT count(*) FROM ingest_seen_hashes WHERE scope IN ({marks})",
+                  tuple(f"{AGENT}:{s}" for s in done))
+        if n:
+            facts["leaks"].append(f"ingest_seen_hashes: {n} rows of forgotten sessions")
+        n = count(f"SELECT count(*) FROM ingest_checkpoints WHERE session_id IN ({marks}) "
+                  "AND excluded_reason IS NULL", tuple(done))
+        if n:
+            facts["leaks"].append(f"ingest_checkpoints: {n} admitted checkpoints of forgotten sessions")
+    for tok in tokens:
+        like = f"%{tok}%"
+        for table, col in (("short_term_entries", "snippet"), ("memory_index_chunks", "text"),
+                           ("memory_backups", "content")):
+            n = count(f"SELECT count(*) FROM {table} WHERE {col} LIKE ?", (like,))
+            if n:
+                facts["leaks"].append(f"{table}: {n} rows quoting {tok}")
+        n = count("SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?", (tok,))
+        if n:
+            facts["leaks"].append(f"fts: {n} rows matching {tok}")
+    n = count("SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid NOT IN "
+              "(SELECT rowid FROM memory_index_chunks)")
+    if n:
+        facts["leaks"].append(f"memory_index_vectors: {n} vectors of removed chunks")
+    for sid in watch:
+        # Staged claims (one per ingested message) whose whole lineage is in sessions no forget
+        # names. (Dreaming's own REM/light entries are recomputed each run, so they come and go.)
+        facts["origins"][sid] = count(
+            "SELECT count(*) FROM memory_entry_origins WHERE session_id = ? AND entry_key LIKE 'memory:claim:%' "
+            "AND entry_key NOT IN "
+            f"(SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({','.join('?' * len(watch))}))",
+            (sid, *watch))
+        facts["hashes"][sid] = {h for (h,) in conn.execute(
+            "SELECT hash FROM memory_index_chunks WHERE session_id = ? OR text LIKE ?", (sid, f"%{token(sid)}%"))}
+    marks_w = ",".join("?" * len(watch))
+    facts["keeper_claims"] = {k for (k,) in conn.execute(
+        "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%' AND entry_key "
+        f"NOT IN (SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({marks_w}))", tuple(watch))}
+    facts["cache"] = {h for (h,) in conn.execute("SELECT hash FROM memory_embedding_cache")}
+    facts["tombstones"] = {s for (s,) in conn.execute("SELECT session_id FROM memory_session_tombstones")}
+    row = conn.execute("SELECT max(token) FROM fence").fetchone()
+    facts["fence"] = int(row[0] or 0)
+    return facts
+
+
+async def check_invariants(settings: Any, done: set[str], watch: list[str], obs: Observed, tally: Tally,
+                           label: str, final: bool, world: World) -> None:
+    from daemon.agents import agent_paths
+    from daemon.forget.scrub import promotion_keys_on_lines
+    from daemon.store.db import Store
+
+    paths = agent_paths(settings, AGENT)
+    found: list[str] = []
+    tokens = [token(s) for s in sorted(done)]
+    # Workspace files: memory files, diary, daily notes, the corpus.
+    corpus_lines: dict[str, int] = dict.fromkeys(KEEPERS, 0)
+    corpus_text = ""
+    ws = paths.workspace
+    memory_md = ""
+    if ws.exists():
+        for p in sorted(ws.rglob("*")):
+            if p.is_symlink() or not p.is_file() or ".tmp-" in p.name:
+                continue
+            try:
+                text = p.read_text(errors="replace")
+            except FileNotFoundError:
+                continue  # replaced between listing and reading
+            rel = p.relative_to(ws)
+            if str(rel) == "MEMORY.md":
+                memory_md = text
+            for sid in done:
+                if token(sid) in text or f"sessions/{AGENT}/{sid}#" in text:
+                    found.append(f"{rel}: holds text of forgotten session {sid}")
+            if "session-corpus" in rel.parts:
+                corpus_text += text
+                for sid in KEEPERS:
+                    corpus_lines[sid] += text.count(f"[{AGENT}/sessions/{AGENT}/{sid}#L")
+    tally.checks += 1
+    facts: dict[str, Any] | None = None
+    if paths.db_path.exists():
+        store = await Store.open(paths.db_path, readonly=True)
+        try:
+            facts = await store.read(_store_facts, sorted(done), tokens, watch)
+        finally:
+            await store.close()
+    if facts is not None:
+        found.extend(facts["leaks"])
+        for sid in done:
+            stale = obs.chunk_hashes.get(sid, set()) & facts["cache"]
+            if stale:
+                found.append(f"memory_embedding_cache: {len(stale)} embeddings of forgotten session {sid}")
+        lost = obs.tombstones - facts["tombstones"]
+        if lost:
+            found.append(f"forgotten records lost: {sorted(lost)}")
+        missing = done - facts["tombstones"]
+        if missing:
+            found.append(f"forget completed without a forgotten record: {sorted(missing)}")
+        if facts["fence"] < obs.fence:
+            found.append(f"stored fence went backwards: {obs.fence} -> {facts['fence']}")
+        for sid in KEEPERS:
+            if facts["origins"].get(sid, 0) < obs.origins.get(sid, 0):
+                found.append(f"collateral loss: origin rows of {sid} {obs.origins[sid]} -> {facts['origins'][sid]}")
+            obs.origins[sid] = max(obs.origins.get(sid, 0), facts["origins"].get(sid, 0))
+        for sid, hashes in facts["hashes"].items():
+            if sid not in done:
+                obs.chunk_hashes.setdefault(sid, set()).update(hashes)
+        promoted_now = set(promotion_keys_on_lines(memory_md))
+        gone = obs.promoted - promoted_now
+        if gone:
+            found.append(f"collateral loss: {len(gone)} promoted entries of untouched sessions left MEMORY.md")
+        obs.promoted |= promoted_now & facts["keeper_claims"]
+        obs.tombstones |= facts["tombstones"]
+        obs.fence = max(obs.fence, facts["fence"])
+    for sid in KEEPERS:
+        if corpus_lines[sid] < obs.corpus.get(sid, 0):
+            found.append(f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {corpus_lines[sid]}")
+        obs.corpus[sid] = max(obs.corpus.get(sid, 0), corpus_lines[sid])
+    if final:
+        for sid in KEEPERS:
+            absent = [t for t in world.written[sid] if t not in corpus_text]
+            if absent:
+                found.append(f"expected state: {len(absent)} messages of {sid} never staged")
+    tally.checks += 1
+    for item in found:
+        tally.violations.append(f"{label}: {item}")
+
+
+# --- the campaign --------------------------------------------------------------------------------
+
+class LockWatch:
+    """Samples the workspace lock; its holder must be the running daemon, or a killed one whose
+    lease has not yet expired."""
+
+    def __init__(self, redis_url: str, lock_key: str, daemon: Daemon, tally: Tally):
+        self.redis_url = redis_url
+        self.lock_key = lock_key
+        self.daemon = daemon
+        self.tally = tally
+        self.samples = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(self.redis_url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            while not stop.is_set():
+                try:
+                    value = await client.get(self.lock_key)
+                except (RedisError, OSError):
+                    value = None
+                if value is not None:
+                    self.samples += 1
+                    self._judge(value.decode())
+                try:
+                    await asyncio.wait_for(stop.wait(), 0.05)
+                except TimeoutError:
+                    pass
+        finally:
+            await client.aclose()
+
+    def _judge(self, token_value: str) -> None:
+        holder = token_value.rsplit("#", 1)[0]
+        pid = int(holder.rsplit(":", 1)[1]) if ":" in holder and holder.rsplit(":", 1)[1].isdigit() else -1
+        if pid == self.daemon.pid:
+            return
+        now = time.monotonic()
+        grace = LOCK_TTL_MS / 1000 + 1.0  # the lease's TTL, plus a sampling margin
+        if any(p == pid and now - when <= grace for p, when in self.daemon.killed):
+            return
+        self.tally.violations.append(f"lock held by {holder!r}, which is neither the daemon nor a fresh corpse")
+
+
+async def poll_pending(client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str) -> list[Pending]:
+    from daemon.jobs import FORGET
+
+    still: list[Pending] = []
+    for job in pending:
+        try:
+            report = await client.job(job.job_id)
+        except (RedisError, OSError):
+            still.append(job)
+            continue
+        if report.state == "complete":
+            selected = set((report.result or {}).get("sessionIds", []))
+            if selected != set(job.targets):
+                tally.violations.append(f"forget {job.request} selected {sorted(selected)}, a single run "
+                                        f"selects {sorted(job.targets)}")
+            done.update(job.targets)
+            tally.forget_completed += 1
+            continue
+        if report.state in ("failed", "not_found"):
+            if report.state == "failed":
+                name = (report.error or "?").split(":", 1)[0]
+                tally.failures_seen[name] = tally.failures_seen.get(name, 0) + 1
+                job.attempt += 1
+            try:
+                enq = await client.enqueue(FORGET, job.request, queue=queue,
+                                           request_id=f"retry-{job.attempt}" if job.attempt else None)
+            except (RedisError, OSError):
+                still.append(job)
+                continue
+            job.job_id = enq.job_id
+            tally.forget_reenqueued += 1
+        still.append(job)
+    return still
+
+
+async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: bool) -> Tally:
+    from daemon.client import MemorydClient
+    from daemon.constants import LOCK_KEY
+    from daemon.errors import MemorydError
+    from daemon.jobs import FORGET, queue_name
+    from daemon.lock import workspace_key
+    from daemon.settings import load_settings
+
+    rng = random.Random(seed)
+    tally = Tally()
+    redis = PrivateRedis(root / "redis").start()
+    world = World(root, rng)
+    config = root / "memoryd.toml"
+    write_config(config, root / "state", world.sessions_root, redis.url)
+    settings = load_settings(config)
+    daemon = Daemon(config, root / "daemon.log")
+    daemon.start()
+    queue = queue_name(HOST)
+    lock_key = LOCK_KEY.format(workspace=workspace_key(settings.workspace_for(AGENT)))
+    watch = LockWatch(redis.url, lock_key, daemon, tally)
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(watch.run(stop))
+    pending: list[Pending] = []
+    done: set[str] = set()
+    named: set[str] = set()
+    obs = Observed()
+    try:
+        async with MemorydClient.connect(settings, poll_delay_s=0.05) as client:
+            for r in range(rounds):
+                tally.rounds += 1
+                for sid in rng.sample(VICTIMS + KEEPERS, rng.randint(1, 3)):
+                    world.append(sid, rng.randint(1, 2))
+                    tally.appends += 1
+                if rng.random() < 0.35:
+                    request, targets = world.random_request()
+                    named |= targets
+                    try:
+                        enq = await client.enqueue(FORGET, request, queue=queue)
+                        pending.append(Pending(request, targets, enq.job_id))
+                        tally.forget_enqueued += 1
+                    except (RedisError, OSError, MemorydError):
+                        pass  # Redis is restarting: the request was never accepted
+                # Right after an enqueue, half the time: aim the fault at the forget in flight.
+                aim = bool(pending) and rng.random() < 0.5
+                if aim and await _wait_running(client, pending, timeout_s=max(seconds, 2.0)):
+                    await asyncio.sleep(rng.uniform(0.0, 0.08))
+                else:
+                    await asyncio.sleep(rng.uniform(0.1, seconds))
+                fault = rng.random()
+                if fault < 0.70 and await _forget_running(client, pending):
+                    tally.faults_mid_forget += 1
+                if fault < 0.45:
+                    daemon.kill()
+                    tally.kills += 1
+                    daemon.start()
+                elif fault < 0.65:
+                    redis.restart()
+                    tally.redis_restarts += 1
+                elif fault < 0.70:
+                    daemon.kill()
+                    redis.restart()
+                    tally.kills += 1
+                    tally.redis_restarts += 1
+                    daemon.start()
+                code = daemon.exited()
+                if code is not None:
+                    tally.violations.append(f"round {r}: the daemon exited by itself with {code}")
+                    daemon.start()
+                pending = await poll_pending(client, pending, done, tally, queue)
+                await check_invariants(settings, done, KEEPERS, obs, tally, f"round {r}", False, world)
+                if verbose:
+                    print(f"round {r}: kills={tally.kills} redis={tally.redis_restarts} pending={len(pending)} "
+                          f"done={sorted(done)} violations={len(tally.violations)}", flush=True)
+            # Final drain: every forget completes, and every keeper message is staged.
+            deadline = time.monotonic() + DRAIN_S
+            while time.monotonic() < deadline:
+                pending = await poll_pending(client, pending, done, tally, queue)
+                if daemon.exited() is not None:
+                    tally.violations.append(f"drain: the daemon exited by itself with {daemon.exited()}")
+                    daemon.start()
+                staged_all = await _keepers_staged(settings, world)
+                if not pending and staged_all:
+                    break
+                await asyncio.sleep(0.5)
+            for job in pending:
+                tally.violations.append(f"forget {job.request} did not complete within the drain")
+            await asyncio.sleep(2.5)  # two more scheduled sweeps: nothing may come back
+            await check_invariants(settings, done, KEEPERS, obs, tally, "final", True, world)
+            tally.promoted_watched = len(obs.promoted)
+    finally:
+        stop.set()
+        await watcher
+        tally.lock_samples = watch.samples
+        daemon.stop()
+        redis.stop()
+    return tally
+
+
+async def _wait_running(client: Any, pending: list[Pending], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await _forget_running(client, pending):
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+async def _forget_running(client: Any, pending: list[Pending]) -> bool:
+    for job in pending:
+        try:
+            if (await client.job(job.job_id)).state == "running":
+                return True
+        except (RedisError, OSError):
+            return False
+    return False
+
+
+async def _keepers_staged(settings: Any, world: World) -> bool:
+    from daemon.agents import agent_paths
+
+    corpus = agent_paths(settings, AGENT).corpus_dir
+    try:
+        text = "".join(p.read_text(errors="replace") for p in corpus.glob("*.txt"))
+    except FileNotFoundError:
+        return False
+    return all(t in text for sid in KEEPERS for t in world.written[sid])
+
+
+def format_table(t: Tally, elapsed_s: float) -> str:
+    rows = [("rounds", t.rounds), ("daemon kills (SIGKILL)", t.kills), ("Redis restarts (nosave)", t.redis_restarts),
+            ("transcript appends", t.appends), ("forget jobs enqueued", t.forget_enqueued),
+            ("faults during a running forget", t.faults_mid_forget),
+            ("forget jobs re-enqueued", t.forget_reenqueued), ("forget jobs completed", t.forget_completed),
+            ("lock holder samples", t.lock_samples), ("promoted entries watched", t.promoted_watched),
+            ("invariant checks", t.checks), ("violations", len(t.violations)), ("wall time (s)", f"{elapsed_s:.0f}")]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"| {'measure'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
+    lines += [f"| {k.ljust(width)} | {v} |" for k, v in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.chaos", description="memoryd fault campaign")
+    ap.add_argument("--rounds", type=int, default=200, help="fault rounds (default 200)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="longest pause before a round's fault")
+    ap.add_argument("--seed", type=int, default=1, help="random seed (a run is reproducible up to timing)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, state) afterwards")
+    ap.add_argument("--verbose", action="store_true", help="one line per round")
+    a = ap.parse_args(argv)
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        print("bench.chaos: redis-server and redis-cli must be installed", file=sys.stderr)
+        return 2
+    root = Path(tempfile.mkdtemp(prefix="memoryd-chaos-"))
+    started = time.monotonic()
+    try:
+        tally = asyncio.run(campaign(a.rounds, a.seconds, a.seed, root, a.verbose))
+    finally:
+        if not a.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print(format_table(tally, time.monotonic() - started))
+    if tally.failures_seen:
+        print("forget runs that failed and were re-enqueued: "
+              + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items())))
+    for v in tally.violations[:50]:
+        print(f"VIOLATION {v}")
+    if a.keep:
+        print(f"work directory: {root}")
+    return 1 if tally.violations else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

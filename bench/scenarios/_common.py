@@ -1,0 +1,62 @@
+"""Product-side helpers the scenarios share: sweeping every agent of the corpus, counting
+transcript opens, and reaching the domain entry points by name."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CONTEXT = "daemon.context:agent_runtime"
+INGEST = "daemon.ingest.sweep:run_ingest_sweep"
+INDEX = "daemon.index.sync:run_index_sync"
+SEARCH = "daemon.index.search:run_search"
+FORGET = "daemon.forget.service:run_forget"
+FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
+ERASE = "daemon.retention.service:run_erase"
+
+
+def entry(name: str) -> Any:
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+async def sweep_agents(settings: Any, agents: list[str]) -> list[Any]:
+    from daemon.context import agent_runtime
+
+    run_ingest_sweep = entry(INGEST)
+    reports = []
+    for agent in agents:
+        async with agent_runtime(settings, agent) as rt:
+            reports.append(await run_ingest_sweep(rt))
+    return reports
+
+
+class OpenCounter:
+    """Counts files opened under `root` whose name contains `.jsonl`, while enabled.
+
+    An audit hook sees every open() and os.open(), including ones on other threads, so a
+    sweep that reads a transcript cannot hide it.
+    """
+
+    def __init__(self, root: Path):
+        self.root = str(root)
+        self.enabled = False
+        self.count = 0
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.enabled and event == "open" and args and isinstance(args[0], str | Path):
+            path = str(args[0])
+            if path.startswith(self.root) and ".jsonl" in path:
+                self.count += 1
+
+    def during(self, fn: Callable[[], Any]) -> Any:
+        self.count = 0
+        self.enabled = True
+        try:
+            return fn()
+        finally:
+            self.enabled = False

@@ -1,0 +1,129 @@
+"""Forget preview and apply of one session (~100 affected rows) in stores of growing size.
+
+The store is built for real: a first ingest sweep of the target agent. It is then padded to
+the wanted number of origin rows with copies of the other sessions' lineage — origin rows,
+staged entries and the corpus lines they cite, under new session ids — so every size has the
+same shape. Target: the figure at the largest size <= 1.2x the figure at 10k origin rows
+(forget must cost what it removes, not what the store holds).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.baselines import connect
+from bench.runner import Context, Row, at_most, entry_point_missing, info, not_available, run_async, timed
+from bench.scenarios._common import CONTEXT, FORGET, FORGET_REQUEST, INGEST, entry, sweep_agents
+
+NAME = "forget"
+AGENT = "main"
+SIZES = {"tiny": (2_000, 8_000), "small": (10_000, 100_000), "medium": (10_000, 100_000, 1_000_000),
+         "large": (10_000, 100_000, 1_000_000)}
+DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?=[^/]*$)")
+
+
+def missing() -> str | None:
+    return entry_point_missing(CONTEXT, INGEST, FORGET, FORGET_REQUEST)
+
+
+def pad_store(state: Path, target: str, total: int, copy: int = 0) -> int:
+    """Add copies of the non-target lineage until the store holds `total` origin rows.
+
+    `copy` is the number of copies made by earlier calls; returns the number made so far."""
+    db = state / "agents" / AGENT / "memory.sqlite"
+    workspace = state / "agents" / AGENT / "workspace"
+    conn = connect(db)
+    have = conn.execute("SELECT count(*) FROM memory_entry_origins").fetchone()[0]
+    origins = conn.execute("SELECT entry_key, agent_id, session_id, session_key, origin_class, observed_at "
+                           "FROM memory_entry_origins WHERE session_id != ?", (target,)).fetchall()
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(short_term_entries)")]
+    staged = conn.execute(f"SELECT {', '.join(cols)} FROM short_term_entries WHERE entry_key IN "
+                          "(SELECT entry_key FROM memory_entry_origins WHERE session_id != ?)",
+                          (target,)).fetchall()
+    corpus_files = {p: (workspace / p).read_bytes() for p in {r[cols.index("path")] for r in staged}
+                    if (workspace / p).is_file()}
+    if not origins:
+        raise RuntimeError("the first sweep staged nothing outside the target session")
+    conn.execute("BEGIN")
+    while have < total:
+        copy += 1
+        rename = {p: DATE_RE.sub(lambda m, c=copy: str(date.fromisoformat(m[1]) - timedelta(days=31 * c)), p)
+                  for p in corpus_files}
+        suffix = f"-pad{copy}"
+        rows = origins[: total - have]
+        conn.executemany("INSERT INTO memory_entry_origins VALUES (?, ?, ?, ?, ?, ?)",
+                         [(f"{r[0]}{suffix}", r[1], f"{r[2]}{suffix}", r[3], r[4], r[5]) for r in rows])
+        keys = {r[0] for r in rows}
+        ki, pi = cols.index("entry_key"), cols.index("path")
+        clones = []
+        for r in staged:
+            if r[0 if ki == 0 else ki] in keys:
+                c = list(r)
+                c[ki] = f"{c[ki]}{suffix}"
+                c[pi] = rename.get(c[pi], c[pi])
+                clones.append(c)
+        conn.executemany(f"INSERT INTO short_term_entries({', '.join(cols)}) VALUES "
+                         f"({', '.join('?' * len(cols))})", clones)
+        sub = re.compile(rb"(\[" + AGENT.encode() + rb"/sessions/" + AGENT.encode() + rb"/)([^#\]]+)(#L)")
+        for p, data in corpus_files.items():
+            (workspace / rename[p]).write_bytes(sub.sub(rb"\1\2" + suffix.encode() + rb"\3", data))
+        have += len(rows)
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return copy
+
+
+async def _forget(settings: Any, target: str, dry_run: bool) -> None:
+    from daemon.context import agent_runtime
+
+    request = entry(FORGET_REQUEST).model_validate({"agent": AGENT, "sessions": [target], "dry_run": dry_run})
+    async with agent_runtime(settings, AGENT, readonly=dry_run, redis=not dry_run) as rt:
+        if dry_run:
+            await entry(FORGET)(rt, request)
+        else:
+            async with rt.lock().hold():
+                await entry(FORGET)(rt, request)
+
+
+def run(ctx: Context) -> list[Row]:
+    sizes = SIZES[ctx.scale]
+    reason = missing()
+    if reason:
+        return [not_available(NAME, f"forget {kind} of one session, {sizes[-1]:,} vs {sizes[0]:,} origin rows",
+                              reason) for kind in ("preview", "apply")]
+    target = ctx.corpus.manifest.targets[AGENT]
+    base = ctx.scratch("base")
+    run_async(sweep_agents, ctx.settings(base), [AGENT])
+    rows: list[Row] = []
+    first: dict[str, list[float]] = {}
+    copies = 0
+    for size in sizes:
+        copies = pad_store(base, target, size, copies)
+        preview_settings = ctx.settings(base)
+        apply_dir = ctx.workdir / "apply"
+
+        def preview(s: Any = preview_settings) -> float:
+            return timed(lambda: run_async(_forget, s, target, True))
+
+        def apply(apply_dir: Path = apply_dir) -> float:
+            shutil.rmtree(apply_dir, ignore_errors=True)
+            shutil.copytree(base, apply_dir)
+            s = ctx.settings(apply_dir)
+            return timed(lambda: run_async(_forget, s, target, False))
+
+        prev, appl = ctx.interleaved(preview, apply)
+        for kind, samples in (("preview", prev), ("apply", appl)):
+            if size == sizes[0]:
+                first[kind] = samples
+                rows.append(info(NAME, f"forget {kind}, {size:,} origin rows", "s", samples))
+            elif size == sizes[-1]:
+                rows.append(at_most(NAME, f"forget {kind}, {size:,} origin rows (vs {sizes[0]:,})", "s", samples,
+                                    first[kind], 1.2, note="baseline: the same forget at the smallest store"))
+            else:
+                rows.append(info(NAME, f"forget {kind}, {size:,} origin rows", "s", samples, first[kind]))
+    return rows

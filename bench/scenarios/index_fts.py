@@ -1,0 +1,72 @@
+"""Index, FTS only: chunks/s of a first index sync over every agent's transcripts (sources
+memory + sessions, no embeddings), against a bare FTS5 insert of the same chunk texts into
+the product's FTS layout. Target: >= 0.5x."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.baselines import fts5_insert, transcript_chunks
+from bench.runner import Context, Row, at_least, entry_point_missing, info, not_available, run_async, timed
+from bench.scenarios._common import CONTEXT, INDEX, entry
+
+NAME = "index_fts"
+
+
+def missing() -> str | None:
+    return entry_point_missing(CONTEXT, INDEX)
+
+
+async def _index_all(settings: Any, agents: list[str]) -> None:
+    from daemon.context import agent_runtime
+
+    run_index_sync = entry(INDEX)
+    for agent in agents:
+        async with agent_runtime(settings, agent) as rt:
+            await run_index_sync(rt, force=False)
+
+
+def _chunk_texts(state: Path, agents: list[str]) -> list[str]:
+    from bench.baselines import connect
+
+    texts: list[str] = []
+    for agent in agents:
+        db = state / "agents" / agent / "memory.sqlite"
+        if db.exists():
+            conn = connect(db)
+            texts += [r[0] for r in conn.execute("SELECT text FROM memory_index_chunks ORDER BY rowid")]
+            conn.close()
+    return texts
+
+
+def run(ctx: Context) -> list[Row]:
+    # One agent (the largest) is enough for a ratio and keeps the small scale within its budget.
+    agents = ["main"] if ctx.scale in ("tiny", "small") else list(ctx.corpus.manifest.agents)
+    bare_db = ctx.workdir / "bare-fts.sqlite"
+    figure = "index sync, FTS only: chunks/s"
+    reason = missing()
+    if reason:
+        chunks = transcript_chunks([p for a in agents for p in ctx.corpus.transcripts(a)])
+        (base,) = ctx.interleaved(lambda: len(chunks) / timed(lambda: fts5_insert(bare_db, chunks)))
+        return [info(NAME, f"baseline: bare FTS5 insert of {len(chunks):,} transcript chunks", "chunk/s", base),
+                not_available(NAME, figure, reason)]
+
+    overrides = {"index": {"sources": ["memory", "sessions"], "embedding": {"provider": "none"}}}
+    # One unmeasured sync gives the chunk texts the baseline inserts.
+    first = ctx.scratch("state")
+    run_async(_index_all, ctx.settings(first, **overrides), agents)
+    chunks = _chunk_texts(first, agents)
+    if not chunks:
+        return [Row(NAME, figure, None, None, None, "", False, note="the index sync wrote no chunks")]
+
+    def product() -> float:
+        settings = ctx.settings(ctx.scratch("state"), **overrides)
+        return len(chunks) / timed(lambda: run_async(_index_all, settings, agents))
+
+    def baseline() -> float:
+        return len(chunks) / timed(lambda: fts5_insert(bare_db, chunks))
+
+    prod, base = ctx.interleaved(product, baseline)
+    return [at_least(NAME, f"index sync of {len(chunks):,} chunks, FTS only: chunks/s", "chunk/s", prod, base,
+                     0.5, note="baseline: executemany into a fresh contentless_delete FTS5 table, one txn")]

@@ -1,0 +1,53 @@
+"""Unchanged re-sweep: a second sweep over an unchanged corpus, against a bare os.stat loop
+over the same transcripts. Targets: <= 2x the stat loop, and zero transcripts opened."""
+
+from __future__ import annotations
+
+from bench.baselines import stat_loop
+from bench.runner import (
+    Context,
+    Row,
+    at_most,
+    entry_point_missing,
+    info,
+    limit,
+    not_available,
+    run_async,
+    timed,
+)
+from bench.scenarios._common import CONTEXT, INGEST, OpenCounter, sweep_agents
+
+NAME = "resweep"
+
+
+def missing() -> str | None:
+    return entry_point_missing(CONTEXT, INGEST)
+
+
+def run(ctx: Context) -> list[Row]:
+    paths = ctx.corpus.transcripts()
+    agents = list(ctx.corpus.manifest.agents)
+    figure = f"unchanged re-sweep, {len(paths):,} sessions: time"
+
+    def baseline() -> float:
+        return timed(lambda: stat_loop(paths))
+
+    reason = missing()
+    if reason:
+        (base,) = ctx.interleaved(baseline)
+        return [info(NAME, "baseline: os.stat loop over the same transcripts", "s", base),
+                not_available(NAME, figure, reason)]
+
+    settings = ctx.settings(ctx.scratch("state"))
+    run_async(sweep_agents, settings, agents)  # the first sweep, not measured
+    counter = OpenCounter(ctx.corpus.root)
+    opened: list[float] = []
+
+    def product() -> float:
+        seconds = timed(lambda: counter.during(lambda: run_async(sweep_agents, settings, agents)))
+        opened.append(counter.count)
+        return seconds
+
+    prod, base = ctx.interleaved(product, baseline)
+    return [at_most(NAME, figure, "s", prod, base, 2.0, note="baseline: os.stat of every live transcript"),
+            limit(NAME, "transcripts opened by the re-sweep", "files", opened, 0)]

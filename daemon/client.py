@@ -1,0 +1,263 @@
+"""A typed client for other tools: enqueue memoryd jobs on the owning host's queue and wait.
+
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue_forget(ForgetRequest(agent="main", sessions=["s1"]))
+        report = await client.wait(job.job_id, timeout_s=60)   # report.result is the ForgetReport JSON
+
+* Routing: every daemon publishes `agent → queue` in the Redis hash `memoryd:agents`; a job
+  for an agent goes to its owner's queue. An agent nobody serves is a UsageError.
+* Requests are validated with the same pydantic models the CLI and the job use, before
+  anything is enqueued.
+* Job ids are deterministic (daemon.jobs): the same request enqueued twice is one job, and
+  the second enqueue reports `deduplicated`. Pass `request_id` to run an identical request
+  again while the first one's result is still kept.
+* Results are polled every CLIENT_POLL_S (explicitly: arq's 0.5 s default would make every
+  round trip take half a second).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import anyio
+from arq.connections import ArqRedis
+from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+from redis.asyncio import ConnectionPool
+from redis.exceptions import RedisError
+
+from daemon.constants import AGENT_OWNER_KEY, CLIENT_POLL_S
+from daemon.errors import OperationFailed, UsageError
+from daemon.jobs import (
+    ERASE,
+    FORGET,
+    INDEX_SYNC,
+    INGEST_SWEEP,
+    IndexRequest,
+    SweepRequest,
+    deserialize,
+    job_name_of,
+    request_job_id,
+    serialize,
+)
+from daemon.redis_conn import redact_url
+from daemon.settings import Settings
+
+JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]
+# Job errors that mean "the request was bad" or "refused", for exit codes of `enqueue --wait`.
+USAGE_ERRORS = frozenset({"JobPayloadError", "AgentNotServed", "UsageError", "ConfigError"})
+REFUSED_ERRORS = frozenset({"RefusedError", "LockTimeout"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class EnqueuedJob(_Model):
+    job_id: str
+    function: str
+    queue: str
+    deduplicated: bool  # an identical request was already queued, running or finished
+
+
+class JobReport(_Model):
+    job_id: str
+    function: str
+    queue: str | None
+    state: JobState
+    tries: int | None
+    enqueued_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    error: str | None  # "<ErrorClass>: <message>" when the job failed
+    result: dict[str, Any] | None  # the domain's report, as the CLI prints it
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("complete", "failed", "not_found")
+
+    def exit_code(self) -> int:
+        if self.state == "complete":
+            return 0
+        name = (self.error or "").split(":", 1)[0]
+        return 2 if name in USAGE_ERRORS else 3 if name in REFUSED_ERRORS else 1
+
+
+def _iso(ms: Any) -> str | None:
+    if not isinstance(ms, int | float):
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _error_text(result: Any) -> str:
+    if isinstance(result, dict) and "error" in result:
+        return f"{result['error']}: {result.get('message', '')}"
+    return str(result)
+
+
+def _validate(model: type[BaseModel], data: BaseModel | dict[str, Any], what: str) -> BaseModel:
+    """Validate exactly as the CLI does: a bad request is a UsageError and nothing is enqueued."""
+    if isinstance(data, model):
+        return data
+    raw = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
+    parse = getattr(model, "parse", None)
+    if callable(parse):  # the domain's own one-line error messages
+        return parse(raw)  # type: ignore[no-any-return]
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "request"
+        raise UsageError(f"{what} request: {where}: {err['msg']}") from None
+
+
+class MemorydClient:
+    def __init__(self, redis: ArqRedis, *, erase_ttl_s: int = 300, poll_delay_s: float = CLIENT_POLL_S):
+        self.redis = redis
+        self.erase_ttl_s = erase_ttl_s
+        self.poll_delay_s = poll_delay_s
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S
+                      ) -> AsyncIterator[MemorydClient]:
+        pool = ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=5)
+        redis = ArqRedis(pool, job_serializer=serialize, job_deserializer=deserialize)
+        try:
+            await redis.ping()
+        except (RedisError, OSError) as exc:
+            await redis.aclose(close_connection_pool=True)
+            raise OperationFailed(f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}") from None
+        try:
+            yield cls(redis, erase_ttl_s=settings.retention.erase_result_ttl_s, poll_delay_s=poll_delay_s)
+        finally:
+            await redis.aclose(close_connection_pool=True)
+
+    # --- routing ----------------------------------------------------------------------------
+
+    async def queue_for(self, agent: str) -> str:
+        queue = await self.redis.hget(AGENT_OWNER_KEY, agent)  # type: ignore[misc]
+        if queue is None:
+            raise UsageError(f"agent {agent!r}: no memoryd host serves it (not in Redis hash {AGENT_OWNER_KEY}); "
+                             "start `memoryd run` on the host that owns its state")
+        return queue.decode() if isinstance(queue, bytes) else str(queue)
+
+    async def default_queue(self) -> str:
+        """The only host's queue, for jobs that name no agent (erase); ambiguous → UsageError."""
+        owners = await self.redis.hgetall(AGENT_OWNER_KEY)  # type: ignore[misc]
+        queues = {v.decode() for v in owners.values()}
+        if len(queues) == 1:
+            return queues.pop()
+        if not queues:
+            raise UsageError(f"no memoryd host is registered in Redis hash {AGENT_OWNER_KEY}")
+        raise UsageError(f"{len(queues)} memoryd hosts share this Redis; name the queue (--queue) for this job")
+
+    # --- enqueue ----------------------------------------------------------------------------
+
+    async def enqueue(self, function: str, payload: dict[str, Any], *, queue: str,
+                      request_id: str | None = None, expires_s: float | None = None) -> EnqueuedJob:
+        job_id = request_job_id(function, payload, request_id)
+        job = await self.redis.enqueue_job(function, payload, _job_id=job_id, _queue_name=queue,
+                                           _expires=expires_s)
+        return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
+
+    async def enqueue_forget(self, request: BaseModel | dict[str, Any], *,
+                             request_id: str | None = None) -> EnqueuedJob:
+        from daemon.forget.request import ForgetRequest
+
+        req = _validate(ForgetRequest, request, FORGET)
+        payload = req.model_dump(mode="json")
+        return await self.enqueue(FORGET, payload, queue=await self.queue_for(payload["agent"]),
+                                  request_id=request_id)
+
+    async def enqueue_erase(self, request: BaseModel | dict[str, Any], *, queue: str | None = None,
+                            request_id: str | None = None) -> EnqueuedJob:
+        from daemon.retention.request import EraseRequest
+
+        req = _validate(EraseRequest, request, ERASE)
+        payload = req.model_dump(mode="json")
+        agent = payload.get("agent")
+        target = queue or (await self.queue_for(agent) if isinstance(agent, str) else await self.default_queue())
+        # The payload names a data subject: the job key expires if it is not delivered in time.
+        return await self.enqueue(ERASE, payload, queue=target, request_id=request_id, expires_s=self.erase_ttl_s)
+
+    async def enqueue_ingest(self, agent: str, *, request_id: str | None = None) -> EnqueuedJob:
+        payload = _validate(SweepRequest, {"agent": agent}, INGEST_SWEEP).model_dump(mode="json")
+        return await self.enqueue(INGEST_SWEEP, payload, queue=await self.queue_for(agent), request_id=request_id)
+
+    async def enqueue_index(self, agent: str, *, force: bool = False, request_id: str | None = None) -> EnqueuedJob:
+        payload = _validate(IndexRequest, {"agent": agent, "force": force}, INDEX_SYNC).model_dump(mode="json")
+        return await self.enqueue(INDEX_SYNC, payload, queue=await self.queue_for(agent), request_id=request_id)
+
+    # --- results ----------------------------------------------------------------------------
+
+    async def job(self, job_id: str, queue: str | None = None) -> JobReport:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.get(result_key_prefix + job_id)
+            pipe.get(job_key_prefix + job_id)
+            pipe.exists(in_progress_key_prefix + job_id)
+            pipe.get(retry_key_prefix + job_id)
+            result_raw, job_raw, running, retries = await pipe.execute()
+        if result_raw:
+            r = deserialize(result_raw)
+            ok = bool(r.get("s"))
+            return JobReport(job_id=job_id, function=r.get("f", job_name_of(job_id)), queue=r.get("q"),
+                             state="complete" if ok else "failed", tries=r.get("t"), enqueued_at=_iso(r.get("et")),
+                             started_at=_iso(r.get("st")), finished_at=_iso(r.get("ft")),
+                             error=None if ok else _error_text(r.get("r")),
+                             result=r.get("r") if ok and isinstance(r.get("r"), dict) else None)
+        if job_raw:
+            j = deserialize(job_raw)
+            state: JobState = "running" if running else "queued"
+            if not running and queue is not None:
+                score = await self.redis.zscore(queue, job_id)
+                if score is not None and score > time.time() * 1000:
+                    state = "deferred"
+            tries = int(retries) if retries else j.get("t")
+            return JobReport(job_id=job_id, function=j.get("f", job_name_of(job_id)), queue=queue, state=state,
+                             tries=tries, enqueued_at=_iso(j.get("et")), started_at=None, finished_at=None,
+                             error=None, result=None)
+        return JobReport(job_id=job_id, function=job_name_of(job_id), queue=queue, state="not_found", tries=None,
+                         enqueued_at=None, started_at=None, finished_at=None, error=None, result=None)
+
+    async def wait(self, job_id: str, *, timeout_s: float | None = None) -> JobReport:
+        """Poll until the job is complete or failed; OperationFailed on timeout or an unknown job."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            report = await self.job(job_id)
+            if report.state == "not_found":
+                raise OperationFailed(f"job {job_id}: not found (never enqueued, or its result expired)")
+            if report.done:
+                return report
+            if deadline is not None and time.monotonic() >= deadline:
+                raise OperationFailed(f"job {job_id}: still {report.state} after {timeout_s:g}s")
+            await anyio.sleep(self.poll_delay_s)
+
+    async def list_jobs(self, queue: str, *, finished_limit: int = 50) -> list[JobReport]:
+        """Queued and running jobs of a queue (oldest first), then its newest finished jobs."""
+        pending = [m.decode() for m in await self.redis.zrange(queue, 0, -1)]
+        out = [await self.job(job_id, queue) for job_id in pending]
+        finished: list[tuple[int, JobReport]] = []
+        async for key in self.redis.scan_iter(match=result_key_prefix + "*", count=500):
+            raw = await self.redis.get(key)
+            if not raw:
+                continue
+            try:
+                r = deserialize(raw)
+            except ValueError:
+                continue
+            if r.get("q") != queue:
+                continue
+            job_id = key.decode()[len(result_key_prefix):]
+            if job_id in pending:
+                continue
+            finished.append((int(r.get("ft") or 0), await self.job(job_id, queue)))
+        finished.sort(key=lambda item: item[0], reverse=True)
+        return out + [report for _, report in finished[:finished_limit]]

@@ -1,0 +1,128 @@
+"""`memoryd dream`, `memoryd promote` and `memoryd backfill` (reference §5.5–§5.8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
+from daemon.context import agent_runtime
+from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.ingest.dreaming.promote import run_promote
+from daemon.ingest.dreaming.rank import PromotionGates
+from daemon.ingest.dreaming.report import BackfillReport, DreamReport, PromoteReport
+from daemon.ingest.dreaming.sweep import PHASES, run_dreaming
+from daemon.settings import Settings
+
+
+def _promote_human(r: PromoteReport) -> str:
+    lines = [f"agent {r.agent_id}: {len(r.promoted)} promoted to {r.memory_path} ({r.mode}), "
+             f"{r.eligible} eligible of {r.considered} staged"]
+    if r.promoted:
+        lines.append(table(["entry", "score", "sessions"],
+                           [[p.entry_key, f"{p.score:.3f}", ",".join(p.session_ids)] for p in r.promoted]))
+    for s in r.skipped:
+        lines.append(f"skipped {s.entry_key}: {s.reason}")
+    if r.rejected:
+        lines.append("held back by gates: " + ", ".join(f"{k}={v}" for k, v in sorted(r.rejected.items())))
+    if r.fallback_reason:
+        lines.append(f"consolidation fell back to append-only: {r.fallback_reason}")
+    lines.extend(f"warning: {w}" for w in r.warnings)
+    return "\n".join(lines)
+
+
+def _dream_human(r: DreamReport) -> str:
+    lines = [f"agent {r.agent_id}: dreaming sweep at {r.sweep_at} ({', '.join(r.phases)})"]
+    if r.light is not None:
+        lines.append(f"light: {r.light.candidates} candidates of {r.light.considered} staged")
+    if r.rem is not None:
+        lines.append(f"rem: {len(r.rem.themes)} themes, {r.rem.truths} possible lasting truths")
+    if r.deep is not None:
+        lines.append("deep: " + _promote_human(r.deep))
+    lines.extend(f"warning: {w}" for w in r.warnings)
+    return "\n".join(lines)
+
+
+def _backfill_human(r: BackfillReport) -> str:
+    lines = [f"agent {r.agent_id}: backfill {r.mode}: {r.claims} claims from {r.candidates} messages "
+             f"in {len(r.days)} days ({r.sessions_scanned} sessions scanned)"]
+    if r.days:
+        lines.append(table(["day", "sessions", "messages", "claims"],
+                           [[d.day, d.sessions, d.candidates, d.claims] for d in r.days]))
+    if r.mode in ("apply", "rem"):
+        lines.append(f"staged {r.staged_entries}, diary lines {r.diary_lines}, origin rows {r.origin_rows}"
+                     + (f", run {r.run_id}" if r.run_id is not None else ""))
+    if r.rolled_back_runs:
+        lines.append("rolled back runs: " + ", ".join(str(i) for i in r.rolled_back_runs))
+    lines.extend(f"warning: {w}" for w in r.warnings)
+    return "\n".join(lines)
+
+
+async def _dream(settings: Settings, agent_id: str, phases: tuple[str, ...]) -> DreamReport:
+    async with agent_runtime(settings, agent_id) as rt:
+        return await run_dreaming(rt, phases)
+
+
+async def _promote(settings: Settings, agent_id: str, gates: PromotionGates) -> PromoteReport:
+    async with agent_runtime(settings, agent_id) as rt:
+        return await run_promote(rt, gates)
+
+
+async def _backfill(settings: Settings, request: BackfillRequest) -> BackfillReport:
+    # A preview writes nothing: no schema, no lock, no Redis.
+    preview = request.mode == "preview"
+    async with agent_runtime(settings, request.agent, readonly=preview, redis=not preview) as rt:
+        return await run_backfill(rt, request)
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("dream")
+    @agent_option
+    @click.option("--phase", type=click.Choice([*PHASES, "all"]), default="all", show_default=True,
+                  help="Run one phase, or light → REM → deep.")
+    @json_option
+    @pass_state
+    def dream(state: CliState, agent_id: str, phase: str, as_json: bool) -> None:
+        """Run a dreaming sweep: light and REM diary blocks, deep promotion into MEMORY.md."""
+        phases = PHASES if phase == "all" else (phase,)
+        emit(run_async(_dream, state.settings, agent_id, phases), as_json, _dream_human)
+
+    @cli.command("promote")
+    @agent_option
+    @click.option("--min-score", type=click.FloatRange(min=0), default=None, help="Override the score gate.")
+    @click.option("--min-recall-count", type=click.IntRange(min=0), default=None,
+                  help="Override the recall-count gate.")
+    @click.option("--min-unique-queries", type=click.IntRange(min=0), default=None,
+                  help="Override the distinct-queries gate.")
+    @json_option
+    @pass_state
+    def promote(state: CliState, agent_id: str, min_score: float | None, min_recall_count: int | None,
+                min_unique_queries: int | None, as_json: bool) -> None:
+        """Rank staged entries and append those passing every gate to MEMORY.md (deep phase only)."""
+        gates = PromotionGates(min_score=min_score, min_recall_count=min_recall_count,
+                               min_unique_queries=min_unique_queries)
+        emit(run_async(_promote, state.settings, agent_id, gates), as_json, _promote_human)
+
+    @cli.command("backfill")
+    @agent_option
+    @click.option("--from", "from_day", default=None, metavar="YYYY-MM-DD", help="First day to backfill.")
+    @click.option("--to", "to_day", default=None, metavar="YYYY-MM-DD", help="Last day to backfill.")
+    @click.option("--limit-days", type=click.IntRange(min=1), default=None, help="Days per run (default 92).")
+    @click.option("--rem", "rem", is_flag=True, help="Write the grounded diary lines only.")
+    @click.option("--apply", "apply", is_flag=True, help="Stage the claims and write the diary lines.")
+    @click.option("--rollback", "rollback", is_flag=True, help="Undo earlier backfill runs.")
+    @json_option
+    @pass_state
+    def backfill(state: CliState, agent_id: str, from_day: str | None, to_day: str | None,
+                 limit_days: int | None, rem: bool, apply: bool, rollback: bool, as_json: bool) -> None:
+        """Backfill memory from historical sessions. Preview (writes nothing) unless a mode is given."""
+        chosen = [name for name, on in (("rem", rem), ("apply", apply), ("rollback", rollback)) if on]
+        if len(chosen) > 1:
+            raise click.UsageError(f"--{chosen[0]} cannot be combined with --{chosen[1]}")
+        fields: dict[str, Any] = {"agent": agent_id, "from_day": from_day, "to_day": to_day,
+                                  "mode": chosen[0] if chosen else "preview"}
+        if limit_days is not None:
+            fields["limit_days"] = limit_days
+        request = BackfillRequest.parse_cli(fields)
+        emit(run_async(_backfill, state.settings, request), as_json, _backfill_human)

@@ -1,0 +1,89 @@
+"""`memoryd index` and `memoryd search`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
+from daemon.context import agent_runtime
+from daemon.index.report import IndexReport, SearchReport
+from daemon.index.search import run_search
+from daemon.index.sync import run_index_sync
+
+
+def _index_human(report: IndexReport) -> str:
+    f = report.files
+    lines = [f"agent {report.agent_id}: {f.indexed} indexed, {f.unchanged} unchanged, {f.removed} removed, "
+             f"{f.skipped} skipped, {f.discarded} discarded of {f.scanned} scanned; "
+             f"{report.chunks_written} chunks written, {report.chunks_removed} removed "
+             f"(model {report.model}, revision {report.revision_before} -> {report.revision_after})"]
+    notes = [[n.path, n.source, "discarded", n.reason] for n in report.discarded]
+    notes += [[n.path, n.source, "removed", n.reason] for n in report.removed]
+    if notes:
+        lines.append(table(["path", "source", "action", "reason"], notes))
+    lines += [f"warning: {w}" for w in report.warnings]
+    return "\n".join(lines)
+
+
+def _search_human(report: SearchReport) -> str:
+    lines = []
+    if report.stale:
+        lines.append(f"warning: index is stale: {report.warning}; {report.action}")
+    if not report.results:
+        lines.append("no results")
+        return "\n".join(lines)
+    for hit in report.results:
+        origin = hit.provenance.origin_class if hit.provenance else "?"
+        lines.append(f"{hit.score:.3f}  {hit.path}#L{hit.start_line}-L{hit.end_line}  [{origin}]")
+        lines.append(f"       {hit.snippet}")
+    return "\n".join(lines)
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("index")
+    @agent_option
+    @click.option("--force", is_flag=True, help="Rechunk every file; drop rows of forgotten and internal sessions.")
+    @json_option
+    @pass_state
+    def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
+        """Index the agent's memory files (and transcripts, if configured) for search."""
+        show_progress = not as_json and sys.stderr.isatty()
+
+        async def go() -> IndexReport:
+            async with agent_runtime(state.settings, agent_id) as rt:
+                if not show_progress:
+                    return await run_index_sync(rt, force=force)
+                from rich.console import Console
+                from rich.progress import Progress
+
+                with Progress(transient=True, console=Console(stderr=True)) as bar:
+                    tasks: dict[str, object] = {}
+
+                    def progress(phase: str, done: int, total: int) -> None:
+                        if phase not in tasks:
+                            tasks[phase] = bar.add_task(phase, total=max(total, 1))
+                        bar.update(tasks[phase], completed=done, total=max(total, 1))  # type: ignore[arg-type]
+
+                    return await run_index_sync(rt, force=force, progress=progress)
+
+        report = run_async(go)
+        emit(report, as_json, _index_human)
+        if not report.ok:
+            raise click.exceptions.Exit(1)
+
+    @cli.command("search")
+    @agent_option
+    @click.argument("query")
+    @click.option("--limit", type=int, default=10, show_default=True, help="Results at most (1-100).")
+    @json_option
+    @pass_state
+    def search_cmd(state: CliState, agent_id: str, query: str, limit: int, as_json: bool) -> None:
+        """Search the agent's indexed memory (BM25, plus vectors when an embedder is configured)."""
+
+        async def go() -> SearchReport:
+            async with agent_runtime(state.settings, agent_id, readonly=True, redis=False) as rt:
+                return await run_search(rt, query, limit)
+
+        emit(run_async(go), as_json, _search_human)

@@ -1,0 +1,223 @@
+"""Scoped retention commands: `mem write|read|lineage`, `hold add|release|list`, `expire`,
+`erase`, `receipts`, `verify`. Retention state is host-wide: none of them takes --agent."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from daemon.commands import CliState, emit, json_option, pass_state, run_async, table
+from daemon.errors import RefusedError
+from daemon.redis_conn import connect_redis
+from daemon.retention import service
+from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
+from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
+from daemon.retention.request import EraseRequest
+from daemon.settings import Settings
+
+T = TypeVar("T")
+
+
+def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    async def main() -> T:
+        redis = await connect_redis(settings.redis_url)
+        try:
+            return await fn(settings, redis, *args, **kwargs)
+        finally:
+            await redis.aclose()
+
+    return run_async(main)
+
+
+# --- human renderings ---------------------------------------------------------------------------
+
+def _write_human(r: WriteResult) -> str:
+    lines = [f"Wrote {r.object_id} in {r.scope}"]
+    if r.created_scopes:
+        lines.append("Created scopes: " + ", ".join(r.created_scopes))
+    lines.append(f"Expires at: {r.expires_at if r.expires_at is not None else 'never'}")
+    if r.provenance:
+        lines.append(f"Provenance: {r.provenance.parent} ({r.provenance.parent_hash})")
+    lines += [f"Note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def _read_human(r: ReadResult) -> str:
+    if r.state != "live":
+        return f"{r.scope}: {r.state}" + (f" (hidden by {r.hidden_by})" if r.hidden_by else "")
+    rows = [[o.object_id, o.content[:60], o.provenance.parent if o.provenance else "",
+             o.provenance.parent_state if o.provenance else ""] for o in r.objects]
+    return table(["object", "content", "provenance", "parent"], rows)
+
+
+def _lineage_human(r: LineageReport) -> str:
+    rows = [[s.object_id, s.scope, s.object_state, s.provenance.parent if s.provenance else "",
+             s.provenance.parent_state if s.provenance else ""] for s in r.steps]
+    return table(["object", "scope", "state", "cites", "cited"], rows) + ("\n(truncated)" if r.truncated else "")
+
+
+def _holds_human(r: HoldList) -> str:
+    return table(["hold", "scope", "reason", "since (ms)"], [[h.hold_id, h.scope, h.reason, h.created_at]
+                                                             for h in r.holds])
+
+
+def _expire_human(r: ExpireReport) -> str:
+    return (f"Expired scopes: {r.expired_scopes}\nHeld (skipped): {r.held_skipped}\n"
+            f"Purged: {r.purged_objects} objects, {r.purged_scopes} scopes, "
+            f"{r.provenance_rewritten} provenance edges rewritten")
+
+
+def _verification_lines(v: Verification | None) -> list[str]:
+    if v is None:
+        return ["Verified: not run"]
+    lines = [f"Verified: {'yes' if v.verified else 'NO'}"]
+    for c in v.checks:
+        status = "skipped" if c.skipped else ("pass" if c.passed else "FAIL")
+        lines.append(f"  {c.name}: {status}, {c.count} findings" + (f" — {c.note}" if c.note else ""))
+        lines += [f"    at {where}" for where in c.locations]
+    return lines
+
+
+def _receipt_human(r: ErasureReceipt) -> str:
+    lines = [f"Erasure {r.receipt_id} ({r.day}): {r.state}" + (" [dry run]" if r.dry_run else ""),
+             f"Structural deleted: {r.structural_deleted}", f"Provenance rewritten: {r.provenance_rewritten}",
+             f"Hold blocked: {r.hold_blocked}"]
+    lines += [f"  blocked by {b.hold_id}: {b.structural} scopes, {b.provenance} provenance children, "
+              f"{b.sessions} sessions" for b in r.blocked]
+    a = r.artifacts
+    lines.append(f"Artifacts: {a.scopes} scopes, {a.objects} objects, {a.sessions} sessions, "
+                 f"{a.forgotten_records_hashed} hashed forgotten records, {a.curated_writes} curated writes")
+    if a.forget:
+        lines.append("Forget: " + ", ".join(f"{k} {v}" for k, v in a.forget.items()))
+    return "\n".join(lines + _verification_lines(r.verification))
+
+
+def _receipts_human(r: ReceiptList) -> str:
+    return table(["receipt", "day", "state", "structural", "rewritten", "blocked", "verified", "request"],
+                 [[x.receipt_id, x.day, x.state, x.structural_deleted, x.provenance_rewritten, x.hold_blocked,
+                   x.verified, x.request_id or ""] for x in r.receipts])
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+def register(cli: click.Group) -> None:
+    @cli.group("mem")
+    def mem() -> None:
+        """The memory-tool API over scopes tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]]."""
+
+    @mem.command("write")
+    @click.option("--scope", required=True, help="Scope to write to (missing ancestors are created).")
+    @click.option("--content", required=True, help="The memory text.")
+    @click.option("--provenance-parent", default=None, metavar="SCOPE", help="Scope this memory derives from.")
+    @click.option("--retention-days", type=int, default=None, help="TTL in days (clamped to the parent's).")
+    @json_option
+    @pass_state
+    def mem_write(state: CliState, scope: str, content: str, provenance_parent: str | None,
+                  retention_days: int | None, as_json: bool) -> None:
+        """Store one object in a scope, optionally citing the scope it derives from."""
+        result = _with_redis(state.settings, service.write_object, scope, content, provenance_parent, retention_days)
+        emit(result, as_json, _write_human)
+
+    @mem.command("read")
+    @click.option("--scope", required=True)
+    @json_option
+    @pass_state
+    def mem_read(state: CliState, scope: str, as_json: bool) -> None:
+        """The live objects of a scope with their provenance (an expired scope reads as empty)."""
+        emit(run_async(service.read_scope, state.settings, scope), as_json, _read_human)
+
+    @mem.command("lineage")
+    @click.option("--object", "object_id", required=True, metavar="ID")
+    @json_option
+    @pass_state
+    def mem_lineage(state: CliState, object_id: str, as_json: bool) -> None:
+        """Follow an object's provenance edges (through expired scopes, for audit)."""
+        emit(run_async(service.lineage, state.settings, object_id), as_json, _lineage_human)
+
+    @cli.group("hold")
+    def hold() -> None:
+        """Legal holds: a held scope (and all under it) is not expired, erased or rewritten."""
+
+    @hold.command("add")
+    @click.option("--scope", required=True)
+    @click.option("--reason", required=True)
+    @json_option
+    @pass_state
+    def hold_add(state: CliState, scope: str, reason: str, as_json: bool) -> None:
+        """Place a legal hold (no expiry)."""
+        result = _with_redis(state.settings, service.add_hold, scope, reason)
+        emit(result, as_json, lambda h: f"Hold {h.hold_id} on {h.scope}: {h.reason}")
+
+    @hold.command("release")
+    @click.option("--scope", required=True)
+    @json_option
+    @pass_state
+    def hold_release(state: CliState, scope: str, as_json: bool) -> None:
+        """Release the legal hold on a scope."""
+        result = _with_redis(state.settings, service.release_hold, scope)
+        emit(result, as_json, lambda h: f"Released {h.hold_id} on {h.scope}")
+
+    @hold.command("list")
+    @json_option
+    @pass_state
+    def hold_list(state: CliState, as_json: bool) -> None:
+        """Every legal hold."""
+        emit(run_async(service.list_holds, state.settings), as_json, _holds_human)
+
+    @cli.command("expire")
+    @json_option
+    @pass_state
+    def expire(state: CliState, as_json: bool) -> None:
+        """Hide scopes past their TTL (held ones excepted); purge old expired data if configured."""
+        emit(_with_redis(state.settings, service.run_expire), as_json, _expire_human)
+
+    @cli.command("erase")
+    @click.option("--scope", required=True, help="The scope to erase, with everything under it.")
+    @click.option("--allow-partial", is_flag=True, help="Erase what no legal hold blocks; list the rest.")
+    @click.option("--request-id", default=None, help="Your reference, copied to the receipt.")
+    @click.option("--dry-run", is_flag=True, help="Plan and report only; no lock, no writes, no receipt.")
+    @json_option
+    @pass_state
+    def erase(state: CliState, scope: str, allow_partial: bool, request_id: str | None, dry_run: bool,
+              as_json: bool) -> None:
+        """Erase a data subject: structural cascade, provenance rewrite, or hold-blocked refusal.
+
+        Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
+        printed either way.
+        """
+        request = EraseRequest.parse({"scope": scope, "allow_partial": allow_partial, "request_id": request_id,
+                                      "dry_run": dry_run})
+        if dry_run:
+            receipt = run_async(service.run_erase, state.settings, None, request)
+        else:
+            receipt = _with_redis(state.settings, service.run_erase, request)
+        emit(receipt, as_json, _receipt_human)
+        if receipt.state == "refused":
+            raise RefusedError(f"erasure refused: {receipt.hold_blocked} item(s) under legal hold "
+                               f"({', '.join(b.hold_id for b in receipt.blocked)}); nothing was changed. "
+                               "Release the hold(s) or pass --allow-partial")
+
+    @cli.command("receipts")
+    @json_option
+    @pass_state
+    def receipts(state: CliState, as_json: bool) -> None:
+        """Erasure receipts, oldest first."""
+        emit(run_async(service.list_receipts, state.settings), as_json, _receipts_human)
+
+    @cli.command("verify")
+    @click.option("--receipt", "receipt_id", default=None, metavar="ID",
+                  help="Record this run on a receipt (its verified flag can only go down).")
+    @json_option
+    @pass_state
+    def verify(state: CliState, receipt_id: str | None, as_json: bool) -> None:
+        """Check the erasure invariants now: provenance edges, compaction, physical bytes.
+
+        The subject of an erasure is never stored, so subject checks (ids, hashes, snippets,
+        embeddings) run inside `erase` and are on its receipt.
+        """
+        result = _with_redis(state.settings, service.run_verify, None, receipt_id=receipt_id)
+        emit(result, as_json, lambda v: "\n".join(_verification_lines(v)))
+        if not result.verified:
+            raise click.exceptions.Exit(1)

@@ -1,0 +1,518 @@
+"""Reference docs generated from the code, so they cannot drift (`python -m daemon.docsgen`).
+
+Writes:
+  config/memoryd.example.toml   every setting, with its description and default
+  docs/config-reference.md      the same as a table, with each key's environment variable
+  docs/schemas/<job>.payload.schema.json / <job>.result.schema.json
+                                JSON Schema of each job's payload and result (the result is the
+                                report the CLI prints with --json)
+  docs/schemas/cli/<command>.schema.json
+                                JSON Schema of what `memoryd <command> --json` prints
+  docs/cli-reference.md         `memoryd --help` and every subcommand's help
+  docs/errors.md                every error message raised in daemon/ and workers/, by exit code
+
+`python -m daemon.docsgen --check` exits 1 naming every file that differs (tests run the same
+comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import json
+import sys
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from daemon.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# job name -> (payload model, domain entry point whose return annotation is the result model).
+# The same pairs the job functions in workers/ use; tests check they agree.
+JOBS: dict[str, tuple[str, str]] = {
+    "forget": ("daemon.forget.request:ForgetRequest", "daemon.forget.service:run_forget"),
+    "erase": ("daemon.retention.service:EraseRequest", "daemon.retention.service:run_erase"),
+    "expire": ("daemon.retention.request:ExpireRequest", "daemon.retention.service:run_expire"),
+    "ingest_sweep": ("daemon.jobs:SweepRequest", "daemon.ingest.sweep:run_ingest_sweep"),
+    "index_sync": ("daemon.jobs:IndexRequest", "daemon.index.sync:run_index_sync"),
+    "dream": ("daemon.jobs:DreamRequest", "daemon.ingest.dreaming.sweep:run_dreaming"),
+    "backfill": ("daemon.ingest.dreaming.backfill:BackfillRequest", "daemon.ingest.dreaming.backfill:run_backfill"),
+    "retention_sweep": ("daemon.retention.request:ExpireRequest", "daemon.retention.service:run_expire"),
+}
+
+# `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it).
+# `enqueue … --json` prints the enqueued job; with --wait it prints the job's result (see JOBS).
+CLI_JSON: dict[str, str] = {
+    "config check": "daemon.settings:Settings",
+    "status": "daemon.status:StatusReport",
+    "jobs": "list:daemon.client:JobReport",
+    "demo init": "daemon.demo:DemoReport",
+    "sessions": "daemon.ingest.report:SessionsReport",
+    "ingest": "daemon.ingest.report:IngestReport",
+    "checkpoints": "daemon.ingest.report:CheckpointsReport",
+    "dream": "daemon.ingest.dreaming.report:DreamReport",
+    "promote": "daemon.ingest.dreaming.report:PromoteReport",
+    "backfill": "daemon.ingest.dreaming.report:BackfillReport",
+    "index": "daemon.index.report:IndexReport",
+    "search": "daemon.index.report:SearchReport",
+    "forget": "daemon.forget.report:ForgetReport",
+    "mem write": "daemon.retention.models:WriteResult",
+    "mem read": "daemon.retention.models:ReadResult",
+    "mem lineage": "daemon.retention.models:LineageReport",
+    "hold add": "daemon.retention.models:HoldView",
+    "hold release": "daemon.retention.models:HoldReleased",
+    "hold list": "daemon.retention.models:HoldList",
+    "expire": "daemon.retention.models:ExpireReport",
+    "erase": "daemon.retention.receipts:ErasureReceipt",
+    "receipts": "daemon.retention.receipts:ReceiptList",
+    "verify": "daemon.retention.receipts:Verification",
+    "enqueue forget": "daemon.client:EnqueuedJob",
+    "enqueue erase": "daemon.client:EnqueuedJob",
+    "enqueue ingest": "daemon.client:EnqueuedJob",
+    "enqueue index": "daemon.client:EnqueuedJob",
+}
+
+# Defaults computed on the host; the example shows them commented out with where they come from.
+HOST_DEFAULTS = {
+    "state_dir": "$STATE_DIRECTORY (systemd), else $XDG_STATE_HOME/memoryd, else ~/.local/state/memoryd",
+    "sessions_root": "~/.openclaw",
+    "daemon.host_id": "this machine's hostname",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    path: tuple[str, ...]  # ("index", "embedding", "provider")
+    type: str
+    default: Any  # PydanticUndefined when computed on the host
+    description: str
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def env(self) -> str:
+        return "MEMORYD_" + "__".join(p.upper() for p in self.path)
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _type_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Literal:
+        return " | ".join(json.dumps(a) for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is list:
+        return f"list[{_type_name(args[0])}]"
+    if origin is dict:
+        return f"table of {_type_name(args[1])}"
+    if annotation is type(None):
+        return "unset"
+    if isinstance(annotation, type):
+        return {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
+                "PosixPath": "path", "Path": "path"}.get(annotation.__name__, annotation.__name__)
+    return str(annotation)
+
+
+def _default(field: FieldInfo) -> Any:
+    if field.default is not PydanticUndefined:
+        return field.default
+    factory = field.default_factory
+    if factory in (list, dict):
+        return factory()  # type: ignore[call-arg]
+    return PydanticUndefined
+
+
+def setting_keys(model: type[BaseModel] = Settings, prefix: tuple[str, ...] = ()) -> Iterator[Key]:
+    """Every leaf setting, depth first in declaration order (scalars of a table before its sub-tables)."""
+    sections: list[tuple[str, FieldInfo]] = []
+    for name, field in model.model_fields.items():
+        if _is_model(field.annotation):
+            sections.append((name, field))
+            continue
+        default = _default(field)
+        dotted = ".".join((*prefix, name))
+        if dotted in HOST_DEFAULTS:
+            default = PydanticUndefined
+        yield Key((*prefix, name), _type_name(field.annotation), default, field.description or "")
+    for name, field in sections:
+        section = field.annotation
+        assert isinstance(section, type) and issubclass(section, BaseModel)
+        yield from setting_keys(section, (*prefix, name))
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def _section_doc(model: type[BaseModel]) -> str:
+    doc = (model.__doc__ or "").strip()
+    return doc.splitlines()[0] if doc and not doc.startswith(("A base class", "!!!")) else ""
+
+
+def example_toml() -> str:
+    out = [
+        "# memoryd configuration: every setting, its default and what it does.",
+        "# Generated by `python -m daemon.docsgen` from daemon/settings.py; edit the code, not this file.",
+        "# Pass a file with `memoryd --config PATH` or $MEMORYD_CONFIG. Every key can also be set by an",
+        "# environment variable: MEMORYD_<SECTION>__<KEY>, e.g. MEMORYD_INDEX__EMBEDDING__PROVIDER=hashing.",
+        "# Unknown keys are an error that names the key. Values below are the defaults; lines that start",
+        "# with '# key =' are unset by default or computed on the host.",
+        "",
+    ]
+    current: tuple[str, ...] = ()
+    for key in setting_keys():
+        table, name = key.path[:-1], key.path[-1]
+        if table != current:
+            current = table
+            out += ["", f"[{'.'.join(table)}]"]
+            model = _model_at(table)
+            if model is not None and _section_doc(model):
+                out.append(f"# {_section_doc(model)}")
+        if name == "agents":
+            out += _agents_example(key)
+            continue
+        out.append(f"# {key.description} ({key.type})")
+        if key.dotted in HOST_DEFAULTS:
+            out.append(f"# {name} = ...  default: {HOST_DEFAULTS[key.dotted]}")
+        elif key.default is None:
+            out.append(f"# {name} =")
+        else:
+            out.append(f"{name} = {_toml_value(key.default)}")
+    return "\n".join(out) + "\n"
+
+
+def _model_at(path: tuple[str, ...]) -> type[BaseModel] | None:
+    model: Any = Settings
+    for part in path:
+        model = model.model_fields[part].annotation
+    return model if _is_model(model) else None
+
+
+def _agents_example(key: Key) -> list[str]:
+    from daemon.settings import AgentConfig
+
+    lines = [f"# {key.description} One table per agent id, e.g.:", "# [agents.main]"]
+    for name, field in AgentConfig.model_fields.items():
+        default = _default(field)
+        value = "(unset)" if default is None else _toml_value(default)
+        lines.append(f"# {name} = {value}    # {field.description} ({_type_name(field.annotation)})")
+    return lines
+
+
+def config_reference() -> str:
+    out = [
+        "# Configuration reference",
+        "",
+        "Generated by `python -m daemon.docsgen` from `daemon/settings.py`; a test fails if it differs.",
+        "Settings come from built-in defaults, then the TOML file (`memoryd --config PATH` or",
+        "`$MEMORYD_CONFIG`), then environment variables (`MEMORYD_<SECTION>__<KEY>`). Unknown keys are",
+        "an error naming the key. `memoryd config check` prints the effective settings.",
+        "The annotated example with every key is [`config/memoryd.example.toml`](../config/memoryd.example.toml).",
+        "",
+        "| key | type | default | environment variable | description |",
+        "|---|---|---|---|---|",
+    ]
+    for key in setting_keys():
+        if key.dotted in HOST_DEFAULTS:
+            default = HOST_DEFAULTS[key.dotted]
+        elif key.default is None:
+            default = "unset"
+        else:
+            default = f"`{_toml_value(key.default)}`" if key.default not in ([], {}) else "empty"
+        name = "agents.&lt;id&gt;.*" if key.dotted == "agents" else key.dotted
+        desc = key.description
+        if key.dotted == "agents":
+            from daemon.settings import AgentConfig
+
+            desc += " Keys: " + "; ".join(f"`{n}` ({f.description})" for n, f in AgentConfig.model_fields.items())
+        out.append(f"| `{name}` | {key.type.replace('|', '&#124;')} | {default.replace('|', '&#124;')} | "
+                   f"`{key.env}` | {desc.replace('|', '&#124;')} |")
+    return "\n".join(out) + "\n"
+
+
+def _resolve(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def result_model(entry_ref: str) -> type[BaseModel]:
+    fn = _resolve(entry_ref)
+    # Only the return annotation is resolved: parameters may name types imported for checking only.
+    model = fn.__annotations__.get("return")
+    if isinstance(model, str):
+        model = eval(model, vars(sys.modules[fn.__module__]))  # noqa: S307 - a name from our own code
+    if not _is_model(model):
+        raise TypeError(f"{entry_ref} is not annotated to return a pydantic report model")
+    return model  # type: ignore[return-value]
+
+
+def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
+    """docs/schemas/<job>.(payload|result).schema.json -> JSON text.
+
+    A job whose models cannot be imported is named in `missing` (if given) instead of raising.
+    """
+    out: dict[str, str] = {}
+    for job, (payload_ref, entry_ref) in JOBS.items():
+        try:
+            payload = _resolve(payload_ref).model_json_schema(mode="validation")
+            result = result_model(entry_ref).model_json_schema(mode="serialization", by_alias=True)
+        except (ImportError, AttributeError, TypeError, NameError) as exc:
+            if missing is None:
+                raise
+            missing.append(f"{job}: {exc.__class__.__name__}: {exc}")
+            continue
+        for kind, schema in (("payload", payload), ("result", result)):
+            schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                      "$id": f"memoryd/jobs/{job}.{kind}.schema.json", **schema}
+            out[f"docs/schemas/{job}.{kind}.schema.json"] = json.dumps(schema, indent=2, sort_keys=False) + "\n"
+    return out
+
+
+def cli_json_schemas(missing: list[str] | None = None) -> dict[str, str]:
+    """docs/schemas/cli/<command>.schema.json: the document each `--json` prints."""
+    from pydantic import TypeAdapter
+
+    out: dict[str, str] = {}
+    for command, ref in CLI_JSON.items():
+        many = ref.startswith("list:")
+        try:
+            model = _resolve(ref.removeprefix("list:"))
+        except (ImportError, AttributeError) as exc:
+            if missing is None:
+                raise
+            missing.append(f"{command}: {exc.__class__.__name__}: {exc}")
+            continue
+        schema = (TypeAdapter(list[model]).json_schema(mode="serialization", by_alias=True) if many  # type: ignore[valid-type]
+                  else model.model_json_schema(mode="serialization", by_alias=True))
+        name = command.replace(" ", "-")
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                  "$id": f"memoryd/cli/{name}.schema.json", "title": f"memoryd {command} --json",
+                  **{k: v for k, v in schema.items() if k != "title"}}
+        out[f"docs/schemas/cli/{name}.schema.json"] = json.dumps(schema, indent=2) + "\n"
+    return out
+
+
+def json_commands() -> list[str]:
+    """Every CLI command (path below `memoryd`) that has a --json option."""
+    import click
+
+    from daemon.cli import cli
+
+    found: list[str] = []
+
+    def walk(cmd: click.Command, path: list[str], parent: click.Context | None) -> None:
+        ctx = click.Context(cmd, info_name=path[-1] if path else "memoryd", parent=parent)
+        if any("--json" in p.opts for p in cmd.params if isinstance(p, click.Option)):
+            found.append(" ".join(path))
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, [*path, name], ctx)
+
+    walk(cli, [], None)
+    return sorted(found)
+
+
+def cli_reference() -> str:
+    import click
+
+    from daemon.cli import cli
+
+    out = ["# CLI reference", "",
+           "Generated by `python -m daemon.docsgen` from the commands' own help; a test fails if it differs.",
+           "Exit codes: 0 ok, 1 operation failed, 2 usage or config error, 3 refused (legal hold, lock timeout).",
+           "Every `--json` prints one JSON document, with fields in a stable order; its JSON Schema is",
+           "`schemas/cli/<command>.schema.json` (e.g. [`forget`](schemas/cli/forget.schema.json)).", ""]
+
+    def walk(cmd: click.Command, path: list[str], parent: click.Context | None) -> None:
+        # Child contexts inherit the root's settings (-h, width), as they do when the CLI runs.
+        if parent is None:
+            ctx = click.Context(cmd, info_name=path[-1], terminal_width=100, **cmd.context_settings)
+        else:
+            ctx = click.Context(cmd, info_name=path[-1], parent=parent)
+        out.extend([f"## `{' '.join(path)}`", "", "```text", cmd.get_help(ctx).rstrip(), "```", ""])
+        if isinstance(cmd, click.Group):
+            for name in sorted(cmd.list_commands(ctx)):
+                sub = cmd.get_command(ctx, name)
+                if sub is not None and not sub.hidden:
+                    walk(sub, [*path, name], ctx)
+
+    walk(cli, ["memoryd"], None)
+    return "\n".join(out).rstrip() + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class RaiseSite:
+    error: str  # class name
+    exit_code: int
+    message: str  # the message template: f-string fields shown as <expr>
+    file: str  # repository-relative
+
+
+def _error_classes(trees: dict[str, ast.Module]) -> dict[str, int]:
+    """Every MemorydError subclass in the code (by class name) -> its exit code."""
+    import daemon.errors as errors
+
+    codes: dict[str, int] = {
+        name: cls.exit_code for name, cls in vars(errors).items()
+        if isinstance(cls, type) and issubclass(cls, errors.MemorydError)}
+    bases: dict[str, str] = {}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.bases and isinstance(node.bases[0], ast.Name):
+                bases.setdefault(node.name, node.bases[0].id)
+    changed = True
+    while changed:
+        changed = False
+        for name, base in bases.items():
+            if name not in codes and base in codes:
+                codes[name] = codes[base]
+                changed = True
+    return codes
+
+
+def _template(node: ast.expr, consts: dict[str, str] | None = None) -> str | None:
+    consts = consts or {}
+    if isinstance(node, ast.Name) and node.id in consts:
+        return consts[node.id]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            elif isinstance(v, ast.FormattedValue):
+                value = v.value
+                parts.append(consts[value.id] if isinstance(value, ast.Name) and value.id in consts
+                             else f"<{ast.unparse(value)}>")
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _template(node.left, consts), _template(node.right, consts)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.Name) and node.id.isupper():
+        return f"<{node.id}>"
+    return None
+
+
+def raise_sites(root: Path = ROOT) -> list[RaiseSite]:
+    """Every `raise SomeMemorydError("message")` in daemon/ and workers/, in file order."""
+    trees = {str(p.relative_to(root)): ast.parse(p.read_text(encoding="utf-8"))
+             for d in ("daemon", "workers") for p in sorted((root / d).rglob("*.py"))}
+    codes = _error_classes(trees)
+    sites: list[RaiseSite] = []
+    for rel, tree in trees.items():
+        # Module-level message constants (NO_SELECTOR_MESSAGE = "…") are shown by their text.
+        consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                  and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+                  for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                    and isinstance(node.exc.func, ast.Name) and node.exc.func.id in codes and node.exc.args):
+                continue
+            message = _template(node.exc.args[0], consts)
+            if message:
+                sites.append(RaiseSite(node.exc.func.id, codes[node.exc.func.id], " ".join(message.split()), rel))
+    return sorted(set(sites), key=lambda s: (s.exit_code, s.file, s.message))
+
+
+EXIT_MEANING = {1: "operation failed", 2: "usage or configuration error (nothing was changed)",
+                3: "refused (nothing was changed)"}
+
+
+def errors_reference(root: Path = ROOT) -> str:
+    out = ["# Error messages", "",
+           "Generated by `python -m daemon.docsgen` from the `raise` sites in `daemon/` and `workers/`;",
+           "a test fails if it differs. `<name>` marks a value filled in at run time. The CLI prints",
+           "`memoryd: error: <message>` on stderr and exits with the code below; a job stores",
+           '`{"error": "<class>", "message": "<message>"}` as its failed result.',
+           "What to do about the common ones is in [troubleshooting.md](troubleshooting.md).", ""]
+    sites = raise_sites(root)
+    for code in sorted({s.exit_code for s in sites}):
+        out += [f"## Exit {code}: {EXIT_MEANING.get(code, '')}".rstrip(), "",
+                "| message | error | raised in |", "|---|---|---|"]
+        for s in (x for x in sites if x.exit_code == code):
+            msg = s.message.replace("|", "&#124;").replace("`", "'")
+            out.append(f"| `{msg}` | {s.error} | `{s.file}` |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def generated_files(missing: list[str] | None = None) -> dict[str, str]:
+    """Relative path -> the content the code says it should have.
+
+    With `missing` given, parts whose code cannot be imported are named there and left out.
+    """
+    files: dict[str, str] = {
+        "config/memoryd.example.toml": example_toml(),
+        "docs/config-reference.md": config_reference(),
+        "docs/errors.md": errors_reference(),
+    }
+    try:
+        files["docs/cli-reference.md"] = cli_reference()
+    except ImportError as exc:
+        if missing is None:
+            raise
+        missing.append(f"cli: {exc.__class__.__name__}: {exc}")
+    files.update(job_schemas(missing))
+    files.update(cli_json_schemas(missing))
+    return files
+
+
+def stale_files(root: Path = ROOT, files: dict[str, str] | None = None) -> list[str]:
+    files = generated_files() if files is None else files
+    stale = []
+    for rel, text in files.items():
+        path = root / rel
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(rel)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m daemon.docsgen", description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if a generated file differs; write nothing")
+    a = ap.parse_args(argv)
+    missing: list[str] = []
+    files = generated_files(missing)
+    stale = stale_files(ROOT, files)
+    for line in missing:
+        print(f"not generated: {line}", file=sys.stderr)
+    if a.check:
+        for rel in stale:
+            print(f"{rel}: differs from the code; run `python -m daemon.docsgen`", file=sys.stderr)
+        return 1 if stale or missing else 0
+    for rel in stale:
+        path = ROOT / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(files[rel], encoding="utf-8")
+        print(f"wrote {rel}")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

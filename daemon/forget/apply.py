@@ -1,0 +1,148 @@
+"""Executing a forget plan (reference §7.9), under the workspace lock the caller holds.
+
+Order, and why:
+1. forgotten records, in their own transaction (revision and fence bumped even when every
+   record existed): durable before any artifact is touched, so a crash anywhere later
+   leaves the sessions excluded from every admission path;
+2. the index purge (chunks, FTS rows, vectors, sources, embedding cache);
+3. derived state: phase signals first (they are derived from staged entries), staged
+   entries, checkpoints, seen hashes, then rewrite preimages;
+4. memory files and diaries;
+5. corpus files and origin rows last: while they remain they still identify the remaining
+   work, so a rerun after any failure finds it again.
+
+Every transaction re-reads the lineage first; if another writer changed it, nothing in that
+transaction is applied and the caller re-plans under the same lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from daemon.errors import MemorydError, OperationFailed
+from daemon.failpoints import failpoint
+from daemon.fileio import commit_file
+from daemon.forget.batched import execute_in
+from daemon.forget.lineage import read_lineage
+from daemon.forget.plan import FileRewrite, ForgetPlan
+from daemon.index.purge import clear_embedding_cache, purge_chunks
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
+from daemon.store.origins import delete_origins_for_entries
+from daemon.store.tombstones import bump_revision, record_tombstones
+
+RERUN_HINT = ("the forgotten records are in force and the remaining evidence is kept; "
+              "fix the cause and rerun the same forget")
+
+
+class LineageChanged(Exception):
+    """Another writer changed the selected lineage (or a planned row) since planning."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyOutcome:
+    complete: bool
+    tombstoned: bool
+
+
+def _check_lineage(conn: Connection, plan: ForgetPlan) -> None:
+    now = read_lineage(conn, plan.agent_id, plan.session_ids, plan.lineage.entry_keys)
+    if now.identity != plan.lineage.identity:
+        raise LineageChanged
+
+
+def _mark(conn: Connection, plan: ForgetPlan, now_ms: int) -> int:
+    _check_lineage(conn, plan)
+    failpoint("forget.mark")
+    return record_tombstones(conn, plan.agent_id, sorted(plan.session_ids), now_ms)
+
+
+def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
+    _check_lineage(conn, plan)
+    failpoint("forget.index")
+    idx = plan.index
+    # Set-based, by key: the cost follows the selected rows, not the index size. purge_chunks
+    # removes FTS rows (contentless_delete + secure-delete), vectors, provenance, recall rows.
+    purge_chunks(conn, idx.chunk_ids)
+    execute_in(conn, "DELETE FROM memory_index_sources WHERE id IN ({marks})", idx.source_ids)
+    if idx.clear_embedding_cache:
+        clear_embedding_cache(conn)  # agent-wide, recomputable, carries no attribution
+    bump_revision(conn)  # fences index publications prepared before this purge, even with no rows
+
+
+def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
+    _check_lineage(conn, plan)
+    failpoint("forget.state")
+    # Phase signals first: derived from staged entries, which stay the evidence for a retry.
+    execute_in(conn, "DELETE FROM phase_signals WHERE entry_key IN ({marks})", plan.phase_signal_keys)
+    execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", plan.short_term_keys)
+    execute_in(conn, "DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", plan.checkpoint_keys)
+    execute_in(conn, "DELETE FROM ingest_seen_hashes WHERE scope IN ({marks})", plan.seen_scopes)
+    failpoint("forget.preimages")
+    for b in plan.backup_rewrites:
+        cur = conn.execute("UPDATE memory_backups SET content = ?, content_hash = ? WHERE id = ? AND content_hash = ?",
+                           (b.content, b.content_hash, b.id, b.expected_hash))
+        if cur.rowcount != 1:
+            raise LineageChanged  # the preimage was rotated or rewritten since planning
+
+
+def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:
+    _check_lineage(conn, plan)
+    failpoint("forget.origins")
+    return delete_origins_for_entries(conn, plan.agent_id, sorted(plan.lineage.entry_keys))
+
+
+def _commit_files(workspace: Path, rewrites: Sequence[FileRewrite], stage: str) -> None:
+    for w in rewrites:
+        failpoint(stage)
+        name = Path(w.relative_path).name
+        try:
+            commit_file(workspace / w.relative_path, w.content, expected_hash=w.expected_hash, root=workspace,
+                        conflict_message=f"{name} changed before the memory forget rewrite could commit; "
+                                         + RERUN_HINT)
+        except MemorydError:
+            raise
+        except OSError as exc:
+            raise OperationFailed(f"{w.relative_path}: forget rewrite failed: {exc.strerror or exc}; "
+                                  + RERUN_HINT) from None
+
+
+async def _write(store: Store, stage: str, fn: Callable[[Connection, ForgetPlan], object], plan: ForgetPlan,
+                 fence: FenceToken) -> None:
+    try:
+        await store.write(fn, plan, fence=fence)
+    except ANY_SQLITE_ERROR as exc:
+        raise OperationFailed(f"forget: {stage} failed: {exc}; {RERUN_HINT}") from exc
+
+
+async def apply_plan(store: Store, workspace: Path, plan: ForgetPlan, fence: FenceToken, *,
+                     tombstoned: bool) -> ApplyOutcome:
+    """Apply `plan`; `complete=False` means the lineage changed and the caller must re-plan.
+
+    `tombstoned` says a previous round already committed the forgotten records.
+    """
+    try:
+        if not tombstoned:
+            try:
+                await store.write(_mark, plan, int(time.time() * 1000), fence=fence)
+            except ANY_SQLITE_ERROR as exc:
+                raise OperationFailed(f"forget: recording forgotten sessions failed: {exc}; nothing was "
+                                      "removed, fix the cause and rerun the same forget") from exc
+            tombstoned = True
+        if not plan.index.empty:
+            await _write(store, "index purge", _purge_index, plan, fence=fence)
+        await _write(store, "state purge", _purge_state, plan, fence=fence)
+    except LineageChanged:
+        return ApplyOutcome(False, tombstoned)
+    # fsync-heavy file commits run off the event loop, so the lease keeps renewing.
+    await anyio.to_thread.run_sync(_commit_files, workspace, plan.memory_rewrites, "forget.memory_files")
+    await anyio.to_thread.run_sync(_commit_files, workspace, plan.corpus_rewrites, "forget.corpus")
+    try:
+        await _write(store, "origin purge", _purge_origins, plan, fence=fence)
+    except LineageChanged:
+        return ApplyOutcome(False, tombstoned)
+    return ApplyOutcome(True, tombstoned)

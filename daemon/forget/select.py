@@ -1,0 +1,124 @@
+"""Selectors → sessions (reference §7.2). Pure: session metadata in, targets out.
+
+* every match is exact string equality, case-sensitive;
+* a session key selects every live window recorded under it, and archives with that key;
+* hook-source and participant selectors match live metadata only (archives need an id or key);
+* `since` filters after resolution, so a known selector filtered out by it does not become
+  "unresolved";
+* an explicit value that resolves to nothing is still selected, literally, as a session id:
+  it gets a forgotten record on apply (which does not prove the session was ever found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from daemon.sessions.model import ArchiveInfo, SessionInfo
+
+Resolution = Literal["live", "archived", "unresolved"]
+
+
+def utf16_key(text: str) -> bytes:
+    """Sort key giving JavaScript's default string order (UTF-16 code units).
+
+    The reference sorts with `toSorted()` and, for a few fields, `localeCompare`; memoryd uses
+    code-unit order for both, so the order is the same on every host whatever its locale.
+    """
+    return text.encode("utf-16-be")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTarget:
+    session_id: str
+    session_key: str | None
+    resolution: Resolution
+    hook_source: str | None = None
+    channel: str | None = None
+    account_id: str | None = None
+    chat_type: str | None = None
+    created_at: int | None = None
+    participants: tuple[tuple[tuple[str, Any], ...], ...] = ()  # identities as items, `id` last
+
+
+@dataclass(frozen=True, slots=True)
+class Selectors:
+    sessions: tuple[str, ...]
+    participants: tuple[str, ...]
+    hook_sources: tuple[str, ...]
+    since_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParticipantMatch:
+    actor_id: str
+    identities: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSelection:
+    targets: tuple[SessionTarget, ...]
+    participant_matches: tuple[ParticipantMatch, ...]
+
+    @property
+    def session_ids(self) -> frozenset[str]:
+        return frozenset(t.session_id for t in self.targets)
+
+    @property
+    def session_keys(self) -> frozenset[str]:
+        return frozenset(t.session_key for t in self.targets if t.session_key)
+
+
+def _identity_items(identity: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(identity.items()))
+
+
+def select_sessions(sessions: Iterable[SessionInfo], archives: Sequence[ArchiveInfo],
+                    selectors: Selectors) -> SessionSelection:
+    wanted = set(selectors.sessions)
+    hooks = set(selectors.hook_sources)
+    actors = set(selectors.participants)
+    if not (wanted or hooks or actors):
+        return SessionSelection((), ())
+    since = selectors.since_ms
+    resolved: set[str] = set()
+    targets: dict[str, SessionTarget] = {}
+    live = sorted(sessions, key=lambda s: (s.created_at or 0, utf16_key(s.session_id)))
+    for s in live:
+        ids = [p.actor_id for p in s.participants]
+        if not (s.session_id in wanted or (s.session_key is not None and s.session_key in wanted)
+                or (s.hook_source and s.hook_source in hooks) or any(a in actors for a in ids)):
+            continue
+        resolved.add(s.session_id)
+        if s.session_key is not None:
+            resolved.add(s.session_key)
+        if since is None or (s.created_at is not None and s.created_at >= since):
+            targets[s.session_id] = SessionTarget(
+                s.session_id, s.session_key, "live", s.hook_source, s.channel, s.account_id, s.chat_type,
+                s.created_at, tuple(tuple(p.identity().items()) for p in s.participants))
+    for a in archives:
+        if not (a.session_id in wanted or (a.session_key is not None and a.session_key in wanted)):
+            continue
+        resolved.add(a.session_id)
+        if a.session_key is not None:
+            resolved.add(a.session_key)
+        if a.session_id in targets or (since is not None and a.created_at is not None and a.created_at < since):
+            continue
+        targets[a.session_id] = SessionTarget(a.session_id, a.session_key, "archived", created_at=a.created_at)
+    for value in selectors.sessions:
+        if value not in resolved and value not in targets:
+            targets[value] = SessionTarget(value, None, "unresolved")
+    return SessionSelection(tuple(targets.values()), _participant_matches(targets.values(), selectors.participants))
+
+
+def _participant_matches(targets: Iterable[SessionTarget], actors: Sequence[str]) -> tuple[ParticipantMatch, ...]:
+    identities = [dict(items) for t in targets for items in t.participants]
+    out = []
+    for actor in sorted(set(actors), key=utf16_key):
+        seen: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+        for identity in identities:
+            if identity.get("id") == actor:
+                seen.setdefault(_identity_items(identity), identity)
+        out.append(ParticipantMatch(actor, tuple(seen.values())))
+    return tuple(out)

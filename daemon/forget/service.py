@@ -1,0 +1,80 @@
+"""`run_forget`: the entry point the CLI and the `forget` job call.
+
+Preview (dry run): no lock, no writes, not even the schema; a missing store reads as an empty
+one. Apply: the whole plan and apply run under the workspace lock (a preview is not a plan:
+the apply recomputes it from current state); sessions are resolved once, and if the lineage
+changes under us the plan is recomputed under the same lock, keeping every entry key seen.
+"""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+
+from daemon.context import AgentRuntime, agent_runtime
+from daemon.errors import OperationFailed, UsageError
+from daemon.forget.apply import apply_plan
+from daemon.forget.plan import ForgetPlan, plan_forget
+from daemon.forget.report import ForgetReport, build_report
+from daemon.forget.request import ForgetRequest
+from daemon.forget.select import Selectors, SessionSelection, select_sessions
+from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
+from daemon.settings import Settings
+
+# Each round re-plans after another writer changed the lineage mid-apply; a workspace whose
+# lineage keeps changing under the lock points at a writer that ignores the lock.
+MAX_PLAN_ROUNDS = 8
+
+
+def _selectors(request: ForgetRequest) -> Selectors:
+    return Selectors(tuple(request.sessions), tuple(request.participants), tuple(request.hook_sources),
+                     request.since_ms)
+
+
+async def _resolve(rt: AgentRuntime, request: ForgetRequest) -> tuple[SessionCatalog, SessionSelection]:
+    catalog = await read_catalog(rt)
+    return catalog, select_sessions(catalog.sessions, catalog.archives, _selectors(request))
+
+
+async def plan_for(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection,
+                   carried_keys: frozenset[str] = frozenset()) -> ForgetPlan:
+    return plan_forget(await read_snapshot(rt, catalog, selection, carried_keys))
+
+
+async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+    if rt.agent_id != request.agent:
+        raise UsageError(f"agent: request is for {request.agent!r} but the runtime is for {rt.agent_id!r}")
+    if request.dry_run:
+        catalog, selection = await _resolve(rt, request)
+        return build_report(await plan_for(rt, catalog, selection), dry_run=True)
+    store = rt.require_store()
+    if store.readonly:
+        raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
+    async with rt.lock().hold() as lease:
+        catalog, selection = await _resolve(rt, request)
+        carried: frozenset[str] = frozenset()
+        tombstoned = False
+        for _ in range(MAX_PLAN_ROUNDS):
+            plan = await plan_for(rt, catalog, selection, carried)
+            report = build_report(plan, dry_run=False)
+            if not plan.session_ids:
+                return report
+            outcome = await apply_plan(store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned)
+            if outcome.complete:
+                return report
+            tombstoned = outcome.tombstoned
+            carried = plan.lineage.entry_keys
+        raise OperationFailed(f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
+                              f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget")
+
+
+async def forget(settings: Settings, request: ForgetRequest, *, redis: bool | Redis = True) -> ForgetReport:
+    """Open the agent's runtime the way the request needs it and run it.
+
+    A dry run opens the store read-only and without Redis; a purge opens it for writing.
+    `redis` may be a connected client (the job passes the worker's).
+    """
+    if request.dry_run:
+        async with agent_runtime(settings, request.agent, readonly=True, redis=False) as rt:
+            return await run_forget(rt, request)
+    async with agent_runtime(settings, request.agent, redis=redis) as rt:
+        return await run_forget(rt, request)

@@ -1,0 +1,324 @@
+"""Reading what a forget plan depends on: session metadata, workspace files, store rows.
+
+The I/O edge of planning. Store rows are read in one read transaction (a consistent
+snapshot) and only through indexes where an index can answer: origins by session and by
+entry key, checkpoints by session id, seen-hash scopes by scope, chunks by session id or
+path. Two reads are proportional to the workspace instead: the corpus and memory files (no
+index says which lines quote a session) and memory-file chunks (their indexed text is
+scrubbed to find stale snapshots of a shared file).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
+from daemon.context import AgentRuntime
+from daemon.errors import MemorydError
+from daemon.fileio import read_bytes_nofollow, sha256_hex
+from daemon.forget.batched import select_in
+from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes
+from daemon.forget.index_plan import NON_INDEXABLE_SESSION_KINDS, ChunkRow, SourceRow
+from daemon.forget.lineage import Lineage, keys_with_origins, read_lineage
+from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
+from daemon.forget.scrub import promotion_keys_on_lines
+from daemon.forget.select import SessionSelection
+from daemon.sessions.model import ArchiveInfo, SessionInfo
+from daemon.store.db import Connection, table_exists
+
+CORPUS_SUFFIXES = (".txt", ".md")
+# memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
+CORPUS_TREE = "memory/.dreams/"
+CORPUS_TREE_END = "memory/.dreams0"
+DIARY_FILES = ("DREAMS.md", "dreams.md")
+ROOT_MEMORY_FILES = ("MEMORY.md", "memory.md")
+# Above this many selected sessions the per-file byte prefilter costs more than it saves.
+MAX_PREFILTER_IDS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCatalog:
+    """The agent's sessions as the source lists them, read once per forget."""
+
+    sessions: tuple[SessionInfo, ...]
+    archives: tuple[ArchiveInfo, ...]
+
+    @property
+    def excluded_session_ids(self) -> frozenset[str]:
+        """Internal sessions whose transcripts are never indexed (stale chunks are purged)."""
+        return frozenset(s.session_id for s in self.sessions
+                         if s.generated_by_narrative or s.session_kind in NON_INDEXABLE_SESSION_KINDS)
+
+
+async def read_catalog(rt: AgentRuntime) -> SessionCatalog:
+    def read() -> SessionCatalog:
+        return SessionCatalog(rt.sessions.list_sessions().sessions, tuple(rt.sessions.list_archives()))
+
+    return await anyio.to_thread.run_sync(read)
+
+
+# --- workspace files -------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceFiles:
+    corpus: tuple[FileSnapshot, ...]
+    memory: tuple[FileSnapshot, ...]
+    refusals: tuple[str, ...]
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)  # lstat: symlinks are skipped, never followed
+    except FileNotFoundError:
+        return False
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def list_corpus_files(corpus_dir: Path) -> list[Path]:
+    if not _is_real_dir(corpus_dir):
+        return []
+    return sorted(p for p in corpus_dir.iterdir()
+                  if p.name.lower().endswith(CORPUS_SUFFIXES) and _is_regular(p))
+
+
+def list_memory_files(workspace: Path, corpus_dir: Path) -> list[Path]:
+    """MEMORY.md, memory.md, memory/**/*.md and the diaries; corpus files are left to the corpus
+    scan (corpus evidence must survive until every dependent artifact is clean)."""
+    found = [workspace / n for n in ROOT_MEMORY_FILES if _is_regular(workspace / n)]
+    memory_dir = workspace / "memory"
+    if _is_real_dir(memory_dir):
+        for root, dirs, files in os.walk(memory_dir, followlinks=False):
+            dirs.sort()
+            here = Path(root)
+            if here == corpus_dir:
+                continue
+            found += [here / f for f in sorted(files) if f.endswith(".md") and _is_regular(here / f)]
+    found += [workspace / n for n in DIARY_FILES if _is_regular(workspace / n)]
+    unique: dict[tuple[int, int], Path] = {}
+    for p in found:  # one file under two names (a case-insensitive file system) is scanned once
+        st = os.lstat(p)
+        unique.setdefault((st.st_dev, st.st_ino), p)
+    return list(unique.values())
+
+
+def _snapshot(path: Path, workspace: Path, refusals: list[str],
+              needles: Sequence[bytes] | None = None) -> FileSnapshot | None:
+    """The file as text, or None (absent, unreadable — named in `refusals` — or, with
+    `needles`, a file that contains none of them)."""
+    rel = path.relative_to(workspace).as_posix()
+    try:
+        data = read_bytes_nofollow(path)
+    except MemorydError as exc:
+        refusals.append(f"Cannot scan {rel}: {exc}; review it manually.")
+        return None
+    if data is None:
+        return None
+    if needles is not None and not any(n in data for n in needles):
+        return None
+    if len(data) > MEMORY_MARKDOWN_MAX_BYTES:
+        refusals.append(f"Cannot scan {rel}: larger than {MEMORY_MARKDOWN_MAX_BYTES} bytes; review it manually.")
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Invalid UTF-8 is never rewritten: re-encoding would change bytes nobody selected.
+        refusals.append(f"Cannot scan {rel}: not valid UTF-8; review it manually.")
+        return None
+    return FileSnapshot(rel, text, sha256_hex(data))
+
+
+def read_workspace_files(workspace: Path, corpus_dir: Path, session_ids: Collection[str]) -> WorkspaceFiles:
+    refusals: list[str] = []
+    corpus: list[FileSnapshot | None] = []
+    if session_ids:  # nothing selected: no corpus line can go
+        # Every reference grammar contains the session id itself, so a corpus file without any
+        # selected id's bytes is skipped before it is decoded or split (a superset filter).
+        ids = sorted(session_ids)
+        needles = [sid.encode("utf-8") for sid in ids] if len(ids) <= MAX_PREFILTER_IDS else None
+        corpus = [_snapshot(p, workspace, refusals, needles) for p in list_corpus_files(corpus_dir)]
+    memory = [_snapshot(p, workspace, refusals) for p in list_memory_files(workspace, corpus_dir)]
+    return WorkspaceFiles(tuple(f for f in corpus if f), tuple(f for f in memory if f), tuple(refusals))
+
+
+# --- transcripts of the selected sessions (curated writes) -----------------------------------
+
+def read_transcript_writes(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection) -> list[CuratedWrite]:
+    live = {s.session_id: s for s in catalog.sessions}
+    archives: dict[str, list[ArchiveInfo]] = {}
+    for a in catalog.archives:
+        archives.setdefault(a.session_id, []).append(a)
+    workspace = os.path.abspath(rt.paths.workspace)
+    out: list[CuratedWrite] = []
+    for target in selection.targets:
+        sources: list[SessionInfo | ArchiveInfo] = []
+        if target.session_id in live:
+            sources.append(live[target.session_id])
+        sources += archives.get(target.session_id, [])
+        for source in sources:
+            if isinstance(source, SessionInfo) and rt.sessions.fingerprint(source) is None:
+                continue
+            try:
+                with rt.sessions.open_transcript(source) as lines:
+                    out += transcript_writes(lines, workspace)
+            except MemorydError:
+                continue  # an unreadable transcript only hides curated-write hints, never data
+    return out
+
+
+# --- store rows ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class StoreRows:
+    lineage: Lineage
+    keys_with_origins: frozenset[str]
+    short_term: tuple[ShortTermRow, ...]
+    checkpoint_keys: tuple[tuple[str, str], ...]
+    seen_scopes: tuple[str, ...]
+    backups: tuple[BackupRow, ...]
+    observed_writes: tuple[CuratedWrite, ...]
+    chunks: tuple[ChunkRow, ...]
+    sources: tuple[SourceRow, ...]
+    embedding_cache_rows: int
+
+
+def empty_store_rows(carried_keys: Collection[str]) -> StoreRows:
+    """A missing store reads as an empty one (a dry run never creates it)."""
+    return StoreRows(Lineage((), frozenset(carried_keys), frozenset()), frozenset(), (), (), (), (), (), (), (), 0)
+
+
+def session_path_candidates(agent_id: str, session_ids: Iterable[str], archives: Iterable[ArchiveInfo]) -> set[str]:
+    """Index paths a transcript of these sessions may have been indexed under."""
+    ids = set(session_ids)
+    paths = {p for sid in ids for p in (f"sessions/{agent_id}/{sid}", f"sessions/{agent_id}/{sid}.jsonl")}
+    paths |= {f"sessions/{agent_id}/{a.name}" for a in archives if a.session_id in ids and a.name}
+    return paths
+
+
+_CHUNK_COLUMNS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.origin_class, p.session_kind,
+  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
+  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
+FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
+
+
+def _chunk_rows(conn: Connection, session_ids: Sequence[str], excluded: Sequence[str],
+                paths: Sequence[str]) -> list[ChunkRow]:
+    if not table_exists(conn, "memory_index_chunks"):
+        return []
+    rows: dict[int, tuple] = {}
+    for r in conn.execute(f"SELECT {_CHUNK_COLUMNS.format(text='c.text')} WHERE c.source = 'memory'"):
+        rows[r[0]] = r
+    if session_ids:
+        blank = _CHUNK_COLUMNS.format(text="''")  # transcript text is never needed, so never copied
+        queries = [
+            (f"SELECT {blank} WHERE c.session_id IN ({{marks}})", sorted(set(session_ids) | set(excluded))),
+            (f"SELECT {blank} WHERE c.path IN ({{marks}})", sorted(paths)),
+        ]
+        for sql, values in queries:
+            for r in select_in(conn, sql, values):
+                rows.setdefault(r[0], r)
+        kinds = sorted(NON_INDEXABLE_SESSION_KINDS)
+        stale = conn.execute(
+            f"SELECT {blank} WHERE c.source = 'sessions' AND (p.origin_class = 'system' "
+            f"OR p.session_kind IN ({','.join('?' * len(kinds))}))", kinds).fetchall()
+        for r in stale:
+            rows.setdefault(r[0], r)
+    return [ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9]))
+            for r in sorted(rows.values())]
+
+
+def read_store_rows(conn: Connection, agent_id: str, selection: SessionSelection, carried_keys: Collection[str],
+                    marker_keys: Collection[str], corpus_paths: Sequence[str], excluded: Collection[str],
+                    archives: Sequence[ArchiveInfo]) -> StoreRows:
+    sids = sorted(selection.session_ids)
+    lineage = read_lineage(conn, agent_id, sids, carried_keys)
+    with_origins = keys_with_origins(conn, agent_id, marker_keys)
+
+    short_term: dict[str, ShortTermRow] = {}
+    if sids:
+        for r in select_in(conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})",
+                          sorted(lineage.entry_keys)):
+            short_term[r[0]] = ShortTermRow(*r)
+        # Entries whose text may name a selected session, by the path index: entries staged
+        # from a corpus file that mentions one (their snippet is that file's line), and entries
+        # staged from memory files (daily notes; never store-sized). The plan applies the
+        # exact reference check to these candidates.
+        for r in select_in(conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE path IN ({marks})",
+                          sorted(corpus_paths)):
+            short_term.setdefault(r[0], ShortTermRow(*r))
+        for r in conn.execute("SELECT entry_key, path, snippet FROM short_term_entries "
+                              "WHERE path < ? OR path >= ?", (CORPUS_TREE, CORPUS_TREE_END)):
+            short_term.setdefault(r[0], ShortTermRow(*r))
+
+    checkpoints = select_in(conn, "SELECT state_key, session_id FROM ingest_checkpoints WHERE session_id IN ({marks})",
+                           sids)
+    scope_candidates = sorted({s for sid in sids for s in (
+        f"{agent_id}:{sid}", f"{agent_id}:sessions/{agent_id}/{sid}", f"{agent_id}:sessions/{agent_id}/{sid}.jsonl")})
+    scopes = select_in(conn, "SELECT DISTINCT scope FROM ingest_seen_hashes WHERE scope IN ({marks})", scope_candidates)
+    backups = conn.execute("SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id").fetchall()
+
+    observed = select_in(conn, "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IN ({marks}) "
+                              "ORDER BY relative_path", sids)
+    keys = sorted(selection.session_keys)
+    observed += select_in(conn, "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IS NULL "
+                               "AND session_key IN ({marks}) ORDER BY relative_path", keys)
+
+    paths = session_path_candidates(agent_id, sids, archives)
+    chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
+    source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
+    sources = {r[0]: r for r in select_in(
+        conn, "SELECT id, path, source, session_id FROM memory_index_sources WHERE path IN ({marks})", source_paths)}
+    for r in select_in(conn, "SELECT id, path, source, session_id FROM memory_index_sources "
+                            "WHERE source = 'sessions' AND session_id IN ({marks})", sids):
+        sources.setdefault(r[0], r)
+    cache_rows = conn.execute("SELECT count(*) FROM memory_embedding_cache").fetchone()[0] if sids else 0
+
+    return StoreRows(
+        lineage=lineage, keys_with_origins=with_origins,
+        short_term=tuple(short_term[k] for k in sorted(short_term)),
+        checkpoint_keys=tuple(sorted((r[0], r[1]) for r in checkpoints)),
+        seen_scopes=tuple(sorted(r[0] for r in scopes)),
+        backups=tuple(BackupRow(*r) for r in backups),
+        observed_writes=tuple(CuratedWrite(r[0], r[1]) for r in observed),
+        chunks=tuple(chunks),
+        sources=tuple(SourceRow(*sources[i]) for i in sorted(sources)),
+        embedding_cache_rows=int(cache_rows),
+    )
+
+
+# --- the whole snapshot --------------------------------------------------------------------------
+
+async def read_snapshot(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection,
+                        carried_keys: Collection[str] = ()) -> ForgetSnapshot:
+    paths = rt.paths
+    files = await anyio.to_thread.run_sync(read_workspace_files, paths.workspace, paths.corpus_dir,
+                                           selection.session_ids)
+    marker_keys = sorted({k for f in files.memory for k in promotion_keys_on_lines(f.text)})
+    corpus_paths = [f.relative_path for f in files.corpus]
+    excluded = catalog.excluded_session_ids
+    if rt.store is None:
+        rows = empty_store_rows(carried_keys)
+    else:
+        rows = await rt.store.read(read_store_rows, rt.agent_id, selection, carried_keys, marker_keys,
+                                   corpus_paths, excluded, catalog.archives)
+    from_transcripts = await anyio.to_thread.run_sync(read_transcript_writes, rt, catalog, selection)
+    return ForgetSnapshot(
+        agent_id=rt.agent_id, selection=selection, lineage=rows.lineage,
+        keys_with_origins=rows.keys_with_origins, excluded_session_ids=excluded,
+        corpus_files=files.corpus, memory_files=files.memory, refusals=files.refusals,
+        short_term=rows.short_term, checkpoint_keys=rows.checkpoint_keys, seen_scopes=rows.seen_scopes,
+        backups=rows.backups,
+        curated_writes=tuple(merge_curated(rows.observed_writes, from_transcripts)),
+        chunks=rows.chunks, sources=rows.sources, embedding_cache_rows=rows.embedding_cache_rows,
+    )

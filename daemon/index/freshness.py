@@ -1,0 +1,80 @@
+"""Does the index lag the files? (search's `stale: true`, reference §6.3)
+
+Stale when: a memory file is new, gone or changed (stat differs and the hash differs too),
+an admitted transcript changed, the embedding model changed, or the last index run left
+work undone (memory_index_meta 'dirty'). Stats are taken outside the store's thread; only
+files whose stat moved are re-hashed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from daemon.context import AgentRuntime
+from daemon.errors import MemorydError
+from daemon.index.publish import read_dirty
+from daemon.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats
+from daemon.store.db import Connection
+from daemon.store.tombstones import forgotten_ids
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    stale: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiskState:
+    memory: dict[str, tuple[Path, FileStat]]
+    sessions: dict[str, tuple[str, FileStat]] | None  # path -> (session id, stat); None: not indexed
+
+
+def _disk_state(rt: AgentRuntime) -> DiskState:
+    memory = memory_file_stats(rt.paths.workspace)
+    if "sessions" not in rt.settings.index.sources:
+        return DiskState(memory, None)
+    try:
+        refs, _ = list_session_refs(rt.sessions, rt.agent_id)
+    except MemorydError:
+        return DiskState(memory, {})
+    return DiskState(memory, {r.path: (r.session_id, r.stat) for r in refs if r.internal_reason is None})
+
+
+async def disk_state(rt: AgentRuntime) -> DiskState:
+    return await anyio.to_thread.run_sync(_disk_state, rt)
+
+
+def _moved(indexed_mtime: float, indexed_size: int, st: FileStat) -> bool:
+    return indexed_size != st.size or abs(indexed_mtime - st.mtime_ms) > 0.5
+
+
+def check_freshness(conn: Connection, disk: object, model: str, secret: bytes | None = None) -> Freshness:
+    assert isinstance(disk, DiskState)
+    dirty = read_dirty(conn)
+    if dirty:
+        return Freshness(True, f"the last index run left work undone ({dirty})")
+    rows = conn.execute("SELECT path, source, hash, mtime, size, model FROM memory_index_sources").fetchall()
+    models = {r[5] for r in rows}
+    if models and models != {model}:
+        return Freshness(True, f"the index was built with {sorted(models - {model})[0]!r}, "
+                               f"search uses {model!r}")
+    indexed = {r[0]: r for r in rows if r[1] == "memory"}
+    lagging = sorted(set(disk.memory) ^ set(indexed))
+    for rel, (path, st) in disk.memory.items():
+        row = indexed.get(rel)
+        if row is not None and _moved(row[3], row[4], st) and file_hash(path) != row[2]:
+            lagging.append(rel)
+    if disk.sessions is not None:
+        live = {r[0]: r for r in rows if r[1] == "sessions"}
+        forgotten = forgotten_ids(conn, sorted({sid for sid, _ in disk.sessions.values()}), secret)
+        for index_path, (sid, st) in disk.sessions.items():
+            row = live.get(index_path)
+            if sid not in forgotten and (row is None or _moved(row[3], row[4], st)):
+                lagging.append(index_path)
+    if lagging:
+        return Freshness(True, f"the index lags {len(lagging)} file(s), e.g. {sorted(lagging)[0]}")
+    return Freshness(False)

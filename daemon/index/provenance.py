@@ -1,0 +1,44 @@
+"""Chunk provenance (reference §6.2): classified by code at index time, never parsed from text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# The reference merges with findLast over this order: the later class wins (least trusted).
+TRUST_ORDER: tuple[str, ...] = ("owner", "agent", "system", "untrusted")
+INTERNAL_SESSION_KINDS = frozenset({"cron", "heartbeat"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkProvenance:
+    origin_class: str
+    session_kind: str
+    observed_at: int
+    supersedes_key: str | None = None
+
+
+def least_trusted(classes: Iterable[str]) -> str:
+    """The least trusted class present; unknown input counts as untrusted, never as owner."""
+    worst = -1
+    for cls in classes:
+        rank = TRUST_ORDER.index(cls) if cls in TRUST_ORDER else len(TRUST_ORDER) - 1
+        worst = max(worst, rank)
+    return TRUST_ORDER[worst] if worst >= 0 else "untrusted"
+
+
+def common_kind(kinds: Iterable[str]) -> str:
+    distinct = set(kinds)
+    return distinct.pop() if len(distinct) == 1 else "unknown"
+
+
+def single_value(values: Iterable[str | None]) -> str | None:
+    """A supersedes key is kept only when exactly one distinct value is present."""
+    distinct = {v for v in values if v}
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def memory_file_origin(rel_path: str) -> str:
+    """Path classification: the curated root files are the owner's; other memory notes are
+    written by the agent (reference §5.3 gives daily notes `agent`)."""
+    return "owner" if rel_path in ("MEMORY.md", "USER.md") else "agent"

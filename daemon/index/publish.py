@@ -1,0 +1,203 @@
+"""Publishing prepared files: write transactions, called under the workspace lock.
+
+For each file, inside the transaction and before anything of it is written (reference §6.3):
+1. rebuild fence: a `--force` rebuild carries the index revision it was prepared at; if a
+   purge (or anything else) moved it, the rebuild is discarded;
+2. `memory` files are re-hashed from disk; a different hash means the prepared chunks are a
+   stale snapshot ("source changed while indexing"): nothing is written, retried later;
+3. `sessions` are re-checked against the forgotten-session records of the live store; a
+   session forgotten while it was being prepared publishes nothing (and any rows it still
+   has are removed).
+Then, for the files that pass: clear their old rows, write chunks, provenance, recall
+metadata, FTS rows, vectors and embedding-cache rows, upsert the source rows and bump the
+revision — in the same transaction, so all of it or none of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from daemon.index.chunking import Chunk
+from daemon.index.provenance import ChunkProvenance
+from daemon.index.purge import PurgeCounts, chunk_ids_of_sources, purge_chunks, remove_sources
+from daemon.index.sources import file_hash
+from daemon.store.db import Connection
+from daemon.store.tombstones import bump_revision, current_revision, forgotten_ids
+
+META_DIRTY = "dirty"  # why the last run left work undone; search reports the index stale
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedChunk:
+    chunk: Chunk
+    provenance: ChunkProvenance
+    vector: bytes | None = None  # little-endian float32
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    path: str
+    source: str  # "memory" | "sessions"
+    hash: str
+    mtime: float  # Unix ms
+    size: int
+    session_id: str | None
+    chunks: tuple[PreparedChunk, ...]
+    abs_path: Path | None = None  # memory files: re-hashed before publication
+
+
+@dataclass(frozen=True, slots=True)
+class PublishContext:
+    model: str
+    provider: str
+    provider_key: str
+    secret: bytes | None
+    now_ms: int
+    rebuild_revision: int | None = None  # set for --force: the revision it was prepared at
+
+
+Status = Literal["published", "changed", "forgotten", "fenced"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    path: str
+    source: str
+    session_id: str | None
+    status: Status
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    revision: int  # after the transaction
+    files: tuple[FileOutcome, ...]
+    chunks_written: int = 0
+    removed: PurgeCounts = field(default_factory=PurgeCounts)
+    cache_rows: int = 0
+
+
+REASON_CHANGED = "memory source changed while indexing; retried on the next run"
+
+
+def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
+    key = f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishContext) -> BatchOutcome:
+    """Publish a batch of prepared files in the caller's transaction.
+
+    Each file is checked on its own and is written whole or not at all; the batch shares one
+    transaction because FTS5 writes a new index segment per transaction, and a commit per
+    small transcript made publication ~10x slower than the FTS insert itself.
+    """
+    revision = current_revision(conn)
+    if ctx.rebuild_revision is not None and revision != ctx.rebuild_revision:
+        reason = (f"index revision moved from {ctx.rebuild_revision} to {revision} while the rebuild was "
+                  "prepared (a purge ran); rebuild discarded, rerun it")
+        return BatchOutcome(revision, tuple(FileOutcome(f.path, f.source, f.session_id, "fenced", reason)
+                                            for f in batch))
+    forgotten = forgotten_ids(conn, [f.session_id for f in batch if f.source == "sessions" and f.session_id],
+                              ctx.secret)
+    outcomes: list[FileOutcome] = []
+    accepted: list[PreparedFile] = []
+    stale_keys: list[tuple[str, str]] = []
+    for f in batch:
+        if f.source == "memory" and (f.abs_path is None or file_hash(f.abs_path) != f.hash):
+            outcomes.append(FileOutcome(f.path, f.source, f.session_id, "changed", REASON_CHANGED))
+        elif f.source == "sessions" and (f.session_id is None or f.session_id in forgotten):
+            stale_keys.append((f.path, f.source))  # whatever it still has goes too
+            outcomes.append(FileOutcome(f.path, f.source, f.session_id, "forgotten",
+                                        f"session {f.session_id} was forgotten while indexing; "
+                                        "nothing of it was published"))
+        else:
+            accepted.append(f)
+            outcomes.append(FileOutcome(f.path, f.source, f.session_id, "published"))
+    removed = remove_sources(conn, stale_keys) if stale_keys else PurgeCounts()
+    removed += purge_chunks(conn, chunk_ids_of_sources(conn, [(f.path, f.source) for f in accepted]))
+    written, cache_rows = _write_chunks(conn, accepted, ctx)
+    # Source rows last: their revision triggers open a statement savepoint, which makes FTS5
+    # flush its pending rows; one flush for the batch instead of one per file.
+    conn.executemany(
+        "INSERT INTO memory_index_sources(path, source, hash, mtime, size, session_id, model) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path, source) DO UPDATE SET hash = excluded.hash, "
+        "mtime = excluded.mtime, size = excluded.size, session_id = excluded.session_id, model = excluded.model",
+        [(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted])
+    revision = bump_revision(conn) if accepted else current_revision(conn)
+    return BatchOutcome(revision, tuple(outcomes), written, removed, cache_rows)
+
+
+def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishContext) -> tuple[int, int]:
+    next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM memory_index_chunks").fetchone()[0])
+    chunks, provenance, recall, fts, vectors, cache = [], [], [], [], [], []
+    for prepared in files:
+        seen: set[str] = set()
+        for item in prepared.chunks:
+            c = item.chunk
+            cid = chunk_id(prepared.source, prepared.path, c, ctx.model)
+            if cid in seen:  # identical pieces of one over-long line: one row is enough
+                continue
+            seen.add(cid)
+            rowid = next_rowid
+            next_rowid += 1
+            chunks.append((rowid, cid, prepared.path, prepared.source, c.start_line, c.end_line, c.hash,
+                           ctx.model, c.text, prepared.session_id, ctx.now_ms))
+            p = item.provenance
+            provenance.append((cid, p.origin_class, p.session_kind, p.observed_at, p.supersedes_key))
+            if not c.annotations.empty:
+                a = c.annotations
+                recall.append((cid, a.importance, json.dumps(list(a.triggers)) if a.triggers else None,
+                               a.project_key))
+            fts.append((rowid, c.search_text))
+            if item.vector is not None:
+                dims = len(item.vector) // 4
+                vectors.append((rowid, ctx.model, dims, item.vector))
+                cache.append((ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms))
+    conn.executemany(
+        "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
+        "session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunks)
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at, "
+        "supersedes_key) VALUES (?, ?, ?, ?, ?)", provenance)
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_recall_metadata(chunk_id, importance, triggers, project_key) "
+        "VALUES (?, ?, ?, ?)", recall)
+    conn.executemany("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", fts)
+    conn.executemany(
+        "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors)
+    # Written in the same transaction as the chunks: a prepared batch that is refused above
+    # cannot leave cached embeddings of purged text behind (reference §6.3 point 4).
+    conn.executemany(
+        "INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(provider, model, provider_key, hash) "
+        "DO UPDATE SET updated_at = excluded.updated_at", cache)
+    return len(chunks), len(cache)
+
+
+def apply_removals(conn: Connection, keys: list[tuple[str, str]],
+                   rebuild_revision: int | None) -> tuple[PurgeCounts | None, int]:
+    """Remove unwanted sources in one transaction; (None, revision) if the rebuild fence moved."""
+    revision = current_revision(conn)
+    if rebuild_revision is not None and revision != rebuild_revision:
+        return None, revision
+    counts = remove_sources(conn, keys)
+    return counts, current_revision(conn)
+
+
+def set_dirty(conn: Connection, reason: str | None) -> None:
+    if reason is None:
+        conn.execute("DELETE FROM memory_index_meta WHERE key = ?", (META_DIRTY,))
+    else:
+        conn.execute("INSERT INTO memory_index_meta(key, value) VALUES (?, ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (META_DIRTY, reason))
+
+
+def read_dirty(conn: Connection) -> str | None:
+    row = conn.execute("SELECT value FROM memory_index_meta WHERE key = ?", (META_DIRTY,)).fetchone()
+    return None if row is None else str(row[0])

@@ -1,0 +1,78 @@
+"""The index and search reports (CLI JSON and job results; field order is the JSON order)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class SourceNote(_Model):
+    """One file or session the run did not (or no longer) index, and why."""
+
+    path: str
+    source: str
+    session_id: str | None = None
+    reason: str
+
+
+class FileCounts(_Model):
+    scanned: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    discarded: int = 0
+
+
+class IndexReport(_Model):
+    agent_id: str
+    force: bool
+    ok: bool = True  # False when prepared work was discarded at publication (see `discarded`)
+    provider: str
+    model: str
+    vector_backend: str | None = None  # "sqlite-vec" | "numpy" | None (FTS only)
+    revision_before: int = 0
+    revision_after: int = 0
+    files: FileCounts = Field(default_factory=FileCounts)
+    chunks_written: int = 0
+    chunks_removed: int = 0
+    embeddings_computed: int = 0
+    embeddings_cached: int = 0
+    discarded: list[SourceNote] = Field(default_factory=list)  # refused by the pre-publish checks
+    removed: list[SourceNote] = Field(default_factory=list)
+    skipped: list[SourceNote] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class HitProvenance(_Model):
+    origin_class: str
+    session_kind: str
+    observed_at: int
+
+
+class SearchHit(_Model):
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    score: float
+    text_score: float | None = None
+    vector_score: float | None = None
+    snippet: str
+    session_id: str | None = None
+    provenance: HitProvenance | None = None
+
+
+class SearchReport(_Model):
+    agent_id: str
+    query: str
+    mode: str  # "fts" | "hybrid"
+    stale: bool = False
+    warning: str | None = None
+    action: str | None = None
+    candidates_capped: bool = False  # a very common query ranked only the newest matches
+    results: list[SearchHit] = Field(default_factory=list)

@@ -1,0 +1,193 @@
+"""Search (reference §6): BM25 over FTS5, plus vector similarity when an embedder is set.
+
+    report = await run_search(rt, "lighthouse rota", limit=10)
+
+* Words: every query word must match (AND; OR if AND finds nothing). The unranked MATCH is
+  cheap at any size; ranking all matches of a very common pair is not (perf-limits §7), so
+  bm25 ranks at most FTS_CANDIDATE_CAP of the newest matches, and only over the words that
+  are not themselves that common (see fts_candidates).
+* Meaning: the query's vector against the chunk vectors (exact cosine, index/vectors.py);
+  hybrid score = 0.7 · cosine + 0.3 · text score.
+* A forgotten session's chunk is never returned, even if its rows are still there (a purge
+  that has not run yet): the live forgotten-session records are checked per query.
+* `stale: true` with a warning when the index lags the files, or the last run left work undone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from daemon.constants import (
+    FTS_CANDIDATE_CAP,
+    HYBRID_TEXT_WEIGHT,
+    HYBRID_VECTOR_WEIGHT,
+    MIN_VECTOR_SIMILARITY,
+    SEARCH_MAX_LIMIT,
+    SEARCH_SNIPPET_MAX_CHARS,
+)
+from daemon.context import AgentRuntime
+from daemon.errors import UsageError
+from daemon.index.embedder import make_embedder, model_name
+from daemon.index.freshness import Freshness, check_freshness, disk_state
+from daemon.index.report import HitProvenance, SearchHit, SearchReport
+from daemon.index.vectors import nearest
+from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from daemon.store.db import Connection, table_exists
+from daemon.store.tombstones import forgotten_ids
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    rowid: int
+    text_score: float | None
+    vector_score: float | None
+    score: float
+
+
+def fts_query(words: list[str], operator: str) -> str:
+    # \w+ words hold no quote or operator characters; quoting keeps AND/OR/NEAR literal.
+    return f" {operator} ".join(f'"{w}"' for w in words)
+
+
+def text_scores(fts: list[tuple[int, float]]) -> dict[int, float]:
+    """bm25() is negative, better when lower. Scale it by the best match so the best text
+    match scores 1: bm25's IDF is near zero in small indexes, where an absolute mapping
+    would make every word match look irrelevant next to the vector score."""
+    best = min((b for _, b in fts), default=0.0)
+    if best >= 0:
+        return {rowid: 1.0 for rowid, _ in fts}
+    return {rowid: max(0.0, b / best) for rowid, b in fts}
+
+
+def merge(fts: list[tuple[int, float]], vec: list[tuple[int, float]], hybrid: bool) -> list[Candidate]:
+    """Combine the two candidate lists into one ranking. Pure."""
+    texts = text_scores(fts)
+    sims = {rowid: max(0.0, s) for rowid, s in vec}
+    out: list[Candidate] = []
+    for rowid in texts.keys() | sims.keys():
+        t, v = texts.get(rowid), sims.get(rowid)
+        if not hybrid:
+            out.append(Candidate(rowid, t, None, t or 0.0))
+            continue
+        if t is None and (v or 0.0) < MIN_VECTOR_SIMILARITY:
+            continue
+        out.append(Candidate(rowid, t, v, HYBRID_VECTOR_WEIGHT * (v or 0.0) + HYBRID_TEXT_WEIGHT * (t or 0.0)))
+    out.sort(key=lambda c: (-c.score, -c.rowid))  # ties: the newer chunk first
+    return out
+
+
+_MATCH = "SELECT rowid{cols} FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?"
+
+
+def _bounded_df(conn: Connection, word: str) -> int:
+    """Documents matching `word`, counted up to FTS_CANDIDATE_CAP + 1 (cheap at any size)."""
+    return int(conn.execute(f"SELECT count(*) FROM ({_MATCH.format(cols='')} LIMIT ?)",
+                            (fts_query([word], "AND"), FTS_CANDIDATE_CAP + 1)).fetchone()[0])
+
+
+def _ranked(conn: Connection, words: list[str], operator: str) -> list[tuple[int, float]]:
+    return conn.execute(f"{_MATCH.format(cols=', bm25(memory_index_chunks_fts)')} ORDER BY rowid DESC LIMIT ?",
+                        (fts_query(words, operator), FTS_CANDIDATE_CAP + 1)).fetchall()
+
+
+def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, float]], bool]:
+    """(rowid, bm25) of at most FTS_CANDIDATE_CAP matches, and whether the cap was hit.
+
+    bm25() first counts every document of every query word (its IDF), a scan of the word's
+    whole posting list: ~0.3 s for a stop word at 1M chunks. So words matching more than the
+    cap are left out of the ranking expression; they still filter (AND) through an unranked
+    match over the candidates' rowid range. A query of only such words takes the newest
+    matches unranked. All words must match; if no chunk has them all, any word will do.
+    """
+    words = list(dict.fromkeys(words))
+    df = {w: _bounded_df(conn, w) for w in words}
+    present = [w for w in words if df[w]]
+    if not present:
+        return [], False
+    operator = "AND" if len(present) == len(words) else "OR"
+    rare = [w for w in present if df[w] <= FTS_CANDIDATE_CAP]
+    common = [w for w in present if df[w] > FTS_CANDIDATE_CAP]
+    if not rare:
+        rows = conn.execute(f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
+                            (fts_query(common, operator), FTS_CANDIDATE_CAP + 1)).fetchall()
+        if not rows and operator == "AND":
+            rows = conn.execute(f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
+                                (fts_query(common, "OR"), FTS_CANDIDATE_CAP + 1)).fetchall()
+        return rows[:FTS_CANDIDATE_CAP], True
+    rows = _ranked(conn, rare, operator)
+    if operator == "AND" and common and rows:
+        low = min(r[0] for r in rows)
+        having_all = {r[0] for r in conn.execute(f"{_MATCH.format(cols='')} AND rowid >= ?",
+                                                  (fts_query(present, "AND"), low))}
+        rows = [r for r in rows if r[0] in having_all] or rows
+    if not rows and operator == "AND" and len(rare) > 1:
+        rows = _ranked(conn, rare, "OR")
+    return rows[:FTS_CANDIDATE_CAP], len(rows) > FTS_CANDIDATE_CAP
+
+
+def snippet(text: str) -> str:
+    lines = [line for line in text.splitlines() if not (PROMOTION_LINE_RE.match(line) or LINEAGE_LINE_RE.match(line))]
+    flat = " ".join(" ".join(lines).split())
+    return flat if len(flat) <= SEARCH_SNIPPET_MAX_CHARS else flat[:SEARCH_SNIPPET_MAX_CHARS - 1] + "…"
+
+
+def _search_txn(conn: Connection, words: list[str], query_vector: np.ndarray | None, model: str, limit: int,
+                secret: bytes | None, disk: object) -> tuple[list[SearchHit], bool, Freshness]:
+    if not table_exists(conn, "memory_index_chunks"):
+        return [], False, Freshness(True, "the agent has no index yet")
+    fts, capped = fts_candidates(conn, words)
+    vec = nearest(conn, query_vector, model, max(limit * 5, 50)) if query_vector is not None else []
+    ranked = merge(fts, vec, query_vector is not None)
+    hits: list[SearchHit] = []
+    page = max(limit * 3, 30)
+    for start in range(0, len(ranked), page):
+        batch = ranked[start:start + page]
+        marks = ",".join("?" * len(batch))
+        rows = {r[0]: r for r in conn.execute(
+            "SELECT c.rowid, c.path, c.source, c.start_line, c.end_line, c.text, c.session_id, "
+            "p.origin_class, p.session_kind, p.observed_at FROM memory_index_chunks c "
+            f"LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
+            [c.rowid for c in batch])}
+        forgotten = forgotten_ids(conn, sorted({r[6] for r in rows.values() if r[6]}), secret)
+        for cand in batch:
+            row = rows.get(cand.rowid)
+            if row is None or (row[6] is not None and row[6] in forgotten):
+                continue  # gone since the candidates were read, or a forgotten session's text
+            provenance = HitProvenance(origin_class=row[7], session_kind=row[8], observed_at=row[9]) \
+                if row[7] is not None else None
+            hits.append(SearchHit(
+                path=row[1], source=row[2], start_line=row[3], end_line=row[4], score=round(cand.score, 6),
+                text_score=None if cand.text_score is None else round(cand.text_score, 6),
+                vector_score=None if cand.vector_score is None else round(cand.vector_score, 6),
+                snippet=snippet(row[5]), session_id=row[6], provenance=provenance))
+            if len(hits) >= limit:
+                return hits, capped, check_freshness(conn, disk, model, secret)
+    return hits, capped, check_freshness(conn, disk, model, secret)
+
+
+async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchReport:
+    if not query or not query.strip():
+        raise UsageError("search: QUERY must not be empty")
+    if not 1 <= limit <= SEARCH_MAX_LIMIT:
+        raise UsageError(f"search: --limit must be between 1 and {SEARCH_MAX_LIMIT}, got {limit}")
+    embedder = make_embedder(rt.settings.index.embedding)
+    model = model_name(embedder)
+    report = SearchReport(agent_id=rt.agent_id, query=query, mode="hybrid" if embedder else "fts")
+    action = f"run `memoryd index --agent {rt.agent_id}`"
+    if rt.store is None:
+        report.stale, report.warning, report.action = True, "the agent has no index yet", action
+        return report
+    words = [w for w in _WORD_RE.findall(query.lower())]
+    query_vector = (await embedder.embed([query]))[0] if embedder is not None else None
+    disk = await disk_state(rt)
+    hits, capped, fresh = await rt.store.read(_search_txn, words, query_vector, model, limit, rt.secret(), disk)
+    report.results = hits
+    report.candidates_capped = capped
+    if fresh.stale:
+        report.stale, report.warning, report.action = True, fresh.reason, action
+    return report

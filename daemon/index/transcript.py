@@ -1,0 +1,41 @@
+"""A session transcript as indexable lines (reference §3.1, §6.1). No I/O.
+
+The line export and its per-line provenance (owner/agent/untrusted/system) are the ones
+ingestion uses (`daemon.sessions.transcript`), so a chunk's origin class and a staged
+entry's never disagree. Here they are collected for chunking, with the transcript's stat
+time standing in for a message without a timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from daemon.sessions.transcript import SKIP_MALFORMED, SKIP_OVERSIZED, iter_exported
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptLine:
+    line_number: int
+    text: str
+    origin_class: str
+    observed_at: int  # Unix ms; the message timestamp, else the caller's fallback
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedTranscript:
+    lines: tuple[TranscriptLine, ...]
+    malformed: int = 0
+    oversized: int = 0
+
+    @property
+    def system_only(self) -> bool:
+        """Every line is scaffolding: such a transcript is never indexed (reference §6.1)."""
+        return bool(self.lines) and all(line.origin_class == "system" for line in self.lines)
+
+
+def render_transcript(raw_lines: Iterable[bytes], fallback_ms: int) -> RenderedTranscript:
+    skipped: dict[str, int] = {}
+    lines = tuple(TranscriptLine(e.line_number, e.text, e.origin_class, e.timestamp_ms or fallback_ms)
+                  for e in iter_exported(raw_lines, skipped))
+    return RenderedTranscript(lines, skipped.get(SKIP_MALFORMED, 0), skipped.get(SKIP_OVERSIZED, 0))

@@ -1,0 +1,79 @@
+"""Chunk vectors: little-endian float32 BLOBs in `memory_index_vectors`, keyed by chunk rowid.
+
+Nearest neighbours are exact (brute-force cosine) either way:
+* with sqlite-vec loaded, `vec_distance_cosine` scans the BLOB table inside SQLite, so no
+  vector leaves the database (no second copy of the vectors to keep in step or to purge);
+* without it, numpy computes the same cosine in process over a matrix cached per
+  (database, index revision, model) — any publish or purge bumps the revision.
+Ties are broken by chunk rowid in both, so the two backends return the same ranking.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from daemon.store.db import Connection, has_vector_extension
+from daemon.store.tombstones import current_revision
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f4")
+
+
+def backend_for(conn: Connection) -> str:
+    return "sqlite-vec" if has_vector_extension(conn) else "numpy"
+
+
+def nearest(conn: Connection, query: np.ndarray, model: str, k: int,
+            backend: str | None = None) -> list[tuple[int, float]]:
+    """The k chunk rowids most similar to `query` among vectors of `model`: (rowid, cosine)."""
+    if k <= 0:
+        return []
+    query = np.asarray(query, dtype=np.float32)
+    backend = backend or backend_for(conn)
+    if backend == "sqlite-vec":
+        rows = conn.execute(
+            "SELECT chunk_rowid, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM memory_index_vectors "
+            "WHERE model = ? AND dims = ? ORDER BY sim DESC, chunk_rowid LIMIT ?",
+            (to_blob(query), model, int(query.shape[0]), k)).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+    rowids, matrix = _matrix(conn, model, int(query.shape[0]))
+    if not len(rowids):
+        return []
+    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+    sims = (matrix @ query) / np.maximum(norms, 1e-12)
+    if len(sims) > k:
+        # Keep everything tied with the k-th best so the rowid tie-break matches SQL's.
+        kth = np.partition(-sims, k - 1)[k - 1]
+        keep = np.nonzero(-sims <= kth)[0]
+    else:
+        keep = np.arange(len(sims))
+    order = keep[np.lexsort((rowids[keep], -sims[keep]))][:k]
+    return [(int(rowids[i]), float(sims[i])) for i in order]
+
+
+_cache_lock = threading.Lock()
+_cache: dict[str, tuple[tuple[str, int, str, int], np.ndarray, np.ndarray]] = {}
+
+
+def _matrix(conn: Connection, model: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    db_file = conn.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+    key = (db_file, current_revision(conn), model, dims)
+    with _cache_lock:
+        hit = _cache.get("last")
+        if hit is not None and hit[0] == key and db_file != ":memory:":
+            return hit[1], hit[2]
+    rows = conn.execute("SELECT chunk_rowid, embedding FROM memory_index_vectors WHERE model = ? AND dims = ? "
+                        "ORDER BY chunk_rowid", (model, dims)).fetchall()
+    rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), dims) if rows \
+        else np.zeros((0, dims), dtype=np.float32)
+    with _cache_lock:
+        _cache["last"] = (key, rowids, matrix)  # one entry: the daemon searches one agent at a time
+    return rowids, matrix

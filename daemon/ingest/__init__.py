@@ -1,0 +1,1 @@
+"""Ingestion: the session sweep (checkpoints, scan, corpus, staging) and, in `dreaming/`, the phases."""

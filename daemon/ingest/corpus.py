@@ -1,0 +1,127 @@
+"""The session corpus: `memory/.dreams/session-corpus/<day>.txt`, one line per staged message,
+`[<agentId>/<sessionPath>#L<line>] <snippet>` (reference §1, §5.2).
+
+Appends are true appends (O_APPEND, one write and one fsync per day file per batch) rather
+than read-and-replace: a day file of a large first sweep runs to hundreds of megabytes, and
+rewriting it per batch would cost its size in memory and I/O each time. The rest follows the
+workspace write rules (daemon/fileio.py): 0600, 0700 directories, no symlink anywhere below
+the workspace. A crash mid-write can leave a partial last line; the next append starts on a
+fresh line, so a partial line never merges with a new one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import anyio
+
+from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, RENDERED_LINE_MAX_CHARS
+from daemon.errors import OperationFailed, UsageError
+from daemon.fileio import check_no_symlinks, ensure_dir
+from daemon.ingest.scan import truncate_utf16
+
+_COUNT_CHUNK = 1 << 20
+
+
+def corpus_relative_path(day: str) -> str:
+    return f"{CORPUS_RELATIVE_DIR}/{day}.txt"
+
+
+def render_line(agent_id: str, session_path: str, line_number: int, snippet: str) -> str:
+    return truncate_utf16(f"[{agent_id}/{session_path}#L{line_number}] {snippet}", RENDERED_LINE_MAX_CHARS)
+
+
+class CorpusAppender:
+    """Appends to one workspace's corpus day files and tracks their line counts.
+
+    The count of a file is cached against its (inode, size, mtime): a file another writer
+    changed (forget rewrites the corpus) is counted afresh.
+    """
+
+    def __init__(self, workspace: Path):
+        self.workspace = workspace
+        self._counts: dict[str, tuple[tuple[int, int, int], int]] = {}
+
+    def path_for(self, day: str) -> Path:
+        return self.workspace / corpus_relative_path(day)
+
+    async def append(self, days: dict[str, list[str]]) -> dict[str, int]:
+        """Append each day's lines to its file; return the 1-based line number of each day's
+        first new line. Every file is written first, then all are fsynced at once (threads), so
+        a batch spanning many days waits for about one fsync rather than one per day."""
+        firsts: dict[str, int] = {}
+        fds: list[int] = []
+        created = False
+        try:
+            for day, lines in days.items():
+                fd, first, was_empty = self._write(day, lines)
+                fds.append(fd)
+                firsts[day] = first
+                created = created or was_empty
+            async with anyio.create_task_group() as tg:
+                for fd in fds:
+                    tg.start_soon(anyio.to_thread.run_sync, os.fsync, fd)
+            for day, fd in zip(days, fds, strict=True):
+                after = os.fstat(fd)
+                self._counts[day] = ((after.st_ino, after.st_size, after.st_mtime_ns), firsts[day] - 1 + len(days[day]))
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if created:
+            _fsync_dir(self.workspace / CORPUS_RELATIVE_DIR)
+        return firsts
+
+    def _write(self, day: str, lines: list[str]) -> tuple[int, int, bool]:
+        path = self.path_for(day)
+        ensure_dir(path.parent, root=self.workspace)
+        check_no_symlinks(path, root=self.workspace)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        except OSError as exc:
+            if exc.errno == 40:
+                raise UsageError(f"{path}: refusing to write through a symlink") from None
+            raise OperationFailed(f"{path}: cannot open corpus file: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UsageError(f"{path}: corpus file is not a regular file")
+            before, needs_newline = self._existing_lines(path, st)
+            data = ("\n" if needs_newline else "") + "\n".join(lines) + "\n"
+            view = memoryview(data.encode("utf-8"))
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, before + 1, st.st_size == 0
+
+    def _existing_lines(self, path: Path, st: os.stat_result) -> tuple[int, bool]:
+        """(lines in the file, whether it lacks a final newline). A partial last line counts."""
+        if st.st_size == 0:
+            return 0, False
+        cached = self._counts.get(path.stem)
+        if cached is not None and cached[0] == (st.st_ino, st.st_size, st.st_mtime_ns):
+            return cached[1], False
+        newlines = 0
+        last = b""
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_COUNT_CHUNK):
+                newlines += chunk.count(b"\n")
+                last = chunk[-1:]
+        if last != b"\n":
+            return newlines + 1, True
+        return newlines, False
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

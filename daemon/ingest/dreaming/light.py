@@ -1,0 +1,54 @@
+"""Light phase (reference §5.5): pick recent staged candidates, dedupe them, write the
+`## Light Sleep` block of DREAMS.md and record light phase signals. Never writes MEMORY.md.
+
+Runs wholly under the workspace lock, so a forget cannot finish between choosing a candidate
+and quoting it in the diary.
+"""
+
+from __future__ import annotations
+
+from daemon.context import AgentRuntime
+from daemon.ingest.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
+from daemon.ingest.dreaming.rehydrate import read_sources
+from daemon.ingest.dreaming.report import LightReport
+from daemon.ingest.dreaming.selection import Group, eligible, group_similar
+from daemon.ingest.dreaming.staged import StagedEntry, read_unforgotten, record_phase_hits
+
+BLOCK, HEADING = "light", "Light Sleep"
+
+
+def select_light(entries: list[StagedEntry], limit: int, dedupe_similarity: float) -> list[Group]:
+    """Pure: newest first (then most recalled), similar entries from one source merged, capped."""
+    ordered = sorted(entries, key=lambda e: (-e.last_recalled_at, -e.signal_count, e.entry_key))
+    return group_similar(ordered, dedupe_similarity, same_path=True)[:limit]
+
+
+def light_line(group: Group, day: str) -> DiaryLine:
+    head = group.head
+    text = f"Candidate: {head.snippet}"
+    details = (f"confidence: {group.avg_score:.2f}", f"evidence: {head.path}:{head.start_line}-{head.end_line}",
+               f"recalls: {group.signal_count}", "status: staged")
+    return DiaryLine(diary_key("dream-light", day, text), text, details, group.origins)
+
+
+async def run_light(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) -> tuple[LightReport, list[str]]:
+    settings = rt.settings.dreaming
+    store = rt.require_store()
+    report = LightReport()
+    async with rt.lock().hold() as lease:
+        entries = await store.read(read_unforgotten, rt.agent_id, rt.secret())
+        sources = read_sources(rt.paths.workspace, {e.path for e in entries})
+        pool = eligible(entries, now_ms, settings.lookback_days, {p for p, v in sources.items() if v is not None})
+        report.considered = len(pool)
+        groups = select_light(pool, settings.light_limit, settings.dedupe_similarity) if settings.light_limit else []
+        report.candidates = len(groups)
+        items = [BlockItem(line=light_line(g, day)) for g in groups]
+        if not items:
+            items = [BlockItem(plain="_No new candidates._")]
+        written, _rows, warnings = await publish_block(rt, lease, BLOCK, HEADING, items)
+        report.diary_lines = written
+        keys = [k for g in groups for k in g.keys]
+        if keys and written:
+            report.signals_recorded = await store.write(record_phase_hits, keys, "light", now_ms, day_start_ms,
+                                                        fence=lease.fence)
+    return report, warnings

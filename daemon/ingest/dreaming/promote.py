@@ -1,0 +1,305 @@
+"""Deep phase: rank, gate, re-check and promote staged entries into MEMORY.md.
+
+    prepare_promotion  (no lock)  read staged entries, rank and gate them, snapshot MEMORY.md
+    publish_promotion  (lock)     re-read live state, drop forgotten/changed entries, build the
+                                  new file, reserve lineage, commit with the snapshot's hash,
+                                  mark the staged entries promoted
+
+The default is an append-only section with a promotion marker above every entry and needs no
+model. When an OpenAI-compatible endpoint is configured, the model is consulted outside the
+lock and its plan is applied only if every validation passes; any failure falls back to the
+append. A MEMORY.md edited between read and commit raises WriteConflict inside the commit
+helper: the reserved lineage is rolled back and the write is rebuilt from the new content.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from daemon.constants import DREAM_COMMIT_ATTEMPTS
+from daemon.context import AgentRuntime
+from daemon.errors import WriteConflict
+from daemon.failpoints import failpoint
+from daemon.ingest.dreaming import consolidation
+from daemon.ingest.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
+from daemon.ingest.dreaming.memory_file import (
+    AppendItem,
+    MemorySnapshot,
+    build_append,
+    commit_memory,
+    marker_keys,
+    read_memory_file,
+)
+from daemon.ingest.dreaming.preimages import drop_preimage, prune_preimages, store_preimage
+from daemon.ingest.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
+from daemon.ingest.dreaming.rehydrate import Located, locate, read_sources
+from daemon.ingest.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
+from daemon.ingest.dreaming.staged import StagedEntry, mark_promoted, read_staged
+from daemon.ingest.dreaming.text import normalize_snippet, truncate
+from daemon.store.db import Connection
+from daemon.store.origins import EntryOrigin
+from daemon.store.tombstones import forgotten_ids
+
+APPEND_HEADING = "Promoted From Short-Term Memory ({day})"
+MAX_COMMIT_ATTEMPTS = DREAM_COMMIT_ATTEMPTS
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionPlan:
+    now_ms: int
+    day: str
+    thresholds: Thresholds
+    considered: int
+    ranking: Ranking
+    memory: MemorySnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A candidate checked against the live state: the entry line to write and its lineage."""
+
+    candidate: Candidate
+    located: Located
+    text: str  # the snippet as it will appear (one line, budgeted)
+
+    @property
+    def key(self) -> str:
+        return self.candidate.key
+
+    @property
+    def source_ref(self) -> str:
+        return f"{self.candidate.primary.path}#L{self.located.start_line}-L{self.located.end_line}"
+
+    def append_line(self) -> str:
+        c = self.candidate
+        return (f"- {self.text} [score={c.score:.3f} recalls={c.signal_count} avg={c.avg_score:.3f} "
+                f"source={c.primary.path}:{self.located.start_line}-{self.located.end_line}]")
+
+    def transfer(self) -> Transfer | None:
+        keys = self.candidate.member_keys
+        return Transfer(self.key, keys) if len(keys) > 1 else None
+
+
+def dreaming_day(now_ms: int, tz: str) -> str:
+    return datetime.fromtimestamp(now_ms / 1000, ZoneInfo(tz)).strftime("%Y-%m-%d")
+
+
+def entry_text(snippet: str, max_chars: int) -> str | None:
+    """The promoted text: one line, no leading bullet, within budget; None if it cannot be
+    written safely (it would forge or break a marker)."""
+    text = normalize_snippet(snippet).lstrip("-*+ ").strip()
+    if not text or "<!--" in text or "-->" in text:
+        return None
+    return truncate(text, max_chars)
+
+
+async def prepare_promotion(rt: AgentRuntime, gates: PromotionGates | None = None,
+                            now_ms: int | None = None) -> PromotionPlan:
+    """Read and rank without the lock (slow work happens here, publication re-checks)."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    settings = rt.settings.dreaming
+    thresholds = Thresholds.resolve(settings, gates)
+    store = rt.require_store()
+    entries = await store.read(read_staged, rt.agent_id)
+    ranking = rank_candidates(entries, thresholds, now)
+    return PromotionPlan(now, dreaming_day(now, settings.timezone), thresholds, len(entries), ranking,
+                         read_memory_file(rt.paths.workspace))
+
+
+def _live_state(conn: Connection, agent_id: str, keys: Sequence[str], sessions: Sequence[str],
+                secret: bytes | None) -> tuple[list[StagedEntry], set[str]]:
+    return read_staged(conn, agent_id, keys=keys, include_promoted=True), forgotten_ids(conn, sessions, secret)
+
+
+def _refresh(candidate: Candidate, live: dict[str, StagedEntry], forgotten: set[str]) -> tuple[Candidate | None, str]:
+    """Keep only members still staged, unpromoted and with no forgotten origin session."""
+    members: list[StagedEntry] = []
+    reason = "gone"
+    for m in candidate.members:
+        cur = live.get(m.entry_key)
+        if cur is None:
+            continue
+        if any(o.session_id in forgotten for o in cur.origins):
+            reason = "forgotten"
+            continue
+        if cur.promoted_at is not None or not cur.trusted:
+            reason = "promoted" if cur.promoted_at is not None else "untrusted"
+            continue
+        members.append(cur)
+    if not members:
+        return None, reason
+    return replace(candidate, primary=members[0], members=tuple(members)), ""
+
+
+def _reserve(conn: Connection, agent_id: str, transfers: Sequence[Transfer], sessions: Sequence[str],
+             secret: bytes | None, preimage: tuple[str, int, str] | None
+             ) -> tuple[set[str], list[EntryOrigin], int | None]:
+    """Right before publication, under the lock: re-check forgotten records, then reserve the
+    survivors' lineage (and the rewrite preimage). Writes nothing if a session was forgotten."""
+    gone = forgotten_ids(conn, sessions, secret)
+    if gone:
+        return gone, [], None
+    added = reserve_transfers(conn, agent_id, transfers)
+    backup = store_preimage(conn, preimage[0], preimage[1], preimage[2]) if preimage else None
+    return set(), added, backup
+
+
+def _undo(conn: Connection, agent_id: str, added: Sequence[EntryOrigin], backup: int | None) -> None:
+    rollback_rows(conn, agent_id, added)
+    if backup is not None:
+        drop_preimage(conn, backup)
+
+
+def _finish(conn: Connection, keys: Sequence[str], now_ms: int, rewrote: bool) -> int:
+    if rewrote:
+        prune_preimages(conn)
+    return mark_promoted(conn, keys, now_ms)
+
+
+async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteReport:
+    settings = rt.settings.dreaming
+    store = rt.require_store()
+    report = PromoteReport(agent_id=rt.agent_id, memory_path=plan.memory.relative_path,
+                           considered=plan.considered, eligible=len(plan.ranking.candidates))
+    for rej in plan.ranking.rejections:
+        report.rejected[rej.reason] = report.rejected.get(rej.reason, 0) + 1
+    candidates = list(plan.ranking.candidates)
+    if not candidates:
+        report.mode = "none"
+        return report
+    max_chars = settings.max_promoted_snippet_tokens * 4
+    secret = rt.secret()
+
+    # The model (if configured) sees only trusted, rehydrated candidates, outside the lock.
+    proposal: consolidation.Proposal | None = None
+    if consolidation.enabled(settings) and plan.memory.writable:
+        pre = _prepare(candidates, rt, max_chars, report=None)
+        try:
+            proposal = await consolidation.propose(settings, plan.memory, [_model_input(p) for p in pre])
+        except consolidation.ConsolidationRejected as exc:
+            report.fallback_reason = str(exc)
+
+    snapshot = plan.memory
+    async with rt.lock().hold() as lease:
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            keys = [k for c in candidates for k in c.member_keys]
+            sessions = sorted({o.session_id for c in candidates for o in c.origins})
+            rows, forgotten = await store.read(_live_state, rt.agent_id, keys, sessions, secret)
+            live = {e.entry_key: e for e in rows}
+            report.skipped = []
+            fresh: list[Candidate] = []
+            for c in candidates:
+                kept, reason = _refresh(c, live, forgotten)
+                if kept is None:
+                    report.skipped.append(SkippedEntry(entry_key=c.key, reason=reason))
+                else:
+                    fresh.append(kept)
+            if attempt:
+                snapshot = read_memory_file(rt.paths.workspace)
+            if not snapshot.writable:
+                report.warnings.append(snapshot.problem or "memory file not writable")
+                report.mode = "none"
+                return report
+            present = marker_keys(snapshot.text or "")
+            reconciled = [c for c in fresh if set(c.member_keys) & present]
+            prepared = _prepare([c for c in fresh if c not in reconciled], rt, max_chars, report)
+
+            rewrite = None
+            if proposal is not None and attempt == 0:
+                try:
+                    rewrite = consolidation.apply_proposal(
+                        proposal, snapshot, [_model_input(p) for p in prepared], plan.day,
+                        settings.memory_file_max_chars, settings.max_prior_entry_loss_fraction)
+                except consolidation.ConsolidationRejected as exc:
+                    report.fallback_reason = str(exc)
+            if rewrite is not None:
+                new_text = rewrite.text
+                written = [p.key for p in prepared]
+                transfers = list(rewrite.transfers)
+            else:
+                items = [AppendItem(p.key, p.append_line()) for p in prepared]
+                new_text, written = build_append(snapshot.text or "", APPEND_HEADING.format(day=plan.day), items,
+                                                 settings.memory_file_max_chars)
+                for p in prepared:
+                    if p.key not in written:
+                        report.skipped.append(SkippedEntry(entry_key=p.key, reason="budget"))
+                transfers = [t for p in prepared if p.key in written and (t := p.transfer())]
+            done = [p for p in prepared if p.key in written]
+            publish_sessions = sorted({o.session_id for p in done for o in p.candidate.origins})
+            preimage = (snapshot.text or "", plan.now_ms, snapshot.relative_path) if rewrite else None
+            added: list[EntryOrigin] = []
+            backup = None
+            if written:
+                gone, added, backup = await store.write(_reserve, rt.agent_id, transfers, publish_sessions,
+                                                        secret, preimage, fence=lease.fence)
+                if gone:  # a forget finished in between: plan again without those sessions
+                    candidates = [c for c in candidates if not set(c.session_ids) & gone]
+                    continue
+                try:
+                    failpoint("dream.promote.commit")
+                    commit_memory(snapshot, new_text, rt.paths.workspace)
+                except WriteConflict as exc:
+                    await store.write(_undo, rt.agent_id, added, backup, fence=lease.fence)
+                    report.write_conflicts += 1
+                    if rewrite is not None:
+                        report.fallback_reason = str(exc)
+                    continue
+                except BaseException:
+                    await store.write(_undo, rt.agent_id, added, backup, fence=lease.fence)
+                    raise
+            failpoint("dream.promote.mark")
+            finished = [k for c in reconciled for k in c.member_keys]
+            finished += [k for p in done for k in p.candidate.member_keys]
+            await store.write(_finish, finished, plan.now_ms, rewrite is not None, fence=lease.fence)
+            report.reconciled = [c.key for c in reconciled]
+            report.promoted = [PromotedEntry(entry_key=p.key, score=round(p.candidate.score, 4),
+                                             session_ids=list(p.candidate.session_ids),
+                                             merged_keys=list(p.candidate.member_keys[1:]), text=p.text)
+                               for p in done]
+            report.origin_rows_added = len(added)
+            report.mode = "consolidated" if rewrite is not None else ("append" if done else "none")
+            if rewrite is not None:
+                report.consolidation = dict(rewrite.counts)
+                report.fallback_reason = None
+            return report
+        report.warnings.append(f"MEMORY.md kept changing during {MAX_COMMIT_ATTEMPTS} attempts; "
+                               "candidates stay eligible for the next sweep")
+        report.mode = "none"
+        return report
+
+
+def _prepare(candidates: Sequence[Candidate], rt: AgentRuntime, max_chars: int,
+             report: PromoteReport | None) -> list[Prepared]:
+    """Re-read each candidate's live source; keep those whose snippet is still there."""
+    sources = read_sources(rt.paths.workspace, [c.primary.path for c in candidates])
+    out: list[Prepared] = []
+    for c in candidates:
+        located = locate(c.primary, sources.get(c.primary.path))
+        text = entry_text(c.primary.snippet, max_chars)
+        if located.status != "ok" or text is None:
+            if report is not None:
+                reason = "refused_content" if text is None else f"source_{located.status}"
+                report.skipped.append(SkippedEntry(entry_key=c.key, reason=reason))
+            continue
+        out.append(Prepared(c, located, text))
+    return out
+
+
+def _model_input(p: Prepared) -> consolidation.CandidateInput:
+    c = p.candidate
+    tags = tuple(dict.fromkeys(t for m in c.members for t in m.concept_tags))
+    return consolidation.CandidateInput(
+        key=p.key, text=p.text, source_ref=p.source_ref, origin_class=c.primary.origin_class,
+        project_key=c.primary.project_key, supersedes_key=None, tags=tags[:3],
+        parent_keys=c.member_keys)
+
+
+async def run_promote(rt: AgentRuntime, gates: PromotionGates | None = None, *,
+                      now_ms: int | None = None) -> PromoteReport:
+    """The `promote` command and the deep phase of a dreaming sweep."""
+    plan = await prepare_promotion(rt, gates, now_ms)
+    return await publish_promotion(rt, plan)

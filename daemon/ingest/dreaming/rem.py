@@ -1,0 +1,116 @@
+"""REM phase (reference §5.5): themes across recent entries and "possible lasting truths",
+written to the `## REM Sleep` block of DREAMS.md with REM phase signals. Never writes MEMORY.md.
+
+    strength   = min(1, count / len(entries) * 2)                       (theme gate: minPatternStrength)
+    confidence = avg*0.45 + min(1, ln(1+recalls)/ln(7))*0.25
+                 + min(1, days/3)*0.2 + min(1, tags/6)*0.1               (truth gate: 0.45)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from daemon.context import AgentRuntime
+from daemon.ingest.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
+from daemon.ingest.dreaming.rehydrate import read_sources
+from daemon.ingest.dreaming.report import RemReport
+from daemon.ingest.dreaming.selection import Group, eligible, group_similar
+from daemon.ingest.dreaming.staged import StagedEntry, read_unforgotten, record_phase_hits
+from daemon.ingest.dreaming.text import derive_tags
+
+BLOCK, HEADING = "rem", "REM Sleep"
+TRUTH_SIMILARITY = 0.88
+MIN_TRUTH_CONFIDENCE = 0.45
+MAX_THEMES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Theme:
+    tag: str
+    strength: float
+    members: tuple[StagedEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Truth:
+    group: Group
+    confidence: float
+
+
+def tags_of(e: StagedEntry) -> tuple[str, ...]:
+    return e.concept_tags or derive_tags(e.snippet)
+
+
+def themes(entries: list[StagedEntry], min_strength: float) -> list[Theme]:
+    if not entries:
+        return []
+    counts = Counter(t for e in entries for t in set(tags_of(e)))
+    out = []
+    for tag, count in counts.items():
+        strength = min(1.0, count / len(entries) * 2)
+        if count >= 2 and strength >= min_strength:
+            out.append(Theme(tag, strength, tuple(e for e in entries if tag in tags_of(e))))
+    out.sort(key=lambda t: (-t.strength, -len(t.members), t.tag))
+    return out[:MAX_THEMES]
+
+
+def confidence(group: Group) -> float:
+    days = {d for m in group.members for d in m.recall_days}
+    tags = {t for m in group.members for t in tags_of(m)}
+    recalls = group.signal_count
+    return (min(1.0, group.avg_score) * 0.45 + min(1.0, math.log1p(recalls) / math.log(7)) * 0.25
+            + min(1.0, len(days) / 3) * 0.2 + min(1.0, len(tags) / 6) * 0.1)
+
+
+def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
+    # Entries light already surfaced come first (REM prefers light's staging).
+    ordered = sorted(entries, key=lambda e: (e.light_hits == 0, -e.last_recalled_at, e.entry_key))
+    scored = [Truth(g, confidence(g)) for g in group_similar(ordered, TRUTH_SIMILARITY, same_path=False)]
+    kept = [t for t in scored if t.confidence >= MIN_TRUTH_CONFIDENCE]
+    kept.sort(key=lambda t: (-t.confidence, t.group.head.entry_key))
+    return kept[:max(1, min(3, limit))]
+
+
+def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) -> list[BlockItem]:
+    items = [BlockItem(plain="### Reflections")]
+    if not found_themes:
+        items.append(BlockItem(plain="_No strong themes yet._"))
+    for th in found_themes:
+        text = f"Theme: `{th.tag}` kept surfacing across {len(th.members)} memories."
+        origins = tuple(o for m in th.members for o in m.origins)
+        items.append(BlockItem(line=DiaryLine(diary_key("dream-rem", day, text), text,
+                                              (f"strength: {th.strength:.2f}",), origins)))
+    items.append(BlockItem(plain=""))
+    items.append(BlockItem(plain="### Possible Lasting Truths"))
+    if not found_truths:
+        items.append(BlockItem(plain="_None yet._"))
+    for tr in found_truths:
+        h = tr.group.head
+        text = f"{h.snippet} [confidence={tr.confidence:.2f} evidence={h.path}:{h.start_line}-{h.end_line}]"
+        items.append(BlockItem(line=DiaryLine(diary_key("dream-rem", day, text), text, (), tr.group.origins)))
+    return items
+
+
+async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) -> tuple[RemReport, list[str]]:
+    settings = rt.settings.dreaming
+    store = rt.require_store()
+    report = RemReport()
+    async with rt.lock().hold() as lease:
+        entries = await store.read(read_unforgotten, rt.agent_id, rt.secret())
+        sources = read_sources(rt.paths.workspace, {e.path for e in entries})
+        pool = eligible(entries, now_ms, settings.lookback_days, {p for p, v in sources.items() if v is not None})
+        report.considered = len(pool)
+        found_themes = themes(pool, settings.min_pattern_strength)
+        found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []
+        report.themes = [t.tag for t in found_themes]
+        report.truths = len(found_truths)
+        written, _rows, warnings = await publish_block(rt, lease, BLOCK, HEADING,
+                                                   rem_items(found_themes, found_truths, day))
+        report.diary_lines = written
+        keys = [k for t in found_truths for k in t.group.keys]
+        if keys and written:
+            report.signals_recorded = await store.write(record_phase_hits, keys, "rem", now_ms, day_start_ms,
+                                                        fence=lease.fence)
+    return report, warnings

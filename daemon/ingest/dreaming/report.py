@@ -1,0 +1,91 @@
+"""Report models of the dreaming commands and jobs. Field order is the JSON order."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class PromotedEntry(_Model):
+    entry_key: str
+    score: float
+    session_ids: list[str]
+    merged_keys: list[str] = Field(default_factory=list)  # staged keys coalesced into this entry
+    text: str
+
+
+class SkippedEntry(_Model):
+    entry_key: str
+    reason: str  # forgotten | source_changed | source_missing | budget | refused_content | gone | promoted | untrusted
+
+
+class PromoteReport(_Model):
+    agent_id: str
+    memory_path: str
+    mode: str = "append"  # append | consolidated | none
+    considered: int = 0
+    eligible: int = 0
+    promoted: list[PromotedEntry] = Field(default_factory=list)
+    reconciled: list[str] = Field(default_factory=list)  # marker already present: marked promoted only
+    skipped: list[SkippedEntry] = Field(default_factory=list)
+    rejected: dict[str, int] = Field(default_factory=dict)  # gate -> staged entries it held back
+    origin_rows_added: int = 0
+    write_conflicts: int = 0
+    consolidation: dict[str, int] | None = None  # added/merged/superseded when a rewrite committed
+    fallback_reason: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class LightReport(_Model):
+    considered: int = 0
+    candidates: int = 0
+    diary_lines: int = 0
+    signals_recorded: int = 0
+
+
+class RemReport(_Model):
+    considered: int = 0
+    themes: list[str] = Field(default_factory=list)
+    truths: int = 0
+    diary_lines: int = 0
+    signals_recorded: int = 0
+
+
+class DreamReport(_Model):
+    agent_id: str
+    sweep_at: str
+    phases: list[str]
+    light: LightReport | None = None
+    rem: RemReport | None = None
+    deep: PromoteReport | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class BackfillDay(_Model):
+    day: str
+    sessions: int
+    candidates: int
+    claims: int
+
+
+class BackfillReport(_Model):
+    agent_id: str
+    mode: str  # preview | rem | apply | rollback
+    from_day: str | None = None
+    to_day: str | None = None
+    days: list[BackfillDay] = Field(default_factory=list)
+    sessions_scanned: int = 0
+    sessions_excluded: dict[str, int] = Field(default_factory=dict)
+    candidates: int = 0
+    claims: int = 0
+    staged_entries: int = 0
+    corpus_lines: int = 0
+    diary_lines: int = 0
+    origin_rows: int = 0
+    run_id: int | None = None
+    rolled_back_runs: list[int] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,72 @@
+"""Snippet text helpers shared by the phases: normalisation, claim hashes, similarity, tags."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+
+_WS = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+_ROLE_PREFIX = re.compile(r"^(?:user|assistant)\s*:\s*", re.IGNORECASE)
+
+# Words too common to name a theme.
+_STOPWORDS = frozenset(str.split("""
+a about after again all also am an and any are as at be because been before being but by can
+could did do does doing done for from had has have having he her here hers him his how i if in
+into is it its just let me more most my no not now of on once only or other our out over own
+please remember same she should so some such than that the their them then there these they
+this those through to too under understood until up very was we were what when where which while
+who why will with would you your yours noted sure okay ok will day days team
+"""))
+
+
+def normalize_snippet(text: str) -> str:
+    """The reference's normalizeSnippet: trim and collapse whitespace."""
+    return _WS.sub(" ", text.strip())
+
+
+def claim_hash(snippet: str) -> str:
+    """sha1 of the normalised snippet, first 12 hex chars (reference §1, daily-claim keys)."""
+    return hashlib.sha1(normalize_snippet(snippet).encode("utf-8")).hexdigest()[:12]
+
+
+def claim_identity(snippet: str) -> str:
+    """What makes two claims the same: no role prefix, collapsed whitespace, lower case (§5.8)."""
+    return normalize_snippet(_ROLE_PREFIX.sub("", normalize_snippet(snippet))).lower()
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the two texts' word sets (1.0 for identical claims)."""
+    wa, wb = set(words(claim_identity(a))), set(words(claim_identity(b)))
+    if not wa and not wb:
+        return 1.0
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def derive_tags(text: str, limit: int = 6) -> tuple[str, ...]:
+    """Concept tags for an entry whose staging recorded none: its most frequent content words."""
+    counts = Counter(w for w in words(claim_identity(text))
+                     if len(w) >= 4 and w not in _STOPWORDS and not w.isdigit())
+    return tuple(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut at `limit` characters, ending with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def log_ratio(count: float, saturation: float) -> float:
+    """min(1, ln(1+count)/ln(1+saturation)): diminishing returns for repeated evidence."""
+    if count <= 0:
+        return 0.0
+    return min(1.0, math.log1p(count) / math.log1p(saturation))

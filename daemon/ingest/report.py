@@ -1,0 +1,76 @@
+"""Report models of the ingest commands and job. Field order is the JSON order (camelCase)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class IngestReport(_Model):
+    agent_id: str
+    sessions_seen: int = 0  # live sessions the metadata lists
+    sessions_scanned: int = 0  # transcripts opened and read
+    sessions_unchanged: int = 0  # a stat matched the checkpoint: not a byte read
+    sessions_excluded: dict[str, int] = Field(default_factory=dict)  # reason -> sessions, never read
+    sessions_missing: int = 0  # admitted, but the transcript does not exist (or is a symlink, never read)
+    sessions_deferred: int = 0  # admitted but left for the next sweep by the per-sweep cap
+    sessions_rewritten: int = 0  # scanned again from the start: the consumed part had changed
+    messages_staged: int = 0
+    messages_dropped_forgotten: int = 0  # parsed, then dropped: forgotten before they could be staged
+    lines_skipped: dict[str, int] = Field(default_factory=dict)  # kind -> transcript lines skipped
+    checkpoints_removed: int = 0  # transcript gone, or session no longer listed
+    corpus_files: list[str] = Field(default_factory=list)  # workspace-relative day files appended to
+    errors: list[str] = Field(default_factory=list)  # one line each; the sweep went on
+
+
+class SessionRow(_Model):
+    session_id: str
+    session_key: str | None
+    session_kind: str
+    chat_type: str | None
+    channel: str | None
+    hook_external_content_source: str | None
+    participants: list[str]
+    created_at: int | None
+    updated_at: int | None
+    excluded_reason: str | None  # what the next sweep would record; None = admitted
+
+
+class SessionsReport(_Model):
+    agent_id: str
+    total: int
+    shown: int
+    sessions: list[SessionRow]
+    archives: int  # retained reset/deleted generations (never ingested)
+    errors: list[str]
+
+
+class FingerprintView(_Model):
+    mtime_ms: int
+    size: int
+    content_hash: str
+
+
+class CursorView(_Model):
+    line_count: int  # transcript lines consumed
+    last_content_line: int  # message lines exported from them
+    at_end: bool
+
+
+class CheckpointRow(_Model):
+    session_id: str
+    session_key: str | None
+    state_key: str
+    fingerprint: FingerprintView
+    cursor: CursorView
+    excluded_reason: str | None
+    updated_at: int
+
+
+class CheckpointsReport(_Model):
+    agent_id: str
+    checkpoints: list[CheckpointRow]

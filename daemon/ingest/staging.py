@@ -1,0 +1,223 @@
+"""Staging corpus messages as short-term entries with lineage (reference §5.4).
+
+Each staged message is a daily signal on the entry `memory:claim:<sha1(normalized snippet)[:12]>`.
+Entry-origin rows (which session the claim came from) are written before the staged entries
+in the same transaction: staged content never exists without its source-session facts.
+
+`merge_signals` is the pure part (existing entry + new signals -> entry); `write_staging` is the
+SQL, run inside the caller's write transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import orjson
+
+from daemon.constants import (
+    MAX_QUERY_HASHES,
+    MAX_RECALL_DAYS,
+    SESSION_CORPUS_QUERY_PREFIX,
+    SESSION_INGESTION_SCORE,
+    SQL_IN_BATCH,
+    STAGED_SNIPPET_MAX_CHARS,
+)
+from daemon.store.db import Connection
+
+CLAIM_KEY_PREFIX = "memory:claim:"
+# Least trusted wins when one entry has several sources (the reference's findLast over this order).
+ORIGIN_TRUST_ORDER = {"owner": 0, "agent": 1, "system": 2, "untrusted": 3}
+
+
+def normalize_snippet(snippet: str) -> str:
+    r"""The reference's `s.trim().replace(/\s+/g, " ")`."""
+    trimmed = snippet.strip()
+    # Already normal (the sweep's snippets are): printable means no whitespace but ASCII spaces.
+    if "  " not in trimmed and trimmed.isprintable():
+        return trimmed
+    return " ".join(snippet.split())
+
+
+def claim_hash(snippet: str) -> str:
+    return hashlib.sha1(normalize_snippet(snippet).encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def query_hash(query: str) -> str:
+    return hashlib.sha1(query.lower().encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def session_query(day: str) -> str:
+    return SESSION_CORPUS_QUERY_PREFIX + day
+
+
+class StagedMessage(NamedTuple):
+    """A message appended to the corpus, ready to stage. (NamedTuple: one per message, built fast.)"""
+
+    claim_hash: str
+    snippet: str
+    path: str  # corpus file, workspace-relative
+    line: int  # line in that corpus file
+    origin_class: str
+    session_kind: str
+    observed_at: int
+    session_id: str
+    session_key: str | None
+    query_hash: str  # of `__dreaming_sessions__:<message day>`
+
+    @property
+    def entry_key(self) -> str:
+        return CLAIM_KEY_PREFIX + self.claim_hash
+
+
+class EntryState(NamedTuple):
+    """A staged entry as stored (the row of short_term_entries)."""
+
+    entry_key: str
+    path: str
+    start_line: int
+    end_line: int
+    snippet: str
+    recall_count: int
+    daily_count: int
+    grounded_count: int
+    total_score: float
+    max_score: float
+    first_recalled_at: int
+    last_recalled_at: int
+    query_hashes: tuple[str, ...]
+    recall_days: tuple[str, ...]
+    concept_tags: tuple[str, ...]
+    origin_class: str
+    session_kind: str
+    observed_at: int
+    claim_hash: str | None
+    project_key: str | None
+    promoted_at: int | None
+
+
+_COLUMNS = ("entry_key, path, start_line, end_line, snippet, recall_count, daily_count, grounded_count, "
+            "total_score, max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, "
+            "concept_tags, origin_class, session_kind, observed_at, claim_hash, project_key, promoted_at")
+
+_UPDATE_SET = ", ".join(f"{c} = excluded.{c}" for c in (
+    "daily_count", "total_score", "max_score", "last_recalled_at", "query_hashes", "recall_days",
+    "origin_class", "session_kind", "observed_at", "claim_hash"))
+
+
+def _least_trusted(a: str, b: str) -> str:
+    return a if ORIGIN_TRUST_ORDER.get(a, 3) >= ORIGIN_TRUST_ORDER.get(b, 3) else b
+
+
+def _append_capped(items: tuple[str, ...], value: str, cap: int) -> tuple[str, ...]:
+    if value in items:
+        return items
+    return (*items, value)[-cap:]
+
+
+def merge_signals(existing: EntryState | None, messages: Sequence[StagedMessage], day_bucket: str,
+                  now_ms: int) -> EntryState:
+    """Apply daily signals (all of one entry key, in order) to an entry. Pure.
+
+    A daily claim keeps its first source citation forever; a signal whose (query, day bucket)
+    the entry already has is deduped (counts unchanged); provenance is the least trusted seen.
+    """
+    first = messages[0]
+    if existing is None and len(messages) == 1:
+        # The common case of a first sweep: one new claim, one signal. Same result, built directly.
+        return EntryState(
+            first.entry_key, first.path, first.line, first.line, first.snippet[:STAGED_SNIPPET_MAX_CHARS],
+            0, 1, 0, SESSION_INGESTION_SCORE, SESSION_INGESTION_SCORE, now_ms, now_ms, (first.query_hash,),
+            (day_bucket,), (), first.origin_class, first.session_kind, first.observed_at, first.claim_hash,
+            None, None)
+    if existing is None:
+        existing = EntryState(
+            first.entry_key, first.path, first.line, first.line, first.snippet[:STAGED_SNIPPET_MAX_CHARS],
+            0, 0, 0, 0.0, 0.0, now_ms, now_ms, (), (), (), first.origin_class, first.session_kind,
+            first.observed_at, first.claim_hash, None, None)
+    daily, total, best = existing.daily_count, existing.total_score, existing.max_score
+    queries, days = existing.query_hashes, existing.recall_days
+    origin, kind, observed = existing.origin_class, existing.session_kind, existing.observed_at
+    for msg in messages:
+        origin = _least_trusted(origin, msg.origin_class)
+        if kind != msg.session_kind:
+            kind = "unknown"
+        if msg.observed_at > observed:
+            observed = msg.observed_at
+        if msg.query_hash in queries and day_bucket in days:
+            continue
+        daily += 1
+        total += SESSION_INGESTION_SCORE
+        best = max(best, SESSION_INGESTION_SCORE)
+        queries = _append_capped(queries, msg.query_hash, MAX_QUERY_HASHES)
+        days = _append_capped(days, day_bucket, MAX_RECALL_DAYS)
+    return existing._replace(daily_count=daily, total_score=total, max_score=best, last_recalled_at=now_ms,
+                             query_hashes=queries, recall_days=days, origin_class=origin, session_kind=kind,
+                             observed_at=observed, claim_hash=existing.claim_hash or first.claim_hash)
+
+
+def _load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, EntryState]:
+    out: dict[str, EntryState] = {}
+    for start in range(0, len(keys), SQL_IN_BATCH):
+        batch = list(keys[start:start + SQL_IN_BATCH])
+        marks = ",".join("?" * len(batch))
+        for row in conn.execute(f"SELECT {_COLUMNS} FROM short_term_entries WHERE entry_key IN ({marks})", batch):
+            values = list(row)
+            for i in (12, 13, 14):
+                parsed = orjson.loads(values[i] or "[]")
+                values[i] = tuple(str(v) for v in parsed) if isinstance(parsed, list) else ()
+            out[values[0]] = EntryState(*values)
+    return out
+
+
+def _dump(entry: EntryState) -> tuple:
+    return (*entry[:12], orjson.dumps(entry.query_hashes).decode(), orjson.dumps(entry.recall_days).decode(),
+            orjson.dumps(entry.concept_tags).decode(), *entry[15:])
+
+
+def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMessage], day_bucket: str,
+                  now_ms: int) -> int:
+    """Origins first, then the staged entries; inside the caller's write transaction.
+    Returns the number of entries written."""
+    if not messages:
+        return 0
+    # Lineage is reserved before the candidates are published (reference §5.4 step 7).
+    conn.executemany(
+        "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
+        [(m.entry_key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at) for m in messages])
+    by_key: dict[str, list[StagedMessage]] = {}
+    for m in messages:
+        by_key.setdefault(m.entry_key, []).append(m)
+    existing = _load_entries(conn, list(by_key))
+    fresh: list[tuple] = []
+    merged: list[tuple] = []
+    for key, group in by_key.items():
+        prior = existing.get(key)
+        if prior is None and len(group) == 1:
+            m = group[0]
+            fresh.append((key, m.path, m.line, m.snippet[:STAGED_SNIPPET_MAX_CHARS], m.query_hash, m.origin_class,
+                          m.session_kind, m.observed_at, m.claim_hash))
+        else:
+            merged.append(_dump(merge_signals(prior, group, day_bucket, now_ms)))
+    if fresh:
+        # The common case, written with under half the bound values (binding dominates the cost of a
+        # wide row); the row is the one merge_signals builds for one new signal. The per-batch
+        # constants are SQL literals: a validated day, an integer and a float.
+        days = _sql_text(orjson.dumps([day_bucket]).decode())
+        conn.executemany(
+            "INSERT INTO short_term_entries (entry_key, path, start_line, end_line, snippet, daily_count, total_score, "
+            "max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, origin_class, session_kind, "
+            "observed_at, claim_hash) "
+            f"VALUES (?1, ?2, ?3, ?3, ?4, 1, {SESSION_INGESTION_SCORE!r}, {SESSION_INGESTION_SCORE!r}, {int(now_ms)}, "
+            f"{int(now_ms)}, json_array(?5), {days}, ?6, ?7, ?8, ?9)", fresh)
+    if merged:
+        # An upsert touching only what a signal changes: columns other writers own (promotion) stay.
+        conn.executemany(f"INSERT INTO short_term_entries ({_COLUMNS}) VALUES ({','.join('?' * 21)}) "
+                         f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SET}", merged)
+    return len(fresh) + len(merged)
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

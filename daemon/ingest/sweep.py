@@ -1,0 +1,321 @@
+"""One ingest sweep of one agent (reference §4.4, §5.1–§5.4; DESIGN §5 "Ingest sweep").
+
+1. Enumerate sessions from metadata; read forgotten records and checkpoints in one store read.
+2. Decide admission per session before any transcript byte is read; an excluded session gets
+   a checkpoint with its reason and an empty hash (written once, not every sweep).
+3. Stat the admitted ones; an unchanged one costs that stat and nothing else.
+4. Stream the changed ones from their cursors, outside the lock, within the per-sweep and
+   per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages.
+5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
+   meanwhile is dropped, never staged), append corpus lines, then one fenced transaction with
+   origins, staged entries, seen hashes and checkpoints; stale checkpoints are removed.
+   A batch commits in the background while the next one is read (commits stay in order, one
+   at a time), so the store's work overlaps the parsing instead of adding to it.
+A sweep with nothing to commit takes no lock and writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
+from daemon.errors import MemorydError, OperationFailed
+from daemon.ingest.checkpoints import (
+    Checkpoint,
+    add_seen,
+    delete_checkpoints,
+    load_checkpoints,
+    load_seen,
+    seen_scope,
+    state_key,
+    upsert_checkpoints,
+)
+from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
+from daemon.ingest.plan import (
+    ScanAction,
+    ScanPlan,
+    excluded_checkpoint_needs_write,
+    file_cap,
+    per_file_cap,
+    plan_scan,
+)
+from daemon.ingest.report import IngestReport
+from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
+from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
+from daemon.sessions.admission import REASON_FORGOTTEN, AdmissionPolicy, admission_reason
+from daemon.sessions.model import Fingerprint, SessionInfo
+from daemon.store.db import ANY_SQLITE_ERROR, Connection
+from daemon.store.tombstones import forgotten_ids
+
+if TYPE_CHECKING:
+    from daemon.context import AgentRuntime
+
+
+@dataclass
+class _Batch:
+    """What one lock hold commits."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    cursors: dict[str, tuple[SessionInfo, Fingerprint, Cursor]] = field(default_factory=dict)
+    checkpoints: dict[str, Checkpoint] = field(default_factory=dict)  # exclusions
+    deletions: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.candidates or self.cursors or self.checkpoints or self.deletions)
+
+
+def _excluded_checkpoint(session: SessionInfo, reason: str, now_ms: int) -> Checkpoint:
+    # The reference's shape: no read, size 0, empty hash (so lifting the rule forces a rescan).
+    return Checkpoint(state_key(session.agent_id, session.session_path), session.agent_id, session.session_id,
+                      session.session_key, session.session_path, session.updated_at or 0, 0, "", 0, 0, False, "",
+                      reason, now_ms)
+
+
+def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, now_ms: int) -> Checkpoint:
+    return Checkpoint(state_key(session.agent_id, session.session_path), session.agent_id, session.session_id,
+                      session.session_key, session.session_path, fp.mtime_ms, fp.size, cursor.content_hash,
+                      cursor.line_count, cursor.produced, cursor.at_end, cursor.carry, None, now_ms)
+
+
+def _load_state(conn: Connection, agent_id: str, session_ids: list[str],
+                secret: bytes | None) -> tuple[set[str], dict[str, Checkpoint]]:
+    return _forgotten(conn, session_ids, secret), load_checkpoints(conn, agent_id)
+
+
+def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
+    # Most stores have no forgotten records: then one probe replaces a keyed hash per session.
+    if conn.execute("SELECT 1 FROM memory_session_tombstones LIMIT 1").fetchone() is None:
+        return set()
+    return forgotten_ids(conn, session_ids, secret)
+
+
+def _write_batch(conn: Connection, agent_id: str, staged: list[StagedMessage], seen: dict[str, list[str]],
+                 checkpoints: list[Checkpoint], deletions: list[str], day_bucket: str, now_ms: int) -> int:
+    write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
+    add_seen(conn, seen)
+    upsert_checkpoints(conn, checkpoints)
+    return delete_checkpoints(conn, deletions)
+
+
+class _Sweep:
+    def __init__(self, rt: AgentRuntime):
+        self.rt = rt
+        self.store = rt.require_store()
+        self.agent = rt.agent_id
+        self.settings = rt.settings
+        self.report = IngestReport(agent_id=self.agent)
+        self.now_ms = int(time.time() * 1000)
+        self.day_of = DayOf(self.settings.dreaming.timezone)
+        self.day_bucket = self.day_of(self.now_ms)
+        self.corpus = CorpusAppender(rt.paths.workspace)
+        self.secret = rt.secret()
+        self.sessions_by_id: dict[str, SessionInfo] = {}
+        self.paths_by_id: dict[str, str] = {}
+        self.kinds_by_id: dict[str, str] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._done: anyio.Event | None = None  # set when the commit in flight has finished
+
+    def _exclude(self, reason: str) -> None:
+        excluded = self.report.sessions_excluded
+        excluded[reason] = excluded.get(reason, 0) + 1
+
+    async def run(self) -> IngestReport:
+        report = self.report
+        listing = self.rt.sessions.list_sessions()
+        report.errors.extend(listing.errors)
+        sessions = sorted(listing.sessions, key=lambda s: s.session_path)
+        report.sessions_seen = len(sessions)
+        self.sessions_by_id = {s.session_id: s for s in sessions}
+        self.paths_by_id = {s.session_id: s.session_path for s in sessions}
+        self.kinds_by_id = {s.session_id: s.session_kind for s in sessions}
+        forgotten, checkpoints = await self.store.read(
+            _load_state, self.agent, [s.session_id for s in sessions], self.secret)
+
+        policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
+        batch = _Batch()
+        known: set[str] = set()
+        admitted: list[SessionInfo] = []
+        for session in sessions:
+            key = state_key(self.agent, session.session_path)
+            known.add(key)
+            reason = admission_reason(session, policy, forgotten)
+            if reason is None:
+                admitted.append(session)
+                continue
+            self._exclude(reason)
+            if excluded_checkpoint_needs_write(checkpoints.get(key), reason, session.updated_at or 0):
+                batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
+        batch.deletions.extend(k for k in checkpoints if k not in known)
+
+        to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]] = []
+        for session in admitted:
+            key = state_key(self.agent, session.session_path)
+            fp = self.rt.sessions.fingerprint(session)
+            plan = plan_scan(checkpoints.get(key), fp)
+            if plan.action is ScanAction.ABSENT:
+                report.sessions_missing += 1
+                if key in checkpoints:
+                    batch.deletions.append(key)
+            elif plan.action is ScanAction.UNCHANGED:
+                report.sessions_unchanged += 1
+            else:
+                assert fp is not None
+                to_scan.append((session, fp, plan))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                batch = await self._scan_all(to_scan, len(admitted), batch)
+                if not batch.empty():
+                    await self._submit(batch)
+                await self._drain()
+        except BaseExceptionGroup as group:
+            # Only one task can fail at a time here (a commit, or the scan); hand its error on as is.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        report.lines_skipped = dict(sorted(report.lines_skipped.items()))
+        report.sessions_excluded = dict(sorted(report.sessions_excluded.items()))
+        report.corpus_files = sorted(set(report.corpus_files))
+        return report
+
+    async def _scan_all(self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int,
+                        batch: _Batch) -> _Batch:
+        ingest = self.settings.ingest
+        per_file = per_file_cap(n_admitted, ingest.max_messages_per_sweep, ingest.max_messages_per_file)
+        remaining = ingest.max_messages_per_sweep
+        for start in range(0, len(to_scan), INGEST_SEEN_PREFETCH_SESSIONS):
+            group = to_scan[start:start + INGEST_SEEN_PREFETCH_SESSIONS]
+            if remaining <= 0:
+                self.report.sessions_deferred += len(group)
+                continue
+            seen_sets = await self.store.read(load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group])
+            for session, fp, plan in group:
+                if remaining <= 0:
+                    self.report.sessions_deferred += 1
+                    continue
+                scope = seen_scope(self.agent, session.session_id)
+                taken, batch = await self._scan_one(session, fp, plan, scope, seen_sets.pop(scope, set()),
+                                                    file_cap(per_file, remaining), batch)
+                remaining -= taken
+        return batch
+
+    async def _submit(self, batch: _Batch) -> None:
+        """Commit `batch` in the background while reading goes on; commits stay strictly in order."""
+        await self._drain()
+        done = anyio.Event()
+        self._done = done
+
+        async def commit() -> None:
+            try:
+                await self._commit(batch)
+            finally:
+                done.set()
+
+        assert self._tg is not None
+        self._tg.start_soon(commit)
+
+    async def _drain(self) -> None:
+        if self._done is not None:
+            await self._done.wait()
+
+    async def _scan_one(self, session: SessionInfo, fp: Fingerprint, plan: ScanPlan, scope: str, seen: set[str],
+                        cap: int, batch: _Batch) -> tuple[int, _Batch]:
+        scanner = TranscriptScanner(self.rt.sessions, session, plan, fp, scope, seen, self.day_of,
+                                    self.report.lines_skipped)
+        taken = 0
+        try:
+            scanner.open()
+            self.report.sessions_scanned += 1
+            while True:
+                room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
+                found = scanner.take(min(cap - taken, room, INGEST_TAKE_CHUNK))
+                taken += len(found)
+                batch.candidates.extend(found)
+                batch.cursors[session.session_id] = (session, fp, scanner.cursor())
+                if scanner.finished or taken >= cap:
+                    break
+                if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
+                    await self._submit(batch)  # the batch is full; carry on reading meanwhile
+                    batch = _Batch()
+                else:
+                    await anyio.lowlevel.checkpoint()  # let a background commit move on
+        except (MemorydError, OSError) as exc:
+            # The last recorded cursor matches the candidates kept, so nothing is half-staged.
+            self.report.errors.append(f"session {session.session_id}: {exc}")
+        finally:
+            scanner.close()
+        if scanner.rewritten or plan.rewrite:
+            self.report.sessions_rewritten += 1
+        if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
+            await self._submit(batch)
+            batch = _Batch()
+        else:
+            await anyio.lowlevel.checkpoint()
+        return taken, batch
+
+    async def _commit(self, batch: _Batch) -> None:
+        if batch.empty():
+            return
+        report = self.report
+        store = self.store
+        async with self.rt.lock().hold() as lease:
+            # A purge may have finished while we were reading: re-check under the lock.
+            touched = list(batch.cursors)
+            gone = await store.read(forgotten_ids, touched, self.secret) if touched else set()
+            checkpoints = list(batch.checkpoints.values())
+            for sid in gone:
+                session = batch.cursors.pop(sid)[0]
+                self._exclude(REASON_FORGOTTEN)
+                checkpoints.append(_excluded_checkpoint(session, REASON_FORGOTTEN, self.now_ms))
+            candidates = batch.candidates
+            if gone:
+                kept = [c for c in candidates if c.session_id not in gone]
+                report.messages_dropped_forgotten += len(candidates) - len(kept)
+                candidates = kept
+            staged, seen = await self._append_corpus(candidates)
+            checkpoints.extend(_scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values())
+            try:
+                removed = await store.write(_write_batch, self.agent, staged, seen, checkpoints, batch.deletions,
+                                            self.day_bucket, self.now_ms, fence=lease.fence)
+            except ANY_SQLITE_ERROR as exc:
+                raise OperationFailed(f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
+                                      "staged and the next sweep reads it again") from exc
+        report.messages_staged += len(staged)
+        report.checkpoints_removed += removed
+
+    async def _append_corpus(self, candidates: Sequence[Candidate]
+                             ) -> tuple[list[StagedMessage], dict[str, list[str]]]:
+        by_day: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            by_day.setdefault(c.day, []).append(c)
+        paths = self.paths_by_id
+        days = dict(sorted(by_day.items()))
+        firsts = await self.corpus.append(
+            {day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
+             for day, group in days.items()})
+        staged: list[StagedMessage] = []
+        seen: dict[str, list[str]] = {}
+        kinds = self.kinds_by_id
+        for day, group in days.items():
+            path = corpus_relative_path(day)
+            self.report.corpus_files.append(path)
+            qh = query_hash(session_query(day))
+            first = firsts[day]
+            for offset, c in enumerate(group):
+                staged.append(StagedMessage(claim_hash(c.snippet), c.snippet, path, first + offset, c.origin_class,
+                                            kinds[c.session_id], c.observed_at, c.session_id, c.session_key, qh))
+                seen.setdefault(seen_scope(self.agent, c.session_id), []).append(c.seen_hash)
+        return staged, seen
+
+
+async def run_ingest_sweep(rt: AgentRuntime) -> IngestReport:
+    """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring."""
+    return await _Sweep(rt).run()

@@ -1,0 +1,105 @@
+"""Job identity and wire format shared by the daemon, its workers and the client.
+
+* Names: one per job family (DESIGN §6).
+* Ids: deterministic. A client request's id is the family plus a hash of its canonical
+  JSON payload, so the same request enqueued twice is one job (arq refuses an id whose
+  job or result key exists). A scheduled sweep's id names the agent and the interval slot,
+  so a restart or a second daemon in the same slot does not enqueue it again.
+* Serialization: JSON (orjson), never pickle: other tools enqueue jobs, and unpickling
+  what they wrote would run their code. An exception result is stored as
+  `{"error": <class>, "message": <text>}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from daemon.constants import QUEUE_PREFIX
+from daemon.errors import UsageError
+from daemon.ids import validate_agent_id
+
+FORGET = "forget"
+ERASE = "erase"
+EXPIRE = "expire"
+INGEST_SWEEP = "ingest_sweep"
+INDEX_SYNC = "index_sync"
+DREAM = "dream"
+BACKFILL = "backfill"
+RETENTION_SWEEP = "retention_sweep"
+JOB_NAMES: tuple[str, ...] = (FORGET, ERASE, EXPIRE, INGEST_SWEEP, INDEX_SYNC, DREAM, BACKFILL, RETENTION_SWEEP)
+# Families that delete data: their counters feed the purge metrics and alerts.
+PURGE_JOBS: frozenset[str] = frozenset({FORGET, ERASE, EXPIRE, RETENTION_SWEEP})
+
+
+def queue_name(host_id: str) -> str:
+    return f"{QUEUE_PREFIX}{host_id}"
+
+
+def canonical_json(payload: Any) -> bytes:
+    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+
+
+def request_job_id(name: str, payload: dict[str, Any], request_id: str | None = None) -> str:
+    """Same family + same payload (+ same optional request id) → same job id."""
+    digest = hashlib.sha256(canonical_json([name, payload, request_id])).hexdigest()[:32]
+    return f"{name}:{digest}"
+
+
+def scheduled_job_id(name: str, agent: str, slot: int) -> str:
+    return f"{name}:{agent}:sched:{slot}"
+
+
+def job_name_of(job_id: str) -> str:
+    return job_id.split(":", 1)[0]
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseException):
+        return {"error": type(obj).__name__, "message": str(obj)}
+    if isinstance(obj, tuple | set | frozenset):
+        return list(obj)
+    raise TypeError(f"cannot serialize {type(obj).__name__} into a job")
+
+
+def serialize(data: dict[str, Any]) -> bytes:
+    return orjson.dumps(data, default=_default)
+
+
+def deserialize(raw: bytes) -> dict[str, Any]:
+    value = orjson.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("job data is not a JSON object")
+    return value
+
+
+# --- Payloads of the sweep families (the domain entry points take only a runtime) -----------
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: str = Field(description="The agent whose memory the job works on.")
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, v: str) -> str:
+        try:
+            return validate_agent_id(v)
+        except UsageError as exc:
+            raise ValueError(str(exc).removeprefix("agent: ")) from None
+
+
+class SweepRequest(_Payload):
+    """ingest_sweep and retention_sweep: one agent."""
+
+
+class IndexRequest(_Payload):
+    force: bool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
+
+
+class DreamRequest(_Payload):
+    phases: tuple[Literal["light", "rem", "deep"], ...] = Field(
+        default=("light", "rem", "deep"), min_length=1, description="Dreaming phases to run, in order.")

@@ -1,0 +1,81 @@
+"""Prometheus metrics of the daemon (DESIGN §2.5), served on `daemon.metrics_listen`.
+
+Labels carry only operator-chosen names — job family, agent id, outcome, exclusion reason
+(a configured policy value), artifact kind — never memory content, session ids or the ids
+of people. deploy/alerts.yml and deploy/grafana-dashboard.json use these names; a test
+checks that every metric they mention is defined here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+log = logging.getLogger("memoryd.metrics")
+
+# A registry of our own: the default one also carries process/platform collectors, and tests
+# that import this module many times must not collide with other registries.
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_SWEEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
+_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+UP = Gauge("memoryd_up", "1 while the daemon serves its queue.", registry=REGISTRY)
+REDIS_UP = Gauge("memoryd_redis_up", "1 when the last Redis round trip succeeded, else 0.", registry=REGISTRY)
+REDIS_RECONNECTS = Counter("memoryd_redis_reconnects_total", "Reconnects after Redis was lost.",
+                           registry=REGISTRY)
+JOBS = Gauge("memoryd_jobs_by_state", "Jobs of this host's queue by state (queued, running).", ["state"],
+             registry=REGISTRY)
+JOBS_TOTAL = Counter("memoryd_jobs_total", "Jobs finished, by family and outcome (complete, failed, retried).",
+                     ["family", "outcome"], registry=REGISTRY)
+JOB_DURATION = Histogram("memoryd_job_duration_seconds", "Wall time of a job, by family.", ["family"],
+                         buckets=_SWEEP_BUCKETS, registry=REGISTRY)
+SWEEP_DURATION = Histogram("memoryd_sweep_duration_seconds",
+                           "Wall time of a sweep (ingest_sweep, dream, index_sync, retention_sweep).",
+                           ["family", "agent"], buckets=_SWEEP_BUCKETS, registry=REGISTRY)
+LAST_SWEEP = Gauge("memoryd_last_sweep_success_timestamp_seconds",
+                   "Unix time of the last successful sweep, by family and agent.", ["family", "agent"],
+                   registry=REGISTRY)
+SCHEDULED = Counter("memoryd_scheduled_jobs_total",
+                    "Scheduler decisions per family: enqueued, or skipped because one is still pending.",
+                    ["family", "decision"], registry=REGISTRY)
+SESSIONS_SCANNED = Counter("memoryd_sessions_scanned_total", "Sessions an ingest sweep looked at.", ["agent"],
+                           registry=REGISTRY)
+SESSIONS_ADMITTED = Gauge("memoryd_sessions_admitted", "Sessions whose checkpoint admits them.", ["agent"],
+                          registry=REGISTRY)
+SESSIONS_EXCLUDED = Gauge("memoryd_sessions_excluded", "Sessions kept out by the admission policy, by reason.",
+                          ["agent", "reason"], registry=REGISTRY)
+INGEST_LAG = Gauge("memoryd_ingest_lag_sessions", "Sessions changed since their checkpoint (or never swept).",
+                   ["agent"], registry=REGISTRY)
+LOCK_WAIT = Histogram("memoryd_lock_wait_seconds", "Time a job waited for the workspace lock.", ["family"],
+                      buckets=_WAIT_BUCKETS, registry=REGISTRY)
+LOCK_TIMEOUTS = Counter("memoryd_lock_timeouts_total", "Jobs refused because the workspace lock stayed busy.",
+                        ["family"], registry=REGISTRY)
+PURGES = Counter("memoryd_purges_total", "Purge jobs (forget, erase, expire, retention_sweep) by outcome.",
+                 ["family", "outcome"], registry=REGISTRY)
+PURGED_ARTIFACTS = Counter("memoryd_purged_artifacts_total", "Artifacts removed by purges, by kind.",
+                           ["family", "artifact"], registry=REGISTRY)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """'host:port' (IPv6 as '[::1]:9464') → (host, port)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"daemon.metrics_listen: expected host:port, got {value!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def serve(listen: str) -> tuple[Any, int]:
+    """Start the exporter thread; returns (server, bound port) — port 0 picks a free one."""
+    host, port = parse_listen(listen)
+    server, _thread = start_http_server(port, addr=host, registry=REGISTRY)
+    return server, int(server.server_port)
+
+
+def count_purged(job: str, artifacts: dict[str, Any]) -> None:
+    """Add a purge report's artifact counters (ints only; anything else is not a count)."""
+    for kind, value in artifacts.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            PURGED_ARTIFACTS.labels(family=job, artifact=kind).inc(value)

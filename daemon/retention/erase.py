@@ -1,0 +1,294 @@
+"""Erasure (seed 001, DESIGN §5): plan the three-way decision, then apply it in order.
+
+    run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1")) -> ErasureReceipt
+
+Under the retention lease:
+1. snapshot (one read transaction) + the ingested sessions mapped into the subtree;
+2. plan (pure, `plan.py`); refused → a `refused` receipt, nothing else changes;
+3. the erased subject is captured in memory (ids, content, times) for the verifier;
+4. one transaction in retention.sqlite: provenance children rewritten to TOMBSTONE:<random>
+   and the structural subtree deleted — together, so no reader ever sees an erased parent
+   next to a derivable edge;
+5. per agent, under its workspace lock: the erased sessions go through the forget pipeline,
+   then, in one transaction, their forgotten records are replaced by keyed-hash records
+   (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
+6. the verifier runs; the receipt (counts only) is stored.
+A crash anywhere leaves state a rerun of the same request converges from: the plan is always
+recomputed from what is live, and the session mapping comes from the (untouched) sources.
+Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.receipt.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import anyio
+import orjson
+from redis.asyncio import Redis
+
+from daemon.agents import list_agents
+from daemon.constants import DAY_MS, SQL_IN_BATCH, VERIFY_MAX_MESSAGES_PER_SESSION
+from daemon.context import agent_runtime
+from daemon.failpoints import failpoint
+from daemon.retention import store as repo
+from daemon.retention.mapping import sessions_within
+from daemon.retention.needles import VerifySubject
+from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
+from daemon.retention.receipts import (
+    BlockedByHold,
+    ErasureArtifacts,
+    ErasureReceipt,
+    ReceiptList,
+    Verification,
+)
+from daemon.retention.request import EraseRequest
+from daemon.retention.scopes import parse_scope
+from daemon.retention.state import now_ms, open_for_read, open_for_write
+from daemon.sessions.model import SessionInfo
+from daemon.sessions.source import session_source_for
+from daemon.settings import Settings
+from daemon.store.db import Connection, Store, table_exists
+from daemon.store.tombstones import hashed_session_ref, record_tombstones
+
+REASON_ERASED = "erased"
+NO_ARTIFACTS = ErasureArtifacts(scopes=0, objects=0, provenance_edges=0, sessions=0, forgotten_records_hashed=0,
+                                curated_writes=0)
+
+
+# --- snapshot -----------------------------------------------------------------------------------
+
+def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, tuple]:
+    scopes = repo.subtree_scopes(conn, target)
+    objects = repo.objects_in_scopes(conn, [s.scope for s in scopes])
+    return tuple(scopes), tuple(objects), tuple(repo.citing_subtree(conn, target)), tuple(repo.all_holds(conn))
+
+
+def _list_mapped(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
+    if parse_scope(target).level == "object":
+        return []  # sessions map to session scopes or above; none lies under an object
+    found: list[tuple[SessionInfo, str]] = []
+    for agent in list_agents(settings):
+        listing = session_source_for(settings, agent).list_sessions()
+        found += sessions_within(settings, listing.sessions, target)
+    return found
+
+
+async def mapped_sessions(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
+    return await anyio.to_thread.run_sync(_list_mapped, settings, target)
+
+
+# --- the subject, for the verifier --------------------------------------------------------------
+
+def _message_texts(line: bytes) -> list[str]:
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return []
+    message = event.get("message") if isinstance(event, dict) else None
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+def _session_texts(settings: Settings, sessions: list[SessionInfo]) -> list[str]:
+    texts: list[str] = []
+    for s in sessions:
+        source = session_source_for(settings, s.agent_id)
+        count = 0
+        try:
+            with source.open_transcript(s) as lines:
+                for line in lines:
+                    texts += _message_texts(bytes(line))
+                    count += 1
+                    if count >= VERIFY_MAX_MESSAGES_PER_SESSION:
+                        break
+        except (FileNotFoundError, OSError):
+            continue  # no transcript: nothing of it can have been derived
+    return texts
+
+
+def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: list[str]) -> VerifySubject:
+    ids: list[str] = []
+    for key in plan.delete_scopes:
+        ids += [key, parse_scope(key).leaf_id]
+    ids += [o.object_id for o in plan.delete_objects]
+    ids += [s.session_id for s in plan.forget_sessions]
+    contents = [o.content for o in plan.delete_objects] + session_texts
+    times = [o.created_at for o in plan.delete_objects] + rewritten_times
+    return VerifySubject(tuple(dict.fromkeys(ids)), tuple(contents), tuple(dict.fromkeys(times)))
+
+
+async def session_subject(settings: Settings, sessions: list[SessionInfo], *, include_ids: bool) -> VerifySubject:
+    """A verifier subject for sessions purged outside an erasure (`forget --verify`): their
+    transcripts' text, and their ids only when no plain forgotten record is meant to remain."""
+    texts = await anyio.to_thread.run_sync(_session_texts, settings, sessions)
+    ids = tuple(s.session_id for s in sessions) if include_ids else ()
+    return VerifySubject(ids=ids, contents=tuple(texts))
+
+
+# --- apply ----------------------------------------------------------------------------------------
+
+def _apply_retention(conn: Connection, plan: ErasurePlan) -> tuple[int, int, int]:
+    """The rewrite and the cascade in ONE transaction (seed: "in the same transaction")."""
+    rewritten = repo.rewrite_provenance(conn, plan.rewrite_edges)
+    objects = repo.delete_objects(conn, [o.object_id for o in plan.delete_objects])
+    scopes = repo.delete_scopes(conn, plan.delete_scopes)
+    return rewritten, objects, scopes
+
+
+def _rewritten_times(conn: Connection, object_ids: tuple[str, ...]) -> list[int]:
+    rows = repo.objects_by_id(conn, list(object_ids))
+    return [r.provenance_at for r in rows.values() if r.provenance_at is not None]
+
+
+def _hash_forgotten_records(conn: Connection, agent_id: str, session_ids: list[str], hashed: list[str],
+                            day_ms: int) -> tuple[int, int]:
+    """Swap the plain forgotten records of erased sessions for keyed-hash ones in one transaction,
+    so admission (forgotten_ids checks both forms) always finds one of them. The record's time
+    is coarsened to the day: a precise time would be tied to the erased session."""
+    record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
+    curated = 0
+    for start in range(0, len(session_ids), SQL_IN_BATCH):
+        batch = session_ids[start:start + SQL_IN_BATCH]
+        marks = ",".join("?" * len(batch))
+        conn.execute(f"DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", batch)
+        if table_exists(conn, "curated_writes"):
+            curated += conn.execute(f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch).rowcount
+    hashed_count = 0
+    for start in range(0, len(hashed), SQL_IN_BATCH):
+        batch = hashed[start:start + SQL_IN_BATCH]
+        hashed_count += conn.execute("SELECT count(*) FROM memory_session_tombstones WHERE session_id IN "
+                                     f"({','.join('?' * len(batch))})", batch).fetchone()[0]
+    return hashed_count, curated
+
+
+async def forget_sessions(settings: Settings, redis: Redis, sessions: tuple[SessionTarget, ...],
+                          now: int) -> tuple[int, int, int, dict[str, int]]:
+    """Each agent's erased sessions through its forget pipeline, then hashed records.
+    Returns (sessions, hashed records, curated rows, summed forget artifact counters)."""
+    from daemon.forget.request import ForgetRequest
+    from daemon.forget.service import run_forget
+
+    by_agent: dict[str, list[str]] = defaultdict(list)
+    for s in sessions:
+        by_agent[s.agent_id].append(s.session_id)
+    counters: dict[str, int] = {}
+    total_hashed = total_curated = 0
+    day_ms = now // DAY_MS * DAY_MS
+    for agent, sids in sorted(by_agent.items()):
+        ids = sorted(set(sids))
+        async with agent_runtime(settings, agent, redis=redis) as rt:
+            secret = rt.secret()
+            assert secret is not None  # a writable runtime creates the key
+            async with rt.lock().hold() as lease:
+                failpoint("erase.forget")
+                report = await run_forget(rt, ForgetRequest(agent=agent, sessions=ids))
+                failpoint("erase.hash_records")
+                hashed, curated = await rt.require_store().write(
+                    _hash_forgotten_records, agent, ids, [hashed_session_ref(secret, s) for s in ids], day_ms,
+                    fence=lease.fence)
+        total_hashed += hashed
+        total_curated += curated
+        artifacts = report.model_dump(mode="json", by_alias=True).get("artifacts", {})
+        for key, value in artifacts.items():
+            if isinstance(value, int):
+                counters[key] = counters.get(key, 0) + value
+    return len({(s.agent_id, s.session_id) for s in sessions}), total_hashed, total_curated, counters
+
+
+# --- receipts -------------------------------------------------------------------------------------
+
+def day_of(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def build_receipt(plan: ErasurePlan, request: EraseRequest, now: int, artifacts: ErasureArtifacts,
+                  verification: Verification | None) -> ErasureReceipt:
+    by_hold: dict[str, dict[str, int]] = defaultdict(lambda: {"structural": 0, "provenance": 0, "sessions": 0})
+    for b in plan.blocked:
+        by_hold[b.hold_id][b.kind] += b.count
+    receipt_id = f"rcpt-{secrets.token_hex(8)}"
+    if verification is not None:
+        verification = verification.model_copy(update={"receipt_id": receipt_id})
+    return ErasureReceipt(
+        receipt_id=receipt_id, request_id=request.request_id, day=day_of(now),
+        state=plan.state, dry_run=request.dry_run,  # type: ignore[arg-type]
+        structural_deleted=plan.structural_deleted if plan.state != "refused" else 0,
+        provenance_rewritten=artifacts.provenance_edges, hold_blocked=plan.hold_blocked,
+        blocked=[BlockedByHold(hold_id=h, **counts) for h, counts in sorted(by_hold.items())],
+        artifacts=artifacts, verified=verification.verified if verification else False, verification=verification)
+
+
+def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
+    return ErasureArtifacts(scopes=len(plan.delete_scopes), objects=len(plan.delete_objects),
+                            provenance_edges=len(plan.rewrite_edges), sessions=len(plan.forget_sessions),
+                            forgotten_records_hashed=len(plan.forget_sessions), curated_writes=0)
+
+
+def _store_receipt(conn: Connection, receipt: ErasureReceipt) -> None:
+    repo.insert_receipt(conn, receipt.receipt_id, receipt.day, receipt.state, receipt.model_dump_json())
+
+
+# --- the entry point ------------------------------------------------------------------------------
+
+async def _prepare(settings: Settings, store: Store | None, request: EraseRequest) -> tuple[ErasurePlan, VerifySubject]:
+    """Snapshot (one read transaction) + mapped sessions → plan → the subject, still in memory."""
+    rows = await store.read(read_snapshot, request.scope) if store else ((), (), (), ())
+    mapped = await mapped_sessions(settings, request.scope)
+    snapshot = ErasureSnapshot(request.scope, *rows,
+                               tuple(SessionTarget(s.agent_id, s.session_id, scope) for s, scope in mapped))
+    plan = plan_erasure(snapshot, request.allow_partial)
+    times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
+    wanted = {(s.agent_id, s.session_id) for s in plan.forget_sessions}
+    infos = [s for s, _ in mapped if (s.agent_id, s.session_id) in wanted]
+    texts = await anyio.to_thread.run_sync(_session_texts, settings, infos)
+    return plan, subject_of(plan, times, texts)
+
+
+async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[ErasurePlan, VerifySubject]:
+    """The plan and the subject as they stand now, without a lock or a write (dry runs, tests)."""
+    async with open_for_read(settings) as store:
+        return await _prepare(settings, store, request)
+
+
+async def run_erase(settings: Settings, redis: Redis, request: EraseRequest, *, now: int | None = None,
+                    verify: bool = True) -> ErasureReceipt:
+    """Erase `request.scope` (see the module doc). Refusal is a receipt with state `refused`,
+    not an exception: the CLI turns it into exit 3, the job returns it."""
+    from daemon.retention.verify import run_verify
+
+    ts = now if now is not None else now_ms()
+    if request.dry_run:
+        plan, _ = await plan_erase(settings, request)
+        return build_receipt(plan, request, ts, planned_artifacts(plan), None)
+    async with open_for_write(settings, redis) as (store, lease):
+        plan, subject = await _prepare(settings, store, request)
+        if plan.state == "refused":
+            receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None)
+            await store.write(_store_receipt, receipt, fence=lease.fence)
+            return receipt
+        failpoint("erase.retention")
+        rewritten, objects, scopes = await store.write(_apply_retention, plan, fence=lease.fence)
+        sessions, hashed, curated, counters = 0, 0, 0, dict[str, int]()
+        if plan.forget_sessions:
+            sessions, hashed, curated, counters = await forget_sessions(settings, redis, plan.forget_sessions, ts)
+        artifacts = ErasureArtifacts(scopes=scopes, objects=objects, provenance_edges=rewritten, sessions=sessions,
+                                     forgotten_records_hashed=hashed, curated_writes=curated, forget=counters)
+        verification = await run_verify(settings, redis, subject) if verify else None
+        receipt = build_receipt(plan, request, ts, artifacts, verification)
+        failpoint("erase.receipt")
+        await store.write(_store_receipt, receipt, fence=lease.fence)
+        return receipt
+
+
+async def list_receipts(settings: Settings) -> ReceiptList:
+    async with open_for_read(settings) as store:
+        bodies = await store.read(repo.receipt_bodies) if store else []
+    return ReceiptList(receipts=[ErasureReceipt.model_validate_json(b) for b in bodies])

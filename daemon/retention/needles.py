@@ -1,0 +1,117 @@
+"""What the verifier looks for (pure): the erased subject turned into needles.
+
+The derivability invariant (seed 001): no live row may contain any value derivable from the
+erased subject — its stable ids, any hash form memoryd computes of its content (also
+truncated), an exact snippet of it (>= 12 chars), or a sub-day timestamp tied to it.
+The subject exists only in memory while an erasure runs; it is never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from daemon.constants import (
+    DAY_MS,
+    VERIFY_HASH_PREFIX_CHARS,
+    VERIFY_ID_MIN_CHARS,
+    VERIFY_SNIPPET_MAX_CHARS,
+    VERIFY_SNIPPET_MIN_CHARS,
+)
+
+# Characters that continue an identifier: an id only counts where it is not part of a longer one.
+_ID_CHARS = r"A-Za-z0-9_.\-"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifySubject:
+    ids: tuple[str, ...] = ()  # scope keys, object ids, session ids, leaf ids of erased scopes
+    contents: tuple[str, ...] = ()  # erased content: objects' text, erased sessions' messages
+    times_ms: tuple[int, ...] = ()  # exact times of erased objects
+
+    @property
+    def empty(self) -> bool:
+        return not (self.ids or self.contents or self.times_ms)
+
+    def merge(self, other: VerifySubject) -> VerifySubject:
+        return VerifySubject(self.ids + other.ids, self.contents + other.contents, self.times_ms + other.times_ms)
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def snippets(contents: Iterable[str]) -> list[str]:
+    """Exact windows of each content line (whitespace collapsed, as the corpus renders it):
+    the head and the tail, at most VERIFY_SNIPPET_MAX_CHARS each, at least the minimum."""
+    out: dict[str, None] = {}
+    for content in contents:
+        for line in content.splitlines():
+            text = _collapse(line)
+            if len(text) < VERIFY_SNIPPET_MIN_CHARS:
+                continue
+            out[text[:VERIFY_SNIPPET_MAX_CHARS]] = None
+            if len(text) > VERIFY_SNIPPET_MAX_CHARS:
+                out[text[-VERIFY_SNIPPET_MAX_CHARS:]] = None
+    return list(out)
+
+
+def hash_forms(content: str) -> set[str]:
+    """sha256 and sha1 of the forms memoryd hashes: raw, stripped, normalized (strip+lower,
+    the provenance hash), whitespace-collapsed (staging), collapsed and lower-cased."""
+    forms = {content, content.strip(), content.strip().lower(), _collapse(content), _collapse(content).lower()}
+    out: set[str] = set()
+    for form in forms:
+        data = form.encode("utf-8")
+        out.add(hashlib.sha256(data).hexdigest())
+        out.add(hashlib.sha1(data, usedforsecurity=False).hexdigest())
+    return out
+
+
+def time_forms(ms: int) -> list[str]:
+    if ms % DAY_MS == 0:
+        return []  # whole days are allowed to remain
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return [str(ms), dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"]
+
+
+@dataclass(frozen=True, slots=True)
+class Needles:
+    """Compiled matchers. `text` finds any needle in a string; `exact` are short ids that only
+    count as a whole value; `raw` finds snippets in raw database bytes."""
+
+    text: re.Pattern[str] | None
+    exact: frozenset[str]
+    raw: re.Pattern[bytes] | None
+    snippet_count: int
+    times: frozenset[int]
+
+    def hits(self, value: str) -> int:
+        if value in self.exact:
+            return 1
+        if self.text is None:
+            return 0
+        return sum(1 for _ in self.text.finditer(value))
+
+
+def compile_needles(subject: VerifySubject) -> Needles:
+    alternatives: list[str] = []
+    snips = snippets(subject.contents)
+    alternatives += [re.escape(s) for s in sorted(snips, key=len, reverse=True)]
+    hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in hash_forms(c)}
+    alternatives += [f"(?i:{h})" for h in sorted(hashes)]
+    exact: set[str] = set()
+    for ident in dict.fromkeys(subject.ids):
+        if len(ident) >= VERIFY_ID_MIN_CHARS:
+            alternatives.append(f"(?<![{_ID_CHARS}]){re.escape(ident)}(?![{_ID_CHARS}])")
+        elif ident:
+            exact.add(ident)
+    for ms in dict.fromkeys(subject.times_ms):
+        alternatives += [f"(?<!\\d){re.escape(t)}(?!\\d)" for t in time_forms(ms)]
+    text = re.compile("|".join(alternatives)) if alternatives else None
+    raw = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in snips)) if snips else None
+    times = frozenset(t for t in subject.times_ms if t % DAY_MS)
+    return Needles(text, frozenset(exact), raw, len(snips), times)

@@ -1,0 +1,127 @@
+"""The erasure decision (seed 001), made in full before anything is deleted (pure).
+
+Three ways, never two:
+* structural cascade — the target scope and every scope under it are deleted, objects and
+  all, and the ingested sessions among them go through the forget pipeline;
+* provenance rewrite — objects of other scopes whose provenance cites an erased scope keep
+  their content; their edge becomes TOMBSTONE:<random>, hash dropped, time to the day;
+* hold-blocked — whatever a legal hold covers is neither deleted nor rewritten. Without
+  allow_partial any blocked item refuses the whole erasure; with it the rest is erased and
+  the receipt lists the blocking holds (state `partial`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from daemon.retention.scopes import covering, is_within, parse_scope
+from daemon.retention.store import CitingEdge, HoldRow, ObjectRow, ScopeRow
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTarget:
+    agent_id: str
+    session_id: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureSnapshot:
+    """What the planner needs, read in one transaction (plus the session sources)."""
+
+    target: str
+    scopes: tuple[ScopeRow, ...]  # the target and its subtree, as stored
+    objects: tuple[ObjectRow, ...]  # every object in those scopes
+    citing: tuple[CitingEdge, ...]  # every edge citing the target or a scope under it
+    holds: tuple[HoldRow, ...]
+    sessions: tuple[SessionTarget, ...]  # ingested sessions mapped into the subtree
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    hold_id: str
+    kind: str  # structural | provenance | sessions
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErasurePlan:
+    target: str
+    state: str  # complete | partial | refused
+    delete_scopes: tuple[str, ...]  # scope rows to delete (deepest first)
+    delete_objects: tuple[ObjectRow, ...]
+    rewrite_edges: tuple[str, ...]  # object ids whose provenance is neutralised
+    forget_sessions: tuple[SessionTarget, ...]
+    blocked: tuple[Blocked, ...]
+    # Scopes kept only because a held scope lies under them; their own objects are deleted.
+    containers: tuple[str, ...]
+
+    @property
+    def hold_blocked(self) -> int:
+        return sum(b.count for b in self.blocked)
+
+    @property
+    def structural_deleted(self) -> int:
+        return len(set(self.delete_scopes) | {s.scope for s in self.forget_sessions})
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.delete_scopes or self.delete_objects or self.rewrite_edges or self.forget_sessions)
+
+
+def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
+    target = snapshot.target
+    holds = {h.scope: h for h in snapshot.holds}
+    hold_keys = frozenset(holds)
+
+    def hold_of(scope: str) -> HoldRow | None:
+        found = covering(scope, hold_keys)
+        return holds[found] if found is not None else None
+
+    blocked: Counter[tuple[str, str]] = Counter()
+    # Ancestors (within the target) of any held scope stay as empty containers.
+    containers: set[str] = set()
+    for h in hold_keys:
+        if is_within(h, target) and h != target:
+            containers.update(a.key for a in parse_scope(h).ancestors() if is_within(a.key, target))
+
+    delete_scopes: list[str] = []
+    for row in snapshot.scopes:
+        hold = hold_of(row.scope)
+        if hold is not None:
+            blocked[(hold.hold_id, "structural")] += 1
+        elif row.scope not in containers:
+            delete_scopes.append(row.scope)
+
+    delete_objects = tuple(o for o in snapshot.objects if hold_of(o.scope) is None)
+    deleted_ids = {o.object_id for o in delete_objects}
+
+    rewrite: list[str] = []
+    for edge in snapshot.citing:
+        if edge.object_id in deleted_ids or hold_of(edge.provenance_parent) is not None:
+            continue  # deleted with its scope, or the cited scope is held and so not erased
+        hold = hold_of(edge.scope)
+        if hold is not None:
+            blocked[(hold.hold_id, "provenance")] += 1
+        else:
+            rewrite.append(edge.object_id)
+
+    forget: list[SessionTarget] = []
+    for session in snapshot.sessions:
+        hold = hold_of(session.scope)
+        if hold is not None:
+            blocked[(hold.hold_id, "sessions")] += 1
+        else:
+            forget.append(session)
+
+    blocks = tuple(Blocked(hold_id, kind, n) for (hold_id, kind), n in sorted(blocked.items()))
+    plan = ErasurePlan(target, "complete", tuple(sorted(delete_scopes, key=lambda s: (-s.count(":"), s))),
+                       delete_objects, tuple(sorted(rewrite)), tuple(forget), blocks,
+                       tuple(sorted(containers)))
+    if not blocks:
+        return plan
+    if not allow_partial or not plan.has_work:
+        return ErasurePlan(target, "refused", (), (), (), (), blocks, ())
+    return ErasurePlan(target, "partial", plan.delete_scopes, plan.delete_objects, plan.rewrite_edges,
+                       plan.forget_sessions, blocks, plan.containers)

@@ -1,0 +1,58 @@
+"""Where host-level retention state lives and how its writers are serialized.
+
+`state_dir/retention.sqlite` holds scopes, objects, holds and receipts for the whole host
+(the commands take no --agent). Its mutations run under WorkspaceLock(state_dir/retention),
+and every write transaction carries that lease's fence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from daemon.constants import RETENTION_DB_NAME, RETENTION_LOCK_NAME
+from daemon.lock import Lease, WorkspaceLock
+from daemon.settings import Settings
+from daemon.store.db import Store
+
+
+def retention_db_path(settings: Settings) -> Path:
+    return settings.state_dir / RETENTION_DB_NAME
+
+
+def retention_lock(settings: Settings, redis: Redis) -> WorkspaceLock:
+    return WorkspaceLock(redis, settings.state_dir / RETENTION_LOCK_NAME, ttl_ms=settings.lock.ttl_ms,
+                         wait_s=settings.lock.wait_s)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@asynccontextmanager
+async def open_for_read(settings: Settings) -> AsyncIterator[Store | None]:
+    """The store read-only, or None if nothing was ever written (reads create nothing)."""
+    path = retention_db_path(settings)
+    if not path.exists():
+        yield None
+        return
+    store = await Store.open(path, readonly=True)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def open_for_write(settings: Settings, redis: Redis) -> AsyncIterator[tuple[Store, Lease]]:
+    """The store (created and migrated if needed) and the retention lease, held together."""
+    async with retention_lock(settings, redis).hold() as lease:
+        store = await Store.open(retention_db_path(settings))
+        try:
+            yield store, lease
+        finally:
+            await store.close()

@@ -1,0 +1,303 @@
+"""The erasure verifier: "a successful erasure receipt is not proof of erasure; verify the
+derivability invariant, not the reference-count invariant" (seed 001).
+
+Checks, over `retention.sqlite`, every agent store and every agent workspace:
+* provenance_invariant — no provenance edge is left dangling, and no tombstoned edge keeps a
+  hash or a sub-day time (needs no subject; `memoryd verify` runs it any time);
+* derivability — no live row (any table: staged entries, index rows, cache rows, preimages,
+  forgotten records, receipts …) or workspace file (memory files, diaries, corpus lines)
+  holds the subject's ids, a hash form of its content (also truncated), an exact snippet of
+  it, or a sub-day time tied to it;
+* physical — after `wal_checkpoint(TRUNCATE)`, FTS5 'optimize' and VACUUM, no snippet's
+  bytes remain in a database or WAL file;
+* embeddings — no stored vector or cached embedding is the embedding of an erased snippet
+  (with the configured embedder; skipped, and said so, when none is configured).
+
+Compaction writes, so each store is compacted and read under its own lock: the retention
+lease for `retention.sqlite`, the workspace lease for an agent's store.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from redis.asyncio import Redis
+
+from daemon.agents import agent_paths, list_agents
+from daemon.constants import VERIFY_EMBEDDING_MIN_COSINE
+from daemon.context import agent_runtime
+from daemon.errors import MemorydError, UsageError
+from daemon.fileio import read_bytes_nofollow
+from daemon.ids import validate_agent_id
+from daemon.retention import store as repo
+from daemon.retention.needles import Needles, VerifySubject, compile_needles, snippets
+from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
+from daemon.retention.state import open_for_read, open_for_write, retention_db_path
+from daemon.settings import Settings
+from daemon.store.db import Connection, Store, table_exists
+
+
+@dataclass
+class _Findings:
+    """Per check: location -> number of hits."""
+
+    derivability: dict[str, int] = field(default_factory=dict)
+    physical: dict[str, int] = field(default_factory=dict)
+    embeddings: dict[str, int] = field(default_factory=dict)
+    invariant: dict[str, int] = field(default_factory=dict)
+    physical_notes: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def add(bucket: dict[str, int], where: str, n: int) -> None:
+        if n:
+            bucket[where] = bucket.get(where, 0) + n
+
+
+def _agents_with_state(settings: Settings) -> list[str]:
+    names = set(list_agents(settings))
+    try:
+        names.update(os.listdir(settings.state_dir / "agents"))
+    except FileNotFoundError:
+        pass
+    out = []
+    for name in sorted(names):
+        try:
+            validate_agent_id(name)
+        except UsageError:
+            continue
+        out.append(name)
+    return out
+
+
+# --- compaction and raw bytes -------------------------------------------------------------------
+
+def _compact(conn: Connection) -> str | None:
+    """Checkpoint, merge FTS segments, rebuild the file, checkpoint again. A problem string or None."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'").fetchall():
+        conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
+    conn.execute("VACUUM")
+    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy and busy[0]:
+        return "WAL checkpoint was blocked by a reader; WAL not truncated"
+    return None
+
+
+def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
+    """Occurrences of snippet bytes in a database file and its WAL."""
+    out: dict[str, int] = {}
+    if needles.raw is None:
+        return out
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
+        try:
+            data = candidate.read_bytes()
+        except FileNotFoundError:
+            continue
+        n = sum(1 for _ in needles.raw.finditer(data))
+        if n:
+            out[candidate.name] = n
+    return out
+
+
+# --- row scans ----------------------------------------------------------------------------------
+
+def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
+    """Every text/blob value of every ordinary table (FTS/vec shadow tables included)."""
+    hits: dict[str, int] = {}
+    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+                          "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+    for name, sql in tables:
+        if (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
+            continue  # read through its shadow tables; selecting a contentless table yields NULLs
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+        for row in conn.execute(f'SELECT * FROM "{name}"'):
+            for col, value in zip(cols, row, strict=True):
+                if isinstance(value, bytes):
+                    value = value.decode("utf-8", "ignore")
+                if isinstance(value, str):
+                    n = needles.hits(value)
+                    if n:
+                        key = f"{name}.{col}"
+                        hits[key] = hits.get(key, 0) + n
+    return hits
+
+
+def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, int], dict[str, int]]:
+    """(derivability hits, invariant hits) that need the retention schema's meaning."""
+    derivable: dict[str, int] = {}
+    if needles.times and table_exists(conn, "retention_objects"):
+        times = sorted(needles.times)
+        n = 0
+        for start in range(0, len(times), 500):
+            batch = times[start:start + 500]
+            n += conn.execute("SELECT count(*) FROM retention_objects WHERE provenance_at IN "
+                              f"({','.join('?' * len(batch))})", batch).fetchone()[0]
+        if n:
+            derivable["retention_objects.provenance_at"] = n
+    invariant: dict[str, int] = {}
+    if table_exists(conn, "retention_objects"):
+        for _, what in repo.derivable_edges(conn):
+            invariant[f"retention_objects: {what}"] = invariant.get(f"retention_objects: {what}", 0) + 1
+    return derivable, invariant
+
+
+def _vectors(conn: Connection) -> list[tuple[str, bytes]]:
+    out: list[tuple[str, bytes]] = []
+    if table_exists(conn, "memory_index_vectors"):
+        out += [("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")]
+    if table_exists(conn, "memory_embedding_cache"):
+        out += [("memory_embedding_cache", r[0]) for r in conn.execute("SELECT embedding FROM memory_embedding_cache")]
+    return out
+
+
+def embedding_hits(stored: list[tuple[str, bytes]], probes: np.ndarray | None) -> dict[str, int]:
+    """Stored vectors that are (to float precision) the embedding of an erased snippet."""
+    hits: dict[str, int] = {}
+    if probes is None or not len(probes):
+        return hits
+    dims = probes.shape[1]
+    for table, blob in stored:
+        if not isinstance(blob, bytes) or len(blob) != dims * 4:
+            continue
+        vec = np.frombuffer(blob, dtype="<f4")
+        norm = float(np.linalg.norm(vec))
+        if norm == 0:
+            continue
+        if float(np.max(probes @ (vec / norm))) >= VERIFY_EMBEDDING_MIN_COSINE:
+            hits[f"{table}.embedding"] = hits.get(f"{table}.embedding", 0) + 1
+    return hits
+
+
+# --- workspaces ---------------------------------------------------------------------------------
+
+def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
+    hits: dict[str, int] = {}
+    if needles.text is None and not needles.exact:
+        return hits
+    for root, dirs, files in os.walk(workspace, followlinks=False):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        for name in files:
+            path = Path(root) / name
+            if path.is_symlink():
+                continue
+            try:
+                data = read_bytes_nofollow(path)
+            except MemorydError:
+                continue
+            if data is None:
+                continue
+            text = data.decode("utf-8", "replace")
+            n = needles.hits(text) + sum(needles.hits(line) for line in text.splitlines() if line in needles.exact)
+            if n:
+                hits[str(path.relative_to(workspace))] = n
+    return hits
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+async def _probe_vectors(settings: Settings, subject: VerifySubject) -> tuple[np.ndarray | None, str]:
+    try:
+        from daemon.index.embedder import make_embedder
+    except ImportError:
+        return None, "no embedder module in this build; embeddings not checked"
+    embedder = make_embedder(settings.index.embedding)
+    if embedder is None:
+        return None, "no embedder configured (index.embedding.provider = none): no vectors are stored"
+    texts = list(dict.fromkeys([*snippets(subject.contents), *(c for c in subject.contents if c.strip())]))
+    if not texts:
+        return np.zeros((0, settings.index.embedding.dims), dtype=np.float32), f"{embedder.model}: nothing to embed"
+    vectors = await embedder.embed(texts)
+    return np.vstack([np.asarray(v, dtype=np.float32) for v in vectors]), f"compared with {embedder.model}"
+
+
+async def _check_store(store: Store, label: str, needles: Needles, probes: np.ndarray | None,
+                       findings: _Findings, *, retention: bool) -> None:
+    problem = await store.run(_compact)
+    if problem:
+        findings.physical_notes.append(f"{label}: {problem}")
+        findings.add(findings.physical, f"{label}: compaction", 1)
+    for where, n in (await store.read(_scan_rows, needles)).items():
+        findings.add(findings.derivability, f"{label}:{where}", n)
+    if retention:
+        derivable, invariant = await store.read(_retention_specific, needles)
+        for where, n in derivable.items():
+            findings.add(findings.derivability, f"{label}:{where}", n)
+        for where, n in invariant.items():
+            findings.add(findings.invariant, f"{label}:{where}", n)
+    for where, n in embedding_hits(await store.read(_vectors), probes).items():
+        findings.add(findings.embeddings, f"{label}:{where}", n)
+    for where, n in raw_hits(store.path, needles).items():
+        findings.add(findings.physical, f"{label}:{where}", n)
+
+
+def _check(name: str, bucket: dict[str, int], *, skipped: bool = False, note: str = "") -> VerificationCheck:
+    count = sum(bucket.values())
+    # A skipped check has nothing to find (no embedder: no vectors exist); it says so in `note`.
+    return VerificationCheck(name=name, passed=count == 0, count=count, skipped=skipped,  # type: ignore[arg-type]
+                             locations=sorted(bucket), note=note)
+
+
+async def run_verify(settings: Settings, redis: Redis, subject: VerifySubject | None = None, *,
+                     receipt_id: str | None = None) -> Verification:
+    """Run every check; `verified` is true only when all pass.
+
+    Without a subject (the CLI's `memoryd verify`) only the subject-free parts can run: the
+    provenance invariant and physical compaction; the receipt of an erasure carries the full
+    run made while the subject was still known.
+    """
+    if receipt_id is not None:
+        await _receipt_exists(settings, receipt_id)
+    subject = subject or VerifySubject()
+    needles = compile_needles(subject)
+    findings = _Findings()
+    probes, embed_note = (None, "no erased subject given") if subject.empty else await _probe_vectors(settings, subject)
+
+    if retention_db_path(settings).exists():
+        async with open_for_write(settings, redis) as (store, _lease):
+            await _check_store(store, "retention", needles, probes, findings, retention=True)
+    for agent in _agents_with_state(settings):
+        paths = agent_paths(settings, agent)
+        if paths.db_path.exists():
+            async with agent_runtime(settings, agent, redis=redis) as rt, rt.lock().hold():
+                await _check_store(rt.require_store(), f"agent {agent}", needles, probes, findings, retention=False)
+        if paths.workspace.is_dir():
+            for where, n in _scan_workspace(paths.workspace, needles).items():
+                findings.add(findings.derivability, f"agent {agent}:workspace/{where}", n)
+
+    physical_note = "; ".join(findings.physical_notes) or (
+        f"{needles.snippet_count} snippets searched in compacted database and WAL bytes"
+        if needles.snippet_count else "compacted; no snippet of 12+ characters to search for")
+    checks = [
+        _check("provenance_invariant", findings.invariant),
+        _check("derivability", findings.derivability,
+               note="no erased subject given" if subject.empty else ""),
+        _check("physical", findings.physical, note=physical_note),
+        _check("embeddings", findings.embeddings, skipped=probes is None, note=embed_note),
+    ]
+    verification = Verification(receipt_id=receipt_id, verified=all(c.passed for c in checks), checks=checks)
+    if receipt_id is not None:
+        await attach_verification(settings, redis, receipt_id, verification)
+    return verification
+
+
+async def _receipt_exists(settings: Settings, receipt_id: str) -> None:
+    async with open_for_read(settings) as store:
+        if store is None or not await store.read(repo.receipt_bodies, receipt_id):
+            raise UsageError(f"receipt: no erasure receipt {receipt_id!r}")
+
+
+async def attach_verification(settings: Settings, redis: Redis, receipt_id: str, verification: Verification) -> None:
+    """Record a later verification run on its receipt (the receipt's own run stays the first)."""
+    async with open_for_write(settings, redis) as (store, lease):
+        bodies = await store.read(repo.receipt_bodies, receipt_id)
+        if not bodies:
+            raise UsageError(f"receipt: no erasure receipt {receipt_id!r}")
+        receipt = ErasureReceipt.model_validate_json(bodies[0])
+        if receipt.verification is None or receipt.state == "refused":
+            return
+        updated = receipt.model_copy(update={"verified": receipt.verified and verification.verified})
+        await store.write(repo.update_receipt_body, receipt_id, updated.model_dump_json(), fence=lease.fence)

@@ -1,0 +1,120 @@
+"""Scheduled sweeps (DESIGN §2.3): which jobs are due, and enqueuing them.
+
+Time is cut into slots of each family's interval; the job id names the family, the agent
+and the slot (`ingest_sweep:main:sched:5781234`). So a restart, or a second daemon on the
+same queue, within one slot enqueues nothing new (arq refuses a known id), and a slow
+sweep is not enqueued again while its previous slot's job is still queued or running.
+The planning (`due`) is pure; `Scheduler.tick` does the Redis part.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arq.connections import ArqRedis
+from arq.jobs import Job, JobStatus
+
+from daemon import metrics
+from daemon.jobs import (
+    DREAM,
+    INDEX_SYNC,
+    INGEST_SWEEP,
+    RETENTION_SWEEP,
+    DreamRequest,
+    IndexRequest,
+    SweepRequest,
+    deserialize,
+    scheduled_job_id,
+)
+from daemon.settings import Settings
+
+log = logging.getLogger("memoryd.scheduler")
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    job: str
+    interval_s: float
+    per_agent: bool = True  # False: one job per host (retention state is host-wide)
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    job: str
+    agent: str | None  # None for a host-wide job
+    slot: int
+    job_id: str
+    previous_job_id: str | None  # the job of the last slot we enqueued, if any
+
+
+def schedules(settings: Settings) -> tuple[Schedule, ...]:
+    out = [Schedule(INGEST_SWEEP, settings.ingest.interval_s)]
+    if settings.dreaming.enabled:
+        out.append(Schedule(DREAM, settings.dreaming.interval_s))
+    out.append(Schedule(INDEX_SYNC, settings.index.interval_s))
+    out.append(Schedule(RETENTION_SWEEP, settings.retention.interval_s, per_agent=False))
+    return tuple(out)
+
+
+def due(now_s: float, plan: Iterable[Schedule], agents: Iterable[str], host: str,
+        last_slots: Mapping[tuple[str, str], int]) -> list[Due]:
+    """Jobs whose current slot has not been enqueued yet, in schedule order then agent order.
+    A host-wide job's id names the host where a per-agent job's names the agent."""
+    out: list[Due] = []
+    agent_list = sorted(agents)
+    for schedule in plan:
+        slot = int(now_s // schedule.interval_s)
+        targets: list[tuple[str | None, str]] = (
+            [(a, a) for a in agent_list] if schedule.per_agent else [(None, host)])
+        for agent, target in targets:
+            last = last_slots.get((schedule.job, target))
+            if last is not None and last >= slot:
+                continue
+            previous = scheduled_job_id(schedule.job, target, last if last is not None else slot - 1)
+            out.append(Due(schedule.job, agent, slot, scheduled_job_id(schedule.job, target, slot), previous))
+    return out
+
+
+def payload_for(job: str, agent: str | None) -> dict[str, Any]:
+    if agent is None:
+        return {}  # host-wide (retention_sweep): ExpireRequest takes no fields
+    if job == DREAM:
+        return DreamRequest(agent=agent).model_dump(mode="json")
+    if job == INDEX_SYNC:
+        return IndexRequest(agent=agent).model_dump(mode="json")
+    return SweepRequest(agent=agent).model_dump(mode="json")
+
+
+_PENDING = (JobStatus.queued, JobStatus.deferred, JobStatus.in_progress)
+
+
+class Scheduler:
+    """Enqueues due sweeps on this host's queue. One instance per daemon."""
+
+    def __init__(self, redis: ArqRedis, queue: str, host: str):
+        self.redis = redis
+        self.queue = queue
+        self.host = host
+        self.last_slots: dict[tuple[str, str], int] = {}
+
+    async def tick(self, now_s: float, plan: Iterable[Schedule], agents: Iterable[str]) -> list[str]:
+        """Enqueue what is due; returns the ids enqueued (tests and logs)."""
+        enqueued: list[str] = []
+        for item in due(now_s, plan, agents, self.host, self.last_slots):
+            if item.previous_job_id is not None:
+                previous = Job(item.previous_job_id, self.redis, _queue_name=self.queue, _deserializer=deserialize)
+                if await previous.status() in _PENDING:
+                    # Still queued or running: try again next tick rather than pile up sweeps.
+                    metrics.SCHEDULED.labels(family=item.job, decision="skipped_busy").inc()
+                    continue
+            job = await self.redis.enqueue_job(item.job, payload_for(item.job, item.agent),
+                                               _job_id=item.job_id, _queue_name=self.queue)
+            self.last_slots[(item.job, item.agent or self.host)] = item.slot
+            metrics.SCHEDULED.labels(family=item.job, decision="enqueued" if job else "already_enqueued").inc()
+            if job is not None:
+                enqueued.append(item.job_id)
+                log.info("scheduled %s", item.job_id)
+        return enqueued

@@ -1,0 +1,355 @@
+"""`memoryd run`: the service lifecycle (DESIGN §2).
+
+1. Load settings; check the state directory; connect to Redis; open and migrate every
+   agent's store. Anything unusable → one line naming it, exit 1, before READY.
+2. Publish `agent → queue` in Redis (routing for clients) and a host record (status).
+3. Run arq's Worker in this process on `memoryd:queue:<host_id>` (JSON, handle_signals=False),
+   the scheduler, the heartbeat, the watchdog and the metrics exporter; then READY=1.
+4. Redis lost after start: STATUS= says so, the metric drops to 0, reconnects back off
+   exponentially up to `daemon.redis_retry_max_s`; the worker resumes when Redis returns.
+5. SIGTERM/SIGINT drain: STOPPING=1 with EXTEND_TIMEOUT_USEC, no new jobs, the running job
+   gets `shutdown_grace_s` to finish, else it is cancelled — arq puts it back in the queue
+   and the lock's `finally` releases the lease — then exit 0. SIGHUP reloads the admission
+   policy (`memory_policy`) from the config file; other changes need a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+from arq.connections import ArqRedis
+from redis.asyncio import ConnectionPool
+from redis.exceptions import RedisError
+
+from daemon import metrics
+from daemon.agents import agent_paths, list_agents
+from daemon.constants import (
+    AGENT_OWNER_KEY,
+    DRAIN_CANCEL_WAIT_S,
+    HEARTBEAT_S,
+    HOST_KEY,
+    HOST_KEY_TTL_S,
+    REDIS_RETRY_MIN_S,
+    SCHEDULER_TICK_S,
+    STATUS_REFRESH_S,
+)
+from daemon.errors import MemorydError, OperationFailed
+from daemon.fileio import make_private_dirs
+from daemon.jobs import deserialize, queue_name, serialize
+from daemon.redis_conn import connect_redis, redact_url
+from daemon.scheduler import Scheduler, schedules
+from daemon.sdnotify import Notifier, watchdog_interval_s
+from daemon.settings import Settings, load_settings
+from daemon.status import sweep_summary
+from daemon.store.db import Store
+from workers.base import RedactJobErrors
+from workers.settings import MemorydWorker, worker_kwargs
+
+log = logging.getLogger("memoryd.service")
+
+
+def check_state_dir(path: Path) -> None:
+    """The state directory exists (created 0700 if missing) and takes a file; else one line."""
+    try:
+        make_private_dirs(path)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".memoryd-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OperationFailed(f"state_dir {path}: not usable: {exc.strerror or exc}") from None
+
+
+async def migrate_stores(settings: Settings, agents: list[str]) -> None:
+    for agent in agents:
+        path = agent_paths(settings, agent).db_path
+        try:
+            store = await Store.open(path)
+        except OSError as exc:
+            raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
+        await store.close()
+
+
+def arq_pool(settings: Settings, queue: str) -> ArqRedis:
+    # From redis-py's URL handling, so rediss://, ACL users and unix sockets pass through.
+    pool = ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=30)
+    return ArqRedis(pool, job_serializer=serialize, job_deserializer=deserialize, default_queue_name=queue)
+
+
+@dataclass
+class ServiceState:
+    host_id: str
+    queue: str
+    agents: list[str]
+    started_at: str
+    redis_ok: bool = True
+    redis_error: str = ""
+    draining: bool = False
+    metrics_port: int | None = None
+    policy_reloaded_at: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        redis = "redis ok" if self.redis_ok else f"redis unreachable ({self.redis_error}), retrying"
+        jobs = ", ".join(f"{k} {v}" for k, v in self.counts.items()) or "no jobs yet"
+        mode = "draining" if self.draining else f"serving {len(self.agents)} agent(s) on {self.queue}"
+        return f"{mode}; {redis}; {jobs}"
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Service:
+    def __init__(self, settings: Settings, config_path: str | None, notifier: Notifier | None = None):
+        self.settings = settings
+        self.config_path = config_path
+        self.notifier = notifier or Notifier()
+        host = settings.daemon.host_id
+        self.state = ServiceState(host, queue_name(host), [], _now_iso())
+        self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
+        self.pool: ArqRedis | None = None
+        self.worker: MemorydWorker | None = None
+        self._metrics_server: Any = None
+
+    # --- start -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Everything before READY; raises OperationFailed (one line) when something is unusable."""
+        s = self.settings
+        check_state_dir(s.state_dir)
+        probe = await connect_redis(s.redis_url)
+        await probe.aclose()
+        agents = list_agents(s)
+        await migrate_stores(s, agents)
+        self.state.agents = agents
+        self.ctx["agents"] = frozenset(agents)
+        self.pool = arq_pool(s, self.state.queue)
+        if s.daemon.metrics_listen:
+            try:
+                self._metrics_server, self.state.metrics_port = metrics.serve(s.daemon.metrics_listen)
+            except (OSError, ValueError) as exc:
+                raise OperationFailed(f"daemon.metrics_listen {s.daemon.metrics_listen}: {exc}") from None
+        await self._publish()
+        self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
+        # arq logs each job's arguments at INFO; payloads name sessions and people, so keep
+        # arq's own job lines out and log one line per job ourselves (workers.base.observed).
+        logging.getLogger("arq.worker").setLevel(logging.WARNING)
+        logging.getLogger("arq.worker").addFilter(RedactJobErrors())
+        metrics.UP.set(1)
+        metrics.REDIS_UP.set(1)
+
+    async def _publish(self, *, stopped: bool = False) -> None:
+        """Routing (`memoryd:agents`) and the host record; refreshed by the heartbeat."""
+        assert self.pool is not None
+        st = self.state
+        record = {
+            "pid": os.getpid(), "queue": st.queue, "agents": orjson.dumps(st.agents).decode(),
+            "started_at": st.started_at, "heartbeat": f"{time.time():.3f}",
+            "state": "stopped" if stopped else "draining" if st.draining else "running",
+            "redis": "ok" if st.redis_ok else f"unreachable: {st.redis_error}",
+            "metrics_port": st.metrics_port or "", "policy_reloaded_at": st.policy_reloaded_at or "",
+            "status": st.summary(),
+        }
+        key = HOST_KEY.format(host=st.host_id)
+        async with self.pool.pipeline(transaction=True) as pipe:
+            if st.agents:
+                pipe.hset(AGENT_OWNER_KEY, mapping=dict.fromkeys(st.agents, st.queue))
+            pipe.hset(key, mapping=record)
+            pipe.expire(key, int(HOST_KEY_TTL_S))
+            await pipe.execute()
+
+    # --- run -------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        await self.start()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._supervise_worker)
+                if self.settings.daemon.schedule:
+                    tg.start_soon(self._schedule_loop)
+                tg.start_soon(self._heartbeat_loop)
+                tg.start_soon(self._gauge_loop)
+                interval = watchdog_interval_s()
+                if interval:
+                    tg.start_soon(self._watchdog_loop, interval)
+                self.notifier.ready(self.state.summary())
+                log.info("ready: %s", self.state.summary())
+                await self._signal_loop()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._shutdown()
+        return 0
+
+    async def _signal_loop(self) -> None:
+        """Returns after a drain (SIGTERM/SIGINT); SIGHUP reloads the admission policy."""
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    self.reload_policy()
+                    continue
+                log.info("received %s: draining", signal.Signals(signum).name)
+                await self.drain()
+                return
+
+    def reload_policy(self) -> None:
+        try:
+            fresh = load_settings(self.config_path)
+        except MemorydError as exc:
+            log.error("SIGHUP: config not reloaded, keeping the current policy: %s", exc)
+            return
+        current: Settings = self.ctx["settings"]
+        self.ctx["settings"] = current.model_copy(update={"memory_policy": fresh.memory_policy})
+        self.settings = self.ctx["settings"]
+        self.state.policy_reloaded_at = _now_iso()
+        p = fresh.memory_policy.exclude_sessions
+        log.info("SIGHUP: admission policy reloaded (%d hook sources, %d channels, %d chat types excluded)",
+                 len(p.hook_external_content_sources), len(p.channels), len(p.chat_types))
+
+    async def drain(self) -> None:
+        """Stop taking jobs; give the running ones `shutdown_grace_s`; cancel the rest (they return
+        to the queue for the next start); locks are released by their holders' `finally`."""
+        assert self.worker is not None
+        worker = self.worker
+        grace = self.settings.daemon.shutdown_grace_s
+        self.state.draining = True
+        worker.allow_pick_jobs = False
+        self.notifier.stopping(self.state.summary(), grace + DRAIN_CANCEL_WAIT_S + 5)
+        running = [t for t in worker.tasks.values() if not t.done()]
+        if running:
+            log.info("draining: waiting up to %.1fs for %d running job(s)", grace, len(running))
+            await asyncio.wait(running, timeout=grace)
+        left = [t for t in worker.tasks.values() if not t.done()]
+        for task in left:
+            task.cancel()
+        if left:
+            log.info("draining: %d job(s) did not finish in time; returned to the queue for retry", len(left))
+            with anyio.move_on_after(DRAIN_CANCEL_WAIT_S):
+                await asyncio.gather(*left, return_exceptions=True)
+
+    async def _shutdown(self) -> None:
+        metrics.UP.set(0)
+        if self.pool is not None:
+            try:
+                await self._publish(stopped=True)
+            except (RedisError, OSError):
+                pass
+            await self.pool.aclose(close_connection_pool=True)
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        self.notifier.close()
+        log.info("stopped")
+
+    # --- background loops ------------------------------------------------------------------
+
+    async def _supervise_worker(self) -> None:
+        assert self.worker is not None and self.pool is not None
+        delay = REDIS_RETRY_MIN_S
+        while True:
+            try:
+                await self.worker.main()
+                return
+            except (RedisError, OSError) as exc:
+                self._redis_lost(exc)
+            while True:  # back off until Redis answers again
+                await anyio.sleep(delay)
+                delay = min(delay * 2, self.settings.daemon.redis_retry_max_s)
+                try:
+                    await self.pool.ping()
+                except (RedisError, OSError) as exc:
+                    self._redis_lost(exc)
+                    continue
+                break
+            delay = REDIS_RETRY_MIN_S
+            self.state.redis_ok = True
+            metrics.REDIS_UP.set(1)
+            metrics.REDIS_RECONNECTS.inc()
+            self.notifier.status(self.state.summary())
+            log.info("Redis is back: %s", redact_url(self.settings.redis_url))
+
+    def _redis_lost(self, exc: BaseException) -> None:
+        first = self.state.redis_ok
+        self.state.redis_ok = False
+        self.state.redis_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        metrics.REDIS_UP.set(0)
+        self.notifier.status(self.state.summary())
+        if first:
+            log.warning("Redis unreachable (%s): %s; retrying with backoff",
+                        redact_url(self.settings.redis_url), self.state.redis_error)
+
+    async def _schedule_loop(self) -> None:
+        assert self.pool is not None
+        scheduler = Scheduler(self.pool, self.state.queue, self.state.host_id)
+        while True:
+            if self.state.redis_ok and not self.state.draining:
+                try:
+                    await scheduler.tick(time.time(), schedules(self.settings), self.state.agents)
+                except (RedisError, OSError) as exc:
+                    log.warning("scheduler: Redis error: %s", exc)
+            await anyio.sleep(SCHEDULER_TICK_S)
+
+    async def _heartbeat_loop(self) -> None:
+        assert self.pool is not None
+        while True:
+            try:
+                await self._refresh_job_counts()
+                await self._publish()
+            except (RedisError, OSError) as exc:
+                self._redis_lost(exc)
+            self.notifier.status(self.state.summary())
+            await anyio.sleep(HEARTBEAT_S)
+
+    async def _refresh_job_counts(self) -> None:
+        assert self.pool is not None and self.worker is not None
+        queued = int(await self.pool.zcard(self.state.queue))  # type: ignore[misc]
+        running = sum(not t.done() for t in self.worker.tasks.values())
+        metrics.JOBS.labels(state="queued").set(max(queued - running, 0))
+        metrics.JOBS.labels(state="running").set(running)
+        w = self.worker
+        self.state.counts = {"done": w.jobs_complete, "failed": w.jobs_failed, "retried": w.jobs_retried,
+                             "queued": max(queued - running, 0)}
+
+    async def _gauge_loop(self) -> None:
+        """Per-agent lag and exclusion gauges, from the same numbers `memoryd status` shows."""
+        while True:
+            for agent in self.state.agents:
+                try:
+                    summary, _errors = await sweep_summary(self.settings, agent)
+                except MemorydError as exc:
+                    log.warning("status of agent %s: %s", agent, exc)
+                    continue
+                metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
+                metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
+                for reason, n in summary.excluded.items():
+                    metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
+            await anyio.sleep(STATUS_REFRESH_S)
+
+    async def _watchdog_loop(self, interval_s: float) -> None:
+        # Pinged from the event loop itself: a wedged loop stops the pings and systemd restarts us.
+        while True:
+            self.notifier.watchdog()
+            await anyio.sleep(interval_s)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """One line per event on stderr; journald adds the timestamp and unit."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+async def serve(settings: Settings, config_path: str | None) -> int:
+    return await Service(settings, config_path).run()

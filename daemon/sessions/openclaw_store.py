@@ -1,0 +1,455 @@
+"""OpenClaw's own session store, read-only (reference: openclaw-session-store.md):
+
+    <sessions_root>/agents/<agent>/agent/openclaw-agent.sqlite
+        session_nodes                 sessionKey -> current session id + SessionEntry JSON
+        session_windows               one row per session id (transcript generation)
+        session_participants          (session_key, identity namespace JSON, actor id)
+        transcript_events             (session_id, seq) -> event JSON, plain or zstd
+        session_transcript_archives   retained reset/deleted generations (identity or zstd)
+
+memoryd never writes to this database or its directory. Two ways of reading keep that true:
+
+* OpenClaw has the database open (its `-wal` and `-shm` files exist): a `mode=ro` connection
+  with `query_only` joins the WAL protocol, and each session is read in one read transaction,
+  a consistent snapshot while OpenClaw appends.
+* The database is at rest (no `-wal`): a `mode=ro` connection would create `-wal` and `-shm`
+  next to it and leave them behind, so it is opened `immutable=1` (no shared memory, no
+  locks, no files) and the main file's stat is compared before and after each read. A writer
+  that starts meanwhile writes to its new WAL and leaves the main file alone until it
+  checkpoints; a read that overlapped a checkpoint is retried (or, for a transcript already
+  partly yielded, refused with SourceChanged: it is read again next sweep).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from daemon.constants import MAX_TRANSCRIPT_LINE_BYTES, OPENCLAW_EVENT_CHUNK_ROWS, OPENCLAW_READ_ATTEMPTS
+from daemon.errors import OperationFailed, SourceChanged
+from daemon.ids import session_id_problem
+from daemon.sessions.json_store import derive_session_kind
+from daemon.sessions.lines import iter_lines
+from daemon.sessions.model import (
+    ArchiveInfo,
+    Fingerprint,
+    OversizedLine,
+    Participant,
+    SessionInfo,
+    SessionListing,
+)
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, sqlite3
+
+# SessionEntry.hookExternalContentSource values; the window column only knows gmail|webhook.
+ENTRY_HOOK_SOURCES = frozenset({"email", "gmail", "webhook"})
+# The only window-column value trusted on its own: `webhook` is what `email` is persisted as,
+# so a coarse webhook column says nothing exact (reference, "Selection semantics").
+TRUSTED_COLUMN_HOOK_SOURCES = frozenset({"gmail"})
+
+# octet_length (SQLite 3.43+) sizes a TEXT value without loading it; older builds cast.
+_BYTES = "octet_length({})" if sqlite3.sqlite_version_info >= (3, 43, 0) else "length(CAST({} AS BLOB))"
+
+_WINDOWS_SQL = """
+SELECT w.session_id, w.session_key, w.created_at, w.updated_at, w.session_entry_provenance,
+       w.hook_external_content_source, w.chat_type, w.channel, w.account_id, w.spawned_by,
+       n.current_session_id, n.entry_json, n.created_via, n.spawned_by
+FROM session_windows AS w LEFT JOIN session_nodes AS n ON n.session_key = w.session_key
+ORDER BY w.created_at, w.session_id
+"""
+_PARTICIPANTS_SQL = """
+SELECT session_key, identity_namespace, actor_id FROM session_participants
+ORDER BY session_key, actor_id, identity_namespace
+"""
+_ARCHIVES_SQL = """
+SELECT session_id, generation, session_key, reason, created_at, archive_name
+FROM session_transcript_archives ORDER BY created_at, session_id, generation
+"""
+# Sizes come from the row header (octet_length / event_utf8_bytes): nothing is decompressed.
+_FINGERPRINT_SQL = f"""
+SELECT (SELECT transcript_updated_at FROM session_windows WHERE session_id = :sid),
+       count(*), max(created_at),
+       sum(coalesce(event_utf8_bytes, {_BYTES.format('event_json')}, 0) + 1)
+FROM transcript_events WHERE session_id = :sid
+"""
+# An event over the line cap is not loaded at all: its payload column is selected as NULL.
+_EVENTS_SQL = f"""
+SELECT seq,
+       CASE WHEN {_BYTES.format('event_json')} <= :cap THEN event_json END,
+       {_BYTES.format('event_json')},
+       CASE WHEN event_utf8_bytes <= :cap THEN event_zstd END,
+       event_utf8_bytes
+FROM transcript_events WHERE session_id = :sid AND seq > :after ORDER BY seq LIMIT :limit
+"""
+_ARCHIVE_BLOB_SQL = """
+SELECT encoding, archive_blob FROM session_transcript_archives WHERE session_id = ? AND generation = ?
+"""
+
+StatKey = tuple[int, int, int, int]
+_OPEN_ERRORS: tuple[type[BaseException], ...] = (OSError, *ANY_SQLITE_ERROR)
+
+
+def _stat_key(path: Path) -> StatKey:
+    st = os.stat(path)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _text(raw: bytes) -> str:
+    # Metadata columns are compared as strings; undecodable bytes must not abort a listing.
+    return raw.decode("utf-8", "replace")
+
+
+class _Snapshot:
+    """One read-only connection inside one read transaction."""
+
+    def __init__(self, db_path: Path, trace: Callable[[str], None] | None):
+        self.db_path = db_path
+        wal = Path(f"{db_path}-wal")
+        shm = Path(f"{db_path}-shm")
+        # OpenClaw has the database open: join its WAL (no file is created, both exist). Were
+        # OpenClaw to close it in the instant between this look and the open, SQLite would
+        # recreate the two files; that window is a few microseconds wide.
+        self.shared = wal.exists() and shm.exists()
+        uri = f"file:{quote(str(db_path))}?mode=ro" + ("" if self.shared else "&immutable=1")
+        try:
+            self.before: StatKey | None = None if self.shared else _stat_key(db_path)
+            self.conn: Connection = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                                    check_same_thread=False)
+        except _OPEN_ERRORS as exc:
+            raise OperationFailed(f"{db_path}: cannot open OpenClaw agent database: {exc}") from None
+        try:
+            self.conn.text_factory = bytes
+            if trace is not None:
+                self.conn.set_trace_callback(trace)
+            self.conn.execute("PRAGMA query_only = ON")
+            self.conn.execute("PRAGMA busy_timeout = 5000")
+            self.conn.execute("BEGIN")
+        except ANY_SQLITE_ERROR as exc:
+            self.conn.close()
+            raise OperationFailed(f"{db_path}: cannot open OpenClaw agent database: {exc}") from None
+
+    def unchanged(self) -> bool:
+        """True if what was read so far is one consistent state of the database."""
+        if self.before is None:
+            return True  # a WAL read transaction is a snapshot by itself
+        try:
+            return _stat_key(self.db_path) == self.before
+        except FileNotFoundError:
+            return False
+
+    def close(self) -> None:
+        try:
+            self.conn.execute("ROLLBACK")
+        except ANY_SQLITE_ERROR:
+            pass
+        self.conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _WindowRow:
+    session_id: str
+    session_key: str
+    created_at: int | None
+    updated_at: int | None
+    entry_provenance: int
+    hook_column: str | None
+    chat_type: str | None
+    channel: str | None
+    account_id: str | None
+    spawned_by: str | None
+    current_session_id: str | None
+    entry_json: str | None
+    created_via: str | None
+    node_spawned_by: str | None
+
+
+def _opt(value: Any) -> Any:
+    if isinstance(value, bytes):
+        text = _text(value)
+        return text if text != "" else None
+    return value
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value != "" else None
+
+
+def _entry_channel(entry: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(channel, accountId) from `entry.delivery` — what the writer projects into the window."""
+    delivery = entry.get("delivery")
+    if isinstance(delivery, dict) and delivery.get("kind") == "external":
+        route = delivery.get("route")
+        if isinstance(route, dict):
+            return _str(route.get("channel")), _str(route.get("accountId"))
+    return _str(entry.get("channel")), _str(entry.get("accountId"))
+
+
+def effective_hook_source(window_session_id: str, entry: dict[str, Any], current_session_id: str | None,
+                          column: str | None, entry_provenance: int) -> str | None:
+    """The session's exact hook source, as OpenClaw's selection resolves it.
+
+    The current entry's hookExternalContentSource when this window is the entry's current
+    session id; failing that, the window column, trusted only when the entry writer projected
+    it (`session_entry_provenance=1`) and only for `gmail`. A coarse `webhook` column never
+    matches: it may stand for `email`.
+    """
+    entry_sid = _str(entry.get("sessionId")) or current_session_id
+    if entry_sid == window_session_id:
+        value = entry.get("hookExternalContentSource")
+        if isinstance(value, str) and value in ENTRY_HOOK_SOURCES:
+            return value
+    if entry_provenance == 1 and column in TRUSTED_COLUMN_HOOK_SOURCES:
+        return column
+    return None
+
+
+def _participant(namespace_json: str, actor_id: str) -> tuple[Participant, str | None]:
+    """identity = {...JSON.parse(namespace), id: actor_id}; a bad namespace keeps the id."""
+    try:
+        ns = orjson.loads(namespace_json)
+    except orjson.JSONDecodeError:
+        return Participant(actor_id), "identity_namespace is not valid JSON"
+    if not isinstance(ns, dict):
+        return Participant(actor_id), "identity_namespace is not a JSON object"
+    items = []
+    for k, v in ns.items():
+        if k == "id":
+            continue
+        # Participant is hashable: nested values are kept as their canonical JSON text.
+        if isinstance(v, dict | list):
+            v = orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+        items.append((k, v))
+    return Participant(actor_id, tuple(sorted(items))), None
+
+
+class OpenClawSessionSource:
+    """One agent's sessions in its OpenClaw agent database. Every method opens its own
+    read-only connection and closes it before returning (or when the transcript is closed),
+    so memoryd never holds OpenClaw's database open between calls."""
+
+    kind = "openclaw"
+
+    def __init__(self, agent_id: str, db_path: Path, *, trace: Callable[[str], None] | None = None):
+        self.agent_id = agent_id
+        self.db_path = Path(db_path)
+        self._trace = trace  # receives every SQL statement run (diagnostics, tests)
+        # An archive's locator names its row; no file has that name (a '#' component never
+        # exists beside the database), so code that stats a locator finds nothing there.
+        self._archive_prefix = f"{self.db_path}#archive="
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[[Connection], Any]) -> Any:
+        """`fn(conn)` in one read transaction; retried if it overlapped a checkpoint."""
+        for _ in range(OPENCLAW_READ_ATTEMPTS):
+            snap = _Snapshot(self.db_path, self._trace)
+            try:
+                result = fn(snap.conn)
+            except ANY_SQLITE_ERROR as exc:
+                if snap.unchanged():
+                    raise OperationFailed(f"{self.db_path}: cannot read OpenClaw agent database: {exc}") from None
+                continue  # a torn read of a file being checkpointed; read again
+            finally:
+                snap.close()
+            if snap.unchanged():
+                return result
+        raise OperationFailed(f"{self.db_path}: the database changed during each of {OPENCLAW_READ_ATTEMPTS} "
+                              "reads; try again")
+
+    # -- SessionSource -----------------------------------------------------------------------
+
+    def list_sessions(self) -> SessionListing:
+        if not self.db_path.exists():
+            return SessionListing(())
+        windows, participants = self._read(
+            lambda conn: (conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall()))
+        errors: list[str] = []
+        by_key: dict[str, list[Participant]] = {}
+        for raw_key, raw_ns, raw_actor in participants:
+            key, actor = _text(raw_key), _text(raw_actor)
+            participant, problem = _participant(_text(raw_ns), actor)
+            if problem:
+                errors.append(f"{self.db_path}: session_participants {key!r} {actor!r}: {problem}; "
+                              "kept with an empty namespace")
+            by_key.setdefault(key, []).append(participant)
+        sessions: list[SessionInfo] = []
+        for raw in windows:
+            row = _WindowRow(*(_opt(v) for v in raw))
+            problem = session_id_problem(row.session_id)
+            if problem:
+                errors.append(f"{self.db_path}: session_windows {row.session_id!r}: session id {problem}; skipped")
+                continue
+            entry = self._entry(row, errors)
+            sessions.append(self._session(row, entry, tuple(dict.fromkeys(by_key.get(row.session_key, ())))))
+        sessions.sort(key=lambda s: (s.created_at or 0, s.session_id))
+        return SessionListing(tuple(sessions), tuple(errors))
+
+    def _entry(self, row: _WindowRow, errors: list[str]) -> dict[str, Any]:
+        if row.entry_json is None:
+            return {}
+        try:
+            entry = orjson.loads(row.entry_json)
+        except orjson.JSONDecodeError:
+            errors.append(f"{self.db_path}: session_nodes {row.session_key!r}: entry_json is not valid JSON; "
+                          "window columns used alone")
+            return {}
+        if not isinstance(entry, dict):
+            errors.append(f"{self.db_path}: session_nodes {row.session_key!r}: entry_json is not an object; "
+                          "window columns used alone")
+            return {}
+        return entry
+
+    def _session(self, row: _WindowRow, entry: dict[str, Any], participants: tuple[Participant, ...]) -> SessionInfo:
+        current = (_str(entry.get("sessionId")) or row.current_session_id) == row.session_id
+        # The window's own columns describe its generation; the entry only fills gaps for the
+        # current window (whose columns the writer projected from that same entry).
+        chat_type, channel, account_id = row.chat_type, row.channel, row.account_id
+        if current:
+            entry_channel, entry_account = _entry_channel(entry)
+            chat_type = chat_type or _str(entry.get("chatType"))
+            channel = channel or entry_channel
+            account_id = account_id or entry_account
+        facts = dict(entry)
+        if row.created_via and "createdVia" not in facts:
+            facts["createdVia"] = row.created_via
+        spawned_by = row.spawned_by or row.node_spawned_by
+        if spawned_by and "spawnedBy" not in facts:
+            facts["spawnedBy"] = spawned_by
+        return SessionInfo(
+            agent_id=self.agent_id,
+            session_id=row.session_id,
+            session_key=row.session_key,
+            session_kind=derive_session_kind(row.session_key, facts),
+            chat_type=chat_type,
+            channel=channel,
+            account_id=account_id,
+            hook_source=effective_hook_source(row.session_id, entry, row.current_session_id, row.hook_column,
+                                              row.entry_provenance),
+            participants=participants,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            generated_by_narrative="dreaming-narrative" in row.session_key,
+            locator=row.session_id,
+        )
+
+    def list_archives(self) -> list[ArchiveInfo]:
+        if not self.db_path.exists():
+            return []
+        rows = self._read(lambda conn: conn.execute(_ARCHIVES_SQL).fetchall())
+        out: list[ArchiveInfo] = []
+        for raw in rows:
+            sid, generation, key, reason, created_at, name = (_opt(v) for v in raw)
+            if session_id_problem(sid):
+                continue
+            out.append(ArchiveInfo(self.agent_id, sid, key, reason, created_at,  # type: ignore[arg-type]
+                                   self._archive_prefix + generation, name))
+        return out
+
+    def transcript_location(self, session: SessionInfo) -> Path | None:
+        return None  # transcripts are rows, not files
+
+    def fingerprint(self, session: SessionInfo) -> Fingerprint | None:
+        """The transcript revision (transcript_updated_at, else the newest event) and its size
+        as JSONL bytes, from row headers only; None when the session has no events."""
+        if not self.db_path.exists():
+            return None
+        revision, count, newest, size = self._read(
+            lambda conn: conn.execute(_FINGERPRINT_SQL, {"sid": session.session_id}).fetchone())
+        if not count:
+            return None
+        return Fingerprint(max(revision or 0, newest or 0), int(size or 0))
+
+    @contextmanager
+    def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:
+        if not self.db_path.exists():
+            raise OperationFailed(f"{self.db_path}: OpenClaw agent database does not exist")
+        if isinstance(session, ArchiveInfo):
+            yield self._archive_lines(session)
+            return
+        snaps: list[_Snapshot] = []
+        try:
+            yield self._event_lines(session.session_id, snaps)
+        finally:
+            for snap in snaps:
+                snap.close()
+
+    # -- transcripts -------------------------------------------------------------------------
+
+    def _event_lines(self, session_id: str, snaps: list[_Snapshot]) -> Iterator[bytes]:
+        """Each event's JSON bytes in seq order, all from one read transaction."""
+        after = -1
+        yielded = False
+        attempts = 0
+        snaps.append(_Snapshot(self.db_path, self._trace))
+        while True:
+            snap = snaps[-1]
+            try:
+                rows = snap.conn.execute(_EVENTS_SQL, {"sid": session_id, "after": after,
+                                                       "cap": MAX_TRANSCRIPT_LINE_BYTES,
+                                                       "limit": OPENCLAW_EVENT_CHUNK_ROWS}).fetchall()
+                valid = snap.unchanged()
+            except ANY_SQLITE_ERROR as exc:
+                if snap.unchanged():
+                    raise OperationFailed(f"{self.db_path}: session {session_id!r}: cannot read transcript: "
+                                          f"{exc}") from None
+                valid = False
+            if not valid:
+                if yielded:
+                    raise SourceChanged(f"{self.db_path}: session {session_id!r}: the database was checkpointed "
+                                        "while its transcript was read; it is read again next time")
+                attempts += 1
+                if attempts >= OPENCLAW_READ_ATTEMPTS:
+                    raise OperationFailed(f"{self.db_path}: session {session_id!r}: the database changed during "
+                                          f"each of {OPENCLAW_READ_ATTEMPTS} reads; try again")
+                snaps.pop().close()
+                snaps.append(_Snapshot(self.db_path, self._trace))
+                continue
+            for seq, text, text_bytes, blob, utf8_bytes in rows:
+                yielded = True
+                yield _event_bytes(seq, text, text_bytes, blob, utf8_bytes)
+                after = seq
+            if len(rows) < OPENCLAW_EVENT_CHUNK_ROWS:
+                return
+
+    def _archive_lines(self, archive: ArchiveInfo) -> Iterator[bytes]:
+        if not archive.locator.startswith(self._archive_prefix):
+            raise OperationFailed(f"{self.db_path}: archive {archive.name or archive.session_id!r} is not from "
+                                  "this database")
+        generation = archive.locator[len(self._archive_prefix):]
+        row = self._read(lambda conn: conn.execute(_ARCHIVE_BLOB_SQL, (archive.session_id, generation)).fetchone())
+        if row is None:
+            raise OperationFailed(f"{self.db_path}: archive {archive.name or archive.session_id!r} no longer exists")
+        encoding, blob = _text(row[0]), row[1]
+        if encoding == "zstd":
+            import zstandard
+
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob))
+            return iter_lines(io.BufferedReader(reader))  # type: ignore[arg-type]
+        return iter_lines(io.BytesIO(blob))
+
+
+def _event_bytes(seq: int, text: bytes | None, text_bytes: int | None, blob: bytes | None,
+                 utf8_bytes: int | None) -> bytes:
+    if text_bytes is not None:
+        if text is None:
+            return OversizedLine(text_bytes)
+        data = text
+    elif blob is None:
+        return OversizedLine(utf8_bytes or 0)
+    else:
+        import zstandard
+
+        try:
+            data = zstandard.ZstdDecompressor().decompress(blob, max_output_size=utf8_bytes or 0)
+        except zstandard.ZstdError:
+            # Not JSON on purpose: the reader counts it as a malformed line and goes on.
+            return b"<event seq %d: zstd payload could not be decompressed>" % seq
+    # Valid JSON holds a raw newline only as whitespace; one event stays one line.
+    return data.replace(b"\n", b" ") if b"\n" in data else data

@@ -1,0 +1,201 @@
+"""`memoryd status`: per agent the last sweep, admitted/excluded sessions by reason, lag,
+queue depth and lock holder; and whether this host's daemon runs. Works without a daemon:
+it reads the stores read-only and Redis directly. The daemon uses the same numbers for its
+gauges.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from daemon.agents import agent_paths, list_agents
+from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
+from daemon.errors import MemorydError
+from daemon.jobs import queue_name
+from daemon.lock import WorkspaceLock
+from daemon.redis_conn import redact_url, redis_from_url
+from daemon.sessions.source import session_source_for
+from daemon.settings import Settings
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, Store, table_exists
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class AgentStatus(_Model):
+    agent: str
+    last_sweep_at: str | None  # the newest checkpoint write, ISO 8601 UTC
+    sessions: int  # live sessions in the agent's source
+    sessions_admitted: int
+    sessions_excluded: dict[str, int]  # reason -> count
+    lag: int  # live sessions changed since their checkpoint, or never checkpointed
+    queue: str | None  # the owning host's queue, as published in Redis
+    queue_depth: int | None
+    lock_holder: str | None
+    errors: list[str]
+
+
+class DaemonStatus(_Model):
+    host_id: str
+    queue: str
+    running: bool
+    pid: int | None
+    started_at: str | None
+    heartbeat_age_s: float | None
+    redis: str  # "ok", or "unreachable: <reason>"
+    redis_url: str
+
+
+class StatusReport(_Model):
+    daemon: DaemonStatus
+    agents: list[AgentStatus]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    session_id: str
+    mtime_ms: int
+    size: int
+    excluded_reason: str | None
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSummary:
+    """Pure summary of one agent's checkpoints against its live sessions."""
+
+    last_sweep_ms: int | None
+    live: int
+    admitted: int
+    excluded: dict[str, int] = field(default_factory=dict)
+    lag: int = 0
+
+
+def summarize(checkpoints: list[CheckpointRow], live: dict[str, tuple[int, int] | None]) -> SweepSummary:
+    """`live` maps each live session id to its (mtime_ms, size), None if the transcript is missing."""
+    by_session: dict[str, CheckpointRow] = {}
+    for row in checkpoints:
+        seen = by_session.get(row.session_id)
+        if seen is None or row.updated_at > seen.updated_at:
+            by_session[row.session_id] = row
+    excluded = Counter(r.excluded_reason for r in by_session.values() if r.excluded_reason)
+    admitted = sum(1 for r in by_session.values() if not r.excluded_reason)
+    lag = 0
+    for sid, fp in live.items():
+        checkpoint = by_session.get(sid)
+        if checkpoint is None:
+            lag += fp is not None  # a session without a transcript has nothing to sweep
+        elif fp is not None and (checkpoint.mtime_ms, checkpoint.size) != fp:
+            lag += 1
+    last = max((r.updated_at for r in checkpoints), default=None)
+    return SweepSummary(last, len(live), admitted, dict(sorted(excluded.items())), lag)
+
+
+_STORE_ERRORS: tuple[type[BaseException], ...] = (MemorydError, *ANY_SQLITE_ERROR)
+
+
+def _read_checkpoints(conn: Connection) -> list[CheckpointRow]:
+    if not table_exists(conn, "ingest_checkpoints"):
+        return []
+    rows = conn.execute("SELECT session_id, mtime_ms, size, excluded_reason, updated_at FROM ingest_checkpoints")
+    return [CheckpointRow(*r) for r in rows.fetchall()]
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _live_fingerprints(settings: Settings, agent: str) -> tuple[dict[str, tuple[int, int] | None], list[str]]:
+    live: dict[str, tuple[int, int] | None] = {}
+    errors: list[str] = []
+    try:
+        source = session_source_for(settings, agent)
+        listing = source.list_sessions()
+        errors.extend(listing.errors)
+        for session in listing.sessions:
+            fp = source.fingerprint(session)
+            live[session.session_id] = None if fp is None else (fp.mtime_ms, fp.size)
+    except MemorydError as exc:
+        errors.append(str(exc))
+    return live, errors
+
+
+async def sweep_summary(settings: Settings, agent: str) -> tuple[SweepSummary, list[str]]:
+    errors: list[str] = []
+    paths = agent_paths(settings, agent)
+    checkpoints: list[CheckpointRow] = []
+    if paths.db_path.exists():
+        try:
+            store = await Store.open(paths.db_path, readonly=True)
+            try:
+                checkpoints = await store.read(_read_checkpoints)
+            finally:
+                await store.close()
+        except _STORE_ERRORS as exc:
+            errors.append(f"{paths.db_path}: {exc}")
+    # Listing and stat-ing every transcript is blocking file I/O: keep it off the event loop
+    # (the daemon's watchdog pings come from that loop).
+    live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent)
+    errors.extend(listing_errors)
+    return summarize(checkpoints, live), errors
+
+
+async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: str) -> DaemonStatus:
+    host = settings.daemon.host_id
+    record: dict[str, str] = {}
+    if redis is not None:
+        raw = await redis.hgetall(HOST_KEY.format(host=host))  # type: ignore[misc]
+        record = {k.decode(): v.decode() for k, v in raw.items()}
+    heartbeat = float(record["heartbeat"]) if "heartbeat" in record else None
+    age = None if heartbeat is None else round(max(0.0, time.time() - heartbeat), 3)
+    running = record.get("state") == "running" and age is not None and age <= HOST_KEY_TTL_S
+    return DaemonStatus(host_id=host, queue=queue_name(host), running=running,
+                        pid=int(record["pid"]) if running and "pid" in record else None,
+                        started_at=record.get("started_at") if running else None,
+                        heartbeat_age_s=age, redis=record.get("redis", redis_state) if running else redis_state,
+                        redis_url=redact_url(settings.redis_url))
+
+
+async def collect_status(settings: Settings, agents: list[str] | None = None) -> StatusReport:
+    agent_ids = agents if agents is not None else list_agents(settings)
+    redis: Redis | None = redis_from_url(settings.redis_url)
+    redis_state = "ok"
+    try:
+        await redis.ping()  # type: ignore[union-attr]
+    except (RedisError, OSError) as exc:
+        redis_state = f"unreachable: {exc}"
+        await redis.aclose()  # type: ignore[union-attr]
+        redis = None
+    try:
+        owners: dict[str, str] = {}
+        if redis is not None:
+            raw_owners = await redis.hgetall(AGENT_OWNER_KEY)  # type: ignore[misc]
+            owners = {k.decode(): v.decode() for k, v in raw_owners.items()}
+        out: list[AgentStatus] = []
+        for agent in agent_ids:
+            summary, errors = await sweep_summary(settings, agent)
+            queue = owners.get(agent)
+            depth = holder = None
+            if redis is not None:
+                if queue is not None:
+                    depth = int(await redis.zcard(queue))
+                holder = await WorkspaceLock(redis, settings.workspace_for(agent)).holder_info()
+            out.append(AgentStatus(agent=agent, last_sweep_at=_iso(summary.last_sweep_ms), sessions=summary.live,
+                                   sessions_admitted=summary.admitted, sessions_excluded=summary.excluded,
+                                   lag=summary.lag, queue=queue, queue_depth=depth, lock_holder=holder,
+                                   errors=errors))
+        return StatusReport(daemon=await _daemon_status(settings, redis, redis_state), agents=out)
+    finally:
+        if redis is not None:
+            await redis.aclose()
+

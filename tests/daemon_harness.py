@@ -1,0 +1,131 @@
+"""Run `memoryd run` as a real subprocess for tests: a config file, a notify socket the test
+owns (as systemd would), and clean-up of the Redis keys the daemon published."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import redis as sync_redis
+
+from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
+from daemon.jobs import queue_name
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class NotifySocket:
+    """A datagram socket standing in for systemd's $NOTIFY_SOCKET; collects what the daemon says."""
+
+    def __init__(self, path: Path, abstract: bool = False):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        if abstract:
+            name = f"memoryd-test-{os.getpid()}-{time.monotonic_ns()}"
+            self.sock.bind(b"\0" + name.encode())
+            self.address = "@" + name
+        else:
+            self.sock.bind(str(path))
+            self.address = str(path)
+        self.messages: list[str] = []
+
+    def wait_for(self, needle: str, timeout_s: float = 20.0) -> str:
+        """The first message (seen or new) containing `needle`; AssertionError on timeout."""
+        for msg in self.messages:
+            if needle in msg:
+                return msg
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.sock.recv(65536).decode()
+            except TimeoutError:
+                break
+            self.messages.append(data)
+            if needle in data:
+                return data
+        raise AssertionError(f"no notify message with {needle!r} within {timeout_s}s; got {self.messages}")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def write_config(path: Path, *, state_dir: Path, sessions_root: Path, redis_url: str, host_id: str,
+                 extra: str = "", grace_s: float = 5.0, lock_wait_s: float = 30.0) -> Path:
+    path.write_text(
+        f'state_dir = "{state_dir}"\nsessions_root = "{sessions_root}"\nredis_url = "{redis_url}"\n\n'
+        f'[daemon]\nhost_id = "{host_id}"\nmetrics_listen = "127.0.0.1:0"\nschedule = false\n'
+        f"poll_delay_s = 0.01\nshutdown_grace_s = {grace_s}\nmax_jobs = 4\n\n"
+        f"[lock]\nwait_s = {lock_wait_s}\n\n{extra}\n")
+    return path
+
+
+class DaemonProcess:
+    def __init__(self, config: Path, notify: NotifySocket | None, log_path: Path,
+                 env: dict[str, str] | None = None):
+        self.config = config
+        self.notify = notify
+        self.log_path = log_path
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> DaemonProcess:
+        env = {**os.environ, "PYTHONPATH": str(REPO), **self.env}
+        env.pop("NOTIFY_SOCKET", None)
+        if self.notify is not None:
+            env["NOTIFY_SOCKET"] = self.notify.address
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
+                                     cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        return self
+
+    def signal(self, signum: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signum)
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.wait(timeout_s)
+
+    def wait(self, timeout_s: float = 30.0) -> int:
+        assert self.proc is not None
+        code = self.proc.wait(timeout_s)
+        self._log.close()
+        return code
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def cleanup_redis(redis_url: str, host_ids: list[str], agents: list[str], job_ids: list[str] = ()) -> None:  # type: ignore[assignment]
+    """Remove what the daemons published; never FLUSHDB (the server is shared)."""
+    r = sync_redis.Redis.from_url(redis_url)
+    try:
+        if agents:
+            r.hdel(AGENT_OWNER_KEY, *agents)
+        for host in host_ids:
+            r.delete(HOST_KEY.format(host=host), queue_name(host), queue_name(host) + ":health-check")
+        for job_id in job_ids:
+            r.delete(f"arq:job:{job_id}", f"arq:result:{job_id}", f"arq:retry:{job_id}", f"arq:in-progress:{job_id}")
+    finally:
+        r.close()
+
+
+def host_record(redis_url: str, host_id: str) -> dict[str, Any]:
+    r = sync_redis.Redis.from_url(redis_url)
+    try:
+        return {k.decode(): v.decode() for k, v in r.hgetall(HOST_KEY.format(host=host_id)).items()}
+    finally:
+        r.close()

@@ -1,0 +1,136 @@
+"""daemon.client and `memoryd enqueue` / `memoryd jobs` / `memoryd status`: routing by the
+published owner, request validation before enqueue, deduplication of identical requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from daemon.client import MemorydClient
+from daemon.constants import AGENT_OWNER_KEY
+from daemon.errors import UsageError
+from daemon.forget.request import ForgetRequest
+from daemon.jobs import queue_name
+from tests.daemon_harness import REPO, cleanup_redis, write_config
+
+
+@pytest.fixture
+async def routed(settings, redis, redis_url, unique):
+    """An agent published as owned by this test's host queue (as a running daemon would)."""
+    agent, queue = f"a{unique}", queue_name(settings.daemon.host_id)
+    await redis.hset(AGENT_OWNER_KEY, agent, queue)
+    job_ids: list[str] = []
+    yield agent, queue, job_ids
+    cleanup_redis(redis_url, [settings.daemon.host_id], [agent], job_ids)
+
+
+async def test_a_job_goes_to_the_queue_of_the_host_that_owns_the_agent(settings, routed, redis):
+    agent, queue, job_ids = routed
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s1"]))
+        job_ids.append(job.job_id)
+    assert job.queue == queue and not job.deduplicated
+    assert await redis.zscore(queue, job.job_id) is not None
+
+
+async def test_an_unknown_agent_fails_clearly_and_enqueues_nothing(settings, unique):
+    async with MemorydClient.connect(settings) as client:
+        with pytest.raises(UsageError, match=rf"agent 'nobody-{unique}': no memoryd host serves it"):
+            await client.enqueue_forget({"agent": f"nobody-{unique}", "sessions": ["s1"]})
+
+
+async def test_identical_requests_are_one_job_and_a_request_id_makes_another(settings, routed, redis):
+    agent, queue, job_ids = routed
+    async with MemorydClient.connect(settings) as client:
+        first = await client.enqueue_forget({"agent": agent, "participants": ["omar"], "sessions": ["s1"]})
+        # Field order does not matter: the id hashes the validated, canonical payload.
+        second = await client.enqueue_forget({"sessions": ["s1"], "participants": ["omar"], "agent": agent})
+        third = await client.enqueue_forget({"agent": agent, "participants": ["omar"], "sessions": ["s1"]},
+                                            request_id="again")
+        job_ids.extend([first.job_id, third.job_id])
+    assert second.job_id == first.job_id and second.deduplicated
+    assert third.job_id != first.job_id and not third.deduplicated
+    assert await redis.zcard(queue) == 2
+
+
+async def test_a_bad_request_is_refused_by_the_client_before_enqueue(settings, routed, redis):
+    agent, queue, _ = routed
+    async with MemorydClient.connect(settings) as client:
+        with pytest.raises(UsageError, match="memory forget requires a session"):
+            await client.enqueue_forget({"agent": agent})
+        with pytest.raises(UsageError, match="forget request: colour: Extra inputs are not permitted"):
+            await client.enqueue_forget({"agent": agent, "sessions": ["s1"], "colour": "red"})
+    assert await redis.zcard(queue) == 0
+
+
+async def test_waiting_for_an_unknown_job_fails_clearly(settings):
+    from daemon.errors import OperationFailed
+
+    async with MemorydClient.connect(settings) as client:
+        with pytest.raises(OperationFailed, match="job forget:nope: not found"):
+            await client.wait("forget:nope", timeout_s=1)
+
+
+def _cli(config, *args):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "daemon.cli", "--config", str(config), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when_bad(tmp_path, routed, redis_url,
+                                                                                      settings):
+    agent, queue, job_ids = routed
+    cfg = write_config(tmp_path / "c.toml", state_dir=tmp_path / "state", sessions_root=tmp_path / "sessions",
+                       redis_url=redis_url, host_id=settings.daemon.host_id)
+    bad = _cli(cfg, "enqueue", "forget", "--agent", agent)
+    assert bad.returncode == 2
+    assert "requires a session, hook source, or participant selector" in bad.stderr
+    unknown = _cli(cfg, "enqueue", "forget", "--agent", "nobody-x", "--session", "s1")
+    assert unknown.returncode == 2 and "no memoryd host serves it" in unknown.stderr
+
+    import redis as sync_redis
+
+    r = sync_redis.Redis.from_url(redis_url)
+    assert r.zcard(queue) == 0
+    ok = _cli(cfg, "enqueue", "forget", "--agent", agent, "--session", "s1", "--json")
+    assert ok.returncode == 0, ok.stderr
+    job = json.loads(ok.stdout)
+    job_ids.append(job["jobId"])
+    assert job["queue"] == queue and job["function"] == "forget" and job["deduplicated"] is False
+    assert r.zcard(queue) == 1
+
+    listed = _cli(cfg, "jobs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(j["jobId"], j["state"]) for j in json.loads(listed.stdout)] == [(job["jobId"], "queued")]
+    r.close()
+
+
+def test_status_json_works_without_a_daemon(tmp_path, redis_url, unique):
+    from tests.builders import Msg, SessionStoreBuilder
+
+    agent = f"a{unique}"
+    SessionStoreBuilder(tmp_path / "sessions", agent).add("k1", "s1", [Msg("user", "hello there, remember this")])
+    cfg = write_config(tmp_path / "c.toml", state_dir=tmp_path / "state", sessions_root=tmp_path / "sessions",
+                       redis_url=redis_url, host_id=f"h{unique}")
+    out = _cli(cfg, "status", "--json")
+    assert out.returncode == 0, out.stderr
+    status = json.loads(out.stdout)
+    assert status["daemon"]["running"] is False and status["daemon"]["redis"] == "ok"
+    [row] = status["agents"]
+    assert row["agent"] == agent and row["sessions"] == 1 and row["lag"] == 1  # never swept
+    assert row["lastSweepAt"] is None and row["lockHolder"] is None and row["queue"] is None
+
+
+async def test_an_erase_is_validated_before_enqueue_and_its_payload_expires(settings, routed, redis):
+    agent, queue, job_ids = routed
+    async with MemorydClient.connect(settings) as client:
+        with pytest.raises(UsageError, match="scope: 'no-such-kind:x'"):
+            await client.enqueue_erase({"scope": "no-such-kind:x"})
+        job = await client.enqueue_erase({"scope": "tenant:t:user:u1", "dry_run": True}, queue=queue)
+        job_ids.append(job.job_id)
+    assert job.queue == queue
+    assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= settings.retention.erase_result_ttl_s * 1000

@@ -1,0 +1,137 @@
+"""Several daemons on one Redis, and a daemon whose Redis goes away and comes back."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+
+from daemon.client import MemorydClient
+from daemon.forget.request import ForgetRequest
+from daemon.jobs import FORGET, queue_name
+from daemon.lock import WorkspaceLock
+from daemon.settings import load_settings
+from tests.builders import SessionStoreBuilder
+from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
+from tests.test_daemon_service import _conversation, _forgotten, _wait_state
+
+
+def _metric(port: int, name: str) -> float:
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    m = re.search(rf"^{re.escape(name)} (\S+)$", body, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+async def test_two_daemons_never_purge_one_workspace_at_the_same_time(tmp_path: Path, redis, redis_url, unique):
+    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
+    sessions_root = tmp_path / "sessions"
+    builder = SessionStoreBuilder(sessions_root, agent)
+    builder.add("k-one", "s-one", _conversation("orchard"))
+    builder.add("k-two", "s-two", _conversation("lighthouse"))
+    daemons: list[DaemonProcess] = []
+    try:
+        for i, host in enumerate(hosts):  # one state directory (one workspace), two hosts' daemons
+            cfg = write_config(tmp_path / f"{host}.toml", state_dir=tmp_path / "state", sessions_root=sessions_root,
+                               redis_url=redis_url, host_id=host)
+            notify = NotifySocket(tmp_path / f"n{i}.sock")
+            daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log").start())
+            notify.wait_for("READY=1")
+        settings = load_settings(tmp_path / f"{hosts[0]}.toml")
+        ports = [int(host_record(redis_url, h)["metrics_port"]) for h in hosts]
+        async with MemorydClient.connect(settings) as client:
+            lock = WorkspaceLock(redis, settings.workspace_for(agent), wait_s=5)
+            async with lock.hold():
+                jobs = [await client.enqueue(FORGET, ForgetRequest(agent=agent, sessions=[sid]).model_dump(mode="json"),
+                                             queue=queue_name(host)) for sid, host in zip(["s-one", "s-two"], hosts, strict=True)]
+                for job in jobs:
+                    await _wait_state(client, job.job_id, "running")
+                await anyio.sleep(1.0)
+                # Both purges are running, and neither has removed anything while another holds the lock.
+                assert [(await client.job(j.job_id)).state for j in jobs] == ["running", "running"]
+                assert not await _forgotten(settings, agent, "s-one")
+                assert not await _forgotten(settings, agent, "s-two")
+            reports = [await client.wait(j.job_id, timeout_s=30) for j in jobs]
+        assert [r.state for r in reports] == ["complete", "complete"]
+        assert [r.queue for r in reports] == [queue_name(h) for h in hosts]
+        assert await _forgotten(settings, agent, "s-one") and await _forgotten(settings, agent, "s-two")
+        # Each daemon took the workspace lock once, after waiting out our hold.
+        for port in ports:
+            assert _metric(port, 'memoryd_lock_wait_seconds_count{family="forget"}') == 1.0
+            assert _metric(port, 'memoryd_lock_wait_seconds_sum{family="forget"}') >= 1.0
+        assert all(d.stop() == 0 for d in daemons)
+    finally:
+        for d in daemons:
+            d.kill()
+        cleanup_redis(redis_url, hosts, [agent])
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path):
+    """A Redis server of this test's own on a free port, so the test may stop and restart it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", str(tmp_path)]
+
+    class Server:
+        proc: subprocess.Popen[bytes] | None = None
+
+        def start(self) -> None:
+            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    return
+                except OSError:
+                    time.sleep(0.05)
+            raise AssertionError("redis-server did not start")
+
+        def stop(self) -> None:
+            if self.proc is not None:
+                self.proc.terminate()
+                self.proc.wait(10)
+                self.proc = None
+
+    server = Server()
+    server.url = f"redis://127.0.0.1:{port}/0"
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_daemon_survives_a_redis_restart_and_reports_it(tmp_path: Path, own_redis, unique):
+    agent, host = f"a{unique}", f"h{unique}"
+    sessions_root = tmp_path / "sessions"
+    SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", _conversation("orchard"))
+    cfg = write_config(tmp_path / "d.toml", state_dir=tmp_path / "state", sessions_root=sessions_root,
+                       redis_url=own_redis.url, host_id=host, extra="")
+    cfg.write_text(cfg.read_text().replace("max_jobs = 4", "max_jobs = 4\nredis_retry_max_s = 0.5"))
+    notify = NotifySocket(tmp_path / "n.sock")
+    daemon = DaemonProcess(cfg, notify, tmp_path / "d.log").start()
+    try:
+        notify.wait_for("READY=1")
+        own_redis.stop()
+        assert "redis unreachable" in notify.wait_for("redis unreachable")
+        assert daemon.proc.poll() is None  # it keeps running and retrying
+        own_redis.start()
+        settings = load_settings(cfg)
+        for _ in range(200):  # the heartbeat republishes the host record within 5 s
+            if host_record(own_redis.url, host).get("redis") == "ok":
+                break
+            await anyio.sleep(0.1)
+        assert host_record(own_redis.url, host)["state"] == "running"
+        async with MemorydClient.connect(settings) as client:  # the worker serves jobs again
+            job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s-one"]))
+            assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+        assert "Redis is back" in daemon.log()
+        assert daemon.stop() == 0
+    finally:
+        daemon.kill()

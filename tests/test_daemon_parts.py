@@ -1,0 +1,144 @@
+"""The daemon's parts on their own: the scheduler's plan and its Redis side, the status
+summary, the notify protocol, job ids and the JSON wire format."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import orjson
+import pytest
+
+from daemon.jobs import (
+    DREAM,
+    INDEX_SYNC,
+    INGEST_SWEEP,
+    RETENTION_SWEEP,
+    deserialize,
+    request_job_id,
+    serialize,
+)
+from daemon.scheduler import Schedule, Scheduler, due, schedules
+from daemon.sdnotify import Notifier, watchdog_interval_s
+from daemon.service import arq_pool
+from daemon.status import CheckpointRow, summarize
+from tests.daemon_harness import cleanup_redis
+
+PLAN = (Schedule(INGEST_SWEEP, 300), Schedule(INDEX_SYNC, 60), Schedule(RETENTION_SWEEP, 3600, per_agent=False))
+
+
+def test_every_schedule_is_due_at_start_with_ids_naming_family_target_and_slot():
+    items = due(1000.0, PLAN, ["b", "a"], "host1", {})
+    assert [i.job_id for i in items] == ["ingest_sweep:a:sched:3", "ingest_sweep:b:sched:3",
+                                         "index_sync:a:sched:16", "index_sync:b:sched:16",
+                                         "retention_sweep:host1:sched:0"]
+    assert items[-1].agent is None  # host-wide
+    assert items[0].previous_job_id == "ingest_sweep:a:sched:2"
+
+
+def test_nothing_is_due_again_within_a_slot_and_everything_in_the_next():
+    first = due(1000.0, PLAN, ["a"], "h", {})
+    done = {(i.job, i.agent or "h"): i.slot for i in first}
+    assert due(1019.0, PLAN, ["a"], "h", done) == []
+    later = due(1201.0, PLAN, ["a"], "h", done)
+    assert [i.job_id for i in later] == ["ingest_sweep:a:sched:4", "index_sync:a:sched:20"]
+    assert later[0].previous_job_id == "ingest_sweep:a:sched:3"
+
+
+def test_dreaming_is_scheduled_only_when_enabled(settings):
+    assert DREAM in [s.job for s in schedules(settings)]
+    off = settings.model_copy(update={"dreaming": settings.dreaming.model_copy(update={"enabled": False})})
+    assert DREAM not in [s.job for s in schedules(off)]
+
+
+async def test_the_scheduler_does_not_pile_up_sweeps_while_one_is_pending(settings, redis, redis_url, unique):
+    queue = f"memoryd:queue:sched-{unique}"
+    pool = arq_pool(settings, queue)
+    plan = (Schedule(INGEST_SWEEP, 100),)
+    try:
+        scheduler = Scheduler(pool, queue, "h")
+        assert await scheduler.tick(1000.0, plan, ["a"]) == ["ingest_sweep:a:sched:10"]
+        assert await scheduler.tick(1050.0, plan, ["a"]) == []  # same slot
+        assert await scheduler.tick(1100.0, plan, ["a"]) == []  # next slot, but slot 10 still queued
+        await pool.zrem(queue, "ingest_sweep:a:sched:10")
+        await pool.delete("arq:job:ingest_sweep:a:sched:10")
+        assert await scheduler.tick(1100.0, plan, ["a"]) == ["ingest_sweep:a:sched:11"]
+        # A restarted daemon (fresh scheduler) in the same slot enqueues nothing new.
+        assert await Scheduler(pool, queue, "h").tick(1150.0, plan, ["a"]) == []
+        assert await pool.zcard(queue) == 1
+    finally:
+        await pool.delete(queue, "arq:job:ingest_sweep:a:sched:11", "arq:job:ingest_sweep:a:sched:10")
+        await pool.aclose(close_connection_pool=True)
+        cleanup_redis(redis_url, [], [])
+
+
+def _row(sid: str, mtime: int, size: int, reason: str | None = None, at: int = 1) -> CheckpointRow:
+    return CheckpointRow(sid, mtime, size, reason, at)
+
+
+def test_status_counts_admitted_excluded_by_reason_and_lag():
+    rows = [_row("s1", 10, 100, at=5), _row("s2", 10, 100, "channel:signal", at=7),
+            _row("s3", 10, 100, "hookExternalContentSource:webhook", at=6), _row("s4", 10, 100, at=3)]
+    live = {"s1": (10, 100), "s2": (11, 120), "s3": (10, 100), "s4": (10, 150), "s5": (1, 1), "s6": None}
+    summary = summarize(rows, live)
+    assert summary.live == 6
+    assert summary.admitted == 2
+    assert summary.excluded == {"channel:signal": 1, "hookExternalContentSource:webhook": 1}
+    assert summary.lag == 3  # s2 and s4 changed, s5 never swept; s6 has no transcript
+    assert summary.last_sweep_ms == 7
+
+
+def test_the_newest_checkpoint_of_a_session_wins():
+    rows = [_row("s1", 10, 100, "channel:x", at=1), _row("s1", 12, 130, None, at=9)]
+    summary = summarize(rows, {"s1": (12, 130)})
+    assert (summary.admitted, summary.excluded, summary.lag) == (1, {}, 0)
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_notifier_speaks_the_sd_notify_protocol(tmp_path: Path, abstract: bool):
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    if abstract:
+        receiver.bind(b"\0memoryd-notify-" + tmp_path.name.encode())
+        address = "@memoryd-notify-" + tmp_path.name
+    else:
+        receiver.bind(str(tmp_path / "notify"))
+        address = str(tmp_path / "notify")
+    receiver.settimeout(2)
+    n = Notifier(address)
+    assert n.ready("serving")
+    assert receiver.recv(4096).decode().split("\n")[:2] == ["READY=1", "STATUS=serving"]
+    n.watchdog()
+    assert receiver.recv(4096) == b"WATCHDOG=1"
+    n.stopping("draining", 12.5)
+    assert receiver.recv(4096).decode().split("\n") == ["STOPPING=1", "STATUS=draining",
+                                                        "EXTEND_TIMEOUT_USEC=12500000"]
+    n.close()
+    receiver.close()
+
+
+def test_notifier_without_a_socket_is_a_no_op(monkeypatch):
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    assert not Notifier().enabled
+    assert Notifier().ready("x") is False
+
+
+def test_watchdog_pings_at_half_the_configured_interval(monkeypatch):
+    import os
+
+    monkeypatch.setenv("WATCHDOG_USEC", "20000000")
+    monkeypatch.setenv("WATCHDOG_PID", str(os.getpid()))
+    assert watchdog_interval_s() == 10.0
+    monkeypatch.setenv("WATCHDOG_PID", "1")  # meant for another process
+    assert watchdog_interval_s() is None
+
+
+def test_job_ids_are_deterministic_and_payloads_plain_json():
+    a = request_job_id("forget", {"agent": "m", "sessions": ["x"]})
+    assert a == request_job_id("forget", {"sessions": ["x"], "agent": "m"})
+    assert a != request_job_id("forget", {"agent": "m", "sessions": ["y"]})
+    raw = serialize({"r": ValueError("payload.x: unknown field"), "a": ({"k": 1},)})
+    assert orjson.loads(raw) == {"r": {"error": "ValueError", "message": "payload.x: unknown field"},
+                                 "a": [{"k": 1}]}
+    assert deserialize(raw)["a"] == [{"k": 1}]
+    with pytest.raises(ValueError):
+        deserialize(b"[1, 2]")

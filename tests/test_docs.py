@@ -1,0 +1,130 @@
+"""The generated reference docs match the code, so they cannot drift: config reference, example
+TOML, CLI reference and the JSON Schemas of job payloads and results."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from daemon import docsgen
+from daemon.jobs import JOB_NAMES
+from daemon.settings import load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "config" / "memoryd.example.toml"
+
+
+def test_committed_reference_docs_equal_what_the_code_generates() -> None:
+    files = docsgen.generated_files()  # raises if a job's models or the CLI cannot be imported
+    assert docsgen.stale_files(ROOT, files) == [], "run `python -m daemon.docsgen` and commit the result"
+
+
+def test_every_job_has_a_payload_and_a_result_schema() -> None:
+    assert set(docsgen.JOBS) == set(JOB_NAMES)
+    for job in JOB_NAMES:
+        for kind in ("payload", "result"):
+            schema = json.loads((ROOT / "docs" / "schemas" / f"{job}.{kind}.schema.json").read_text())
+            assert schema["type"] == "object" and "properties" in schema, f"{job}.{kind}"
+        payload = json.loads((ROOT / "docs" / "schemas" / f"{job}.payload.schema.json").read_text())
+        assert payload.get("additionalProperties") is False, f"{job} payload must reject unknown fields"
+
+
+def _names_used(module: str) -> set[str]:
+    """Names, string constants and imports of a workers module and the workers modules it imports
+    (a job may delegate to another job family's helper), base excepted."""
+    tree = ast.parse((ROOT / "workers" / f"{module}.py").read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.ImportFrom):
+            names |= {a.name for a in node.names}
+            if node.module and node.module.startswith("workers.") and node.module != "workers.base":
+                names |= _names_used(node.module.removeprefix("workers."))
+    return names
+
+
+def test_docsgen_names_the_models_the_job_functions_use() -> None:
+    for job, (payload_ref, entry_ref) in docsgen.JOBS.items():
+        names = _names_used(job)
+        for ref in (payload_ref, entry_ref):
+            module, _, attr = ref.partition(":")
+            assert attr in names, f"workers/{job}.py does not use {attr}"
+
+
+def test_example_config_loads_and_its_values_are_the_defaults(tmp_path: Path) -> None:
+    from_example = load_settings(EXAMPLE).model_dump(mode="json")
+    defaults = load_settings(None).model_dump(mode="json")
+    assert from_example == defaults
+
+
+def test_example_config_names_every_setting_in_its_table() -> None:
+    text = EXAMPLE.read_text()
+    table = ""
+    seen: set[str] = set()
+    for line in text.splitlines():
+        if m := re.match(r"^\[([\w.]+)\]$", line):
+            table = m[1]
+        elif m := re.match(r"^(?:# )?(\w+) =", line):
+            seen.add(f"{table}.{m[1]}" if table else m[1])
+    for key in docsgen.setting_keys():
+        if key.dotted != "agents":
+            assert key.dotted in seen, f"{key.dotted} is missing from {EXAMPLE.name}"
+    assert "# [agents.main]" in text
+    tomllib.loads(text)
+
+
+def test_config_reference_lists_every_key_with_its_environment_variable() -> None:
+    text = (ROOT / "docs" / "config-reference.md").read_text()
+    for key in docsgen.setting_keys():
+        assert f"`{key.env}`" in text
+
+
+def test_docsgen_check_fails_on_a_drifted_file(tmp_path: Path) -> None:
+    files = {"docs/x.md": "generated\n"}
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "x.md").write_text("edited by hand\n")
+    assert docsgen.stale_files(tmp_path, files) == ["docs/x.md"]
+    (tmp_path / "docs" / "x.md").write_text("generated\n")
+    assert docsgen.stale_files(tmp_path, files) == []
+
+
+def test_job_payload_examples_in_the_docs_are_accepted_by_the_request_models() -> None:
+    text = (ROOT / "docs" / "jobs.md").read_text()
+    examples = re.findall(r"<!-- payload: (\w+) -->\n```json\n(.*?)```", text, re.S)
+    assert {job for job, _ in examples} >= {"forget", "erase"}
+    for job, body in examples:
+        model = docsgen._resolve(docsgen.JOBS[job][0])
+        model.model_validate(json.loads(body))
+
+
+def test_error_catalogue_quotes_raise_sites_with_their_exit_codes() -> None:
+    sites = docsgen.raise_sites()
+    by_message = {s.message: s for s in sites}
+    demo = next(s for m, s in by_message.items() if "already holds a memoryd.toml" in m)
+    assert (demo.error, demo.exit_code, demo.file) == ("UsageError", 2, "daemon/demo.py")
+    lock = next(s for s in sites if s.error == "LockTimeout")
+    assert lock.exit_code == 3 and "waiting for the workspace lock" in lock.message
+    # Message constants are shown by their text, not their name.
+    assert any(s.message.startswith("memory forget requires a session") for s in sites)
+
+
+def test_every_command_with_json_output_has_a_documented_schema() -> None:
+    assert docsgen.json_commands() == sorted(docsgen.CLI_JSON)
+    for command in docsgen.CLI_JSON:
+        schema = json.loads((ROOT / "docs" / "schemas" / "cli" / f"{command.replace(' ', '-')}.schema.json").read_text())
+        assert schema["title"] == f"memoryd {command} --json"
+
+
+def test_demo_init_json_output_has_the_documented_fields_in_order(tmp_path: Path, capsys) -> None:
+    from daemon.cli import main
+
+    assert main(["demo", "init", str(tmp_path / "d"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    schema = json.loads((ROOT / "docs" / "schemas" / "cli" / "demo-init.schema.json").read_text())
+    assert list(printed) == list(schema["properties"])

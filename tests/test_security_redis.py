@@ -1,0 +1,133 @@
+"""`redis_url` with AUTH, an ACL username and TLS, against private redis-server children (never
+the shared server): the connection, the workspace lock and the job client work through them,
+and a wrong credential is a one-line error that names the URL without its password."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.chaos import PrivateRedis
+from daemon.client import MemorydClient
+from daemon.errors import OperationFailed
+from daemon.jobs import FORGET
+from daemon.lock import WorkspaceLock
+from daemon.redis_conn import connect_redis
+from daemon.settings import load_settings
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+PASSWORD = "s3cret-pass-word"
+
+
+@pytest.fixture
+def acl_server(tmp_path):
+    """Default user off; `memoryd` may use only the keys and commands it needs."""
+    server = PrivateRedis(tmp_path / "acl", extra_args=(
+        "--user", "default", "off",
+        "--user", "memoryd", "on", f">{PASSWORD}", "~memoryd:*", "~arq:*", "&*", "+@all", "-@admin", "-@dangerous",
+        "--user", "memoryd-ro", "on", f">{PASSWORD}", "~*", "+@read"),
+        cli_args=("--user", "admin-none", "--pass", "x")).start()
+    yield server
+    server.proc.kill()  # its own child: the default user is off, so `shutdown` cannot be sent
+    server.proc.wait(5)
+
+
+@pytest.fixture
+def auth_server(tmp_path):
+    server = PrivateRedis(tmp_path / "auth", extra_args=("--requirepass", PASSWORD),
+                          cli_args=("-a", PASSWORD, "--no-auth-warning")).start()
+    yield server
+    server.stop()
+
+
+def _url(server: PrivateRedis, creds: str) -> str:
+    return f"redis://{creds}@127.0.0.1:{server.port}/0"
+
+
+async def test_an_acl_user_with_only_memoryd_keys_can_hold_the_lock_and_enqueue(acl_server, tmp_path):
+    url = _url(acl_server, f"memoryd:{PASSWORD}")
+    redis = await connect_redis(url)
+    try:
+        lock = WorkspaceLock(redis, tmp_path / "ws", wait_s=1)
+        async with lock.hold() as lease:
+            assert lease.fence_value > 0 and await lock.holder_info() is not None
+        assert await lock.holder_info() is None
+    finally:
+        await redis.aclose()
+    settings = load_settings(None, state_dir=tmp_path / "state", redis_url=url)
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s1"]}, queue="memoryd:queue:h")
+        assert (await client.job(job.job_id)).state == "queued"
+
+
+@pytest.mark.parametrize("creds", [f"memoryd:wrong-{PASSWORD}", f"nobody:{PASSWORD}", f"memoryd-ro:{PASSWORD}"])
+async def test_a_refused_acl_login_or_a_read_only_user_is_a_clear_error(acl_server, tmp_path, creds):
+    url = _url(acl_server, creds)  # a wrong password, an unknown user, a user without PING
+    with pytest.raises(OperationFailed) as err:
+        await connect_redis(url)
+    message = str(err.value)
+    assert f"127.0.0.1:{acl_server.port}" in message and PASSWORD not in message and "\n" not in message
+
+
+async def test_requirepass_auth_with_a_password_only_url(auth_server):
+    redis = await connect_redis(_url(auth_server, f":{PASSWORD}"))
+    try:
+        assert await redis.ping()
+    finally:
+        await redis.aclose()
+    with pytest.raises(OperationFailed) as err:
+        await connect_redis(f"redis://127.0.0.1:{auth_server.port}/0")  # no password
+    assert PASSWORD not in str(err.value)
+
+
+def _tls_files(d: Path) -> dict[str, Path]:
+    d.mkdir(parents=True)
+    files = {k: d / f"{k}.pem" for k in ("ca", "ca-key", "cert", "key")}
+    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True, timeout=60)  # noqa: E731
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=memoryd-test-ca",
+        "-keyout", str(files["ca-key"]), "-out", str(files["ca"]))
+    csr = d / "server.csr"
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", str(files["key"]),
+        "-out", str(csr))
+    ext = d / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("x509", "-req", "-in", str(csr), "-CA", str(files["ca"]), "-CAkey", str(files["ca-key"]),
+        "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(files["cert"]))
+    return files
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a test CA")
+async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentials(tmp_path):
+    tls = _tls_files(tmp_path / "tls")
+    port = PrivateRedis(tmp_path / "x").port
+    server = PrivateRedis(tmp_path / "tls-server", port=port, extra_args=(
+        "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(tls["cert"]),
+        "--tls-key-file", str(tls["key"]), "--tls-ca-cert-file", str(tls["ca"]), "--tls-auth-clients", "no",
+        "--requirepass", PASSWORD))
+    # `--port 0` after ours: the plain port is off, only TLS listens on `port`.
+    try:
+        server.start()
+    except RuntimeError:
+        pytest.skip("this redis-server was built without TLS")
+    try:
+        url = (f"rediss://default:{PASSWORD}@127.0.0.1:{port}/0"
+               f"?ssl_cert_reqs=required&ssl_ca_certs={tls['ca']}")
+        redis = await connect_redis(url)
+        try:
+            async with WorkspaceLock(redis, tmp_path / "ws", wait_s=1).hold() as lease:
+                assert lease.fence_value > 0
+        finally:
+            await redis.aclose()
+        # A certificate from an unknown CA is refused, and the message hides the password.
+        other = _tls_files(tmp_path / "other")
+        with pytest.raises(OperationFailed) as err:
+            await connect_redis(url.replace(str(tls["ca"]), str(other["ca"])))
+        assert PASSWORD not in str(err.value)
+        with pytest.raises(OperationFailed):
+            await connect_redis(f"redis://default:{PASSWORD}@127.0.0.1:{port}/0")  # plain text to a TLS port
+    finally:
+        server.proc.kill()
+        server.proc.wait(5)

@@ -1,0 +1,266 @@
+"""The verifier must be able to fail. After a real erasure (user scope + ingested session), the
+erased text — or a hash, id or sub-day time derived from it — is planted in one artifact kind
+at a time: the verifier fails naming that place, and passes again once the plant is gone.
+Then the physical check: erased bytes are in the raw database files before compaction and
+not after."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import pytest
+
+from daemon.agents import agent_paths
+from daemon.context import agent_runtime
+from daemon.index.embedder import HashingEmbedder
+from daemon.index.vectors import to_blob
+from daemon.ingest.staging import claim_hash
+from daemon.ingest.sweep import run_ingest_sweep
+from daemon.retention import service
+from daemon.retention.content import content_hash
+from daemon.retention.needles import VerifySubject, snippets
+from daemon.retention.service import EraseRequest
+from daemon.retention.state import retention_db_path
+from daemon.settings import Settings
+from daemon.store.db import Store, sqlite3
+from tests.builders import Msg, SessionStoreBuilder
+from tests.conftest import make_settings
+
+USER = "tenant:default:user:nora"
+SECRET = "Nora's courier is Blue Finch Logistics, depot on Kestrel Road"
+NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
+T0 = 1_790_000_000_000 + 41_000_777
+
+
+@dataclass
+class World:
+    settings: Settings
+    subject: VerifySubject
+    child_id: str
+
+    async def agent_sql(self, sql: str, *params: object) -> None:
+        store = await Store.open(agent_paths(self.settings, "main").db_path)
+        try:
+            await store.write(lambda conn: conn.execute(sql, params), fence=None)
+        finally:
+            await store.close()
+
+    async def retention_sql(self, sql: str, *params: object) -> None:
+        store = await Store.open(retention_db_path(self.settings))
+        try:
+            await store.write(lambda conn: conn.execute(sql, params), fence=None)
+        finally:
+            await store.close()
+
+    def workspace_file(self, rel: str, text: str | None) -> None:
+        path = self.settings.workspace_for("main") / rel
+        if text is None:
+            path.unlink()
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+@pytest.fixture
+async def world(tmp_path, sessions_root, unique, redis) -> World:
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
+                             index={"embedding": {"provider": "hashing"}})
+    SessionStoreBuilder(sessions_root, "main").add(
+        "agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT)], participants=[{"actorId": "nora"}])
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+    await service.write_object(settings, redis, USER, SECRET, now=T0)
+    child = await service.write_object(settings, redis, "tenant:default:user:omar", "omar used the same courier",
+                                       provenance_parent=USER, now=T0 + 1)
+    request = EraseRequest(scope=USER)
+    _, subject = await service.plan_erase(settings, request)
+    receipt = await service.run_erase(settings, redis, request)
+    assert receipt.verified, receipt.verification
+    return World(settings, subject, child.object_id)
+
+
+def _failing(verification, check: str) -> list[str]:
+    result = next(c for c in verification.checks if c.name == check)
+    assert not result.passed and result.count >= 1
+    return result.locations
+
+
+async def _plant_retention_row(w: World) -> Callable[[], Awaitable[None]]:
+    await w.retention_sql("INSERT INTO retention_objects(object_id, scope, content, content_hash, created_at) "
+                          "VALUES ('obj-plant', 'tenant:default:user:omar', ?, 'x', 1)", f"copied: {SECRET}")
+    return lambda: w.retention_sql("DELETE FROM retention_objects WHERE object_id = 'obj-plant'")
+
+
+async def _plant_edge_hash(w: World) -> Callable[[], Awaitable[None]]:
+    await w.retention_sql("UPDATE retention_objects SET provenance_hash = ? WHERE object_id = ?",
+                          content_hash(SECRET)[:16], w.child_id)
+    return lambda: w.retention_sql("UPDATE retention_objects SET provenance_hash = NULL WHERE object_id = ?",
+                                   w.child_id)
+
+
+async def _plant_edge_time(w: World) -> Callable[[], Awaitable[None]]:
+    await w.retention_sql("UPDATE retention_objects SET provenance_at = ? WHERE object_id = ?", T0, w.child_id)
+    return lambda: w.retention_sql("UPDATE retention_objects SET provenance_at = ? WHERE object_id = ?",
+                                   T0 - T0 % 86_400_000, w.child_id)
+
+
+async def _plant_memory_file(w: World) -> Callable[[], Awaitable[None]]:
+    w.workspace_file("MEMORY.md", f"# Memory\n\n- {SECRET}\n")
+
+    async def undo() -> None:
+        w.workspace_file("MEMORY.md", None)
+    return undo
+
+
+async def _plant_corpus_line(w: World) -> Callable[[], Awaitable[None]]:
+    rel = "memory/.dreams/session-corpus/2026-09-22.txt"
+    w.workspace_file(rel, f"[main/sessions/main/sess-nora-1#L2] User: {NORA_TEXT}\n")
+
+    async def undo() -> None:
+        w.workspace_file(rel, None)
+    return undo
+
+
+async def _plant_staged_entry(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql("INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, "
+                      "first_recalled_at, last_recalled_at, origin_class, observed_at) "
+                      "VALUES ('k-plant', 'memory/x.txt', 1, 1, ?, 1, 1, 'owner', 1)", f"User: {NORA_TEXT}")
+    return lambda: w.agent_sql("DELETE FROM short_term_entries WHERE entry_key = 'k-plant'")
+
+
+async def _plant_claim_hash(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql("INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, "
+                      "first_recalled_at, last_recalled_at, origin_class, observed_at, claim_hash) "
+                      "VALUES ('k-plant', 'memory/x.txt', 1, 1, 'unrelated words', 1, 1, 'owner', 1, ?)",
+                      claim_hash(NORA_TEXT))
+    return lambda: w.agent_sql("DELETE FROM short_term_entries WHERE entry_key = 'k-plant'")
+
+
+async def _plant_index_row(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql("INSERT INTO memory_index_chunks(id, path, start_line, end_line, hash, model, text, updated_at) "
+                      "VALUES ('c-plant', 'MEMORY.md', 1, 2, 'h', 'fts-only', ?, 1)", SECRET)
+    return lambda: w.agent_sql("DELETE FROM memory_index_chunks WHERE id = 'c-plant'")
+
+
+async def _plant_cache_row(w: World) -> Callable[[], Awaitable[None]]:
+    # The embedding cache is keyed by sha256 of the chunk text: the key alone confirms the text.
+    await w.agent_sql("INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, updated_at) "
+                      "VALUES ('hashing', 'm', 'local', ?, x'00000000', 1)",
+                      hashlib.sha256(SECRET.encode()).hexdigest())
+    return lambda: w.agent_sql("DELETE FROM memory_embedding_cache WHERE provider = 'hashing'")
+
+
+async def _plant_preimage(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql("INSERT INTO memory_backups(created_at, content, content_hash) VALUES (1, ?, 'h')",
+                      f"# Memory\n- {SECRET}\n")
+    return lambda: w.agent_sql("DELETE FROM memory_backups")
+
+
+async def _plant_plain_record(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql("INSERT INTO memory_session_tombstones(session_id, agent_id, reason, created_at) "
+                      "VALUES ('sess-nora-1', 'main', 'forgotten', 1)")
+    return lambda: w.agent_sql("DELETE FROM memory_session_tombstones WHERE session_id = 'sess-nora-1'")
+
+
+PLANTS = {
+    "retention_row": (_plant_retention_row, "derivability", "retention:retention_objects.content"),
+    "provenance_hash": (_plant_edge_hash, "derivability", "retention:retention_objects.provenance_hash"),
+    "provenance_sub_day_time": (_plant_edge_time, "derivability", "retention:retention_objects.provenance_at"),
+    "memory_file": (_plant_memory_file, "derivability", "agent main:workspace/MEMORY.md"),
+    "corpus_line": (_plant_corpus_line, "derivability",
+                    "agent main:workspace/memory/.dreams/session-corpus/2026-09-22.txt"),
+    "staged_entry": (_plant_staged_entry, "derivability", "agent main:short_term_entries.snippet"),
+    "staged_claim_hash": (_plant_claim_hash, "derivability", "agent main:short_term_entries.claim_hash"),
+    "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
+    "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
+    "preimage": (_plant_preimage, "derivability", "agent main:memory_backups.content"),
+    "plain_forgotten_record": (_plant_plain_record, "derivability", "agent main:memory_session_tombstones.session_id"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTS))
+async def test_the_verifier_fails_for_erased_data_planted_in_each_artifact_kind(world: World, redis, kind) -> None:
+    plant, check, location = PLANTS[kind]
+    undo = await plant(world)
+    failed = await service.run_verify(world.settings, redis, world.subject)
+    assert not failed.verified
+    assert location in _failing(failed, check)
+    await undo()
+    passed = await service.run_verify(world.settings, redis, world.subject)
+    assert passed.verified, passed
+
+
+async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(world: World, redis) -> None:
+    undo = await _plant_edge_time(world)
+    failed = await service.run_verify(world.settings, redis)
+    assert "retention:retention_objects: tombstoned provenance keeps a sub-day time" in _failing(
+        failed, "provenance_invariant")
+    await undo()
+    assert (await service.run_verify(world.settings, redis)).verified
+
+
+async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(world: World, redis) -> None:
+    snippet = snippets([SECRET])[0]
+    vector = HashingEmbedder(world.settings.index.embedding.dims).embed_one(snippet)
+    await world.agent_sql("INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, "
+                          "updated_at) VALUES ('hashing', 'm', 'local', 'opaque', ?, 1)", to_blob(vector))
+    failed = await service.run_verify(world.settings, redis, world.subject)
+    assert "agent main:memory_embedding_cache.embedding" in _failing(failed, "embeddings")
+    await world.agent_sql("DELETE FROM memory_embedding_cache WHERE hash = 'opaque'")
+    assert (await service.run_verify(world.settings, redis, world.subject)).verified
+
+
+# --- physical --------------------------------------------------------------------------------------
+
+PHYSICAL = "zebra crossing physical proof 7781 under the old viaduct"
+
+
+def _raw(path) -> bytes:
+    data = b""
+    for suffix in ("", "-wal"):
+        try:
+            data += (path.parent / (path.name + suffix)).read_bytes()
+        except FileNotFoundError:
+            pass
+    return data
+
+
+async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after(settings, redis) -> None:
+    await service.write_object(settings, redis, USER, PHYSICAL, now=T0)
+    db = retention_db_path(settings)
+    # An idle reader keeps the WAL (and the pre-delete page images in it) from being folded
+    # away when the writer closes: the state a busy daemon's store is in between compactions.
+    reader = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        reader.execute("SELECT count(*) FROM retention_objects").fetchone()  # attaches it to the WAL
+        request = EraseRequest(scope=USER)
+        _, subject = await service.plan_erase(settings, request)
+        receipt = await service.run_erase(settings, redis, request, verify=False)
+        assert receipt.state == "complete" and (await service.read_scope(settings, USER)).state == "missing"
+        assert PHYSICAL.encode() in _raw(db)  # deleted, but its bytes are still on disk
+
+        verification = await service.run_verify(settings, redis, subject)
+
+        physical = next(c for c in verification.checks if c.name == "physical")
+        assert physical.passed and physical.count == 0 and "snippets searched" in physical.note
+        assert PHYSICAL.encode() not in _raw(db)
+        assert verification.verified
+    finally:
+        reader.close()
+
+
+async def test_the_physical_check_fails_while_the_text_is_still_stored(settings, redis) -> None:
+    await service.write_object(settings, redis, "tenant:default:user:other", f"quoting: {PHYSICAL}")
+    subject = VerifySubject(contents=(PHYSICAL,))
+    verification = await service.run_verify(settings, redis, subject)
+    assert "retention:retention.sqlite" in _failing(verification, "physical")
+    assert not verification.verified
+
+
+async def test_verify_with_an_unknown_receipt_is_a_usage_error(settings, redis) -> None:
+    from daemon.errors import UsageError
+
+    with pytest.raises(UsageError, match="no erasure receipt"):
+        await service.run_verify(settings, redis, receipt_id="rcpt-missing")

@@ -1,0 +1,134 @@
+"""Job functions on a real arq worker (in-process, burst mode) over real Redis and real stores:
+payload validation before anything runs, JSON on the wire, idempotent reruns, erase TTLs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from daemon.client import MemorydClient
+from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name, request_job_id
+from daemon.service import arq_pool
+from daemon.settings import Settings
+from tests.builders import Msg, SessionStoreBuilder
+from tests.daemon_harness import cleanup_redis
+from workers.settings import MemorydWorker, worker_kwargs
+
+
+@pytest.fixture
+def world(settings: Settings, store_builder: SessionStoreBuilder, redis_url: str):
+    store_builder.add("agent:main:main", "s-one", [Msg("user", "Remember the orchard rota changes on Tuesdays."),
+                                                   Msg("assistant", "Noted: the orchard rota changes on Tuesdays.")],
+                      chatType="direct", participants=[{"actorId": "nora"}])
+    queue = queue_name(settings.daemon.host_id)
+    job_ids: list[str] = []
+    yield settings, queue, job_ids
+    cleanup_redis(redis_url, [settings.daemon.host_id], [], job_ids)
+
+
+async def run_jobs(settings: Settings, queue: str, agents: frozenset[str] = frozenset({"main"})) -> MemorydWorker:
+    """Run the queue empty with the daemon's own worker configuration."""
+    pool = arq_pool(settings, queue)
+    ctx: dict[str, Any] = {"settings": settings, "agents": agents, "host_id": settings.daemon.host_id}
+    worker = MemorydWorker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool)
+    try:
+        await worker.main()
+    finally:
+        await pool.aclose(close_connection_pool=True)
+    return worker
+
+
+async def enqueue_and_run(settings: Settings, queue: str, job_ids: list[str], function: str,
+                          payload: Any, **kw: Any):
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue(function, payload, queue=queue, **kw)
+        job_ids.append(job.job_id)
+        await run_jobs(settings, queue)
+        return await client.job(job.job_id)
+
+
+@pytest.mark.parametrize(("payload", "message"), [
+    ({"agent": "main", "sessions": ["s-one"], "bogus": True}, "JobPayloadError: forget: payload.bogus: unknown field"),
+    ({"agent": "main"}, "JobPayloadError: forget: memory forget requires a session, hook source, or participant"),
+    ({"agent": "../main", "sessions": ["s-one"]}, "JobPayloadError: forget: agent: invalid agent id '../main'"),
+    ({"agent": "main", "sessions": ["a/b"]}, "JobPayloadError: forget: sessions: invalid session id or key 'a/b'"),
+    (["main", "s-one"], "JobPayloadError: forget: payload must be a JSON object, got list"),
+])
+async def test_a_bad_forget_payload_fails_clearly_and_changes_nothing(world, payload, message):
+    settings, queue, job_ids = world
+    db_path = settings.state_dir / "agents" / "main" / "memory.sqlite"
+    report = await enqueue_and_run(settings, queue, job_ids, FORGET, payload)
+    assert report.state == "failed"
+    assert report.error is not None and report.error.startswith(message)
+    assert report.exit_code() == 2
+    assert report.tries == 1  # a bad payload is not retried
+    assert not db_path.exists()  # nothing ran: not even the store was opened
+    assert not (settings.state_dir / "agents" / "main" / "workspace").exists()
+
+
+async def test_a_job_for_an_agent_this_host_does_not_serve_is_refused(world):
+    settings, queue, job_ids = world
+    report = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "other", "sessions": ["s-one"]})
+    assert report.state == "failed"
+    assert report.error == f"AgentNotServed: forget: agent 'other' is not served by host {settings.daemon.host_id!r}"
+    assert not (settings.state_dir / "agents" / "other").exists()
+
+
+async def test_unknown_fields_fail_the_sweep_jobs_too(world):
+    settings, queue, job_ids = world
+    report = await enqueue_and_run(settings, queue, job_ids, INGEST_SWEEP, {"agent": "main", "full": True})
+    assert report.state == "failed"
+    assert report.error == "JobPayloadError: ingest_sweep: payload.full: unknown field"
+
+
+async def test_a_rerun_of_the_same_forget_converges(world):
+    settings, queue, job_ids = world
+    payload = {"agent": "main", "sessions": ["s-one"]}
+    first = await enqueue_and_run(settings, queue, job_ids, FORGET, payload)
+    again = await enqueue_and_run(settings, queue, job_ids, FORGET, payload, request_id="rerun")
+    assert first.state == again.state == "complete"
+    assert first.result is not None and again.result is not None
+    assert first.result["sessionIds"] == again.result["sessionIds"] == ["s-one"]
+    assert first.job_id != again.job_id
+
+
+async def test_jobs_travel_as_json_never_pickle(world, redis):
+    settings, queue, job_ids = world
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue)
+        job_ids.append(job.job_id)
+        raw = await redis.get(f"arq:job:{job.job_id}")
+        assert orjson.loads(raw)["a"] == [{"agent": "main", "sessions": ["s-one"], "dry_run": True}]
+        await run_jobs(settings, queue)
+        result = orjson.loads(await redis.get(f"arq:result:{job.job_id}"))
+    assert result["s"] is True and result["r"]["dryRun"] is True
+
+
+async def test_erase_arguments_and_results_expire_with_the_erase_ttl(world, redis):
+    settings, queue, job_ids = world
+    ttl_ms = settings.retention.erase_result_ttl_s * 1000
+    payload = {"scope": f"user:u-{settings.daemon.host_id}", "dry_run": True}
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue(ERASE, payload, queue=queue, expires_s=settings.retention.erase_result_ttl_s)
+        job_ids.append(job.job_id)
+        assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= ttl_ms
+        await run_jobs(settings, queue)
+        report = await client.job(job.job_id)
+    assert report.state in ("complete", "failed")
+    assert 0 < await redis.pttl(f"arq:result:{job.job_id}") <= ttl_ms
+    assert await redis.exists(f"arq:job:{job.job_id}") == 0
+
+
+async def test_an_erase_given_up_before_running_keeps_its_result_only_for_the_erase_ttl(world, redis):
+    settings, queue, job_ids = world
+    payload = {"scope": "user:u-given-up"}
+    job_id = request_job_id(ERASE, payload)
+    job_ids.append(job_id)
+    async with MemorydClient.connect(settings) as client:
+        await client.redis.enqueue_job(ERASE, payload, _job_id=job_id, _queue_name=queue, _job_try=99)
+        await run_jobs(settings, queue)
+        report = await client.job(job_id)
+    assert report.state == "failed" and "max 5 retries exceeded" in (report.error or "")
+    assert 0 < await redis.pttl(f"arq:result:{job_id}") <= settings.retention.erase_result_ttl_s * 1000
