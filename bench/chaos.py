@@ -46,6 +46,10 @@ HOST = "chaos-host"
 LOCK_TTL_MS = 3000
 JOB_TIMEOUT_S = 8  # arq re-runs a killed job once its in-progress key (timeout + 10 s) expires
 DRAIN_S = 90.0  # bound of the final drain
+# Failures a fault may cause and a rerun cures (Redis gone mid-run, a lease lost or fenced off,
+# a file changed under the purge). Anything else failing a forget is a bug.
+TRANSIENT_ERRORS = frozenset({"OperationFailed", "LockLost", "LockTimeout", "FencedOut", "WriteConflict",
+                              "SourceChanged"})
 VICTIMS = [f"s{i:02d}" for i in range(8)]  # sessions forget may select
 KEEPERS = [f"s{i:02d}" for i in range(8, 12)]  # sessions no forget ever names
 PARTICIPANTS = {sid: f"p{i % 4}" for i, sid in enumerate(VICTIMS)} | {sid: f"k{sid}" for sid in KEEPERS}
@@ -129,8 +133,10 @@ class Daemon:
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
         self.killed: list[tuple[int, float]] = []  # (pid, when) of SIGKILLed daemons
+        self.log_offset = 0
 
     def start(self) -> None:
+        self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("NOTIFY_SOCKET", None)
         with self.log_path.open("ab") as log:
@@ -143,6 +149,14 @@ class Daemon:
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
+
+    def refused_start(self) -> bool:
+        """Did the last run exit 1 refusing to start because Redis was down (as designed; systemd's
+        Restart=on-failure starts it again)? Anything else is a crash."""
+        with self.log_path.open("rb") as fh:
+            fh.seek(self.log_offset)
+            tail = fh.read().decode(errors="replace")
+        return self.exited() == 1 and "memoryd: error: redis_url" in tail and "Traceback" not in tail
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -161,7 +175,8 @@ class Daemon:
 
 # --- the world and its model -------------------------------------------------------------------
 
-def write_config(path: Path, state_dir: Path, sessions_root: Path, redis_url: str) -> None:
+def write_config(path: Path, state_dir: Path, sessions_root: Path, redis_url: str,
+                 job_timeout_s: float = JOB_TIMEOUT_S) -> None:
     path.write_text(f"""state_dir = "{state_dir}"
 sessions_root = "{sessions_root}"
 redis_url = "{redis_url}"
@@ -191,7 +206,7 @@ metrics_listen = "127.0.0.1:0"
 schedule = true
 poll_delay_s = 0.02
 max_jobs = 4
-job_timeout_s = {JOB_TIMEOUT_S}
+job_timeout_s = {job_timeout_s}
 shutdown_grace_s = 1.0
 redis_retry_max_s = 0.5
 
@@ -229,8 +244,11 @@ class Tally:
     faults_mid_forget: int = 0  # kills / Redis restarts that hit a running forget job
     lock_samples: int = 0
     promoted_watched: int = 0
+    embeddings_watched: int = 0  # cached embeddings of forgotten sessions that had to go
+    refused_starts: int = 0  # starts refused because Redis was restarting (exit 1, started again)
     violations: list[str] = field(default_factory=list)
     failures_seen: dict[str, int] = field(default_factory=dict)  # job error class -> count (then retried)
+    failure_examples: dict[str, str] = field(default_factory=dict)  # job error class -> first message
 
 
 class World:
@@ -285,7 +303,7 @@ class Observed:
     chunk_hashes: dict[str, set[str]] = field(default_factory=dict)  # sid -> content hashes of its chunks
 
 
-def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]) -> dict[str, Any]:
+def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str]) -> dict[str, Any]:
     def count(sql: str, params: tuple[Any, ...] = ()) -> int:
         return int(conn.execute(sql, params).fetchone()[0])
 
@@ -319,6 +337,9 @@ def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]
               "(SELECT rowid FROM memory_index_chunks)")
     if n:
         facts["leaks"].append(f"memory_index_vectors: {n} vectors of removed chunks")
+    for sid in live:
+        facts["hashes"][sid] = {h for (h,) in conn.execute(
+            "SELECT hash FROM memory_index_chunks WHERE session_id = ? OR text LIKE ?", (sid, f"%{token(sid)}%"))}
     for sid in watch:
         # Staged claims (one per ingested message) whose whole lineage is in sessions no forget
         # names. (Dreaming's own REM/light entries are recomputed each run, so they come and go.)
@@ -327,8 +348,6 @@ def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]
             "AND entry_key NOT IN "
             f"(SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({','.join('?' * len(watch))}))",
             (sid, *watch))
-        facts["hashes"][sid] = {h for (h,) in conn.execute(
-            "SELECT hash FROM memory_index_chunks WHERE session_id = ? OR text LIKE ?", (sid, f"%{token(sid)}%"))}
     marks_w = ",".join("?" * len(watch))
     facts["keeper_claims"] = {k for (k,) in conn.execute(
         "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%' AND entry_key "
@@ -377,7 +396,8 @@ async def check_invariants(settings: Any, done: set[str], watch: list[str], obs:
     if paths.db_path.exists():
         store = await Store.open(paths.db_path, readonly=True)
         try:
-            facts = await store.read(_store_facts, sorted(done), tokens, watch)
+            live = [s for s in VICTIMS + KEEPERS if s not in done]
+            facts = await store.read(_store_facts, sorted(done), tokens, watch, live)
         finally:
             await store.close()
     if facts is not None:
@@ -489,6 +509,9 @@ async def poll_pending(client: Any, pending: list[Pending], done: set[str], tall
             if report.state == "failed":
                 name = (report.error or "?").split(":", 1)[0]
                 tally.failures_seen[name] = tally.failures_seen.get(name, 0) + 1
+                tally.failure_examples.setdefault(name, report.error or "")
+                if name not in TRANSIENT_ERRORS:
+                    tally.violations.append(f"forget {job.request} failed unexpectedly: {report.error}")
                 job.attempt += 1
             try:
                 enq = await client.enqueue(FORGET, job.request, queue=queue,
@@ -502,7 +525,8 @@ async def poll_pending(client: Any, pending: list[Pending], done: set[str], tall
     return still
 
 
-async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: bool) -> Tally:
+async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: bool = False,
+                   job_timeout_s: float = JOB_TIMEOUT_S, forget_rate: float = 0.35) -> Tally:
     from daemon.client import MemorydClient
     from daemon.constants import LOCK_KEY
     from daemon.errors import MemorydError
@@ -515,7 +539,7 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
     redis = PrivateRedis(root / "redis").start()
     world = World(root, rng)
     config = root / "memoryd.toml"
-    write_config(config, root / "state", world.sessions_root, redis.url)
+    write_config(config, root / "state", world.sessions_root, redis.url, job_timeout_s)
     settings = load_settings(config)
     daemon = Daemon(config, root / "daemon.log")
     daemon.start()
@@ -535,7 +559,7 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
                 for sid in rng.sample(VICTIMS + KEEPERS, rng.randint(1, 3)):
                     world.append(sid, rng.randint(1, 2))
                     tally.appends += 1
-                if rng.random() < 0.35:
+                if rng.random() < forget_rate:
                     request, targets = world.random_request()
                     named |= targets
                     try:
@@ -568,7 +592,10 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
                     daemon.start()
                 code = daemon.exited()
                 if code is not None:
-                    tally.violations.append(f"round {r}: the daemon exited by itself with {code}")
+                    if daemon.refused_start():
+                        tally.refused_starts += 1  # started while its Redis restarted
+                    else:
+                        tally.violations.append(f"round {r}: the daemon exited by itself with {code}")
                     daemon.start()
                 pending = await poll_pending(client, pending, done, tally, queue)
                 await check_invariants(settings, done, KEEPERS, obs, tally, f"round {r}", False, world)
@@ -580,7 +607,10 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
             while time.monotonic() < deadline:
                 pending = await poll_pending(client, pending, done, tally, queue)
                 if daemon.exited() is not None:
-                    tally.violations.append(f"drain: the daemon exited by itself with {daemon.exited()}")
+                    if daemon.refused_start():
+                        tally.refused_starts += 1
+                    else:
+                        tally.violations.append(f"drain: the daemon exited by itself with {daemon.exited()}")
                     daemon.start()
                 staged_all = await _keepers_staged(settings, world)
                 if not pending and staged_all:
@@ -591,6 +621,7 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
             await asyncio.sleep(2.5)  # two more scheduled sweeps: nothing may come back
             await check_invariants(settings, done, KEEPERS, obs, tally, "final", True, world)
             tally.promoted_watched = len(obs.promoted)
+            tally.embeddings_watched = sum(len(obs.chunk_hashes.get(s, ())) for s in done)
     finally:
         stop.set()
         await watcher
@@ -632,10 +663,12 @@ async def _keepers_staged(settings: Any, world: World) -> bool:
 
 def format_table(t: Tally, elapsed_s: float) -> str:
     rows = [("rounds", t.rounds), ("daemon kills (SIGKILL)", t.kills), ("Redis restarts (nosave)", t.redis_restarts),
+            ("starts refused while Redis restarted", t.refused_starts),
             ("transcript appends", t.appends), ("forget jobs enqueued", t.forget_enqueued),
             ("faults during a running forget", t.faults_mid_forget),
             ("forget jobs re-enqueued", t.forget_reenqueued), ("forget jobs completed", t.forget_completed),
             ("lock holder samples", t.lock_samples), ("promoted entries watched", t.promoted_watched),
+            ("embeddings of forgotten sessions watched", t.embeddings_watched),
             ("invariant checks", t.checks), ("violations", len(t.violations)), ("wall time (s)", f"{elapsed_s:.0f}")]
     width = max(len(k) for k, _ in rows)
     lines = [f"| {'measure'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
@@ -648,6 +681,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=200, help="fault rounds (default 200)")
     ap.add_argument("--seconds", type=float, default=1.0, help="longest pause before a round's fault")
     ap.add_argument("--seed", type=int, default=1, help="random seed (a run is reproducible up to timing)")
+    ap.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT_S,
+                    help="daemon.job_timeout_s; a killed job runs again after it plus 10 s")
+    ap.add_argument("--forget-rate", type=float, default=0.35, help="chance a round enqueues a forget")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, state) afterwards")
     ap.add_argument("--verbose", action="store_true", help="one line per round")
     a = ap.parse_args(argv)
@@ -657,7 +693,8 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="memoryd-chaos-"))
     started = time.monotonic()
     try:
-        tally = asyncio.run(campaign(a.rounds, a.seconds, a.seed, root, a.verbose))
+        tally = asyncio.run(campaign(a.rounds, a.seconds, a.seed, root, a.verbose, a.job_timeout,
+                                     a.forget_rate))
     finally:
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -665,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
     if tally.failures_seen:
         print("forget runs that failed and were re-enqueued: "
               + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items())))
+    for name, example in sorted(tally.failure_examples.items()):
+        print(f"  first {name}: {example[:300]}")
     for v in tally.violations[:50]:
         print(f"VIOLATION {v}")
     if a.keep:

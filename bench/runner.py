@@ -139,17 +139,21 @@ class Context:
         path.mkdir(parents=True)
         return path
 
+    def settings_data(self, state_dir: Path, **overrides: Any) -> dict[str, Any]:
+        """The overrides `settings` loads, as plain JSON values (a worker process rebuilds them)."""
+        data: dict[str, Any] = {
+            "state_dir": str(state_dir), "sessions_root": str(self.corpus.root), "redis_url": self.redis_url,
+            "daemon": {"host_id": f"bench-{self.unique}", "poll_delay_s": 0.01},
+            "ingest": {"max_messages_per_sweep": 10**9, "max_messages_per_file": 10**9},
+        }
+        data.update({k: str(v) if isinstance(v, Path) else v for k, v in overrides.items()})
+        return data
+
     def settings(self, state_dir: Path, **overrides: Any) -> Any:
         """memoryd settings for a bench store over the corpus: no per-sweep caps, FTS only."""
         from daemon.settings import load_settings
 
-        data: dict[str, Any] = {
-            "state_dir": state_dir, "sessions_root": self.corpus.root, "redis_url": self.redis_url,
-            "daemon": {"host_id": f"bench-{self.unique}", "poll_delay_s": 0.01},
-            "ingest": {"max_messages_per_sweep": 10**9, "max_messages_per_file": 10**9},
-        }
-        data.update(overrides)
-        return load_settings(None, **data)
+        return load_settings(None, **self.settings_data(state_dir, **overrides))
 
 
 def run_async(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:

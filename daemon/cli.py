@@ -46,7 +46,8 @@ _register_commands()
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="memoryd", standalone_mode=False)
+        # Without standalone mode click returns ctx.exit()'s code instead of exiting.
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="memoryd", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("memoryd: aborted", err=True)
         return 1
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
-    return 0
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

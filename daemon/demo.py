@@ -36,6 +36,7 @@ class DemoSession:
     turns: tuple[tuple[str, str], ...]  # (role, text); role "user" is the owner unless `speaker:` prefixed
     meta: dict[str, Any] = field(default_factory=dict)
     archive_turns: tuple[tuple[str, str], ...] = ()  # an earlier generation kept as a reset archive
+    owner: bool = True  # user turns are the operator's own (senderIsOwner), not a contact's
 
 
 def _p(actor: str, ns: str = "profile") -> dict[str, str]:
@@ -61,7 +62,7 @@ DEMO_AGENTS: dict[str, tuple[DemoSession, ...]] = {
             ("user", "Please remember that I prefer calls after 15:00 on weekdays."),
             ("assistant", "Noted: calls with you after 15:00 on weekdays."),
         ), {"sessionKind": "interactive", "chatType": "direct", "channel": "signal",
-            "participants": [_p("omar")], "origin": {"provider": "signal", "from": "omar"}}),
+            "participants": [_p("omar")], "origin": {"provider": "signal", "from": "omar"}}, owner=False),
         DemoSession("agent:main:slack:group:launch-room", "slack-launch-0001", (
             ("user", "nora: The lighthouse launch moves to May 12; marketing needs the final copy by May 5."),
             ("assistant", "Recorded: lighthouse launch on May 12, final copy due May 5."),
@@ -139,12 +140,12 @@ def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False) + "\n"
 
 
-def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int) -> str:
+def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int, owner: bool = True) -> str:
     out = [_line({"type": "session", "version": 3, "id": sid, "cwd": "/srv/agent"})]
     for i, (role, text) in enumerate(turns):
         msg: dict[str, Any] = {"role": role, "content": text, "timestamp": start_ms + i * 45_000}
         # Owner turns are the operator's own words; a prefixed speaker in a group is someone else.
-        if role == "user" and ":" not in text.split(" ", 1)[0]:
+        if owner and role == "user" and ":" not in text.split(" ", 1)[0]:
             msg["__openclaw"] = {"senderIsOwner": True}
         out.append(_line({"type": "message", "id": f"{sid}-{i}", "parentId": f"{sid}-{i - 1}" if i else None,
                           "message": msg}))
@@ -165,7 +166,9 @@ def config_text(directory: Path, redis_url: str) -> str:
         "\n"
         "[ingest]\ninterval_s = 30.0\n"
         "\n"
-        "[index]\ninterval_s = 30.0\n# Transcripts are indexed too, so search finds what the example chats said.\nsources = [\"memory\", \"sessions\"]\n"
+        "[index]\ninterval_s = 30.0\n"
+        "# Transcripts are indexed too, so search finds what the example chats said.\n"
+        'sources = ["memory", "sessions"]\n'
         "\n"
         "[dreaming]\ninterval_s = 120.0\n"
         "\n"
@@ -183,6 +186,11 @@ def write_demo(directory: Path, *, redis_url: str = DEFAULT_REDIS_URL, force: bo
         raise UsageError(f"{directory}: already holds a memoryd.toml or a session store; "
                          "pick an empty directory or pass --force to rewrite the example")
     directory.mkdir(parents=True, exist_ok=True)
+
+    def write(path: Path, text: str) -> None:
+        # Atomic, 0600, no symlinks followed below `directory`; no hash check: these are new files.
+        commit_file(path, text.encode(), expected_hash=None, root=directory)
+
     # Yesterday, so the sessions fall inside every default lookback window.
     base = (now_ms if now_ms is not None else int(time.time() * 1000)) // DAY_MS * DAY_MS - DAY_MS
     agents: list[DemoAgent] = []
@@ -195,17 +203,15 @@ def write_demo(directory: Path, *, redis_url: str = DEFAULT_REDIS_URL, force: bo
             start = base + n * 3_600_000
             store[s.key] = {"sessionId": s.session_id, "createdAt": start,
                             "updatedAt": start + len(s.turns) * 45_000, **s.meta}
-            commit_file(sdir / f"{s.session_id}.jsonl", _transcript(s.session_id, s.turns, start).encode(),
-                        expected_hash=None, root=directory)
+            write(sdir / f"{s.session_id}.jsonl", _transcript(s.session_id, s.turns, start, s.owner))
             if s.archive_turns:
                 archives += 1
                 stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime((start - DAY_MS) / 1000))
-                name = f"{s.session_id}.jsonl.reset.{stamp}.000Z"
-                commit_file(sdir / name, _transcript(s.session_id, s.archive_turns, start - DAY_MS).encode(),
-                            expected_hash=None, root=directory)
-        commit_file(sdir / "sessions.json", (json.dumps(store, indent=2) + "\n").encode(), expected_hash=None, root=directory)
+                write(sdir / f"{s.session_id}.jsonl.reset.{stamp}.000Z",
+                      _transcript(s.session_id, s.archive_turns, start - DAY_MS, s.owner))
+        write(sdir / "sessions.json", json.dumps(store, indent=2) + "\n")
         agents.append(DemoAgent(agent=agent, sessions=len(store), archives=archives, sessions_dir=str(sdir)))
-    commit_file(config, config_text(directory, redis_url).encode(), expected_hash=None, root=directory)
+    write(config, config_text(directory, redis_url))
     return DemoReport(directory=str(directory), config=str(config), sessions_root=str(sessions_root),
                       state_dir=str(directory / "state"), redis_url=redis_url, agents=agents,
                       excluded_hook_sources=["gmail"])

@@ -8,6 +8,10 @@ from daemon.errors import UsageError
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 MAX_SESSION_ID_CHARS = 512
+# Anything session_id_problem objects to: one regex search clears a good id (a listing checks
+# every id of sessions.json on each sweep); a bad one takes the ordered checks for its message.
+_SESSION_ID_SUSPECT = re.compile(r"[\x00-\x1f/\\\ud800-\udfff]|\.\.|^\.$")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def validate_agent_id(agent_id: str, *, field: str = "agent") -> str:
@@ -20,6 +24,8 @@ def session_id_problem(session_id: object) -> str | None:
     """Why a session id is unsafe to use, or None. Session ids name transcript files."""
     if not isinstance(session_id, str) or not session_id:
         return "must be a non-empty string"
+    if len(session_id) <= MAX_SESSION_ID_CHARS and _SESSION_ID_SUSPECT.search(session_id) is None:
+        return None
     if len(session_id) > MAX_SESSION_ID_CHARS:
         return f"longer than {MAX_SESSION_ID_CHARS} characters"
     if "/" in session_id or "\\" in session_id:
@@ -35,7 +41,7 @@ def session_id_problem(session_id: object) -> str | None:
 
 def has_surrogate(text: str) -> bool:
     """A lone surrogate (invalid UTF-8 in argv decodes to one) cannot be stored or sent as JSON."""
-    return any("\ud800" <= c <= "\udfff" for c in text)
+    return _SURROGATE.search(text) is not None
 
 
 def validate_session_id(session_id: str, *, field: str = "session") -> str:

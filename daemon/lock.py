@@ -125,7 +125,13 @@ class WorkspaceLock:
                                   f"{self.workspace_dir} (held by {holder or 'unknown'})")
             await anyio.sleep(LOCK_RETRY_S)
         floor = int(time.time() * 1_000_000)
-        fence = int(await _eval(self.redis, _NEXT_FENCE, FENCE_KEY.format(workspace=self.key), floor))
+        try:
+            fence = int(await _eval(self.redis, _NEXT_FENCE, FENCE_KEY.format(workspace=self.key), floor))
+        except RedisError as exc:
+            # Without a fence the lease is useless: give it back (best effort) rather than make
+            # the next writer wait out its TTL, and fail like any other Redis outage.
+            await self._release(Lease(self.key, token, 0, started, 0.0))
+            raise OperationFailed(f"workspace lock: Redis unavailable: {exc}") from exc
         now = time.monotonic()
         return Lease(self.key, token, fence, now, now - started)
 

@@ -140,7 +140,10 @@ class Service:
                 self._metrics_server, self.state.metrics_port = metrics.serve(s.daemon.metrics_listen)
             except (OSError, ValueError) as exc:
                 raise OperationFailed(f"daemon.metrics_listen {s.daemon.metrics_listen}: {exc}") from None
-        await self._publish()
+        try:
+            await self._publish()
+        except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
+            raise OperationFailed(f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}") from None
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
         # arq logs each job's arguments at INFO; payloads name sessions and people, so keep
         # arq's own job lines out and log one line per job ourselves (workers.base.observed).

@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.baselines import orjson_parse
+import anyio
+import orjson
+
+from bench.baselines import noop, orjson_parse
 from bench.corpus import generate
 from bench.runner import Context, at_least, at_most
 from daemon.sessions.json_store import JsonSessionSource
@@ -54,6 +57,12 @@ def test_ratio_rows_pass_and_fail_on_the_stated_factor(tmp_path: Path) -> None:
     calls: list[str] = []
     samples = ctx.interleaved(lambda: calls.append("a") or 1.0, lambda: calls.append("b") or 2.0)
     assert samples == [[1.0] * 3, [2.0] * 3] and calls == ["a", "b"] * 4
+
+
+def test_noop_job_returns_a_result_of_the_size_asked_for() -> None:
+    # The forget_job baseline stores and reads a result as large as the forget report.
+    assert len(orjson.dumps(anyio.run(noop, {}, {"result_bytes": 3_000}))) == 3_000 + len('{"pad":""}')
+    assert anyio.run(noop, {}, None) == {}
 
 
 def test_bench_cli_runs_a_baseline_scenario_and_writes_json_rows(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ PATH_TRICKS = ["../escape", "..", ".", "a/b", "a\\b", "/etc/passwd", "x\x00y", "
                "..hidden", "sess..ion", "\u202e", "ses\u2028sion", "x" * 600, "normal-id", "CON", "a.jsonl"]
 json_scalar = (st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12) | st.sampled_from(PATH_TRICKS))
-json_values = st.recursive(json_scalar, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
+json_values = st.one_of(json_scalar, st.lists(json_scalar, max_size=2),
+                        st.dictionaries(st.text(max_size=6), json_scalar, max_size=2))
 
 
 @st.composite
@@ -35,7 +35,7 @@ def session_entries(draw):
     entry = draw(st.dictionaries(st.sampled_from(
         ["sessionKind", "chatType", "channel", "hookExternalContentSource", "createdAt", "updatedAt",
          "participants", "origin", "delivery", "spawnedBy", "accountId", "sessionStartedAt"]), json_values,
-        max_size=6))
+        max_size=4))
     if draw(st.booleans()):
         entry["sessionId"] = draw(st.one_of(st.sampled_from(PATH_TRICKS), json_scalar))
     if draw(st.booleans()):
@@ -44,7 +44,7 @@ def session_entries(draw):
     return entry
 
 
-stores = st.dictionaries(st.text(max_size=20), st.one_of(session_entries(), json_values), max_size=8)
+stores = st.dictionaries(st.text(max_size=20), st.one_of(session_entries(), json_values), max_size=5)
 
 
 def _source(tmp_path: Path) -> JsonSessionSource:

@@ -10,6 +10,7 @@ import selectors
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -63,7 +64,8 @@ def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw
         jobs_md = (ROOT / "docs" / "jobs.md").read_text()
         code = re.search(r"<!-- example: raw-client -->\n```python\n(.*?)```", jobs_md, re.S)
         assert code
-        example = subprocess.run(["python", "-c", code[1]], env=env, capture_output=True, text=True, timeout=60)
+        example = subprocess.run([sys.executable, "-c", code[1]], env=env, capture_output=True, text=True,
+                                 timeout=60)
         assert example.returncode == 0, example.stderr
         assert example.stdout.startswith("ok ") and '"sessionIds": ["sig-omar-0001"]' in example.stdout
     finally:

@@ -131,3 +131,53 @@ async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentia
     finally:
         server.proc.kill()
         server.proc.wait(5)
+
+
+def test_a_daemon_whose_acl_user_cannot_register_refuses_to_start_with_one_line(tmp_path):
+    """Found by bench/chaos.py (Redis restarting between the start-up probe and the host's
+    registration) and reproduced here with an ACL user that may PING but not write: `memoryd run`
+    died with a traceback instead of its one-line refusal."""
+    import os
+    import sys
+
+    from tests.daemon_harness import REPO, write_config
+
+    server = PrivateRedis(tmp_path / "ping-only", extra_args=(
+        "--user", "default", "off", "--user", "pinger", "on", f">{PASSWORD}", "~*", "+ping", "+hello", "+client")
+    ).start()
+    try:
+        config = write_config(tmp_path / "memoryd.toml", state_dir=tmp_path / "state",
+                              sessions_root=tmp_path / "sessions", redis_url=_url(server, f"pinger:{PASSWORD}"),
+                              host_id="ping-only")
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("NOTIFY_SOCKET", None)
+        done = subprocess.run([sys.executable, "-m", "daemon.cli", "--config", str(config), "run"], cwd=REPO,
+                              env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        server.proc.kill()
+        server.proc.wait(5)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr, done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("memoryd: error:")]
+    assert "cannot publish this host" in line and PASSWORD not in done.stderr
+
+
+async def test_a_lease_whose_fence_cannot_be_drawn_fails_as_a_redis_outage(tmp_path):
+    """Found by bench/chaos.py: Redis went away between taking the lease and drawing its fence,
+    and the forget failed with a raw `ConnectionError` (not a memoryd error). Reproduced with an
+    ACL user that may SET and GET but not run scripts."""
+    server = PrivateRedis(tmp_path / "no-scripts", extra_args=(
+        "--user", "default", "off",
+        "--user", "noscript", "on", f">{PASSWORD}", "~*", "+@all", "-@scripting")).start()
+    try:
+        redis = await connect_redis(_url(server, f"noscript:{PASSWORD}"))
+        try:
+            lock = WorkspaceLock(redis, tmp_path / "ws", wait_s=1)
+            with pytest.raises(OperationFailed, match="workspace lock: Redis unavailable"):
+                async with lock.hold():
+                    pass
+        finally:
+            await redis.aclose()
+    finally:
+        server.proc.kill()
+        server.proc.wait(5)

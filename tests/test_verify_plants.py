@@ -264,3 +264,17 @@ async def test_verify_with_an_unknown_receipt_is_a_usage_error(settings, redis) 
 
     with pytest.raises(UsageError, match="no erasure receipt"):
         await service.run_verify(settings, redis, receipt_id="rcpt-missing")
+
+
+async def test_the_verify_command_exits_1_when_a_check_fails_and_0_when_all_pass(world: World, redis, tmp_path) -> None:
+    import anyio
+
+    from daemon.cli import main
+
+    cfg = tmp_path / "memoryd.toml"
+    cfg.write_text(f'state_dir = "{world.settings.state_dir}"\nsessions_root = "{world.settings.sessions_root}"\n'
+                   f'redis_url = "{world.settings.redis_url}"\n')
+    undo = await _plant_edge_time(world)
+    assert await anyio.to_thread.run_sync(main, ["--config", str(cfg), "verify", "--json"]) == 1
+    await undo()
+    assert await anyio.to_thread.run_sync(main, ["--config", str(cfg), "verify", "--json"]) == 0

@@ -64,6 +64,14 @@ class MemorydWorker(Worker):
     `keep_result` when the function ran, but a job it gives up on before running (too many
     tries, expired) is stored with the worker-wide default — with its arguments."""
 
+    async def start_jobs(self, job_ids: list[bytes]) -> None:
+        # Redis can lose a running job's in-progress key (a restart without persistence). If the
+        # job is then enqueued again, arq would start a second copy in this same worker, and the
+        # copies' bookkeeping collides (`del job_tasks[id]` fails one of them with a KeyError).
+        # A job this worker is still running stays queued: the running copy's result finishes it.
+        running = {job_id for job_id, task in self.tasks.items() if not task.done()}
+        await super().start_jobs([j for j in job_ids if j.decode() not in running])
+
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
         if job_name_of(job_id) == ERASE:

@@ -68,7 +68,8 @@ request_id_option = click.option("--request-id", default=None,
 
 def register(cli: click.Group) -> None:
     @cli.command("run")
-    @click.option("--log-level", default="INFO", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+    @click.option("--log-level", default="INFO", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
+                  help="Log level for the structured log on stderr.")
     @pass_state
     def run_cmd(state: CliState, log_level: str) -> None:
         """Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async
-from daemon.forget.report import ForgetReport, render_human
+from daemon.errors import OperationFailed, UsageError
+from daemon.forget.report import ForgetReport, VerifiedForgetReport, render_human
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import forget
+from daemon.forget.service import forget, forget_verified
 
 
 def register(cli: click.Group) -> None:
@@ -22,17 +23,27 @@ def register(cli: click.Group) -> None:
     @click.option("--since", default=None, metavar="DATE",
                   help="Only sessions created at or after DATE (ISO date or date-time, or Unix ms).")
     @click.option("--dry-run", is_flag=True, help="Report what would be removed; takes no lock, writes nothing.")
+    @click.option("--verify", is_flag=True,
+                  help="After the purge, run the erasure verifier over the forgotten sessions' content, add its "
+                       "result to the report and exit 1 if it fails (not with --dry-run).")
     @json_option
     @pass_state
     def forget_cmd(state: CliState, agent_id: str, sessions: tuple[str, ...], participants: tuple[str, ...],
-                   hook_sources: tuple[str, ...], since: str | None, dry_run: bool, as_json: bool) -> None:
+                   hook_sources: tuple[str, ...], since: str | None, dry_run: bool, verify: bool,
+                   as_json: bool) -> None:
         """Remove everything memoryd derived from the selected sessions and record them as forgotten.
 
         Deletes immediately unless --dry-run is given (there is no confirmation prompt).
         Source transcripts and archives are never touched.
         """
+        if verify and dry_run:
+            raise UsageError("--verify: cannot be combined with --dry-run (a preview removes nothing to verify)")
         request = ForgetRequest.parse({"agent": agent_id, "sessions": list(sessions),
                                        "participants": list(participants), "hook_sources": list(hook_sources),
                                        "since": since, "dry_run": dry_run})
-        report: ForgetReport = run_async(forget, state.settings, request)
+        report: ForgetReport = run_async(forget_verified if verify else forget, state.settings, request)
         emit(report, as_json, render_human)
+        if isinstance(report, VerifiedForgetReport) and not report.verification.verified:
+            failed = ", ".join(c.name for c in report.verification.checks if not c.passed)
+            raise OperationFailed(f"forget --verify: the purge is done but the verifier failed ({failed}); "
+                                  "see the report's verification for where")

@@ -121,7 +121,7 @@ def register(cli: click.Group) -> None:
         emit(result, as_json, _write_human)
 
     @mem.command("read")
-    @click.option("--scope", required=True)
+    @click.option("--scope", required=True, help="Scope to read (its live objects and their provenance).")
     @json_option
     @pass_state
     def mem_read(state: CliState, scope: str, as_json: bool) -> None:
@@ -129,7 +129,7 @@ def register(cli: click.Group) -> None:
         emit(run_async(service.read_scope, state.settings, scope), as_json, _read_human)
 
     @mem.command("lineage")
-    @click.option("--object", "object_id", required=True, metavar="ID")
+    @click.option("--object", "object_id", required=True, metavar="ID", help="Object whose provenance chain to show.")
     @json_option
     @pass_state
     def mem_lineage(state: CliState, object_id: str, as_json: bool) -> None:
@@ -141,8 +141,8 @@ def register(cli: click.Group) -> None:
         """Legal holds: a held scope (and all under it) is not expired, erased or rewritten."""
 
     @hold.command("add")
-    @click.option("--scope", required=True)
-    @click.option("--reason", required=True)
+    @click.option("--scope", required=True, help="Scope to hold; the hold covers everything under it.")
+    @click.option("--reason", required=True, help="Why the hold exists (e.g. a case number); shown in hold list.")
     @json_option
     @pass_state
     def hold_add(state: CliState, scope: str, reason: str, as_json: bool) -> None:
@@ -151,7 +151,7 @@ def register(cli: click.Group) -> None:
         emit(result, as_json, lambda h: f"Hold {h.hold_id} on {h.scope}: {h.reason}")
 
     @hold.command("release")
-    @click.option("--scope", required=True)
+    @click.option("--scope", required=True, help="Scope whose hold to release.")
     @json_option
     @pass_state
     def hold_release(state: CliState, scope: str, as_json: bool) -> None:

@@ -8,8 +8,8 @@ Order, and why:
 3. derived state: phase signals first (they are derived from staged entries), staged
    entries, checkpoints, seen hashes, then rewrite preimages;
 4. memory files and diaries;
-5. corpus files and origin rows last: while they remain they still identify the remaining
-   work, so a rerun after any failure finds it again.
+5. corpus files, then origin rows and corpus-file records last: while they remain they still
+   identify the remaining work, so a rerun after any failure finds it again.
 
 Every transaction re-reads the lineage first; if another writer changed it, nothing in that
 transaction is applied and the caller re-plans under the same lock.
@@ -31,6 +31,7 @@ from daemon.forget.batched import execute_in
 from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.index.purge import clear_embedding_cache, purge_chunks
+from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.origins import delete_origins_for_entries
 from daemon.store.tombstones import bump_revision, record_tombstones
@@ -93,6 +94,9 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
 def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:
     _check_lineage(conn, plan)
     failpoint("forget.origins")
+    # The corpus-file records go with the origins: until the corpus is clean they still say
+    # where a rerun must look.
+    delete_corpus_files(conn, plan.session_ids)
     return delete_origins_for_entries(conn, plan.agent_id, sorted(plan.lineage.entry_keys))
 
 

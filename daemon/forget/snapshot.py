@@ -3,16 +3,18 @@
 The I/O edge of planning. Store rows are read in one read transaction (a consistent
 snapshot) and only through indexes where an index can answer: origins by session and by
 entry key, checkpoints by session id, seen-hash scopes by scope, chunks by session id or
-path. Two reads are proportional to the workspace instead: the corpus and memory files (no
-index says which lines quote a session) and memory-file chunks (their indexed text is
-scrubbed to find stale snapshots of a shared file).
+path. Corpus files are read only where the store records a selected session's lines
+(`corpus_session_files`), unless some selected session has no record (see
+`corpus_files_to_scan`). Two reads are proportional to the workspace instead: the memory
+files (no index says which lines quote a session) and memory-file chunks (their indexed
+text is scrubbed to find stale snapshots of a shared file).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTer
 from daemon.forget.scrub import promotion_keys_on_lines
 from daemon.forget.select import SessionSelection
 from daemon.sessions.model import ArchiveInfo, SessionInfo
+from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.db import Connection, table_exists
 
 CORPUS_SUFFIXES = (".txt", ".md")
@@ -93,6 +96,37 @@ def list_corpus_files(corpus_dir: Path) -> list[Path]:
                   if p.name.lower().endswith(CORPUS_SUFFIXES) and _is_regular(p))
 
 
+def corpus_files_to_scan(workspace: Path, corpus_dir: Path, session_ids: Collection[str],
+                         recorded: Mapping[str, Collection[str]] | None) -> list[Path]:
+    """The corpus files that can hold a line of the selected sessions.
+
+    Ingest and backfill record each file before appending a session's lines to it, so a
+    session with records has lines in those files only. A selected session with no record at
+    all (an unresolved id, lines written before the store tracked them, or a store without the
+    table: `recorded` None) may have lines anywhere: then every corpus file is scanned, as the
+    reference does, so nothing can survive the forget.
+    """
+    if not session_ids:
+        return []
+    if recorded is None or any(sid not in recorded for sid in session_ids):
+        return list_corpus_files(corpus_dir)
+    if not _is_real_dir(corpus_dir):
+        return []
+    paths = {workspace / rel for sid in session_ids for rel in recorded[sid]}
+    # Only files directly in the corpus directory are corpus files (as the full listing).
+    return sorted(p for p in paths if p.parent == corpus_dir and p.name.lower().endswith(CORPUS_SUFFIXES)
+                  and _is_regular(p))
+
+
+def _without_subdirs(path: Path) -> bool:
+    """True only when the link count proves `path` has no subdirectory (2 = "." and the entry in
+    its parent). File systems that do not count subdirectories report other values: then False."""
+    try:
+        return os.lstat(path).st_nlink == 2
+    except FileNotFoundError:
+        return True
+
+
 def list_memory_files(workspace: Path, corpus_dir: Path) -> list[Path]:
     """MEMORY.md, memory.md, memory/**/*.md and the diaries; corpus files are left to the corpus
     scan (corpus evidence must survive until every dependent artifact is clean)."""
@@ -102,6 +136,9 @@ def list_memory_files(workspace: Path, corpus_dir: Path) -> list[Path]:
         for root, dirs, files in os.walk(memory_dir, followlinks=False):
             dirs.sort()
             here = Path(root)
+            # The corpus directory holds a file per day: it is not even listed unless it has a
+            # subdirectory, whose .md files are memory files (see _without_subdirs).
+            dirs[:] = [d for d in dirs if not (here / d == corpus_dir and _without_subdirs(corpus_dir))]
             if here == corpus_dir:
                 continue
             found += [here / f for f in sorted(files) if f.endswith(".md") and _is_regular(here / f)]
@@ -139,7 +176,8 @@ def _snapshot(path: Path, workspace: Path, refusals: list[str],
     return FileSnapshot(rel, text, sha256_hex(data))
 
 
-def read_workspace_files(workspace: Path, corpus_dir: Path, session_ids: Collection[str]) -> WorkspaceFiles:
+def read_workspace_files(workspace: Path, corpus_dir: Path, session_ids: Collection[str],
+                         recorded: Mapping[str, Collection[str]] | None = None) -> WorkspaceFiles:
     refusals: list[str] = []
     corpus: list[FileSnapshot | None] = []
     if session_ids:  # nothing selected: no corpus line can go
@@ -147,7 +185,8 @@ def read_workspace_files(workspace: Path, corpus_dir: Path, session_ids: Collect
         # selected id's bytes is skipped before it is decoded or split (a superset filter).
         ids = sorted(session_ids)
         needles = [sid.encode("utf-8") for sid in ids] if len(ids) <= MAX_PREFILTER_IDS else None
-        corpus = [_snapshot(p, workspace, refusals, needles) for p in list_corpus_files(corpus_dir)]
+        corpus = [_snapshot(p, workspace, refusals, needles)
+                  for p in corpus_files_to_scan(workspace, corpus_dir, session_ids, recorded)]
     memory = [_snapshot(p, workspace, refusals) for p in list_memory_files(workspace, corpus_dir)]
     return WorkspaceFiles(tuple(f for f in corpus if f), tuple(f for f in memory if f), tuple(refusals))
 
@@ -212,6 +251,18 @@ _CHUNK_COLUMNS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.ori
 FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
 
 
+# Chunks of internal sessions, driven by the partial index of the same WHERE (schema/index.py):
+# the cost follows those chunks, not every session chunk. The terms are literals so the planner
+# can prove the index applies.
+INTERNAL_PROVENANCE = " OR ".join(["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'"
+                                                                    for k in sorted(NON_INDEXABLE_SESSION_KINDS)])
+STALE_CHUNKS_SQL = f"""SELECT c.rowid, c.id, c.path, c.source, '', c.session_id, p.origin_class, p.session_kind,
+  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
+  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
+FROM memory_index_chunk_provenance p CROSS JOIN memory_index_chunks c ON c.id = p.chunk_id
+WHERE ({INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
+
+
 def _chunk_rows(conn: Connection, session_ids: Sequence[str], excluded: Sequence[str],
                 paths: Sequence[str]) -> list[ChunkRow]:
     if not table_exists(conn, "memory_index_chunks"):
@@ -228,11 +279,7 @@ def _chunk_rows(conn: Connection, session_ids: Sequence[str], excluded: Sequence
         for sql, values in queries:
             for r in select_in(conn, sql, values):
                 rows.setdefault(r[0], r)
-        kinds = sorted(NON_INDEXABLE_SESSION_KINDS)
-        stale = conn.execute(
-            f"SELECT {blank} WHERE c.source = 'sessions' AND (p.origin_class = 'system' "
-            f"OR p.session_kind IN ({','.join('?' * len(kinds))}))", kinds).fetchall()
-        for r in stale:
+        for r in conn.execute(STALE_CHUNKS_SQL):
             rows.setdefault(r[0], r)
     return [ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9]))
             for r in sorted(rows.values())]
@@ -302,8 +349,11 @@ def read_store_rows(conn: Connection, agent_id: str, selection: SessionSelection
 async def read_snapshot(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection,
                         carried_keys: Collection[str] = ()) -> ForgetSnapshot:
     paths = rt.paths
+    recorded = None
+    if rt.store is not None and selection.session_ids:
+        recorded = await rt.store.read(corpus_files_by_session, selection.session_ids)
     files = await anyio.to_thread.run_sync(read_workspace_files, paths.workspace, paths.corpus_dir,
-                                           selection.session_ids)
+                                           selection.session_ids, recorded)
     marker_keys = sorted({k for f in files.memory for k in promotion_keys_on_lines(f.text)})
     corpus_paths = [f.relative_path for f in files.corpus]
     excluded = catalog.excluded_session_ids

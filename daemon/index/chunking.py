@@ -60,6 +60,7 @@ class Chunk:
 
 
 Line = tuple[int, str]  # (1-based line number, text)
+_NO_ANNOTATIONS = Annotations()
 
 
 def strip_annotations(line: str) -> tuple[str, Annotations]:
@@ -88,13 +89,15 @@ def _is_marker(text: str) -> bool:
     return bool(PROMOTION_LINE_RE.match(text) or LINEAGE_LINE_RE.match(text))
 
 
-def make_chunk(lines: Sequence[Line], annotations: Annotations = Annotations(), markers: bool = True) -> Chunk:
+def make_chunk(lines: Sequence[Line], annotations: Annotations = _NO_ANNOTATIONS, markers: bool = True) -> Chunk:
     """`markers=False` for transcript text, which never carries memory-file markers."""
-    text = "\n".join(t for _, t in lines)
-    search = "\n".join(t for _, t in lines if not _is_marker(t)) if markers else text
-    keys = tuple(k for _, t in lines if (k := promotion_key(t))) if markers else ()
-    return Chunk(lines[0][0], lines[-1][0], text, search, hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                 annotations, keys)
+    text = "\n".join([t for _, t in lines])
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if not markers:
+        return Chunk(lines[0][0], lines[-1][0], text, text, digest, annotations)
+    search = "\n".join(t for _, t in lines if not _is_marker(t))
+    keys = tuple(k for _, t in lines if (k := promotion_key(t)))
+    return Chunk(lines[0][0], lines[-1][0], text, search, digest, annotations, keys)
 
 
 def window_lines(lines: Sequence[Line], chunk_tokens: int, overlap_tokens: int) -> list[list[Line]]:
@@ -109,7 +112,8 @@ def window_lines(lines: Sequence[Line], chunk_tokens: int, overlap_tokens: int) 
     current: list[Line] = []
     size = 0
     for number, text in lines:
-        pieces = [text[i:i + max_chars] for i in range(0, len(text), max_chars)] or [""]
+        # Almost every line fits in one window: no slicing then.
+        pieces = (text,) if len(text) <= max_chars else [text[i:i + max_chars] for i in range(0, len(text), max_chars)]
         for piece in pieces:
             cost = len(piece) + 1
             if current and size + cost > max_chars:
@@ -227,10 +231,11 @@ def chunk_session(lines: Sequence[TranscriptLine], session_kind: str, chunk_toke
     by_number = {line.line_number: line for line in lines}
     out: list[tuple[Chunk, ChunkProvenance]] = []
     for window in window_lines([(line.line_number, line.text) for line in lines], chunk_tokens, overlap_tokens):
-        members = [by_number[number] for number in dict.fromkeys(n for n, _ in window)]
+        # A split line repeats its number in the window; a set of numbers is enough here.
+        members = [by_number[number] for number in {n for n, _ in window}]
         provenance = ChunkProvenance(
-            origin_class=least_trusted(m.origin_class for m in members),
+            origin_class=least_trusted({m.origin_class for m in members}),
             session_kind=session_kind,
-            observed_at=max(m.observed_at for m in members))
+            observed_at=max([m.observed_at for m in members]))
         out.append((make_chunk(window, markers=False), provenance))
     return out

@@ -120,7 +120,9 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
             accepted.append(f)
             outcomes.append(FileOutcome(f.path, f.source, f.session_id, "published"))
     removed = remove_sources(conn, stale_keys) if stale_keys else PurgeCounts()
-    removed += purge_chunks(conn, chunk_ids_of_sources(conn, [(f.path, f.source) for f in accepted]))
+    old_ids = chunk_ids_of_sources(conn, [(f.path, f.source) for f in accepted])
+    if old_ids:  # a first index run has nothing to clear
+        removed += purge_chunks(conn, old_ids)
     written, cache_rows = _write_chunks(conn, accepted, ctx)
     # Source rows last: their revision triggers open a statement savepoint, which makes FTS5
     # flush its pending rows; one flush for the batch instead of one per file.

@@ -16,6 +16,7 @@ from daemon.store.db import Connection
 from daemon.store.tombstones import bump_revision
 
 _IDS = "temp.memory_index_purge_ids"
+SELECT_BATCH = 500  # bound variables per IN (...) query
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +60,21 @@ def purge_chunks(conn: Connection, chunk_ids: Iterable[str]) -> PurgeCounts:
 
 
 def chunk_ids_of_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> list[str]:
-    """Chunk ids of the given (path, source) pairs (by the (path, source) index)."""
+    """Chunk ids of the given (path, source) pairs (by the (path, source) index).
+
+    One `path IN (...)` query per source and SELECT_BATCH paths: a publication batch of 256
+    files asked once per file before.
+    """
+    by_source: dict[str, list[str]] = {}
+    for path, source in dict.fromkeys(keys):
+        by_source.setdefault(source, []).append(path)
     ids: list[str] = []
-    for path, source in keys:
-        ids += [r[0] for r in conn.execute(
-            "SELECT id FROM memory_index_chunks WHERE path = ? AND source = ?", (path, source))]
+    for source, paths in by_source.items():
+        for start in range(0, len(paths), SELECT_BATCH):
+            batch = paths[start:start + SELECT_BATCH]
+            ids += [r[0] for r in conn.execute(
+                f"SELECT id FROM memory_index_chunks WHERE source = ? AND path IN ({','.join('?' * len(batch))})",
+                [source, *batch])]
     return ids
 
 

@@ -10,12 +10,16 @@
   hybrid score = 0.7 · cosine + 0.3 · text score.
 * A forgotten session's chunk is never returned, even if its rows are still there (a purge
   that has not run yet): the live forgotten-session records are checked per query.
+* Expired retention scopes hide what derives from their sessions: a session's chunk, and a
+  memory chunk quoting a promoted entry all of whose origin sessions are hidden. Only the
+  candidate page's sessions and entry keys are looked up, and only when a scope has expired.
 * `stale: true` with a warning when the index lags the files, or the last run left work undone.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +38,10 @@ from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state
 from daemon.index.report import HitProvenance, SearchHit, SearchReport
 from daemon.index.vectors import nearest
-from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
+from daemon.retention.gate import hidden_entries, load_visibility
 from daemon.store.db import Connection, table_exists
+from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -136,8 +142,26 @@ def snippet(text: str) -> str:
     return flat if len(flat) <= SEARCH_SNIPPET_MAX_CHARS else flat[:SEARCH_SNIPPET_MAX_CHARS - 1] + "…"
 
 
+HiddenSessions = Callable[[Iterable[str]], frozenset[str]]
+
+
+def _expired_rowids(conn: Connection, agent_id: str, rows: Iterable[tuple], hide: HiddenSessions) -> set[int]:
+    """Rowids of candidate chunks that derive from sessions of expired scopes: the session's
+    own chunk, or a memory chunk quoting an entry whose origin sessions are all hidden (the
+    chunk goes whole: its snippet would show that entry)."""
+    rows = list(rows)
+    keys_of = {r[0]: {m.group(1).strip() for m in PROMOTION_ANYWHERE_RE.finditer(r[5])} for r in rows}
+    origins = origins_for_entries(conn, agent_id, sorted(set().union(*keys_of.values())))
+    hidden = hide({r[6] for r in rows if r[6]} | {o.session_id for o in origins})
+    if not hidden:
+        return set()
+    hidden_keys = hidden_entries(origins, hidden)
+    return {r[0] for r in rows if (r[6] is not None and r[6] in hidden) or keys_of[r[0]] & hidden_keys}
+
+
 def _search_txn(conn: Connection, words: list[str], query_vector: np.ndarray | None, model: str, limit: int,
-                secret: bytes | None, disk: object) -> tuple[list[SearchHit], bool, Freshness]:
+                secret: bytes | None, disk: object, agent_id: str,
+                hide: HiddenSessions | None) -> tuple[list[SearchHit], bool, Freshness]:
     if not table_exists(conn, "memory_index_chunks"):
         return [], False, Freshness(True, "the agent has no index yet")
     fts, capped = fts_candidates(conn, words)
@@ -154,10 +178,11 @@ def _search_txn(conn: Connection, words: list[str], query_vector: np.ndarray | N
             f"LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
             [c.rowid for c in batch])}
         forgotten = forgotten_ids(conn, sorted({r[6] for r in rows.values() if r[6]}), secret)
+        expired = _expired_rowids(conn, agent_id, rows.values(), hide) if hide is not None else set()
         for cand in batch:
             row = rows.get(cand.rowid)
-            if row is None or (row[6] is not None and row[6] in forgotten):
-                continue  # gone since the candidates were read, or a forgotten session's text
+            if row is None or (row[6] is not None and row[6] in forgotten) or cand.rowid in expired:
+                continue  # gone since the candidates were read, a forgotten session's text, or expired
             provenance = HitProvenance(origin_class=row[7], session_kind=row[8], observed_at=row[9]) \
                 if row[7] is not None else None
             hits.append(SearchHit(
@@ -185,7 +210,10 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
     words = [w for w in _WORD_RE.findall(query.lower())]
     query_vector = (await embedder.embed([query]))[0] if embedder is not None else None
     disk = await disk_state(rt)
-    hits, capped, fresh = await rt.store.read(_search_txn, words, query_vector, model, limit, rt.secret(), disk)
+    visibility = await load_visibility(rt.settings, rt.sessions)
+    hide = visibility.hidden_sessions if visibility is not None else None
+    hits, capped, fresh = await rt.store.read(_search_txn, words, query_vector, model, limit, rt.secret(), disk,
+                                              rt.agent_id, hide)
     report.results = hits
     report.candidates_capped = capped
     if fresh.stale:

@@ -49,6 +49,37 @@ _COLUMNS = ("state_key, agent_id, session_id, session_key, session_path, mtime_m
             "line_count, last_content_line, at_end, carry, excluded_reason, updated_at")
 
 
+class CheckpointStamp(NamedTuple):
+    """The part of a checkpoint that decides "unchanged" and "exclusion already recorded"; the
+    same field names as Checkpoint. A sweep reads one per session; the full row only for the
+    few sessions whose stat moved."""
+
+    mtime_ms: int
+    size: int
+    at_end: int  # 0/1 as stored
+    content_hash: str
+    excluded_reason: str | None
+
+
+def load_stamps(conn: Connection, agent_id: str) -> dict[str, CheckpointStamp]:
+    """state_key -> stamp of every checkpoint of `agent_id` (storage order: the caller keys by
+    state_key and needs no sort)."""
+    rows = conn.execute("SELECT state_key, mtime_ms, size, at_end, content_hash, excluded_reason "
+                        "FROM ingest_checkpoints WHERE agent_id = ?", (agent_id,))
+    return {key: CheckpointStamp(mtime, size, at_end, digest, reason) for key, mtime, size, at_end, digest, reason in rows}
+
+
+def load_checkpoints_by_key(conn: Connection, state_keys: Sequence[str]) -> dict[str, Checkpoint]:
+    out: dict[str, Checkpoint] = {}
+    for start in range(0, len(state_keys), SQL_IN_BATCH):
+        batch = list(state_keys[start:start + SQL_IN_BATCH])
+        marks = ",".join("?" * len(batch))
+        for row in conn.execute(f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE state_key IN ({marks})", batch):
+            cp = Checkpoint._make(row)
+            out[cp.state_key] = cp._replace(at_end=bool(cp.at_end))
+    return out
+
+
 def load_checkpoints(conn: Connection, agent_id: str) -> dict[str, Checkpoint]:
     rows = conn.execute(f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE agent_id = ? ORDER BY state_key",
                         (agent_id,)).fetchall()

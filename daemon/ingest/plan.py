@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from daemon.constants import MIN_MESSAGES_PER_FILE
-from daemon.ingest.checkpoints import Checkpoint
+from daemon.ingest.checkpoints import Checkpoint, CheckpointStamp
 from daemon.sessions.model import Fingerprint
 
 
@@ -29,6 +29,13 @@ class ScanPlan:
     produced: int = 0  # exported lines already produced before start_line
     carry: str = ""
     rewrite: bool = False  # a scanned transcript that no longer extends what was consumed
+
+
+def is_unchanged(previous: Checkpoint | CheckpointStamp | None, fingerprint: Fingerprint | None) -> bool:
+    """plan_scan(...).action is UNCHANGED, decided from a stamp (no full checkpoint needed)."""
+    return (fingerprint is not None and previous is not None and bool(previous.content_hash)
+            and not previous.excluded_reason and bool(previous.at_end)
+            and previous.mtime_ms == fingerprint.mtime_ms and previous.size == fingerprint.size)
 
 
 def plan_scan(previous: Checkpoint | None, fingerprint: Fingerprint | None) -> ScanPlan:
@@ -54,7 +61,7 @@ def file_cap(per_file: int, remaining: int) -> int:
     return max(1, min(per_file, remaining))
 
 
-def excluded_checkpoint_needs_write(previous: Checkpoint | None, reason: str, mtime_ms: int) -> bool:
+def excluded_checkpoint_needs_write(previous: Checkpoint | CheckpointStamp | None, reason: str, mtime_ms: int) -> bool:
     """An exclusion is recorded once; an unchanged excluded session costs no write per sweep."""
     return (previous is None or previous.excluded_reason != reason or previous.content_hash != ""
             or previous.mtime_ms != mtime_ms)

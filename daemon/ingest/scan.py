@@ -26,7 +26,7 @@ from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
 from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanAction, ScanPlan
 from daemon.sessions.model import Fingerprint, OversizedLine, SessionInfo, SessionSource
-from daemon.sessions.transcript import SKIP_INVALID_UTF8, SKIP_MALFORMED, Carry, ExportedLine, export_line
+from daemon.sessions.transcript import SKIP_INVALID_UTF8, SKIP_MALFORMED, Carry, export_line
 
 _DAY_BUCKET_MS = 900_000  # every zone's UTC offset is a multiple of 15 minutes
 
@@ -200,38 +200,50 @@ class TranscriptScanner:
         scope = self.scope
         seen = self.seen
         session = self.session
+        sid, skey = session.session_id, session.session_key
         mtime = self.fingerprint.mtime_ms
         unhashed = self._unhashed
+        carry = self.carry
+        day_of = self.day_of
+        lines = self._lines
+        sha1 = hashlib.sha1
+        number = self.line_count
         while len(out) < limit:
-            raw = self._next_line()
+            if self._peeked is None:
+                raw = next(lines, None)
+            else:
+                raw, self._peeked = self._peeked, None
             if raw is None:
                 self.finished = self.at_end = True
                 break
-            number = self.line_count + 1
-            result = export_line(raw, number, self.carry, SNIPPET_MAX_CHARS)
-            if isinstance(result, str):
+            number += 1
+            result = export_line(raw, number, carry, SNIPPET_MAX_CHARS)
+            if type(result) is str:
                 if result in (SKIP_MALFORMED, SKIP_INVALID_UTF8) and self._is_unfinished_last_line():
                     self.finished = self.at_end = True
                     break
                 self.skipped[result] = self.skipped.get(result, 0) + 1
-            unhashed.append(_hashable(raw))
+            unhashed.append(raw if type(raw) is bytes else _hashable(raw))
             if len(unhashed) >= 1024 or len(raw) > 65536:
                 self._flush_hash()  # bounds what a batch of huge tool results keeps alive
             self.line_count = number
-            if not isinstance(result, ExportedLine):
+            if result is None or isinstance(result, str):
                 continue
             self.produced += 1
             snippet = truncate_utf16(result.text, SNIPPET_MAX_CHARS)
-            if utf16_len(snippet) < SNIPPET_MIN_CHARS:
+            # utf16_len is never below len: only a short snippet needs the exact count.
+            if len(snippet) < SNIPPET_MIN_CHARS and utf16_len(snippet) < SNIPPET_MIN_CHARS:
                 continue
             ts = result.timestamp_ms
-            digest = seen_hash(scope, ts, number, snippet)
+            # seen_hash(scope, ts, number, snippet), inline: one per message.
+            basis = f"ts:{ts}" if ts > 0 else f"line:{number}"
+            digest = sha1(f"{scope}\n{basis}\n{snippet}".encode(), usedforsecurity=False).hexdigest()
             if digest in seen:
                 continue
             seen.add(digest)
             observed = ts or mtime
-            out.append(Candidate(session.session_id, session.session_key, number, snippet, result.origin_class,
-                                 observed, self.day_of(observed), digest))
+            out.append(Candidate(sid, skey, number, snippet, result.origin_class, observed, day_of(observed),
+                                 digest))
         self._flush_hash()
         return out
 

@@ -183,13 +183,15 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
     if not messages:
         return 0
     # Lineage is reserved before the candidates are published (reference §5.4 step 7).
+    keys = [CLAIM_KEY_PREFIX + m.claim_hash for m in messages]  # each message's entry_key
     conn.executemany(
         "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
-        [(m.entry_key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at) for m in messages])
+        [(key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at)
+         for key, m in zip(keys, messages, strict=True)])
     by_key: dict[str, list[StagedMessage]] = {}
-    for m in messages:
-        by_key.setdefault(m.entry_key, []).append(m)
+    for key, m in zip(keys, messages, strict=True):
+        by_key.setdefault(key, []).append(m)
     existing = _load_entries(conn, list(by_key))
     fresh: list[tuple] = []
     merged: list[tuple] = []

@@ -1,9 +1,13 @@
 """One ingest sweep of one agent (reference §4.4, §5.1–§5.4; DESIGN §5 "Ingest sweep").
 
-1. Enumerate sessions from metadata; read forgotten records and checkpoints in one store read.
+1. Enumerate sessions from metadata (an idle agent's listing is kept parsed between sweeps);
+   read forgotten records and checkpoint stamps (what decides "unchanged") in one store read.
 2. Decide admission per session before any transcript byte is read; an excluded session gets
-   a checkpoint with its reason and an empty hash (written once, not every sweep).
-3. Stat the admitted ones; an unchanged one costs that stat and nothing else.
+   a checkpoint with its reason and an empty hash (written once, not every sweep). A session
+   whose retention scope has expired is excluded too (reason `expired`): expiry hides it from
+   every reader, so no new memory is derived from it.
+3. Stat the admitted ones; an unchanged one costs that stat and nothing else. The full
+   checkpoints of the changed ones are read in one go.
 4. Stream the changed ones from their cursors, outside the lock, within the per-sweep and
    per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages.
 5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
@@ -29,10 +33,12 @@ from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSION
 from daemon.errors import MemorydError, OperationFailed
 from daemon.ingest.checkpoints import (
     Checkpoint,
+    CheckpointStamp,
     add_seen,
     delete_checkpoints,
-    load_checkpoints,
+    load_checkpoints_by_key,
     load_seen,
+    load_stamps,
     seen_scope,
     state_key,
     upsert_checkpoints,
@@ -43,14 +49,17 @@ from daemon.ingest.plan import (
     ScanPlan,
     excluded_checkpoint_needs_write,
     file_cap,
+    is_unchanged,
     per_file_cap,
     plan_scan,
 )
 from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
+from daemon.retention.gate import REASON_EXPIRED, load_gate
 from daemon.sessions.admission import REASON_FORGOTTEN, AdmissionPolicy, admission_reason
 from daemon.sessions.model import Fingerprint, SessionInfo
+from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
 from daemon.store.tombstones import forgotten_ids
 
@@ -85,8 +94,8 @@ def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, n
 
 
 def _load_state(conn: Connection, agent_id: str, session_ids: list[str],
-                secret: bytes | None) -> tuple[set[str], dict[str, Checkpoint]]:
-    return _forgotten(conn, session_ids, secret), load_checkpoints(conn, agent_id)
+                secret: bytes | None) -> tuple[set[str], dict[str, CheckpointStamp]]:
+    return _forgotten(conn, session_ids, secret), load_stamps(conn, agent_id)
 
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
@@ -116,8 +125,7 @@ class _Sweep:
         self.day_bucket = self.day_of(self.now_ms)
         self.corpus = CorpusAppender(rt.paths.workspace)
         self.secret = rt.secret()
-        self.sessions_by_id: dict[str, SessionInfo] = {}
-        self.paths_by_id: dict[str, str] = {}
+        self.paths_by_id: dict[str, str] = {}  # of the sessions to read
         self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._done: anyio.Event | None = None  # set when the commit in flight has finished
@@ -130,44 +138,59 @@ class _Sweep:
         report = self.report
         listing = self.rt.sessions.list_sessions()
         report.errors.extend(listing.errors)
-        sessions = sorted(listing.sessions, key=lambda s: s.session_path)
+        # One agent's session paths share their prefix, so this is the order of session_path.
+        sessions = sorted(listing.sessions, key=lambda s: s.session_id)
         report.sessions_seen = len(sessions)
-        self.sessions_by_id = {s.session_id: s for s in sessions}
-        self.paths_by_id = {s.session_id: s.session_path for s in sessions}
-        self.kinds_by_id = {s.session_id: s.session_kind for s in sessions}
-        forgotten, checkpoints = await self.store.read(
+        forgotten, stamps = await self.store.read(
             _load_state, self.agent, [s.session_id for s in sessions], self.secret)
 
         policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
+        gate = await load_gate(self.settings)
         batch = _Batch()
-        known: set[str] = set()
-        admitted: list[SessionInfo] = []
-        for session in sessions:
-            key = state_key(self.agent, session.session_path)
-            known.add(key)
+        keyed = [(state_key(self.agent, s.session_path), s) for s in sessions]
+        admitted: list[tuple[str, SessionInfo]] = []
+        for key, session in keyed:
             reason = admission_reason(session, policy, forgotten)
+            if reason is None and gate.active and gate.hides_session(session):
+                reason = REASON_EXPIRED  # its scope expired: reads skip it, so nothing new is derived
             if reason is None:
-                admitted.append(session)
+                admitted.append((key, session))
                 continue
             self._exclude(reason)
-            if excluded_checkpoint_needs_write(checkpoints.get(key), reason, session.updated_at or 0):
+            if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):
                 batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
-        batch.deletions.extend(k for k in checkpoints if k not in known)
+        known = {key for key, _ in keyed}
+        batch.deletions.extend(k for k in stamps if k not in known)
+
+        # An unchanged session is told by its stamp and a stat (the whole of a quiet re-sweep);
+        # the full checkpoints of the others are read in one go.
+        fingerprint = self.rt.sessions.fingerprint
+        changed: list[tuple[str, SessionInfo, Fingerprint]] = []
+        unchanged = 0
+        for key, session in admitted:
+            fp = fingerprint(session)
+            stamp = stamps.get(key)
+            if fp is None:
+                report.sessions_missing += 1
+                if stamp is not None:
+                    batch.deletions.append(key)
+            elif is_unchanged(stamp, fp):
+                unchanged += 1
+            else:
+                changed.append((key, session, fp))
+        report.sessions_unchanged = unchanged
+        with_checkpoint = [key for key, _, _ in changed if key in stamps]
+        checkpoints = await self.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
 
         to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]] = []
-        for session in admitted:
-            key = state_key(self.agent, session.session_path)
-            fp = self.rt.sessions.fingerprint(session)
+        for key, session, fp in changed:
             plan = plan_scan(checkpoints.get(key), fp)
-            if plan.action is ScanAction.ABSENT:
-                report.sessions_missing += 1
-                if key in checkpoints:
-                    batch.deletions.append(key)
-            elif plan.action is ScanAction.UNCHANGED:
+            if plan.action is ScanAction.UNCHANGED:  # its checkpoint moved on after the stamp was read
                 report.sessions_unchanged += 1
-            else:
-                assert fp is not None
-                to_scan.append((session, fp, plan))
+                continue
+            to_scan.append((session, fp, plan))
+            self.paths_by_id[session.session_id] = session.session_path
+            self.kinds_by_id[session.session_id] = session.session_kind
 
         try:
             async with anyio.create_task_group() as tg:
@@ -280,6 +303,9 @@ class _Sweep:
                 kept = [c for c in candidates if c.session_id not in gone]
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
+            if candidates:  # reserved before the append, so forget can find every line written
+                await store.write(record_corpus_files, [(c.session_id, corpus_relative_path(c.day))
+                                                        for c in candidates], fence=lease.fence)
             staged, seen = await self._append_corpus(candidates)
             checkpoints.extend(_scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values())
             try:
@@ -302,7 +328,7 @@ class _Sweep:
             {day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
              for day, group in days.items()})
         staged: list[StagedMessage] = []
-        seen: dict[str, list[str]] = {}
+        seen_by_id: dict[str, list[str]] = {}
         kinds = self.kinds_by_id
         for day, group in days.items():
             path = corpus_relative_path(day)
@@ -312,8 +338,8 @@ class _Sweep:
             for offset, c in enumerate(group):
                 staged.append(StagedMessage(claim_hash(c.snippet), c.snippet, path, first + offset, c.origin_class,
                                             kinds[c.session_id], c.observed_at, c.session_id, c.session_key, qh))
-                seen.setdefault(seen_scope(self.agent, c.session_id), []).append(c.seen_hash)
-        return staged, seen
+                seen_by_id.setdefault(c.session_id, []).append(c.seen_hash)
+        return staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 
 
 async def run_ingest_sweep(rt: AgentRuntime) -> IngestReport:

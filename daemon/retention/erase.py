@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import anyio
@@ -46,7 +47,7 @@ from daemon.retention.receipts import (
 from daemon.retention.request import EraseRequest
 from daemon.retention.scopes import parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
-from daemon.sessions.model import SessionInfo
+from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.db import Connection, Store, table_exists
@@ -97,7 +98,7 @@ def _message_texts(line: bytes) -> list[str]:
     return []
 
 
-def _session_texts(settings: Settings, sessions: list[SessionInfo]) -> list[str]:
+def _session_texts(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo]) -> list[str]:
     texts: list[str] = []
     for s in sessions:
         source = session_source_for(settings, s.agent_id)
@@ -125,7 +126,8 @@ def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: lis
     return VerifySubject(tuple(dict.fromkeys(ids)), tuple(contents), tuple(dict.fromkeys(times)))
 
 
-async def session_subject(settings: Settings, sessions: list[SessionInfo], *, include_ids: bool) -> VerifySubject:
+async def session_subject(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo], *,
+                          include_ids: bool) -> VerifySubject:
     """A verifier subject for sessions purged outside an erasure (`forget --verify`): their
     transcripts' text, and their ids only when no plain forgotten record is meant to remain."""
     texts = await anyio.to_thread.run_sync(_session_texts, settings, sessions)

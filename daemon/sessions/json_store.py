@@ -14,6 +14,7 @@ import io
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,21 @@ ARCHIVE_TS = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z"
 ARCHIVE_RE = re.compile(rf"^(?P<id>.+)\.jsonl\.(?P<reason>reset|deleted)\.(?P<ts>{ARCHIVE_TS})(?P<zst>\.zst)?$")
 CHECKPOINT_RE = re.compile(r"\.checkpoint\..+\.jsonl$", re.IGNORECASE)
 MAX_SESSIONS_JSON_BYTES = 256 * 1024 * 1024
+# A sessions.json whose stat shows no change for this long before it was read is trusted by its
+# stat afterwards: file times are coarse (a write a few ms after a read can keep the same
+# mtime), so a file changed just before it was read is parsed again on every listing.
+LISTING_SETTLED_NS = 2_000_000_000
+_SCALAR = (str, int, float, bool)  # a tuple, not `str | int`: that builds a union on every call
+_NAMESPACE_MEMO_MAX = 4096  # distinct strings kept, each at most _NAMESPACE_MEMO_KEY_MAX chars
+_NAMESPACE_MEMO_KEY_MAX = 256
+_namespace_memo: dict[str, tuple[tuple[str, Any], ...]] = {}
+# Listings of idle agents, (agent, path) -> (stat key, listing): a sessions.json seen unchanged
+# by two listings in a row is kept parsed (about 1.2 kB per session), so each later re-sweep of
+# that agent costs a stat of the file instead of a parse of every entry. A file that changes
+# between listings (a busy agent) is never kept: its parse could not be reused anyway, and a
+# single pass (a first sweep) holds no listing beyond its own. Sources are built per
+# operation, so this lives at module level.
+_listing_cache: dict[tuple[str, str], tuple[tuple[int, ...], SessionListing | None]] = {}
 
 
 def archive_time_ms(ts: str) -> int | None:
@@ -69,6 +85,9 @@ def derive_session_kind(key: str | None, entry: dict[str, Any]) -> SessionKind:
     return "interactive"
 
 
+_NUMBER = (int, float)
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
@@ -76,7 +95,7 @@ def _str(value: Any) -> str | None:
 def _ms(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float) and value == value and 0 <= value < 1e16:
+    if isinstance(value, _NUMBER) and value == value and 0 <= value < 1e16:
         return int(value)
     return None
 
@@ -91,21 +110,35 @@ def parse_participants(entry: dict[str, Any]) -> tuple[Participant, ...]:
             actor = _str(item.get("actorId")) or _str(item.get("id"))
             if actor is None:
                 continue
-            ns = item.get("namespace")
-            if isinstance(ns, str):
-                try:
-                    ns = orjson.loads(ns)
-                except orjson.JSONDecodeError:
-                    ns = {"type": ns}
-            if not isinstance(ns, dict):
-                ns = {"type": "profile"}
-            ns = {k: v for k, v in ns.items() if k != "id" and isinstance(v, str | int | float | bool)}
-            out.append(Participant(actor, tuple(sorted(ns.items()))))
+            out.append(Participant(actor, _namespace_items(item.get("namespace"))))
     if not out:
         origin = entry.get("origin")
         if isinstance(origin, dict) and _str(origin.get("from")):
             out.append(Participant(origin["from"], (("type", "origin"),)))
     return tuple(dict.fromkeys(out))
+
+
+def _namespace_items(ns: Any) -> tuple[tuple[str, Any], ...]:
+    """A participant's namespace as sorted (key, scalar) items without `id`. A namespace given as a
+    JSON string is parsed once per distinct short string (a store repeats a handful of them)."""
+    if not isinstance(ns, str):
+        return _scalar_items(ns)
+    items = _namespace_memo.get(ns)
+    if items is None:
+        try:
+            parsed = orjson.loads(ns)
+        except orjson.JSONDecodeError:
+            parsed = {"type": ns}
+        items = _scalar_items(parsed)
+        if len(ns) <= _NAMESPACE_MEMO_KEY_MAX and len(_namespace_memo) < _NAMESPACE_MEMO_MAX:
+            _namespace_memo[ns] = items
+    return items
+
+
+def _scalar_items(ns: Any) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(ns, dict):
+        ns = {"type": "profile"}
+    return tuple(sorted((k, v) for k, v in ns.items() if k != "id" and isinstance(v, _SCALAR)))
 
 
 def _channel(entry: dict[str, Any]) -> str | None:
@@ -120,7 +153,7 @@ def _channel(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def session_from_entry(agent_id: str, key: str, entry: dict[str, Any], transcript: Path) -> SessionInfo:
+def session_from_entry(agent_id: str, key: str, entry: dict[str, Any], transcript: Path | str) -> SessionInfo:
     raw_origin = entry.get("origin")
     origin: dict[str, Any] = raw_origin if isinstance(raw_origin, dict) else {}
     return SessionInfo(
@@ -156,6 +189,9 @@ class JsonSessionSource:
             st = os.stat(self.store_path)
         except FileNotFoundError:
             return {}
+        return self._parse_store(st)
+
+    def _parse_store(self, st: os.stat_result) -> dict[str, Any]:
         if st.st_size > MAX_SESSIONS_JSON_BYTES:
             raise OperationFailed(f"{self.store_path}: larger than {MAX_SESSIONS_JSON_BYTES} bytes")
         try:
@@ -169,9 +205,39 @@ class JsonSessionSource:
         return data
 
     def list_sessions(self) -> SessionListing:
+        path = self.store_path
+        cache_key = (self.agent_id, str(path))
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            _listing_cache.pop(cache_key, None)
+            return SessionListing(())
+        stat_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        cached = _listing_cache.get(cache_key)
+        if cached is not None and cached[0] == stat_key and cached[1] is not None:
+            return cached[1]
+        read_at = time.time_ns()
+        listing = self._listing(self._parse_store(st))
+        # Trusted only when the file had settled before it was read (see LISTING_SETTLED_NS) and
+        # its stat did not move while it was read.
+        try:
+            after = os.stat(path)
+        except FileNotFoundError:
+            after = None
+        if (after is not None and stat_key == (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns,
+                                               after.st_ctime_ns)
+                and max(st.st_mtime_ns, st.st_ctime_ns) < read_at - LISTING_SETTLED_NS):
+            idle = cached is not None and cached[0] == stat_key
+            _listing_cache[cache_key] = (stat_key, listing if idle else None)
+        else:
+            _listing_cache.pop(cache_key, None)
+        return listing
+
+    def _listing(self, store: dict[str, Any]) -> SessionListing:
         sessions: dict[str, SessionInfo] = {}
         errors: list[str] = []
-        for key, entry in self._load_store().items():
+        directory = str(self.dir)
+        for key, entry in store.items():
             if not isinstance(entry, dict):
                 errors.append(f"{self.store_path}: {key!r}: entry is not an object; skipped")
                 continue
@@ -180,8 +246,8 @@ class JsonSessionSource:
             if problem:
                 errors.append(f"{self.store_path}: {key!r}: sessionId {sid!r} {problem}; skipped")
                 continue
-            file_name = f"{sid}.jsonl"
-            session = session_from_entry(self.agent_id, key, entry, self.dir / file_name)
+            # The id has no separator (checked above): joining strings gives str(self.dir / name).
+            session = session_from_entry(self.agent_id, key, entry, f"{directory}/{sid}.jsonl")
             sessions.setdefault(session.session_id, session)
         ordered = sorted(sessions.values(), key=lambda s: (s.created_at or 0, s.session_id))
         return SessionListing(tuple(ordered), tuple(errors))
@@ -221,14 +287,14 @@ class JsonSessionSource:
 
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:
-        path = Path(session.locator)
+        path = session.locator  # a normalised path string (built by this source)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError as exc:
             raise OperationFailed(f"{path}: cannot open transcript: {exc.strerror}") from None
         raw = os.fdopen(fd, "rb", buffering=0)
         try:
-            if path.name.endswith(".zst"):
+            if path.endswith(".zst"):
                 import zstandard
 
                 reader = zstandard.ZstdDecompressor().stream_reader(raw)

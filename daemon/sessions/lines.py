@@ -15,36 +15,35 @@ _CHUNK = 1 << 20
 def iter_lines(fh: BinaryIO, *, max_line_bytes: int = MAX_TRANSCRIPT_LINE_BYTES) -> Iterator[bytes]:
     """Yield lines without their trailing b"\\n" (a trailing b"\\r" is kept); oversized lines
     are yielded as OversizedLine. A final line without a newline is yielded too."""
-    buf = b""
+    buf = b""  # the start of a line that runs past the chunk read so far
     skipping = 0  # >0 while discarding the rest of an oversized line
     while True:
         chunk = fh.read(_CHUNK)
         if not chunk:
             break
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                rest = chunk[start:]
-                if skipping:
-                    skipping += len(rest)
-                elif len(buf) + len(rest) > max_line_bytes:
-                    skipping = len(buf) + len(rest)
-                    buf = b""
-                else:
-                    buf += rest
-                break
-            piece = chunk[start:nl]
+        # Splitting the chunk in C costs a fraction of a find() loop per line.
+        pieces = chunk.split(b"\n")
+        rest = pieces.pop()  # after the chunk's last newline: the start of a line, or b""
+        if pieces:
+            first = pieces[0]
             if skipping:
-                yield OversizedLine(skipping + len(piece))
+                yield OversizedLine(skipping + len(first))
                 skipping = 0
-            elif len(buf) + len(piece) > max_line_bytes:
-                yield OversizedLine(len(buf) + len(piece))
-                buf = b""
+            elif len(buf) + len(first) > max_line_bytes:
+                yield OversizedLine(len(buf) + len(first))
             else:
-                yield buf + piece
-                buf = b""
-            start = nl + 1
+                yield buf + first if buf else first
+            buf = b""
+            for i in range(1, len(pieces)):
+                piece = pieces[i]
+                yield OversizedLine(len(piece)) if len(piece) > max_line_bytes else piece
+        if skipping:
+            skipping += len(rest)
+        elif len(buf) + len(rest) > max_line_bytes:
+            skipping = len(buf) + len(rest)
+            buf = b""
+        else:
+            buf += rest
     if skipping:
         yield OversizedLine(skipping)
     elif buf:

@@ -55,6 +55,7 @@ from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, query_hash
 from daemon.markers import promotion_key
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.transcript import iter_exported
+from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection, table_exists
 from daemon.store.origins import origins_for_entries, record_origins
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
@@ -318,6 +319,9 @@ async def _apply(rt: AgentRuntime, request: BackfillRequest, report: BackfillRep
         report.claims = len(claims)
         report.candidates = sum(len(c.messages) for c in claims)
         if staging and claims:
+            # Reserved before the append, so forget can find every line written.
+            await store.write(record_corpus_files, [(m.session_id, corpus_relative_path(c.day))
+                                                    for c in claims for m in c.messages], fence=lease.fence)
             citations = _append_corpus(rt, claims)
             await store.write(_journal, run_id, [("corpus_line", path, line) for path, line in citations[1]],
                               fence=lease.fence)

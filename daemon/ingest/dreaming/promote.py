@@ -1,6 +1,7 @@
 """Deep phase: rank, gate, re-check and promote staged entries into MEMORY.md.
 
     prepare_promotion  (no lock)  read staged entries, rank and gate them, snapshot MEMORY.md
+    (staged entries whose origin scopes all expired are held back: retention hides them)
     publish_promotion  (lock)     re-read live state, drop forgotten/changed entries, build the
                                   new file, reserve lineage, commit with the snapshot's hash,
                                   mark the staged entries promoted
@@ -25,6 +26,7 @@ from daemon.context import AgentRuntime
 from daemon.errors import WriteConflict
 from daemon.failpoints import failpoint
 from daemon.ingest.dreaming import consolidation
+from daemon.ingest.dreaming.expiry import drop_expired
 from daemon.ingest.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
 from daemon.ingest.dreaming.memory_file import (
     AppendItem,
@@ -56,6 +58,7 @@ class PromotionPlan:
     considered: int
     ranking: Ranking
     memory: MemorySnapshot
+    expired: int = 0  # staged entries held back because their origin scopes expired
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +107,11 @@ async def prepare_promotion(rt: AgentRuntime, gates: PromotionGates | None = Non
     settings = rt.settings.dreaming
     thresholds = Thresholds.resolve(settings, gates)
     store = rt.require_store()
-    entries = await store.read(read_staged, rt.agent_id)
+    staged = await store.read(read_staged, rt.agent_id)
+    entries, expired = await drop_expired(rt.settings, rt.sessions, staged)
     ranking = rank_candidates(entries, thresholds, now)
-    return PromotionPlan(now, dreaming_day(now, settings.timezone), thresholds, len(entries), ranking,
-                         read_memory_file(rt.paths.workspace))
+    return PromotionPlan(now, dreaming_day(now, settings.timezone), thresholds, len(staged), ranking,
+                         read_memory_file(rt.paths.workspace), expired)
 
 
 def _live_state(conn: Connection, agent_id: str, keys: Sequence[str], sessions: Sequence[str],
@@ -167,6 +171,8 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
                            considered=plan.considered, eligible=len(plan.ranking.candidates))
     for rej in plan.ranking.rejections:
         report.rejected[rej.reason] = report.rejected.get(rej.reason, 0) + 1
+    if plan.expired:
+        report.rejected["expired"] = plan.expired
     candidates = list(plan.ranking.candidates)
     if not candidates:
         report.mode = "none"

@@ -28,7 +28,9 @@ CREATE TABLE IF NOT EXISTS memory_entry_origins (
   agent_id TEXT NOT NULL,
   session_id TEXT NOT NULL,
   session_key TEXT,
-  origin_class TEXT NOT NULL CHECK (origin_class IN ('owner','agent','untrusted','system')),
+  -- OR instead of IN (...): SQLite builds a temporary table for an IN list on every checked row.
+  origin_class TEXT NOT NULL CHECK (origin_class = 'owner' OR origin_class = 'agent'
+                                    OR origin_class = 'untrusted' OR origin_class = 'system'),
   observed_at INTEGER NOT NULL,
   PRIMARY KEY (entry_key, agent_id, session_id)
 ) STRICT;

@@ -47,12 +47,21 @@ CREATE INDEX IF NOT EXISTS idx_memory_index_chunks_session ON memory_index_chunk
 
 CREATE TABLE IF NOT EXISTS memory_index_chunk_provenance (
   chunk_id TEXT PRIMARY KEY,
-  origin_class TEXT NOT NULL CHECK (origin_class IN ('owner','agent','untrusted','system')),
-  session_kind TEXT NOT NULL CHECK (session_kind IN ('interactive','cron','heartbeat','subagent','unknown')),
+  -- Equalities, not `IN (...)`: SQLite builds an ephemeral table for an IN list on every
+  -- execution of the INSERT, which doubled the cost of each provenance row.
+  origin_class TEXT NOT NULL CHECK (origin_class = 'owner' OR origin_class = 'agent'
+                                    OR origin_class = 'untrusted' OR origin_class = 'system'),
+  session_kind TEXT NOT NULL CHECK (session_kind = 'interactive' OR session_kind = 'cron'
+                                    OR session_kind = 'heartbeat' OR session_kind = 'subagent'
+                                    OR session_kind = 'unknown'),
   observed_at INTEGER NOT NULL,
   supersedes_key TEXT,
   FOREIGN KEY (chunk_id) REFERENCES memory_index_chunks(id) ON DELETE CASCADE
-) STRICT;
+) WITHOUT ROWID, STRICT;  -- rows live in the chunk_id key: one B-tree insert per chunk, not two
+-- Chunks of internal sessions (never indexable): forget purges stale ones without scanning every
+-- session chunk. Partial, so ordinary chunks cost no insert; the WHERE matches forget's query exactly.
+CREATE INDEX IF NOT EXISTS idx_memory_index_chunk_provenance_internal ON memory_index_chunk_provenance(chunk_id)
+  WHERE origin_class = 'system' OR session_kind = 'cron' OR session_kind = 'heartbeat';
 
 CREATE TABLE IF NOT EXISTS memory_index_chunk_recall_metadata (
   chunk_id TEXT PRIMARY KEY,
@@ -60,7 +69,7 @@ CREATE TABLE IF NOT EXISTS memory_index_chunk_recall_metadata (
   triggers TEXT,
   project_key TEXT,
   FOREIGN KEY (chunk_id) REFERENCES memory_index_chunks(id) ON DELETE CASCADE
-) STRICT;
+) WITHOUT ROWID, STRICT;
 
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_index_chunks_fts USING fts5(
   text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'

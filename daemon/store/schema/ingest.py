@@ -53,4 +53,13 @@ CREATE TABLE IF NOT EXISTS short_term_entries (
   promoted_at INTEGER
 ) STRICT;
 CREATE INDEX IF NOT EXISTS idx_short_term_entries_path ON short_term_entries(path);
+
+-- Which corpus files each session's lines were appended to, so forget reads only those files
+-- (the corpus grows with the store). Reserved before the lines are appended: a crash between
+-- the two leaves a row too many (a file scanned for nothing), never a line forget cannot find.
+CREATE TABLE IF NOT EXISTS corpus_session_files (
+  session_id TEXT NOT NULL,
+  relative_path TEXT NOT NULL,          -- workspace-relative corpus file
+  PRIMARY KEY (session_id, relative_path)
+) STRICT, WITHOUT ROWID;
 """

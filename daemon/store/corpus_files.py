@@ -1,0 +1,54 @@
+"""Corpus files per session: which session-corpus files a session's lines were appended to.
+
+Writers (ingest, backfill) reserve the rows before appending, in a transaction of their own;
+forget reads them to scan only those files and deletes them with the origin rows, last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from daemon.constants import SQL_IN_BATCH
+from daemon.store.db import Connection, table_exists
+
+TABLE = "corpus_session_files"
+
+
+def record_corpus_files(conn: Connection, pairs: Iterable[tuple[str, str]]) -> int:
+    """Insert-or-ignore (session_id, workspace-relative corpus path) pairs; rows added."""
+    rows = sorted(set(pairs))
+    if not rows:
+        return 0
+    before = conn.total_changes
+    conn.executemany(f"INSERT INTO {TABLE} (session_id, relative_path) VALUES (?, ?) "
+                     "ON CONFLICT(session_id, relative_path) DO NOTHING", rows)
+    return conn.total_changes - before
+
+
+def corpus_files_by_session(conn: Connection, session_ids: Collection[str]) -> dict[str, frozenset[str]] | None:
+    """Recorded corpus files of each session that has any (primary-key lookups).
+
+    None when the store predates the table: then nothing is known about any session."""
+    if not table_exists(conn, TABLE):
+        return None
+    found: dict[str, set[str]] = {}
+    ids = sorted(set(session_ids))
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        batch = ids[start:start + SQL_IN_BATCH]
+        for sid, path in conn.execute(f"SELECT session_id, relative_path FROM {TABLE} "
+                                      f"WHERE session_id IN ({','.join('?' * len(batch))})", batch):
+            found.setdefault(sid, set()).add(path)
+    return {sid: frozenset(paths) for sid, paths in found.items()}
+
+
+def delete_corpus_files(conn: Connection, session_ids: Collection[str]) -> int:
+    """Remove the rows of these sessions; rows removed."""
+    if not session_ids or not table_exists(conn, TABLE):
+        return 0
+    ids = sorted(set(session_ids))
+    removed = 0
+    for start in range(0, len(ids), SQL_IN_BATCH):
+        batch = ids[start:start + SQL_IN_BATCH]
+        removed += conn.execute(f"DELETE FROM {TABLE} WHERE session_id IN ({','.join('?' * len(batch))})",
+                                batch).rowcount
+    return removed

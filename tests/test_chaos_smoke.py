@@ -1,0 +1,84 @@
+"""A few rounds of the fault campaign (bench/chaos.py), so the runner and its invariant checks
+stay working: `memoryd run` under SIGKILL and Redis restarts, with forgets in flight, ends with
+every forget complete and no violation. The full campaign: `python -m bench.chaos --rounds 200`."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from bench.chaos import main
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+
+
+def test_a_short_fault_campaign_keeps_every_invariant(capsys):
+    code = main(["--rounds", "5", "--seconds", "0.4", "--seed", "5", "--job-timeout", "2", "--forget-rate", "0.8"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
+            if line.startswith("| ") and "measure" not in line}
+    assert rows["rounds"] == "5" and rows["violations"] == "0"
+    assert int(rows["daemon kills (SIGKILL)"]) + int(rows["Redis restarts (nosave)"]) >= 2
+    assert int(rows["invariant checks"]) >= 8
+    assert int(rows["forget jobs completed"]) == int(rows["forget jobs enqueued"]) >= 2
+
+
+# --- regressions of bugs the campaign found ------------------------------------------------------
+
+async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs_once(redis, unique):
+    """Found by bench/chaos.py: Redis restarted without persistence while a forget ran, the client
+    enqueued the (lost) job again, and the same worker started a second copy of it; the copies'
+    bookkeeping collided and one failed with `KeyError: 'forget:<id>'`."""
+    import anyio
+    from arq.connections import ArqRedis
+    from arq.jobs import Job
+    from arq.worker import func
+    from redis.asyncio import ConnectionPool
+
+    from daemon.jobs import deserialize, serialize
+    from tests.conftest import REDIS_URL
+    from workers.settings import MemorydWorker
+
+    runs: list[dict] = []
+    started, release = anyio.Event(), anyio.Event()
+
+    async def slow(ctx, payload):
+        runs.append(payload)
+        started.set()
+        await release.wait()
+        return {"ok": True}
+
+    queue = f"memoryd:queue:chaos-{unique}"
+    job_id = f"slow:{unique}"
+    pool = ArqRedis(ConnectionPool.from_url(REDIS_URL), job_serializer=serialize, job_deserializer=deserialize)
+    worker = MemorydWorker(functions=[func(slow, name="slow")], queue_name=queue, redis_pool=pool, poll_delay=0.01,
+                           handle_signals=False, job_serializer=serialize, job_deserializer=deserialize,
+                           keep_result=60, ctx={})
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.main)
+            await pool.enqueue_job("slow", {"n": 1}, _job_id=job_id, _queue_name=queue)
+            with anyio.fail_after(10):
+                await started.wait()
+            # What a restart without persistence leaves: no job, no in-progress key; the client
+            # (bench/chaos.py, or any caller polling `not_found`) enqueues the same job again.
+            await redis.delete(f"arq:in-progress:{job_id}", f"arq:job:{job_id}")
+            await redis.zrem(queue, job_id)
+            assert await pool.enqueue_job("slow", {"n": 1}, _job_id=job_id, _queue_name=queue) is not None
+            await anyio.sleep(0.3)  # many polls
+            assert len(runs) == 1  # the running copy is not started twice
+            release.set()
+            for _ in range(1000):  # up to 10 s
+                if await redis.exists(f"arq:result:{job_id}"):
+                    break
+                await anyio.sleep(0.01)
+            info = await Job(job_id, pool, _deserializer=deserialize).result_info()
+            assert info is not None and info.success and info.result == {"ok": True}
+            await anyio.sleep(0.2)
+            assert len(runs) == 1 and await redis.zscore(queue, job_id) is None
+            tg.cancel_scope.cancel()
+    finally:
+        await worker.close()
+        await redis.delete(f"arq:result:{job_id}", f"arq:job:{job_id}", queue, f"{queue}:health-check")

@@ -1,0 +1,196 @@
+"""Corpus files per session: ingestion and backfill record which corpus files a session's lines
+went to (before appending them), forget reads only those files, falls back to every corpus
+file for a session with no record, and removes the records with the origin rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon.context import agent_runtime
+from daemon.errors import OperationFailed
+from daemon.forget.request import ForgetRequest
+from daemon.forget.service import forget
+from daemon.forget.snapshot import corpus_files_to_scan
+from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.ingest.sweep import run_ingest_sweep
+from daemon.retention import service
+from daemon.retention.service import EraseRequest
+from tests.builders import Msg, SessionStoreBuilder
+from tests.conftest import make_settings
+
+DAY1_MS = 1_787_400_000_000  # 2026-08-22 (UTC)
+DAY2_MS = DAY1_MS + 2 * 86_400_000
+CORPUS = "memory/.dreams/session-corpus"
+TARGET_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
+OTHER_TEXT = "Remember that the orchard rota changes every Monday morning."
+LATER_TEXT = "Remember that the violet mongoose needs a new launch window."
+
+
+def corpus_path(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return f"{CORPUS}/{datetime.fromtimestamp(ms / 1000, UTC).date().isoformat()}.txt"
+
+
+def build(tmp_path: Path, sessions_root: Path, unique: str) -> tuple:
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    b = SessionStoreBuilder(sessions_root, "main")
+    b.add("agent:main:dm:nora", "s-target", [Msg("user", TARGET_TEXT, ts=DAY1_MS),
+                                             Msg("assistant", "Noted: " + TARGET_TEXT, ts=DAY2_MS)],
+          participants=[{"actorId": "nora"}], chatType="direct")
+    b.add("agent:main:dm:omar", "s-other", [Msg("user", OTHER_TEXT, ts=DAY1_MS)],
+          participants=[{"actorId": "omar"}], chatType="direct")
+    return settings, b
+
+
+async def records(settings, redis) -> list[tuple[str, str]]:
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        return await rt.require_store().read(
+            lambda conn: conn.execute("SELECT session_id, relative_path FROM corpus_session_files "
+                                      "ORDER BY 1, 2").fetchall())
+
+
+async def sweep(settings, redis):
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        return await run_ingest_sweep(rt)
+
+
+def corpus_text(settings) -> str:
+    root = settings.workspace_for("main") / CORPUS
+    return "".join(p.read_text() for p in sorted(root.glob("*.txt"))) if root.exists() else ""
+
+
+async def test_ingest_records_every_corpus_file_a_session_was_appended_to(tmp_path, sessions_root, unique, redis):
+    settings, _ = build(tmp_path, sessions_root, unique)
+    await sweep(settings, redis)
+    assert await records(settings, redis) == sorted([
+        ("s-other", corpus_path(DAY1_MS)), ("s-target", corpus_path(DAY1_MS)), ("s-target", corpus_path(DAY2_MS))])
+
+
+async def test_forget_removes_the_sessions_lines_and_its_corpus_file_rows_only(tmp_path, sessions_root, unique,
+                                                                                redis):
+    settings, _ = build(tmp_path, sessions_root, unique)
+    await sweep(settings, redis)
+    report = await forget(settings, ForgetRequest(agent="main", sessions=["s-target"]), redis=redis)
+    assert report.artifacts.sessionCorpusLines == 2 and report.artifacts.sessionCorpusFiles == 2
+    assert await records(settings, redis) == [("s-other", corpus_path(DAY1_MS))]
+    text = corpus_text(settings)
+    assert "violet mongoose" not in text and "s-target" not in text and OTHER_TEXT[:30] in text
+    preview = await forget(settings, ForgetRequest(agent="main", sessions=["s-target"], dry_run=True))
+    assert preview.artifacts.sessionCorpusLines == 0
+
+
+async def test_erasure_leaves_no_corpus_file_row_naming_the_session(tmp_path, sessions_root, unique, redis):
+    settings, _ = build(tmp_path, sessions_root, unique)
+    await sweep(settings, redis)
+    receipt = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    assert receipt.state == "complete", receipt
+    assert receipt.artifacts.forget["sessionCorpusLines"] == 2
+    rows = await records(settings, redis)
+    assert rows == [("s-other", corpus_path(DAY1_MS))]
+    assert not any("s-target" in value for row in rows for value in row)
+
+
+async def test_lines_appended_before_a_failed_ingest_commit_are_still_forgotten(tmp_path, sessions_root, unique,
+                                                                                 redis):
+    """The record is written before the append: a crash between the append and the staging
+    transaction leaves an unstaged line in a new file that forget still reads."""
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    b = SessionStoreBuilder(sessions_root, "main")
+    b.add("agent:main:dm:nora", "s-target", [Msg("user", TARGET_TEXT, ts=DAY1_MS)], chatType="direct")
+    b.add("agent:main:dm:omar", "s-other", [Msg("user", OTHER_TEXT, ts=DAY1_MS)], chatType="direct")
+    await sweep(settings, redis)
+    b.append("s-target", [Msg("user", LATER_TEXT, ts=DAY2_MS)], start_index=1)
+
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        store = rt.require_store()
+        await store.write(lambda conn: conn.execute(
+            "CREATE TRIGGER fail_staging BEFORE INSERT ON memory_entry_origins "
+            "BEGIN SELECT RAISE(ABORT, 'injected staging failure'); END"), fence=None)
+        with pytest.raises(OperationFailed, match="ingest commit failed"):
+            await run_ingest_sweep(rt)
+        await store.write(lambda conn: conn.execute("DROP TRIGGER fail_staging"), fence=None)
+        unstaged = await store.read(lambda conn: conn.execute(
+            "SELECT count(*) FROM short_term_entries WHERE path = ?", (corpus_path(DAY2_MS),)).fetchone()[0])
+    assert unstaged == 0 and "new launch window" in corpus_text(settings)  # appended, never staged
+    assert ("s-target", corpus_path(DAY2_MS)) in await records(settings, redis)  # reserved first
+
+    await forget(settings, ForgetRequest(agent="main", sessions=["s-target"]), redis=redis)
+    text = corpus_text(settings)
+    assert "violet mongoose" not in text and "s-target" not in text and OTHER_TEXT[:30] in text
+
+
+async def test_a_session_without_records_has_every_corpus_file_scanned(tmp_path, sessions_root, unique, redis):
+    """Lines the store never recorded (written before it tracked them) are found by the full scan."""
+    settings, _ = build(tmp_path, sessions_root, unique)
+    await sweep(settings, redis)
+    legacy = settings.workspace_for("main") / CORPUS / "2026-01-05.txt"
+    legacy.write_text("[main/sessions/main/s-legacy#L3] the heron code word is lantern\n"
+                      "[main/sessions/main/s-other#L9] an unrelated kept line of text\n")
+    report = await forget(settings, ForgetRequest(agent="main", sessions=["s-legacy"]), redis=redis)
+    assert report.sessionResolutions[0].source == "unresolved"
+    assert report.artifacts.sessionCorpusLines == 1
+    assert legacy.read_text() == "[main/sessions/main/s-other#L9] an unrelated kept line of text\n"
+
+
+def test_only_recorded_files_are_scanned_when_every_selected_session_has_records(tmp_path):
+    workspace = tmp_path / "ws"
+    corpus_dir = workspace / CORPUS
+    corpus_dir.mkdir(parents=True)
+    for name in ("2026-08-22.txt", "2026-08-23.txt", "2026-08-24.md", "notes.json"):
+        (corpus_dir / name).write_text("x\n")
+    (workspace / "memory" / "2026-08-22.txt").write_text("outside the corpus directory\n")
+    recorded = {"a": {f"{CORPUS}/2026-08-22.txt", f"{CORPUS}/gone.txt", "memory/2026-08-22.txt",
+                      f"{CORPUS}/../2026-08-22.txt"},
+                "b": {f"{CORPUS}/2026-08-24.md"}}
+    names = [p.name for p in corpus_files_to_scan(workspace, corpus_dir, {"a", "b"}, recorded)]
+    assert names == ["2026-08-22.txt", "2026-08-24.md"]  # absent and out-of-directory paths are skipped
+    every = ["2026-08-22.txt", "2026-08-23.txt", "2026-08-24.md"]
+    assert [p.name for p in corpus_files_to_scan(workspace, corpus_dir, {"a", "c"}, recorded)] == every
+    assert [p.name for p in corpus_files_to_scan(workspace, corpus_dir, {"a"}, None)] == every
+    assert corpus_files_to_scan(workspace, corpus_dir, set(), recorded) == []
+
+
+async def test_backfill_apply_records_its_corpus_files_and_forget_removes_them(tmp_path, sessions_root, unique,
+                                                                              redis):
+    settings, _ = build(tmp_path, sessions_root, unique)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        report = await run_backfill(rt, BackfillRequest(agent="main", mode="apply"))
+        assert report.corpus_lines >= 1
+    rows = await records(settings, redis)
+    assert ("s-target", corpus_path(DAY1_MS)) in rows and ("s-other", corpus_path(DAY1_MS)) in rows
+    await forget(settings, ForgetRequest(agent="main", sessions=["s-target"]), redis=redis)
+    assert all(sid != "s-target" for sid, _ in await records(settings, redis))
+    assert "s-target" not in corpus_text(settings)
+
+
+def test_stale_internal_session_chunks_are_read_through_the_partial_index_not_a_scan():
+    """The query's WHERE must stay the partial index's WHERE, or every session chunk is scanned."""
+    from daemon.forget.snapshot import STALE_CHUNKS_SQL
+    from daemon.store.db import sqlite3
+    from daemon.store.migrations import migrate_connection
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    migrate_connection(conn)
+    plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + STALE_CHUNKS_SQL)]
+    assert plan[0] == "SCAN p USING INDEX idx_memory_index_chunk_provenance_internal", plan
+    assert not any(step.startswith("SCAN c") for step in plan)
+
+
+def test_memory_files_under_a_corpus_subdirectory_are_still_listed(tmp_path):
+    """The corpus directory is skipped unlisted only when it has no subdirectory."""
+    from daemon.forget.snapshot import list_memory_files
+
+    workspace = tmp_path / "ws"
+    corpus_dir = workspace / CORPUS
+    corpus_dir.mkdir(parents=True)
+    (corpus_dir / "2026-08-22.md").write_text("a corpus day file, left to the corpus scan\n")
+    (workspace / "memory" / "2026-08-22.md").write_text("a daily note\n")
+    assert [p.relative_to(workspace).as_posix() for p in list_memory_files(workspace, corpus_dir)] == [
+        "memory/2026-08-22.md"]
+    (corpus_dir / "notes").mkdir()
+    (corpus_dir / "notes" / "kept.md").write_text("a memory file in an odd place\n")
+    assert [p.relative_to(workspace).as_posix() for p in list_memory_files(workspace, corpus_dir)] == [
+        "memory/2026-08-22.md", f"{CORPUS}/notes/kept.md"]
