@@ -11,14 +11,17 @@
 * Job ids are deterministic (daemon.jobs): the same request enqueued twice is one job, and
   the second enqueue reports `deduplicated`. Pass `request_id` to run an identical request
   again while the first one's result is still kept.
-* Results are polled every CLIENT_POLL_S (explicitly: arq's 0.5 s default would make every
-  round trip take half a second), starting faster: the first polls come after CLIENT_FIRST_POLL_S
-  and the interval doubles up to CLIENT_POLL_S, so a job of a few milliseconds is seen done
-  within about a millisecond while a long one costs no more Redis round trips than before.
+* Pickup is pushed: after enqueuing, the client RPUSHes the queue's bell (QUEUE_BELL_KEY) and
+  the worker, blocked on it between polls, starts the job at once.
+* Completion is pushed: the worker RPUSHes the job's doorbell (JOB_DONE_KEY) after arq has
+  stored the result, and `wait` BLPOPs it, so a finished job is seen within a Redis round trip.
+  The result is also polled every CLIENT_POLL_S (explicitly: arq's 0.5 s default would make
+  every round trip take half a second), so a daemon that rings no bell is still seen within a poll.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,7 +36,14 @@ from pydantic.alias_generators import to_camel
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
-from daemon.constants import AGENT_OWNER_KEY, CLIENT_POLL_S
+from daemon.constants import (
+    AGENT_OWNER_KEY,
+    CLIENT_POLL_S,
+    JOB_DONE_KEY,
+    JOB_DONE_TTL_S,
+    QUEUE_BELL_KEY,
+    QUEUE_BELL_TTL_S,
+)
 from daemon.errors import OperationFailed, UsageError
 from daemon.jobs import (
     ERASE,
@@ -54,9 +64,6 @@ JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_f
 # Job errors that mean "the request was bad" or "refused", for exit codes of `enqueue --wait`.
 USAGE_ERRORS = frozenset({"JobPayloadError", "AgentNotServed", "UsageError", "ConfigError"})
 REFUSED_ERRORS = frozenset({"RefusedError", "LockTimeout"})
-# The first result poll; the interval doubles from here up to the client's poll delay. A result
-# read is one pipelined round trip (~0.1 ms), so a few fast polls cost Redis nothing.
-CLIENT_FIRST_POLL_S = 0.001
 
 
 class _Model(BaseModel):
@@ -123,6 +130,13 @@ def _validate(model: type[BaseModel], data: BaseModel | dict[str, Any], what: st
         raise UsageError(f"{what} request: {where}: {err['msg']}") from None
 
 
+class _Doorbell:
+    """Set when the worker signals that the job's result is stored."""
+
+    def __init__(self) -> None:
+        self.rung = anyio.Event()
+
+
 class MemorydClient:
     def __init__(self, redis: ArqRedis, *, erase_ttl_s: int = 300, poll_delay_s: float = CLIENT_POLL_S):
         self.redis = redis
@@ -171,6 +185,12 @@ class MemorydClient:
         job_id = request_job_id(function, payload, request_id)
         job = await self.redis.enqueue_job(function, payload, _job_id=job_id, _queue_name=queue,
                                            _expires=expires_s)
+        if job is not None:  # ring the queue's bell: the worker starts it now, not at its next poll
+            bell = QUEUE_BELL_KEY.format(queue=queue)
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.rpush(bell, 1)
+                pipe.expire(bell, QUEUE_BELL_TTL_S)
+                await pipe.execute()
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
     async def enqueue_forget(self, request: BaseModel | dict[str, Any], *,
@@ -233,9 +253,29 @@ class MemorydClient:
                          enqueued_at=None, started_at=None, finished_at=None, error=None, result=None)
 
     async def wait(self, job_id: str, *, timeout_s: float | None = None) -> JobReport:
-        """Poll until the job is complete or failed; OperationFailed on timeout or an unknown job."""
+        """Wait until the job is complete or failed; OperationFailed on timeout or an unknown job.
+
+        The worker rings the job's doorbell (JOB_DONE_KEY) once its result is stored, and a
+        background BLPOP wakes this wait at once. The result itself is always read from arq's
+        key, polled on the usual back-off, so a missed ring (a daemon without it, another
+        client popping it first) only costs the next poll.
+        """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        delay = min(CLIENT_FIRST_POLL_S, self.poll_delay_s)
+        bell = _Doorbell()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._listen, job_id, bell, deadline)
+                try:
+                    report = await self._poll(job_id, bell, deadline, timeout_s)
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the listener never fails: hand the poll's error on as is
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        return report
+
+    async def _poll(self, job_id: str, bell: _Doorbell, deadline: float | None, timeout_s: float | None) -> JobReport:
         while True:
             report = await self.job(job_id)
             if report.state == "not_found":
@@ -244,9 +284,26 @@ class MemorydClient:
                 return report
             if deadline is not None and time.monotonic() >= deadline:
                 raise OperationFailed(f"job {job_id}: still {report.state} after {timeout_s:g}s")
-            await anyio.sleep(delay)
-            # Most jobs finish within a worker poll or two: poll fast first, then back off.
-            delay = min(delay * 2, self.poll_delay_s)
+            # The ring normally ends this wait; the poll delay bounds a missed one. No faster
+            # polls: they would only take CPU from the worker running the job.
+            with anyio.move_on_after(self.poll_delay_s):
+                await bell.rung.wait()
+            if bell.rung.is_set():
+                bell.rung = anyio.Event()  # a stale ring (an earlier run of this id) must not spin
+
+    async def _listen(self, job_id: str, bell: _Doorbell, deadline: float | None) -> None:
+        key = JOB_DONE_KEY.format(job_id=job_id)
+        while True:
+            # Redis times blocking commands out in whole server ticks (~0.1 s), so the BLPOP
+            # only wakes; the polls handle deadlines.
+            block_s = JOB_DONE_TTL_S if deadline is None else max(1, math.ceil(deadline - time.monotonic()))
+            try:
+                rang = await self.redis.blpop([key], timeout=block_s)  # type: ignore[misc]
+            except (RedisError, OSError):
+                return  # the polls still see the result
+            if rang is not None:
+                bell.rung.set()
+
 
     async def list_jobs(self, queue: str, *, finished_limit: int = 50) -> list[JobReport]:
         """Queued and running jobs of a queue (oldest first), then its newest finished jobs."""

@@ -119,3 +119,21 @@ MIN_VECTOR_SIMILARITY = 0.2
 DREAM_COMMIT_ATTEMPTS = 3
 PROMOTED_TEXT_MAX_CHARS = 640  # a consolidated resultEntry's visible text (160 tokens x 4 chars)
 BACKFILL_DEFAULT_LIMIT_DAYS = 92  # the reference's --limit-days default
+
+# --- Job completion wake-ups (client ↔ worker) ---------------------------------------------------
+# After arq has stored a job's result, the worker RPUSHes to this per-job list and the waiting
+# client BLPOPs it, so a finished job is seen at once instead of at the client's next poll.
+# The client still reads the result from arq's key (and polls it if no wake-up comes: a daemon
+# without the hook, or two clients waiting for one job), so the list is only a doorbell.
+JOB_DONE_KEY = REDIS_PREFIX + "done:{job_id}"
+# A wake-up nobody pops (no client waiting) must not linger; a waiter that starts later reads
+# the stored result directly, so minutes are plenty.
+JOB_DONE_TTL_S = 300
+# The client RPUSHes this per-queue list after enqueuing; the worker BLPOPs it and starts the
+# job at once instead of at its next poll (daemon.poll_delay_s). Polls go on regardless, so a
+# job enqueued by anything else (the scheduler, a plain arq client) still starts within a poll.
+QUEUE_BELL_KEY = REDIS_PREFIX + "enqueued:{queue}"
+QUEUE_BELL_TTL_S = 300  # rings nobody pops (no worker running) do not linger
+# The worker's BLPOP on the queue bell blocks at most this long before it blocks again; Redis
+# times blocking commands out in whole server ticks (~0.1 s), so it only wakes, never paces.
+QUEUE_BELL_BLOCK_S = 5

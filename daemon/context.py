@@ -6,7 +6,9 @@
 
 `readonly=True` opens an existing store without creating or migrating anything (dry runs);
 `rt.store` is None then if the agent has no store yet. `redis=False` skips Redis for
-read-only commands.
+read-only commands. The runtime's own Redis client connects on first use (the lock), so an
+operation that ends up changing nothing (a quiet re-sweep) never talks to Redis; an
+unreachable Redis is then reported by the lock ("workspace lock: Redis unavailable").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from redis.asyncio import Redis
 
 from daemon.agents import AgentPaths, agent_paths
 from daemon.lock import WorkspaceLock
-from daemon.redis_conn import connect_redis
+from daemon.redis_conn import redis_from_url
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
@@ -78,7 +80,7 @@ async def agent_runtime(settings: Settings, agent_id: str, *, readonly: bool = F
         if isinstance(redis, Redis):
             client = redis
         elif redis:
-            client = await connect_redis(settings.redis_url)
+            client = redis_from_url(settings.redis_url)  # no I/O until the first command
             own_client = True
         yield AgentRuntime(settings, paths, store, client, source, readonly)
     finally:

@@ -119,7 +119,7 @@ def commit_file(path: Path, content: bytes | str | None, *, expected_hash: str |
             os.unlink(path)
         except FileNotFoundError:
             return
-        _fsync_dir(parent)
+        fsync_dir(parent)
         return
     tmp = parent / f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
@@ -142,7 +142,7 @@ def commit_file(path: Path, content: bytes | str | None, *, expected_hash: str |
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(parent)
+    fsync_dir(parent)
 
 
 def append_lines(path: Path, lines: list[str], *, root: Path | None = None) -> int:
@@ -161,7 +161,8 @@ def append_lines(path: Path, lines: list[str], *, root: Path | None = None) -> i
     return before
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a rename or create in `path` durable; a directory that cannot be opened is skipped."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:

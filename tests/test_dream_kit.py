@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from daemon.context import agent_runtime
 from daemon.ingest.dreaming.memory_file import AppendItem, build_append, parse_entries
 from daemon.ingest.dreaming.rank import PromotionGates, Thresholds, rank_candidates
-from daemon.ingest.dreaming.staged import STAGED_COLUMNS, StagedEntry
+from daemon.ingest.dreaming.staged import StagedEntry
 from daemon.ingest.dreaming.text import claim_hash
 from daemon.settings import DreamingSettings
 from daemon.store.origins import EntryOrigin
+from daemon.store.short_term import COLUMNS
 
 DAY_MS = 86_400_000
 NOW_MS = int(time.time() * 1000)
@@ -63,7 +64,7 @@ class Stager:
         conn.executemany(
             "INSERT INTO memory_entry_origins(entry_key, agent_id, session_id, session_key, origin_class, "
             "observed_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", self.origins)
-        conn.executemany(f"INSERT INTO short_term_entries({', '.join(STAGED_COLUMNS)}) "
+        conn.executemany(f"INSERT INTO short_term_entries({', '.join(COLUMNS)}) "
                          f"VALUES ({','.join('?' * 21)})", self.rows)
         self.rows, self.origins = [], []
 

@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 from daemon.constants import MAX_QUERY_HASHES
 from daemon.ingest.staging import (
     StagedMessage,
-    _dump,
-    _load_entries,
     claim_hash,
     merge_signals,
     query_hash,
@@ -21,6 +19,7 @@ from daemon.ingest.staging import (
     write_staging,
 )
 from daemon.store.db import IntegrityError, Store
+from daemon.store.short_term import encode_row, load_entries
 
 
 def message(snippet: str = "User: the boiler code is 4411", origin: str = "owner", line: int = 1,
@@ -69,9 +68,9 @@ async def test_the_fast_insert_of_a_new_claim_writes_the_same_row_as_the_general
         fast, general = message("User: fast path row here"), message("User: general path row here")
         await store.write(write_staging, "main", [fast], "2026-08-27", 5, fence=None)
         await store.write(write_staging, "main", [general, general._replace(line=2)], "2026-08-27", 5, fence=None)
-        rows = await store.read(_load_entries, [fast.entry_key, general.entry_key])
-    assert _dump(rows[fast.entry_key]) == _dump(merge_signals(None, [fast], "2026-08-27", 5))
-    assert _dump(rows[general.entry_key]) == _dump(merge_signals(None, [general, general._replace(line=2)],
+        rows = await store.read(load_entries, [fast.entry_key, general.entry_key])
+    assert encode_row(rows[fast.entry_key]) == encode_row(merge_signals(None, [fast], "2026-08-27", 5))
+    assert encode_row(rows[general.entry_key]) == encode_row(merge_signals(None, [general, general._replace(line=2)],
                                                                  "2026-08-27", 5))
 
 

@@ -132,3 +132,108 @@ async def test_an_erase_given_up_before_running_keeps_its_result_only_for_the_er
         report = await client.job(job_id)
     assert report.state == "failed" and "max 5 retries exceeded" in (report.error or "")
     assert 0 < await redis.pttl(f"arq:result:{job_id}") <= settings.retention.erase_result_ttl_s * 1000
+
+
+# --- doorbells: the worker starts a rung job at once and rings when its result is stored ------
+
+async def test_a_finished_job_rings_its_done_bell_after_its_result_is_stored(world, redis):
+    from daemon.constants import JOB_DONE_KEY
+
+    settings, queue, job_ids = world
+    # Own request ids: other tests run the same payloads (deterministic job ids) and ring too.
+    rid = settings.daemon.host_id
+    ok = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "main", "sessions": ["s-one"],
+                                                                  "dry_run": True}, request_id=rid)
+    bad = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "main", "bogus": 1}, request_id=rid)
+    try:
+        assert ok.state == "complete" and bad.state == "failed"
+        for report in (ok, bad):  # failed jobs ring too: a waiting client must see the failure
+            key = JOB_DONE_KEY.format(job_id=report.job_id)
+            assert await redis.lrange(key, 0, -1) == [b"1"]
+            assert 0 < await redis.ttl(key) <= 300  # an unpopped ring does not linger
+    finally:
+        await redis.delete(*(JOB_DONE_KEY.format(job_id=j) for j in job_ids))
+
+
+async def test_wait_is_woken_by_the_done_bell_not_by_its_poll(world, redis):
+    import anyio
+
+    from daemon.constants import JOB_DONE_KEY
+
+    settings, queue, job_ids = world
+    # Polls so slow that only the ring can end the wait within the test's deadline.
+    async with MemorydClient.connect(settings, poll_delay_s=60) as client:
+        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue,
+                                   request_id=settings.daemon.host_id)
+        job_ids.append(job.job_id)
+        got = []
+
+        async def waiter() -> None:
+            got.append(await client.wait(job.job_id, timeout_s=60))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiter)
+                await anyio.sleep(0.2)  # the waiter has polled once and blocks on the bell
+                await run_jobs(settings, queue)
+    assert got[0].state == "complete" and got[0].result is not None
+    assert await redis.llen(JOB_DONE_KEY.format(job_id=job.job_id)) == 0  # the wait popped it
+
+
+async def test_wait_still_completes_by_polling_when_no_bell_rings(world, redis):
+    import anyio
+    from arq.worker import Worker
+
+    settings, queue, job_ids = world
+    # arq's plain Worker rings nothing (a daemon without the bells): the poll must find it.
+    pool = arq_pool(settings, queue)
+    ctx: dict[str, Any] = {"settings": settings, "agents": frozenset({"main"}), "host_id": settings.daemon.host_id}
+    async with MemorydClient.connect(settings, poll_delay_s=0.05) as client:
+        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue,
+                                   request_id=settings.daemon.host_id)
+        job_ids.append(job.job_id)
+        got = []
+
+        async def waiter() -> None:
+            got.append(await client.wait(job.job_id, timeout_s=20))
+
+        try:
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(waiter)
+                    await anyio.sleep(0.2)
+                    await Worker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool).main()
+        finally:
+            await pool.aclose(close_connection_pool=True)
+    assert got[0].state == "complete"
+
+
+async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_its_next_poll(world, redis):
+    import asyncio
+
+    import anyio
+
+    from daemon.constants import QUEUE_BELL_KEY
+
+    settings, queue, job_ids = world
+    # A worker that polls once a minute: only the queue bell can start the job in time.
+    slow = settings.model_copy(update={"daemon": settings.daemon.model_copy(update={"poll_delay_s": 60.0})})
+    pool = arq_pool(slow, queue)
+    ctx: dict[str, Any] = {"settings": slow, "agents": frozenset({"main"}), "host_id": slow.daemon.host_id}
+    worker = MemorydWorker(**worker_kwargs(slow, queue, ctx), redis_pool=pool)
+    task = asyncio.create_task(worker.main())
+    try:
+        await anyio.sleep(0.5)  # its first poll has found nothing; it waits for a minute or a ring
+        async with MemorydClient.connect(settings) as client:
+            job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+                                       queue=queue, request_id=settings.daemon.host_id)
+            job_ids.append(job.job_id)
+            with anyio.fail_after(20):
+                report = await client.wait(job.job_id, timeout_s=20)
+        assert report.state == "complete"
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await pool.aclose(close_connection_pool=True)
+        await redis.delete(QUEUE_BELL_KEY.format(queue=queue))

@@ -8,11 +8,16 @@ results, which hold a subject's ids and so live only `retention.erase_result_ttl
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from contextlib import suppress
 from typing import Any
 
 from arq.constants import result_key_prefix
 from arq.worker import Function, Worker, func
+from redis.exceptions import RedisError
 
+from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
 from daemon.jobs import ERASE, deserialize, job_name_of, serialize
 from daemon.settings import Settings
 from workers.backfill import backfill
@@ -25,6 +30,7 @@ from workers.ingest_sweep import ingest_sweep
 from workers.retention_sweep import retention_sweep
 
 JOB_FUNCTIONS = (forget, erase, expire, ingest_sweep, index_sync, dream, backfill, retention_sweep)
+log = logging.getLogger("memoryd.jobs")
 # arq retries a job only when it is cancelled (drain, Retry); a failing job is not retried, so
 # the try limit bounds how often a job is interrupted by restarts before it is given up.
 MAX_TRIES = 5
@@ -58,11 +64,56 @@ def worker_kwargs(settings: Settings, queue: str, ctx: dict[str, Any]) -> dict[s
     }
 
 
-
 class MemorydWorker(Worker):
     """arq's Worker, with erase results kept short on every path. arq applies a function's
     `keep_result` when the function ran, but a job it gives up on before running (too many
-    tries, expired) is stored with the worker-wide default — with its arguments."""
+    tries, expired) is stored with the worker-wide default — with its arguments.
+
+    It also answers doorbells (daemon.client): between its polls it starts a job as soon as a
+    client rings the queue's bell, and after storing a result it rings the job's own bell."""
+
+    _bell_task: asyncio.Task[None] | None = None
+    _enqueued: asyncio.Event | None = None
+
+    async def main(self) -> None:
+        try:
+            await super().main()
+        finally:
+            if self._bell_task is not None:
+                self._bell_task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await self._bell_task
+                self._bell_task = None
+
+    async def _poll_iteration(self) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await super()._poll_iteration()
+        if self.burst:  # a burst worker stops when the queue is empty; nothing to wait for
+            return
+        if self._enqueued is None:
+            self._enqueued = asyncio.Event()
+            self._bell_task = asyncio.create_task(self._listen_enqueued(self._enqueued))
+        # arq sleeps out the rest of poll_delay after this returns; wait it out here instead,
+        # polling again whenever a client rings, so a new job starts within a round trip.
+        while (remaining := self.poll_delay_s - (loop.time() - started)) > 0:
+            try:
+                await asyncio.wait_for(self._enqueued.wait(), remaining)
+            except TimeoutError:
+                return
+            self._enqueued.clear()  # before the poll: a ring during it means another poll
+            await super()._poll_iteration()
+
+    async def _listen_enqueued(self, enqueued: asyncio.Event) -> None:
+        key = QUEUE_BELL_KEY.format(queue=self.queue_name)
+        while True:
+            try:
+                rang = await self.pool.blpop([key], timeout=QUEUE_BELL_BLOCK_S)  # type: ignore[misc]
+            except (RedisError, OSError):
+                await asyncio.sleep(QUEUE_BELL_BLOCK_S)  # Redis is away: the polls report it and go on
+                continue
+            if rang is not None:
+                enqueued.set()
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         # Redis can lose a running job's in-progress key (a restart without persistence). If the
@@ -72,8 +123,29 @@ class MemorydWorker(Worker):
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
         await super().start_jobs([j for j in job_ids if j.decode() not in running])
 
+    async def finish_job(self, job_id: str, finish: bool, result_data: bytes | None, result_timeout_s: float | None,
+                         keep_result_forever: bool, incr_score: int | None, keep_in_progress: float | None) -> None:
+        await super().finish_job(job_id, finish, result_data, result_timeout_s, keep_result_forever, incr_score,
+                                 keep_in_progress)
+        if finish:  # not when the job goes back to the queue (cancelled by a drain, retried)
+            await self._wake_waiters(job_id)
+
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
         if job_name_of(job_id) == ERASE:
             ttl_s = self.ctx["settings"].retention.erase_result_ttl_s
             await self.pool.pexpire(result_key_prefix + job_id, ttl_s * 1000)
+        await self._wake_waiters(job_id)
+
+    async def _wake_waiters(self, job_id: str) -> None:
+        """Ring the job's doorbell (daemon.client.wait BLPOPs it). Called only after arq's
+        transaction has stored the result, so a woken client always finds it."""
+        key = JOB_DONE_KEY.format(job_id=job_id)
+        try:
+            async with self.pool.pipeline(transaction=True) as pipe:
+                pipe.rpush(key, 1)
+                pipe.expire(key, JOB_DONE_TTL_S)
+                await pipe.execute()
+        except (RedisError, OSError) as exc:
+            # The result is stored; a client that misses the wake-up sees it at its next poll.
+            log.warning("job %s: completion wake-up not sent (%s)", job_id, type(exc).__name__)

@@ -138,7 +138,7 @@ def run(ctx: Context) -> list[Row]:
                  info(NAME, "  the same forget in-process", "s", local)]
     rows.append(info(NAME, f"  {noop_figure}", "s", got["noop"],
                      note=f"no-op: {_split(got, 'noop')}; median of {trips} round trips per rep, worker in its own "
-                          "process (poll 10 ms), client polls 1 ms doubling to 10 ms"))
+                          "process (poll 10 ms), client woken by a push on completion, polling every 10 ms as a fallback"))
     return rows
 
 

@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from daemon.commands import CliState, emit, emit_json, json_option, pass_state, run_async, table
+from daemon.commands.forget import forget_request, selector_options
+from daemon.commands.retention import erase_options, erase_request
 from daemon.jobs import queue_name
 
 
@@ -115,11 +117,7 @@ def register(cli: click.Group) -> None:
 
     @enqueue_group.command("forget")
     @click.option("--agent", "agent_id", required=True, help="The agent whose memory to purge.")
-    @click.option("--session", "sessions", multiple=True, help="Session id or key (exact); repeatable.")
-    @click.option("--participant", "participants", multiple=True, help="Recorded actor id (exact); repeatable.")
-    @click.option("--hook-source", "hook_sources", multiple=True, help="Recorded hook source (exact); repeatable.")
-    @click.option("--since", default=None, help="Only sessions created at or after this date.")
-    @click.option("--dry-run", is_flag=True, help="Report only: no lock, no writes.")
+    @selector_options
     @request_id_option
     @wait_option
     @timeout_option
@@ -129,21 +127,13 @@ def register(cli: click.Group) -> None:
                        hook_sources: tuple[str, ...], since: str | None, dry_run: bool, request_id: str | None,
                        wait: bool, timeout_s: float | None, as_json: bool) -> None:
         """Enqueue a forget (same selectors as `memoryd forget`)."""
-        from daemon.forget.request import ForgetRequest
-
         # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
-        request = ForgetRequest.parse({"agent": agent_id, "sessions": list(sessions),
-                                       "participants": list(participants), "hook_sources": list(hook_sources),
-                                       "since": since, "dry_run": dry_run})
+        request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
         _enqueue_and_maybe_wait(state, lambda c: c.enqueue_forget(request, request_id=request_id),
                                 wait, timeout_s, as_json)
 
     @enqueue_group.command("erase")
-    @click.option("--scope", required=True, help="The scope to erase, with everything under it.")
-    @click.option("--allow-partial", is_flag=True, help="Erase what no legal hold blocks; list the rest.")
-    @click.option("--request-id", default=None,
-                  help="Your reference, copied to the receipt (a new one also makes a new job).")
-    @click.option("--dry-run", is_flag=True, help="Plan and report only; no lock, no writes, no receipt.")
+    @erase_options("Your reference, copied to the receipt (a new one also makes a new job).")
     @click.option("--queue", default=None, help="Target queue when several hosts share Redis.")
     @wait_option
     @timeout_option
@@ -153,10 +143,7 @@ def register(cli: click.Group) -> None:
                       queue: str | None, wait: bool, timeout_s: float | None, as_json: bool) -> None:
         """Enqueue an erasure (same flags as `memoryd erase`); its arguments and result are kept in
         Redis only retention.erase_result_ttl_s."""
-        from daemon.retention.request import EraseRequest
-
-        request = EraseRequest.parse({"scope": scope, "allow_partial": allow_partial, "request_id": request_id,
-                                      "dry_run": dry_run})
+        request = erase_request(scope, allow_partial, request_id, dry_run)
         _enqueue_and_maybe_wait(state, lambda c: c.enqueue_erase(request, queue=queue), wait, timeout_s, as_json)
 
     @enqueue_group.command("ingest")

@@ -18,6 +18,29 @@ from daemon.retention.request import EraseRequest
 from daemon.settings import Settings
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def erase_options(request_id_help: str) -> Callable[[F], F]:
+    """The flags of an erasure (`memoryd erase` and `memoryd enqueue erase`)."""
+    options = (
+        click.option("--scope", required=True, help="The scope to erase, with everything under it."),
+        click.option("--allow-partial", is_flag=True, help="Erase what no legal hold blocks; list the rest."),
+        click.option("--request-id", default=None, help=request_id_help),
+        click.option("--dry-run", is_flag=True, help="Plan and report only; no lock, no writes, no receipt."),
+    )
+
+    def apply(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return apply
+
+
+def erase_request(scope: str, allow_partial: bool, request_id: str | None, dry_run: bool) -> EraseRequest:
+    """The request the erasure flags describe (a bad one is a UsageError, exit 2)."""
+    return EraseRequest.parse({"scope": scope, "allow_partial": allow_partial, "request_id": request_id,
+                               "dry_run": dry_run})
 
 
 def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -174,10 +197,7 @@ def register(cli: click.Group) -> None:
         emit(_with_redis(state.settings, service.run_expire), as_json, _expire_human)
 
     @cli.command("erase")
-    @click.option("--scope", required=True, help="The scope to erase, with everything under it.")
-    @click.option("--allow-partial", is_flag=True, help="Erase what no legal hold blocks; list the rest.")
-    @click.option("--request-id", default=None, help="Your reference, copied to the receipt.")
-    @click.option("--dry-run", is_flag=True, help="Plan and report only; no lock, no writes, no receipt.")
+    @erase_options("Your reference, copied to the receipt.")
     @json_option
     @pass_state
     def erase(state: CliState, scope: str, allow_partial: bool, request_id: str | None, dry_run: bool,
@@ -187,8 +207,7 @@ def register(cli: click.Group) -> None:
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
         printed either way.
         """
-        request = EraseRequest.parse({"scope": scope, "allow_partial": allow_partial, "request_id": request_id,
-                                      "dry_run": dry_run})
+        request = erase_request(scope, allow_partial, request_id, dry_run)
         if dry_run:
             receipt = run_async(service.run_erase, state.settings, None, request)
         else:

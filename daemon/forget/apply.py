@@ -27,10 +27,10 @@ import anyio
 from daemon.errors import MemorydError, OperationFailed
 from daemon.failpoints import failpoint
 from daemon.fileio import commit_file
-from daemon.forget.batched import execute_in
 from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.index.purge import clear_embedding_cache, purge_chunks
+from daemon.store.batched import execute_in
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.origins import delete_origins_for_entries

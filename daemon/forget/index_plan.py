@@ -19,10 +19,7 @@ from dataclasses import dataclass
 
 from daemon.forget.refs import references_session
 from daemon.forget.scrub import Selection, scrub_memory
-
-# Session kinds whose transcripts are never indexed. "unknown" (no provenance) is kept:
-# chunks that cannot be attributed are not presumed stale.
-NON_INDEXABLE_SESSION_KINDS = frozenset({"cron", "heartbeat"})
+from daemon.index.provenance import INTERNAL_SESSION_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +92,6 @@ def _selects_transcript(c: ChunkRow, sel: Selection, any_selected: bool, exclude
         return False
     return (c.session_id in sel.session_ids
             or c.origin_class == "system"
-            or (c.session_kind or "unknown") in NON_INDEXABLE_SESSION_KINDS
+            or (c.session_kind or "unknown") in INTERNAL_SESSION_KINDS
             or c.session_id in excluded
             or references_session(c.path, sel.agent_id, excluded))

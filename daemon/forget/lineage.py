@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from daemon.forget.batched import select_in
+from daemon.store.batched import select_in
 from daemon.store.db import Connection, table_exists
 
 

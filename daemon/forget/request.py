@@ -10,10 +10,11 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from daemon.errors import UsageError
 from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
+from daemon.validation import validate_request
 
 NO_SELECTOR_MESSAGE = ("memory forget requires a session, hook source, or participant selector "
                        "(--session, --hook-source or --participant)")
@@ -107,9 +108,4 @@ class ForgetRequest(BaseModel):
     @classmethod
     def parse(cls, data: dict[str, Any]) -> ForgetRequest:
         """Validate a payload (CLI flags or a job's JSON); any problem is one UsageError line."""
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "request"
-            raise UsageError(f"forget request: {where}: {err['msg']}") from None
+        return validate_request(cls, data, "forget")

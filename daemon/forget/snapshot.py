@@ -24,14 +24,15 @@ from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
 from daemon.context import AgentRuntime
 from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
-from daemon.forget.batched import select_in
 from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes
-from daemon.forget.index_plan import NON_INDEXABLE_SESSION_KINDS, ChunkRow, SourceRow
+from daemon.forget.index_plan import ChunkRow, SourceRow
 from daemon.forget.lineage import Lineage, keys_with_origins, read_lineage
 from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
 from daemon.forget.scrub import promotion_keys_on_lines
 from daemon.forget.select import SessionSelection
+from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
+from daemon.store.batched import select_in
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.db import Connection, table_exists
 
@@ -56,7 +57,7 @@ class SessionCatalog:
     def excluded_session_ids(self) -> frozenset[str]:
         """Internal sessions whose transcripts are never indexed (stale chunks are purged)."""
         return frozenset(s.session_id for s in self.sessions
-                         if s.generated_by_narrative or s.session_kind in NON_INDEXABLE_SESSION_KINDS)
+                         if s.generated_by_narrative or s.session_kind in INTERNAL_SESSION_KINDS)
 
 
 async def read_catalog(rt: AgentRuntime) -> SessionCatalog:
@@ -255,7 +256,7 @@ FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_
 # the cost follows those chunks, not every session chunk. The terms are literals so the planner
 # can prove the index applies.
 INTERNAL_PROVENANCE = " OR ".join(["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'"
-                                                                    for k in sorted(NON_INDEXABLE_SESSION_KINDS)])
+                                                                    for k in sorted(INTERNAL_SESSION_KINDS)])
 STALE_CHUNKS_SQL = f"""SELECT c.rowid, c.id, c.path, c.source, '', c.session_id, p.origin_class, p.session_kind,
   EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
   EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 # The reference merges with findLast over this order: the later class wins (least trusted).
 TRUST_ORDER: tuple[str, ...] = ("owner", "agent", "system", "untrusted")
+# Session kinds whose transcripts are never indexed. "unknown" (no provenance) is not one:
+# chunks that cannot be attributed are not presumed stale.
 INTERNAL_SESSION_KINDS = frozenset({"cron", "heartbeat"})
 
 

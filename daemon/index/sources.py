@@ -18,6 +18,7 @@ from pathlib import Path
 from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
 from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
+from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.json_store import derive_session_kind
 from daemon.sessions.model import ArchiveInfo, SessionInfo, SessionSource
 
@@ -111,7 +112,7 @@ def internal_reason(kind: str, key: str | None, narrative: bool = False) -> str 
     k = key or ""
     if narrative or "dreaming-narrative" in k:
         return "dreaming-narrative"
-    if kind in ("cron", "heartbeat"):
+    if kind in INTERNAL_SESSION_KINDS:
         return kind
     if k.endswith(":heartbeat"):
         return "heartbeat"

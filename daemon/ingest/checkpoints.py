@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from daemon.constants import MAX_TRACKED_MESSAGES_PER_SESSION, SQL_IN_BATCH
+from daemon.store.batched import execute_in, select_in
 from daemon.store.db import Connection
 
 
@@ -71,12 +72,9 @@ def load_stamps(conn: Connection, agent_id: str) -> dict[str, CheckpointStamp]:
 
 def load_checkpoints_by_key(conn: Connection, state_keys: Sequence[str]) -> dict[str, Checkpoint]:
     out: dict[str, Checkpoint] = {}
-    for start in range(0, len(state_keys), SQL_IN_BATCH):
-        batch = list(state_keys[start:start + SQL_IN_BATCH])
-        marks = ",".join("?" * len(batch))
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE state_key IN ({marks})", batch):
-            cp = Checkpoint._make(row)
-            out[cp.state_key] = cp._replace(at_end=bool(cp.at_end))
+    for row in select_in(conn, f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE state_key IN ({{marks}})", state_keys):
+        cp = Checkpoint._make(row)
+        out[cp.state_key] = cp._replace(at_end=bool(cp.at_end))
     return out
 
 
@@ -97,12 +95,7 @@ def upsert_checkpoints(conn: Connection, checkpoints: Iterable[Checkpoint]) -> N
 
 
 def delete_checkpoints(conn: Connection, state_keys: Sequence[str]) -> int:
-    removed = 0
-    for start in range(0, len(state_keys), SQL_IN_BATCH):
-        batch = list(state_keys[start:start + SQL_IN_BATCH])
-        marks = ",".join("?" * len(batch))
-        removed += conn.execute(f"DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", batch).rowcount
-    return removed
+    return execute_in(conn, "DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", state_keys)
 
 
 def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:

@@ -19,7 +19,7 @@ import anyio
 
 from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, RENDERED_LINE_MAX_CHARS
 from daemon.errors import OperationFailed, UsageError
-from daemon.fileio import check_no_symlinks, ensure_dir
+from daemon.fileio import check_no_symlinks, ensure_dir, fsync_dir
 from daemon.ingest.scan import truncate_utf16
 
 _COUNT_CHUNK = 1 << 20
@@ -70,7 +70,7 @@ class CorpusAppender:
             for fd in fds:
                 os.close(fd)
         if created:
-            _fsync_dir(self.workspace / CORPUS_RELATIVE_DIR)
+            fsync_dir(self.workspace / CORPUS_RELATIVE_DIR)
         return firsts
 
     def _write(self, day: str, lines: list[str]) -> tuple[int, int, bool]:
@@ -115,13 +115,3 @@ class CorpusAppender:
             return newlines + 1, True
         return newlines, False
 
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

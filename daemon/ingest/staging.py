@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 import orjson
@@ -21,10 +22,10 @@ from daemon.constants import (
     MAX_RECALL_DAYS,
     SESSION_CORPUS_QUERY_PREFIX,
     SESSION_INGESTION_SCORE,
-    SQL_IN_BATCH,
     STAGED_SNIPPET_MAX_CHARS,
 )
 from daemon.store.db import Connection
+from daemon.store.short_term import SELECT_LIST, ShortTermEntry, encode_row, load_entries
 
 CLAIM_KEY_PREFIX = "memory:claim:"
 # Least trusted wins when one entry has several sources (the reference's findLast over this order).
@@ -71,42 +72,13 @@ class StagedMessage(NamedTuple):
         return CLAIM_KEY_PREFIX + self.claim_hash
 
 
-class EntryState(NamedTuple):
-    """A staged entry as stored (the row of short_term_entries)."""
-
-    entry_key: str
-    path: str
-    start_line: int
-    end_line: int
-    snippet: str
-    recall_count: int
-    daily_count: int
-    grounded_count: int
-    total_score: float
-    max_score: float
-    first_recalled_at: int
-    last_recalled_at: int
-    query_hashes: tuple[str, ...]
-    recall_days: tuple[str, ...]
-    concept_tags: tuple[str, ...]
-    origin_class: str
-    session_kind: str
-    observed_at: int
-    claim_hash: str | None
-    project_key: str | None
-    promoted_at: int | None
-
-
-_COLUMNS = ("entry_key, path, start_line, end_line, snippet, recall_count, daily_count, grounded_count, "
-            "total_score, max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, "
-            "concept_tags, origin_class, session_kind, observed_at, claim_hash, project_key, promoted_at")
-
 _UPDATE_SET = ", ".join(f"{c} = excluded.{c}" for c in (
     "daily_count", "total_score", "max_score", "last_recalled_at", "query_hashes", "recall_days",
     "origin_class", "session_kind", "observed_at", "claim_hash"))
 
 
-def _least_trusted(a: str, b: str) -> str:
+def least_trusted(a: str, b: str) -> str:
+    """The less trusted of two origin classes (the first on a tie; unknown ranks as untrusted)."""
     return a if ORIGIN_TRUST_ORDER.get(a, 3) >= ORIGIN_TRUST_ORDER.get(b, 3) else b
 
 
@@ -116,8 +88,8 @@ def _append_capped(items: tuple[str, ...], value: str, cap: int) -> tuple[str, .
     return (*items, value)[-cap:]
 
 
-def merge_signals(existing: EntryState | None, messages: Sequence[StagedMessage], day_bucket: str,
-                  now_ms: int) -> EntryState:
+def merge_signals(existing: ShortTermEntry | None, messages: Sequence[StagedMessage], day_bucket: str,
+                  now_ms: int) -> ShortTermEntry:
     """Apply daily signals (all of one entry key, in order) to an entry. Pure.
 
     A daily claim keeps its first source citation forever; a signal whose (query, day bucket)
@@ -126,13 +98,13 @@ def merge_signals(existing: EntryState | None, messages: Sequence[StagedMessage]
     first = messages[0]
     if existing is None and len(messages) == 1:
         # The common case of a first sweep: one new claim, one signal. Same result, built directly.
-        return EntryState(
+        return ShortTermEntry(
             first.entry_key, first.path, first.line, first.line, first.snippet[:STAGED_SNIPPET_MAX_CHARS],
             0, 1, 0, SESSION_INGESTION_SCORE, SESSION_INGESTION_SCORE, now_ms, now_ms, (first.query_hash,),
             (day_bucket,), (), first.origin_class, first.session_kind, first.observed_at, first.claim_hash,
             None, None)
     if existing is None:
-        existing = EntryState(
+        existing = ShortTermEntry(
             first.entry_key, first.path, first.line, first.line, first.snippet[:STAGED_SNIPPET_MAX_CHARS],
             0, 0, 0, 0.0, 0.0, now_ms, now_ms, (), (), (), first.origin_class, first.session_kind,
             first.observed_at, first.claim_hash, None, None)
@@ -140,7 +112,7 @@ def merge_signals(existing: EntryState | None, messages: Sequence[StagedMessage]
     queries, days = existing.query_hashes, existing.recall_days
     origin, kind, observed = existing.origin_class, existing.session_kind, existing.observed_at
     for msg in messages:
-        origin = _least_trusted(origin, msg.origin_class)
+        origin = least_trusted(origin, msg.origin_class)
         if kind != msg.session_kind:
             kind = "unknown"
         if msg.observed_at > observed:
@@ -152,28 +124,9 @@ def merge_signals(existing: EntryState | None, messages: Sequence[StagedMessage]
         best = max(best, SESSION_INGESTION_SCORE)
         queries = _append_capped(queries, msg.query_hash, MAX_QUERY_HASHES)
         days = _append_capped(days, day_bucket, MAX_RECALL_DAYS)
-    return existing._replace(daily_count=daily, total_score=total, max_score=best, last_recalled_at=now_ms,
-                             query_hashes=queries, recall_days=days, origin_class=origin, session_kind=kind,
-                             observed_at=observed, claim_hash=existing.claim_hash or first.claim_hash)
-
-
-def _load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, EntryState]:
-    out: dict[str, EntryState] = {}
-    for start in range(0, len(keys), SQL_IN_BATCH):
-        batch = list(keys[start:start + SQL_IN_BATCH])
-        marks = ",".join("?" * len(batch))
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM short_term_entries WHERE entry_key IN ({marks})", batch):
-            values = list(row)
-            for i in (12, 13, 14):
-                parsed = orjson.loads(values[i] or "[]")
-                values[i] = tuple(str(v) for v in parsed) if isinstance(parsed, list) else ()
-            out[values[0]] = EntryState(*values)
-    return out
-
-
-def _dump(entry: EntryState) -> tuple:
-    return (*entry[:12], orjson.dumps(entry.query_hashes).decode(), orjson.dumps(entry.recall_days).decode(),
-            orjson.dumps(entry.concept_tags).decode(), *entry[15:])
+    return replace(existing, daily_count=daily, total_score=total, max_score=best, last_recalled_at=now_ms,
+                   query_hashes=queries, recall_days=days, origin_class=origin, session_kind=kind,
+                   observed_at=observed, claim_hash=existing.claim_hash or first.claim_hash)
 
 
 def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMessage], day_bucket: str,
@@ -192,7 +145,7 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
     by_key: dict[str, list[StagedMessage]] = {}
     for key, m in zip(keys, messages, strict=True):
         by_key.setdefault(key, []).append(m)
-    existing = _load_entries(conn, list(by_key))
+    existing = load_entries(conn, list(by_key))
     fresh: list[tuple] = []
     merged: list[tuple] = []
     for key, group in by_key.items():
@@ -202,7 +155,7 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
             fresh.append((key, m.path, m.line, m.snippet[:STAGED_SNIPPET_MAX_CHARS], m.query_hash, m.origin_class,
                           m.session_kind, m.observed_at, m.claim_hash))
         else:
-            merged.append(_dump(merge_signals(prior, group, day_bucket, now_ms)))
+            merged.append(encode_row(merge_signals(prior, group, day_bucket, now_ms)))
     if fresh:
         # The common case, written with under half the bound values (binding dominates the cost of a
         # wide row); the row is the one merge_signals builds for one new signal. The per-batch
@@ -216,7 +169,7 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
             f"{int(now_ms)}, json_array(?5), {days}, ?6, ?7, ?8, ?9)", fresh)
     if merged:
         # An upsert touching only what a signal changes: columns other writers own (promotion) stay.
-        conn.executemany(f"INSERT INTO short_term_entries ({_COLUMNS}) VALUES ({','.join('?' * 21)}) "
+        conn.executemany(f"INSERT INTO short_term_entries ({SELECT_LIST}) VALUES ({','.join('?' * 21)}) "
                          f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SET}", merged)
     return len(fresh) + len(merged)
 

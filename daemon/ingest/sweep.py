@@ -58,7 +58,7 @@ from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
 from daemon.retention.gate import REASON_EXPIRED, load_gate
 from daemon.sessions.admission import REASON_FORGOTTEN, AdmissionPolicy, admission_reason
-from daemon.sessions.model import Fingerprint, SessionInfo
+from daemon.sessions.model import Fingerprint, SessionInfo, SessionListing
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
 from daemon.store.tombstones import forgotten_ids
@@ -113,6 +113,38 @@ def _write_batch(conn: Connection, agent_id: str, staged: list[StagedMessage], s
     return delete_checkpoints(conn, deletions)
 
 
+@dataclass(frozen=True)
+class _DecidedListing:
+    """What a sweep derives from a listing and the admission policy alone, in session_path
+    order: (state key, session, policy/eligibility reason or None) per session."""
+
+    listing: SessionListing
+    policy: AdmissionPolicy | None
+    sessions: list[tuple[str, SessionInfo, str | None]]
+    session_ids: list[str]
+    keys: frozenset[str]
+
+
+# Per agent, the last decided listing. An idle agent's source returns the very same listing
+# object sweep after sweep, so a quiet re-sweep reuses the order, state keys and policy
+# reasons of ~10k sessions instead of deciding them again (forgotten records and retention
+# expiry change without the listing, so they are applied every sweep).
+_decided_cache: dict[str, _DecidedListing] = {}
+
+
+def _decide_listing(agent: str, listing: SessionListing, policy: AdmissionPolicy | None) -> _DecidedListing:
+    cached = _decided_cache.get(agent)
+    if cached is not None and cached.listing is listing and cached.policy == policy:
+        return cached
+    # One agent's session paths share their prefix, so this is the order of session_path.
+    ordered = sorted(listing.sessions, key=lambda s: s.session_id)
+    sessions = [(state_key(agent, s.session_path), s, admission_reason(s, policy, ())) for s in ordered]
+    decided = _DecidedListing(listing, policy, sessions, [s.session_id for s in ordered],
+                              frozenset(key for key, _, _ in sessions))
+    _decided_cache[agent] = decided
+    return decided
+
+
 class _Sweep:
     def __init__(self, rt: AgentRuntime):
         self.rt = rt
@@ -138,20 +170,18 @@ class _Sweep:
         report = self.report
         listing = self.rt.sessions.list_sessions()
         report.errors.extend(listing.errors)
-        # One agent's session paths share their prefix, so this is the order of session_path.
-        sessions = sorted(listing.sessions, key=lambda s: s.session_id)
-        report.sessions_seen = len(sessions)
-        forgotten, stamps = await self.store.read(
-            _load_state, self.agent, [s.session_id for s in sessions], self.secret)
-
         policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
+        decided = _decide_listing(self.agent, listing, policy)
+        report.sessions_seen = len(decided.sessions)
+        forgotten, stamps = await self.store.read(_load_state, self.agent, decided.session_ids, self.secret)
+
         gate = await load_gate(self.settings)
         batch = _Batch()
-        keyed = [(state_key(self.agent, s.session_path), s) for s in sessions]
         admitted: list[tuple[str, SessionInfo]] = []
-        for key, session in keyed:
-            reason = admission_reason(session, policy, forgotten)
-            if reason is None and gate.active and gate.hides_session(session):
+        for key, session, reason in decided.sessions:
+            if forgotten and session.session_id in forgotten:
+                reason = REASON_FORGOTTEN  # forgotten comes first (admission_reason's order)
+            elif reason is None and gate.active and gate.hides_session(session):
                 reason = REASON_EXPIRED  # its scope expired: reads skip it, so nothing new is derived
             if reason is None:
                 admitted.append((key, session))
@@ -159,7 +189,7 @@ class _Sweep:
             self._exclude(reason)
             if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):
                 batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
-        known = {key for key, _ in keyed}
+        known = decided.keys
         batch.deletions.extend(k for k in stamps if k not in known)
 
         # An unchanged session is told by its stamp and a stat (the whole of a quiet re-sweep);

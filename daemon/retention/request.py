@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from daemon.errors import UsageError
 from daemon.retention.scopes import parse_scope
+from daemon.validation import validate_request
 
 REQUEST_ID_MAX_CHARS = 128
 
@@ -35,12 +36,7 @@ class EraseRequest(BaseModel):
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> EraseRequest:
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "request"
-            raise UsageError(f"erase request: {where}: {err['msg']}") from None
+        return validate_request(cls, data, "erase")
 
 
 class ExpireRequest(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from daemon.constants import SQL_IN_BATCH
+from daemon.store.batched import execute_in, select_in
 from daemon.store.db import Connection, table_exists
 
 TABLE = "corpus_session_files"
@@ -32,12 +32,9 @@ def corpus_files_by_session(conn: Connection, session_ids: Collection[str]) -> d
     if not table_exists(conn, TABLE):
         return None
     found: dict[str, set[str]] = {}
-    ids = sorted(set(session_ids))
-    for start in range(0, len(ids), SQL_IN_BATCH):
-        batch = ids[start:start + SQL_IN_BATCH]
-        for sid, path in conn.execute(f"SELECT session_id, relative_path FROM {TABLE} "
-                                      f"WHERE session_id IN ({','.join('?' * len(batch))})", batch):
-            found.setdefault(sid, set()).add(path)
+    for sid, path in select_in(conn, f"SELECT session_id, relative_path FROM {TABLE} WHERE session_id IN ({{marks}})",
+                               sorted(set(session_ids))):
+        found.setdefault(sid, set()).add(path)
     return {sid: frozenset(paths) for sid, paths in found.items()}
 
 
@@ -45,10 +42,4 @@ def delete_corpus_files(conn: Connection, session_ids: Collection[str]) -> int:
     """Remove the rows of these sessions; rows removed."""
     if not session_ids or not table_exists(conn, TABLE):
         return 0
-    ids = sorted(set(session_ids))
-    removed = 0
-    for start in range(0, len(ids), SQL_IN_BATCH):
-        batch = ids[start:start + SQL_IN_BATCH]
-        removed += conn.execute(f"DELETE FROM {TABLE} WHERE session_id IN ({','.join('?' * len(batch))})",
-                                batch).rowcount
-    return removed
+    return execute_in(conn, f"DELETE FROM {TABLE} WHERE session_id IN ({{marks}})", sorted(set(session_ids)))

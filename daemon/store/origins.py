@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from daemon.store.batched import execute_in, select_in
 from daemon.store.db import Connection, table_exists
 
 ORIGIN_CLASSES = ("owner", "agent", "untrusted", "system")
@@ -46,26 +47,16 @@ def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[
     """Origins of the given sessions, by index (never a scan of all origins)."""
     if not session_ids or not table_exists(conn, "memory_entry_origins"):
         return []
-    rows: list[tuple] = []
-    for start in range(0, len(session_ids), 500):
-        batch = list(session_ids[start:start + 500])
-        marks = ",".join("?" * len(batch))
-        rows += conn.execute(
-            f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE session_id IN ({marks}) AND agent_id = ?",
-            [*batch, agent_id]).fetchall()
+    rows = select_in(conn, f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE session_id IN ({{marks}}) "
+                     "AND agent_id = ?", session_ids, (agent_id,))
     return sorted((EntryOrigin(*r) for r in rows), key=lambda o: (o.entry_key, o.session_id))
 
 
 def origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[EntryOrigin]:
     if not entry_keys or not table_exists(conn, "memory_entry_origins"):
         return []
-    rows: list[tuple] = []
-    for start in range(0, len(entry_keys), 500):
-        batch = list(entry_keys[start:start + 500])
-        marks = ",".join("?" * len(batch))
-        rows += conn.execute(
-            f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE entry_key IN ({marks}) AND agent_id = ?",
-            [*batch, agent_id]).fetchall()
+    rows = select_in(conn, f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE entry_key IN ({{marks}}) "
+                     "AND agent_id = ?", entry_keys, (agent_id,))
     return sorted((EntryOrigin(*r) for r in rows), key=lambda o: (o.entry_key, o.session_id))
 
 
@@ -74,11 +65,5 @@ def existing_entry_keys(conn: Connection, agent_id: str, entry_keys: Sequence[st
 
 
 def delete_origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> int:
-    removed = 0
-    for start in range(0, len(entry_keys), 500):
-        batch = list(entry_keys[start:start + 500])
-        marks = ",".join("?" * len(batch))
-        removed += conn.execute(
-            f"DELETE FROM memory_entry_origins WHERE agent_id = ? AND entry_key IN ({marks})",
-            [agent_id, *batch]).rowcount
-    return removed
+    return execute_in(conn, "DELETE FROM memory_entry_origins WHERE agent_id = ? AND entry_key IN ({marks})",
+                      entry_keys, (agent_id,))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import make_private_dirs
+from daemon.store.batched import select_in
 from daemon.store.db import Connection, table_exists
 
 REASON_FORGOTTEN = "forgotten"
@@ -68,15 +69,9 @@ def forgotten_ids(conn: Connection, session_ids: Iterable[str], secret: bytes | 
     wanted: dict[str, str] = {sid: sid for sid in ids}
     if secret is not None:
         wanted.update({hashed_session_ref(secret, sid): sid for sid in ids})
-    keys = list(wanted)
-    found: set[str] = set()
-    for start in range(0, len(keys), 500):
-        batch = keys[start:start + 500]
-        marks = ",".join("?" * len(batch))
-        for (ref,) in conn.execute(
-                f"SELECT session_id FROM memory_session_tombstones WHERE session_id IN ({marks})", batch):
-            found.add(wanted[ref])
-    return found
+    rows = select_in(conn, "SELECT session_id FROM memory_session_tombstones WHERE session_id IN ({marks})",
+                     list(wanted))
+    return {wanted[ref] for (ref,) in rows}
 
 
 def is_forgotten(conn: Connection, session_id: str, secret: bytes | None = None) -> bool:

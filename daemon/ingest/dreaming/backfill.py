@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -48,16 +49,18 @@ from daemon.ingest.dreaming.backfill_plan import (
 from daemon.ingest.dreaming.diary import DIARY_HEADER, block_text, publish_block, read_diary, remove_block
 from daemon.ingest.dreaming.memory_file import commit_memory, marker_keys, read_memory_file
 from daemon.ingest.dreaming.report import BackfillDay, BackfillReport
-from daemon.ingest.dreaming.staged import STAGED_COLUMNS, TRUSTED_ORIGINS
+from daemon.ingest.dreaming.staged import TRUSTED_ORIGINS
 from daemon.ingest.dreaming.text import normalize_snippet
 from daemon.ingest.scan import DayOf, truncate_utf16
-from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, query_hash
+from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
 from daemon.markers import promotion_key
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.transcript import iter_exported
+from daemon.store.batched import select_in
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection, table_exists
 from daemon.store.origins import origins_for_entries, record_origins
+from daemon.store.short_term import COLUMNS, SELECT_LIST
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
 
 BLOCK, HEADING = "backfill", "Session Backfill"
@@ -253,17 +256,17 @@ def _stage(conn: Connection, run_id: int, claims: Sequence[Claim], citations: di
     for claim, key in zip(claims, keys, strict=True):
         row = prior.get(key)
         q = query_hash(BACKFILL_QUERY_PREFIX + claim.day)
-        origin = _least_trusted([m.origin_class for m in claim.messages])
+        origin = reduce(least_trusted, [m.origin_class for m in claim.messages])
         observed = max(m.observed_at for m in claim.messages)
         if row is None:
             path, line = citations[key]
             journal.append(("staged_new", key, ""))
             conn.execute(
-                f"INSERT INTO short_term_entries({', '.join(STAGED_COLUMNS)}) VALUES ({','.join('?' * 21)})",
+                f"INSERT INTO short_term_entries({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))})",
                 (key, path, line, line, claim.first.snippet[:800], 0, 0, 1, SESSION_INGESTION_SCORE,
                  SESSION_INGESTION_SCORE, now_ms, now_ms, json.dumps([q]), json.dumps([claim.day]), "[]",
                  origin, "interactive", observed, claim_hash(claim.first.snippet), None, None))
-            prior[key] = tuple(conn.execute(f"SELECT {', '.join(STAGED_COLUMNS)} FROM short_term_entries "
+            prior[key] = tuple(conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries "
                                             "WHERE entry_key = ?", (key,)).fetchone())
             continue
         if not any(j[0] in ("staged_new", "staged_prior") and j[1] == key for j in journal):
@@ -278,25 +281,15 @@ def _stage(conn: Connection, run_id: int, claims: Sequence[Claim], citations: di
             "max_score = MAX(max_score, ?), last_recalled_at = ?, query_hashes = ?, recall_days = ?, "
             "origin_class = ?, observed_at = MAX(observed_at, ?) WHERE entry_key = ?",
             (SESSION_INGESTION_SCORE, SESSION_INGESTION_SCORE, now_ms, json.dumps(queries), json.dumps(days),
-             _least_trusted([row[15], origin]), observed, key))
-        prior[key] = tuple(conn.execute(f"SELECT {', '.join(STAGED_COLUMNS)} FROM short_term_entries "
+             least_trusted(row[15], origin), observed, key))
+        prior[key] = tuple(conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries "
                                         "WHERE entry_key = ?", (key,)).fetchone())
     _journal(conn, run_id, journal)
     return len(claims)
 
 
-def _least_trusted(classes: Sequence[str]) -> str:
-    order = {"owner": 0, "agent": 1, "system": 2, "untrusted": 3}
-    return max(classes, key=lambda c: order.get(c, 3))
-
-
 def _rows(conn: Connection, keys: Sequence[str]) -> list[tuple]:
-    out: list[tuple] = []
-    for start in range(0, len(keys), 500):
-        batch = list(keys[start:start + 500])
-        out += conn.execute(f"SELECT {', '.join(STAGED_COLUMNS)} FROM short_term_entries "
-                            f"WHERE entry_key IN ({','.join('?' * len(batch))})", batch).fetchall()
-    return out
+    return select_in(conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys)
 
 
 async def _apply(rt: AgentRuntime, request: BackfillRequest, report: BackfillReport, claims: list[Claim],
@@ -411,7 +404,7 @@ def _undo_store(conn: Connection, agent_id: str, journal: Journal, keep: set[str
         if key in keep:
             continue
         values = json.loads(payload)
-        sets = ", ".join(f"{c} = ?" for c in STAGED_COLUMNS[1:])
+        sets = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
         # Only an entry that still exists is restored: one forget removed stays removed.
         counts["staged"] += conn.execute(f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?",
                                          [*values[1:], key]).rowcount

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 from daemon.context import AgentRuntime
 from daemon.ingest.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.ingest.dreaming.expiry import drop_expired
-from daemon.ingest.dreaming.rehydrate import read_sources
+from daemon.ingest.dreaming.pool import read_pool
 from daemon.ingest.dreaming.report import RemReport
-from daemon.ingest.dreaming.selection import Group, eligible, group_similar
-from daemon.ingest.dreaming.staged import StagedEntry, read_unforgotten, record_phase_hits
+from daemon.ingest.dreaming.selection import Group, group_similar
+from daemon.ingest.dreaming.staged import StagedEntry, record_phase_hits
 from daemon.ingest.dreaming.text import derive_tags
 
 BLOCK, HEADING = "rem", "REM Sleep"
@@ -99,10 +98,7 @@ async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) ->
     store = rt.require_store()
     report = RemReport()
     async with rt.lock().hold() as lease:
-        entries = await store.read(read_unforgotten, rt.agent_id, rt.secret())
-        entries, _expired = await drop_expired(rt.settings, rt.sessions, entries)
-        sources = read_sources(rt.paths.workspace, {e.path for e in entries})
-        pool = eligible(entries, now_ms, settings.lookback_days, {p for p, v in sources.items() if v is not None})
+        pool = await read_pool(rt, now_ms)
         report.considered = len(pool)
         found_themes = themes(pool, settings.min_pattern_strength)
         found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []

@@ -7,41 +7,22 @@ transaction (`Store.read` / `Store.write`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from daemon.store.batched import execute_in, select_in
 from daemon.store.db import Connection
 from daemon.store.origins import EntryOrigin, origins_for_entries
+from daemon.store.short_term import COLUMNS, ShortTermEntry, decode_row
 from daemon.store.tombstones import forgotten_ids
 
 TRUSTED_ORIGINS = frozenset({"owner", "agent"})
-BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
-class StagedEntry:
-    entry_key: str
-    path: str
-    start_line: int
-    end_line: int
-    snippet: str
-    recall_count: int
-    daily_count: int
-    grounded_count: int
-    total_score: float
-    max_score: float
-    first_recalled_at: int
-    last_recalled_at: int
-    query_hashes: tuple[str, ...]
-    recall_days: tuple[str, ...]
-    concept_tags: tuple[str, ...]
-    origin_class: str
-    session_kind: str
-    observed_at: int
-    claim_hash: str | None
-    project_key: str | None
-    promoted_at: int | None
+class StagedEntry(ShortTermEntry):
+    """A stored entry with its origins and phase signals, as dreaming reads it."""
+
     origins: tuple[EntryOrigin, ...] = ()
     light_hits: int = 0
     rem_hits: int = 0
@@ -67,65 +48,36 @@ class StagedEntry:
             o.origin_class in TRUSTED_ORIGINS for o in self.origins)
 
 
-_COLUMNS = ("entry_key, path, start_line, end_line, snippet, recall_count, daily_count, grounded_count, "
-            "total_score, max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, "
-            "concept_tags, origin_class, session_kind, observed_at, claim_hash, project_key, promoted_at")
-STAGED_COLUMNS = tuple(c.strip() for c in _COLUMNS.split(","))
-
-
-def _json_tuple(raw: str | None) -> tuple[str, ...]:
-    try:
-        value = json.loads(raw or "[]")
-    except ValueError:
-        return ()
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
-
-
 def read_staged(conn: Connection, agent_id: str, *, keys: Sequence[str] | None = None,
                 include_promoted: bool = False) -> list[StagedEntry]:
     """Staged entries (all, or the given keys) with their origins and phase signals."""
     where = "" if include_promoted else " WHERE e.promoted_at IS NULL"
-    sql = (f"SELECT {', '.join('e.' + c for c in STAGED_COLUMNS)}, "
+    sql = (f"SELECT {', '.join('e.' + c for c in COLUMNS)}, "
            "COALESCE(s.light_hits, 0), COALESCE(s.rem_hits, 0), s.last_light_at, s.last_rem_at "
            "FROM short_term_entries e LEFT JOIN phase_signals s ON s.entry_key = e.entry_key")
     rows: list[tuple] = []
     if keys is None:
         rows = conn.execute(sql + where + " ORDER BY e.entry_key").fetchall()
     else:
-        wanted = list(dict.fromkeys(keys))
-        for start in range(0, len(wanted), BATCH):
-            batch = wanted[start:start + BATCH]
-            cond = f"e.entry_key IN ({','.join('?' * len(batch))})"
-            clause = f" WHERE {cond}" + ("" if include_promoted else " AND e.promoted_at IS NULL")
-            rows += conn.execute(sql + clause, batch).fetchall()
+        clause = " WHERE e.entry_key IN ({marks})" + ("" if include_promoted else " AND e.promoted_at IS NULL")
+        rows = select_in(conn, sql + clause, dict.fromkeys(keys))
         rows.sort(key=lambda r: r[0])
     by_key: dict[str, list[EntryOrigin]] = {}
     for origin in origins_for_entries(conn, agent_id, [r[0] for r in rows]):
         by_key.setdefault(origin.entry_key, []).append(origin)
     out = []
     for r in rows:
-        out.append(StagedEntry(
-            entry_key=r[0], path=r[1], start_line=int(r[2]), end_line=int(r[3]), snippet=r[4],
-            recall_count=int(r[5]), daily_count=int(r[6]), grounded_count=int(r[7]),
-            total_score=float(r[8]), max_score=float(r[9]), first_recalled_at=int(r[10]),
-            last_recalled_at=int(r[11]), query_hashes=_json_tuple(r[12]), recall_days=_json_tuple(r[13]),
-            concept_tags=_json_tuple(r[14]), origin_class=r[15], session_kind=r[16], observed_at=int(r[17]),
-            claim_hash=r[18], project_key=r[19], promoted_at=r[20],
-            origins=tuple(by_key.get(r[0], ())), light_hits=int(r[21]), rem_hits=int(r[22]),
-            last_light_at=r[23], last_rem_at=r[24]))
+        # The stored columns, then origins, light_hits, rem_hits, last_light_at, last_rem_at.
+        values = decode_row(r)
+        values += (tuple(by_key.get(r[0], ())), int(r[21]), int(r[22]), r[23], r[24])
+        out.append(StagedEntry(*values))
     return out
 
 
 def mark_promoted(conn: Connection, keys: Iterable[str], now_ms: int) -> int:
     """Set promoted_at on still-unpromoted entries; return how many changed."""
-    wanted = list(dict.fromkeys(keys))
-    changed = 0
-    for start in range(0, len(wanted), BATCH):
-        batch = wanted[start:start + BATCH]
-        changed += conn.execute(
-            f"UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL "
-            f"AND entry_key IN ({','.join('?' * len(batch))})", [now_ms, *batch]).rowcount
-    return changed
+    return execute_in(conn, "UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL "
+                      "AND entry_key IN ({marks})", dict.fromkeys(keys), (now_ms,))
 
 
 def record_phase_hits(conn: Connection, keys: Iterable[str], phase: str, now_ms: int, day_start_ms: int) -> int:
@@ -143,13 +95,9 @@ def record_phase_hits(conn: Connection, keys: Iterable[str], phase: str, now_ms:
 
 
 def existing_staged_keys(conn: Connection, keys: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    wanted = list(dict.fromkeys(keys))
-    for start in range(0, len(wanted), BATCH):
-        batch = wanted[start:start + BATCH]
-        found.update(k for (k,) in conn.execute(
-            f"SELECT entry_key FROM short_term_entries WHERE entry_key IN ({','.join('?' * len(batch))})", batch))
-    return found
+    rows = select_in(conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})",
+                     dict.fromkeys(keys))
+    return {k for (k,) in rows}
 
 
 def read_unforgotten(conn: Connection, agent_id: str, secret: bytes | None) -> list[StagedEntry]:

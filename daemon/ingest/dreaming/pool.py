@@ -1,0 +1,22 @@
+"""The pool light and REM reflect on, read from the store and the workspace.
+
+Called under the workspace lock, so a forget cannot finish between choosing a candidate and
+quoting it in the diary.
+"""
+
+from __future__ import annotations
+
+from daemon.context import AgentRuntime
+from daemon.ingest.dreaming.expiry import drop_expired
+from daemon.ingest.dreaming.rehydrate import read_sources
+from daemon.ingest.dreaming.selection import eligible
+from daemon.ingest.dreaming.staged import StagedEntry, read_unforgotten
+
+
+async def read_pool(rt: AgentRuntime, now_ms: int) -> list[StagedEntry]:
+    """Unforgotten, unexpired staged entries that `eligible` keeps (their source file still exists)."""
+    entries = await rt.require_store().read(read_unforgotten, rt.agent_id, rt.secret())
+    entries, _expired = await drop_expired(rt.settings, rt.sessions, entries)
+    sources = read_sources(rt.paths.workspace, {e.path for e in entries})
+    live = {p for p, v in sources.items() if v is not None}
+    return eligible(entries, now_ms, rt.settings.dreaming.lookback_days, live)

@@ -1,0 +1,34 @@
+"""`IN (...)` statements over any number of values: one statement per SQL_IN_BATCH values.
+
+The SQL carries `{marks}` where the placeholders go; any other parameters are bound after them
+(`select_in`'s `extra`) or before them (`execute_in`'s `before`), as they stand in the statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from daemon.constants import SQL_IN_BATCH
+from daemon.store.db import Connection
+
+
+def select_in(conn: Connection, sql: str, values: Iterable[Any], extra: tuple[Any, ...] = ()) -> list[tuple]:
+    """Rows of `sql` over all `values` (`extra` bound after the placeholders)."""
+    rows: list[tuple] = []
+    values = list(values)
+    for start in range(0, len(values), SQL_IN_BATCH):
+        batch = values[start:start + SQL_IN_BATCH]
+        rows += conn.execute(sql.format(marks=",".join("?" * len(batch))), [*batch, *extra]).fetchall()
+    return rows
+
+
+def execute_in(conn: Connection, sql: str, values: Iterable[Any], before: tuple[Any, ...] = ()) -> int:
+    """Run a write statement over `values` in batches (`before` bound ahead of the placeholders);
+    the number of rows it changed."""
+    changed = 0
+    values = list(values)
+    for start in range(0, len(values), SQL_IN_BATCH):
+        batch = values[start:start + SQL_IN_BATCH]
+        changed += conn.execute(sql.format(marks=",".join("?" * len(batch))), [*before, *batch]).rowcount
+    return changed

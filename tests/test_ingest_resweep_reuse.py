@@ -1,0 +1,74 @@
+"""A quiet re-sweep reuses what it decided from an idle agent's listing (order, state keys,
+policy reasons), and that reuse never hides a change: a policy edit or a forgotten record
+made while the listing stays the very same object still decides the next sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from daemon.context import agent_runtime
+from daemon.ingest.report import IngestReport
+from daemon.ingest.sweep import run_ingest_sweep
+from daemon.settings import Settings
+from daemon.store.tombstones import hashed_session_ref, record_tombstones
+from tests.builders import SessionStoreBuilder, conversation
+from tests.conftest import make_settings
+
+POLICY = {"exclude_sessions": {"hook_external_content_sources": ["gmail"]}}
+
+
+async def sweep(settings: Settings, redis: Redis) -> IngestReport:
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        return await run_ingest_sweep(rt)
+
+
+@pytest.fixture(autouse=True)
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The source keeps a listing only once sessions.json has been still for a while (its ctime
+    # cannot be dated back); these tests do not wait that out.
+    monkeypatch.setattr("daemon.sessions.json_store.LISTING_SETTLED_NS", 0)
+
+
+async def idle_listing(settings: Settings, redis: Redis) -> None:
+    # Two sweeps over a settled file: the second marks the listing idle, so from here on the
+    # source hands out the same object (the case the reuse is for).
+    await sweep(settings, redis)
+    await sweep(settings, redis)
+    async with agent_runtime(settings, "main", redis=False) as rt:
+        assert rt.sessions.list_sessions() is rt.sessions.list_sessions()
+
+
+async def test_a_policy_edit_applies_to_the_next_sweep_of_an_unchanged_listing(
+        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    store_builder.add("hook:gmail:1", "mail", conversation("invoice", "mail"), hookExternalContentSource="gmail")
+    open_settings = make_settings(tmp_path, sessions_root)
+    strict_settings = make_settings(tmp_path, sessions_root, memory_policy=POLICY)
+    await idle_listing(strict_settings, redis)
+
+    strict = await sweep(strict_settings, redis)
+    assert strict.sessions_excluded == {"hookExternalContentSource:gmail": 1} and strict.messages_staged == 0
+    lifted = await sweep(open_settings, redis)
+    assert lifted.sessions_excluded == {} and lifted.messages_staged == 4 and lifted.sessions_scanned == 1
+    again = await sweep(strict_settings, redis)
+    assert again.sessions_excluded == {"hookExternalContentSource:gmail": 1}
+    assert again.sessions_unchanged == 1 and again.sessions_scanned == 0
+
+
+async def test_a_session_forgotten_after_the_listing_went_idle_is_excluded_as_forgotten(
+        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    settings = make_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    store_builder.add("agent:main:other", "erased", conversation("secret", "erased"))
+    await idle_listing(settings, redis)
+    quiet = await sweep(settings, redis)
+    assert quiet.sessions_unchanged == 2 and quiet.sessions_excluded == {}
+
+    async with agent_runtime(settings, "main", redis=False) as rt:
+        ref = hashed_session_ref(rt.secret() or b"", "erased")
+        await rt.require_store().write(record_tombstones, "main", [ref], 1, fence=None)
+    after = await sweep(settings, redis)
+    assert after.sessions_excluded == {"forgotten": 1} and after.sessions_unchanged == 1
