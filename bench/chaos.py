@@ -3,19 +3,24 @@
 Runs `memoryd run` as a subprocess against a Redis server this runner starts itself (a child
 `redis-server` on a free loopback port, no persistence) and a generated session store, while a
 driver keeps appending to transcripts and enqueues forget jobs (sessions, participants, hook
-sources) through daemon.client. At random points it kills the daemon with SIGKILL and starts it
+sources) and erase jobs (the user scope `tenant:<t>:user:<u>` of a participant) through
+daemon.client. At random points it kills the daemon with SIGKILL and starts it
 again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it again). After
 every round it checks the invariants against a model of the expected state:
 
-* no resurrection: nothing of a session whose forget completed is in the workspace files
+* no resurrection: nothing of a session whose forget or erase completed is in the workspace files
   (memory files, diary, daily notes, corpus), staged entries, entry origins, seen hashes,
   index chunks, FTS, vectors, the embedding cache or memory backups (preimages);
 * no collateral loss: the staged lineage (origin rows, corpus lines) of sessions no forget
   names never shrinks, and after the final drain holds every message the driver wrote;
-* forgotten records are never lost; the stored fence never goes backwards; the lock is only
+* forgotten records are never lost (an erase may turn them into `hmac:` records: both forms
+  count, checked with the agent's secret), so erased sessions stay excluded from ingestion;
+  the stored fence never goes backwards; the lock is only
   ever held by the running daemon (or a killed one, until its lease expires);
 * every enqueued forget completes (re-enqueued when Redis lost it or a run failed), and its
-  report selects exactly the sessions a single run selects; the daemon never exits by itself.
+  report selects exactly the sessions a single run selects; every enqueued erase completes with
+  a receipt whose state is `complete` and whose verification passed (the campaign places no
+  legal hold, so `refused`/`partial` is a violation); the daemon never exits by itself.
 
 Bounded in count (rounds), time (seconds per round, a bounded final drain) and space (tmp dir).
 Only the Redis server started here is ever restarted or shut down.
@@ -47,12 +52,14 @@ LOCK_TTL_MS = 3000
 JOB_TIMEOUT_S = 8  # arq re-runs a killed job once its in-progress key (timeout + 10 s) expires
 DRAIN_S = 90.0  # bound of the final drain
 # Failures a fault may cause and a rerun cures (Redis gone mid-run, a lease lost or fenced off,
-# a file changed under the purge). Anything else failing a forget is a bug.
+# a file changed under the purge; arq cancelling a run that outlived daemon.job_timeout_s, which a
+# short --job-timeout makes likely for an erase and its verification). Anything else is a bug.
 TRANSIENT_ERRORS = frozenset({"OperationFailed", "LockLost", "LockTimeout", "FencedOut", "WriteConflict",
-                              "SourceChanged"})
+                              "SourceChanged", "TimeoutError"})
 VICTIMS = [f"s{i:02d}" for i in range(8)]  # sessions forget may select
 KEEPERS = [f"s{i:02d}" for i in range(8, 12)]  # sessions no forget ever names
 PARTICIPANTS = {sid: f"p{i % 4}" for i, sid in enumerate(VICTIMS)} | {sid: f"k{sid}" for sid in KEEPERS}
+TENANT = "default"  # settings.retention.tenant; a session's user is its first non-agent participant
 HOOKS = {"s00": "gmail", "s06": "gmail", "s03": "webhook"}
 
 
@@ -229,6 +236,7 @@ class Pending:
     targets: frozenset[str]
     job_id: str
     attempt: int = 0
+    kind: str = "forget"  # or "erase"
 
 
 @dataclass
@@ -240,8 +248,12 @@ class Tally:
     forget_enqueued: int = 0
     forget_reenqueued: int = 0
     forget_completed: int = 0
+    erase_enqueued: int = 0
+    erase_reenqueued: int = 0
+    erase_completed: int = 0
+    erased_sessions: int = 0  # sessions the erase receipts sent through the forget pipeline
     checks: int = 0
-    faults_mid_forget: int = 0  # kills / Redis restarts that hit a running forget job
+    faults_mid_forget: int = 0  # kills / Redis restarts that hit a running forget or erase job
     lock_samples: int = 0
     promoted_watched: int = 0
     embeddings_watched: int = 0  # cached embeddings of forgotten sessions that had to go
@@ -290,6 +302,13 @@ class World:
         hook = self.rng.choice(sorted(set(HOOKS.values())))
         return {"agent": AGENT, "hook_sources": [hook]}, frozenset(s for s, h in HOOKS.items() if h == hook)
 
+    def random_erase(self) -> tuple[dict[str, Any], frozenset[str]]:
+        """Erase one participant's user scope: by the default scope rule it holds exactly the
+        sessions whose first non-agent participant is that user (keepers' users are never named)."""
+        who = self.rng.choice(sorted({PARTICIPANTS[s] for s in VICTIMS}))
+        return ({"scope": f"tenant:{TENANT}:user:{who}"},
+                frozenset(s for s in VICTIMS if PARTICIPANTS[s] == who))
+
 
 # --- invariant checks ----------------------------------------------------------------------------
 
@@ -303,7 +322,10 @@ class Observed:
     chunk_hashes: dict[str, set[str]] = field(default_factory=dict)  # sid -> content hashes of its chunks
 
 
-def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str]) -> dict[str, Any]:
+def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str],
+                 secret: bytes | None) -> dict[str, Any]:
+    from daemon.store.tombstones import forgotten_ids
+
     def count(sql: str, params: tuple[Any, ...] = ()) -> int:
         return int(conn.execute(sql, params).fetchone()[0])
 
@@ -353,7 +375,8 @@ def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]
         "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%' AND entry_key "
         f"NOT IN (SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({marks_w}))", tuple(watch))}
     facts["cache"] = {h for (h,) in conn.execute("SELECT hash FROM memory_embedding_cache")}
-    facts["tombstones"] = {s for (s,) in conn.execute("SELECT session_id FROM memory_session_tombstones")}
+    # Forgotten sessions by either record form: an erase keeps only `hmac:<hex>` records.
+    facts["tombstones"] = forgotten_ids(conn, VICTIMS + KEEPERS, secret)
     row = conn.execute("SELECT max(token) FROM fence").fetchone()
     facts["fence"] = int(row[0] or 0)
     return facts
@@ -397,7 +420,8 @@ async def check_invariants(settings: Any, done: set[str], watch: list[str], obs:
         store = await Store.open(paths.db_path, readonly=True)
         try:
             live = [s for s in VICTIMS + KEEPERS if s not in done]
-            facts = await store.read(_store_facts, sorted(done), tokens, watch, live)
+            secret = paths.secret_path.read_bytes() if paths.secret_path.exists() else None
+            facts = await store.read(_store_facts, sorted(done), tokens, watch, live, secret)
         finally:
             await store.close()
     if facts is not None:
@@ -487,6 +511,21 @@ class LockWatch:
         self.tally.violations.append(f"lock held by {holder!r}, which is neither the daemon nor a fresh corpse")
 
 
+def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
+    """No hold exists, so the receipt must be complete and verified, and have erased (this time,
+    or already by an earlier forget) nothing but its user's sessions."""
+    if result.get("state") != "complete":
+        tally.violations.append(f"erase {job.request} ended {result.get('state')!r} with no hold placed")
+    if not result.get("verified"):
+        failed = [(c.get("name"), c.get("locations")) for c in ((result.get("verification") or {}).get("checks")
+                                                                or []) if not c.get("passed")]
+        tally.violations.append(f"erase {job.request} receipt not verified (failed checks: {failed})")
+    sessions = int((result.get("artifacts") or {}).get("sessions", 0))
+    if sessions > len(job.targets):
+        tally.violations.append(f"erase {job.request} erased {sessions} sessions, its user has {len(job.targets)}")
+    tally.erased_sessions += sessions
+
+
 async def poll_pending(client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str) -> list[Pending]:
     from daemon.jobs import FORGET
 
@@ -496,6 +535,11 @@ async def poll_pending(client: Any, pending: list[Pending], done: set[str], tall
             report = await client.job(job.job_id)
         except (RedisError, OSError):
             still.append(job)
+            continue
+        if report.state == "complete" and job.kind == "erase":
+            _judge_erase(job, report.result or {}, tally)
+            done.update(job.targets)
+            tally.erase_completed += 1
             continue
         if report.state == "complete":
             selected = set((report.result or {}).get("sessionIds", []))
@@ -511,22 +555,29 @@ async def poll_pending(client: Any, pending: list[Pending], done: set[str], tall
                 tally.failures_seen[name] = tally.failures_seen.get(name, 0) + 1
                 tally.failure_examples.setdefault(name, report.error or "")
                 if name not in TRANSIENT_ERRORS:
-                    tally.violations.append(f"forget {job.request} failed unexpectedly: {report.error}")
+                    tally.violations.append(f"{job.kind} {job.request} failed unexpectedly: {report.error}")
                 job.attempt += 1
+            retry_id = f"retry-{job.attempt}" if job.attempt else None
             try:
-                enq = await client.enqueue(FORGET, job.request, queue=queue,
-                                           request_id=f"retry-{job.attempt}" if job.attempt else None)
+                if job.kind == "erase":
+                    enq = await client.enqueue_erase(job.request, queue=queue, request_id=retry_id)
+                else:
+                    enq = await client.enqueue(FORGET, job.request, queue=queue, request_id=retry_id)
             except (RedisError, OSError):
                 still.append(job)
                 continue
             job.job_id = enq.job_id
-            tally.forget_reenqueued += 1
+            if job.kind == "erase":
+                tally.erase_reenqueued += 1
+            else:
+                tally.forget_reenqueued += 1
         still.append(job)
     return still
 
 
 async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: bool = False,
-                   job_timeout_s: float = JOB_TIMEOUT_S, forget_rate: float = 0.35) -> Tally:
+                   job_timeout_s: float = JOB_TIMEOUT_S, forget_rate: float = 0.35,
+                   erase_rate: float = 0.15) -> Tally:
     from daemon.client import MemorydClient
     from daemon.constants import LOCK_KEY
     from daemon.errors import MemorydError
@@ -568,6 +619,14 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
                         tally.forget_enqueued += 1
                     except (RedisError, OSError, MemorydError):
                         pass  # Redis is restarting: the request was never accepted
+                if rng.random() < erase_rate:
+                    request, targets = world.random_erase()
+                    try:
+                        enq = await client.enqueue_erase(request, queue=queue)
+                        pending.append(Pending(request, targets, enq.job_id, kind="erase"))
+                        tally.erase_enqueued += 1
+                    except (RedisError, OSError, MemorydError):
+                        pass
                 # Right after an enqueue, half the time: aim the fault at the forget in flight.
                 aim = bool(pending) and rng.random() < 0.5
                 if aim and await _wait_running(client, pending, timeout_s=max(seconds, 2.0)):
@@ -617,7 +676,7 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
                     break
                 await asyncio.sleep(0.5)
             for job in pending:
-                tally.violations.append(f"forget {job.request} did not complete within the drain")
+                tally.violations.append(f"{job.kind} {job.request} did not complete within the drain")
             await asyncio.sleep(2.5)  # two more scheduled sweeps: nothing may come back
             await check_invariants(settings, done, KEEPERS, obs, tally, "final", True, world)
             tally.promoted_watched = len(obs.promoted)
@@ -665,8 +724,11 @@ def format_table(t: Tally, elapsed_s: float) -> str:
     rows = [("rounds", t.rounds), ("daemon kills (SIGKILL)", t.kills), ("Redis restarts (nosave)", t.redis_restarts),
             ("starts refused while Redis restarted", t.refused_starts),
             ("transcript appends", t.appends), ("forget jobs enqueued", t.forget_enqueued),
-            ("faults during a running forget", t.faults_mid_forget),
+            ("faults during a running forget or erase", t.faults_mid_forget),
             ("forget jobs re-enqueued", t.forget_reenqueued), ("forget jobs completed", t.forget_completed),
+            ("erase jobs enqueued", t.erase_enqueued), ("erase jobs re-enqueued", t.erase_reenqueued),
+            ("erase jobs completed (receipt complete)", t.erase_completed),
+            ("sessions erased by receipts", t.erased_sessions),
             ("lock holder samples", t.lock_samples), ("promoted entries watched", t.promoted_watched),
             ("embeddings of forgotten sessions watched", t.embeddings_watched),
             ("invariant checks", t.checks), ("violations", len(t.violations)), ("wall time (s)", f"{elapsed_s:.0f}")]
@@ -684,6 +746,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT_S,
                     help="daemon.job_timeout_s; a killed job runs again after it plus 10 s")
     ap.add_argument("--forget-rate", type=float, default=0.35, help="chance a round enqueues a forget")
+    ap.add_argument("--erase-rate", type=float, default=0.15, help="chance a round enqueues a user-scope erase")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, state) afterwards")
     ap.add_argument("--verbose", action="store_true", help="one line per round")
     a = ap.parse_args(argv)
@@ -694,13 +757,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         tally = asyncio.run(campaign(a.rounds, a.seconds, a.seed, root, a.verbose, a.job_timeout,
-                                     a.forget_rate))
+                                     a.forget_rate, a.erase_rate))
     finally:
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     print(format_table(tally, time.monotonic() - started))
     if tally.failures_seen:
-        print("forget runs that failed and were re-enqueued: "
+        print("forget/erase runs that failed and were re-enqueued: "
               + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items())))
     for name, example in sorted(tally.failure_examples.items()):
         print(f"  first {name}: {example[:300]}")

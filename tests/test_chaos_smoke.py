@@ -1,6 +1,6 @@
 """A few rounds of the fault campaign (bench/chaos.py), so the runner and its invariant checks
 stay working: `memoryd run` under SIGKILL and Redis restarts, with forgets in flight, ends with
-every forget complete and no violation. The full campaign: `python -m bench.chaos --rounds 200`."""
+every forget and user-scope erase complete and no violation. The full campaign: `python -m bench.chaos --rounds 200`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="ne
 
 
 def test_a_short_fault_campaign_keeps_every_invariant(capsys):
-    code = main(["--rounds", "5", "--seconds", "0.4", "--seed", "5", "--job-timeout", "2", "--forget-rate", "0.8"])
+    code = main(["--rounds", "5", "--seconds", "0.4", "--seed", "5", "--job-timeout", "2", "--forget-rate", "0.8",
+                 "--erase-rate", "0.6"])
     out = capsys.readouterr().out
     assert code == 0, out
     rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
@@ -23,6 +24,8 @@ def test_a_short_fault_campaign_keeps_every_invariant(capsys):
     assert int(rows["daemon kills (SIGKILL)"]) + int(rows["Redis restarts (nosave)"]) >= 2
     assert int(rows["invariant checks"]) >= 8
     assert int(rows["forget jobs completed"]) == int(rows["forget jobs enqueued"]) >= 2
+    # Erasures ride the same faults: each ends in a complete, verified receipt (no hold is placed).
+    assert int(rows["erase jobs completed (receipt complete)"]) == int(rows["erase jobs enqueued"]) >= 1
 
 
 # --- regressions of bugs the campaign found ------------------------------------------------------
@@ -82,3 +85,77 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
     finally:
         await worker.close()
         await redis.delete(f"arq:result:{job_id}", f"arq:job:{job_id}", queue, f"{queue}:health-check")
+
+
+async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_erased_session(
+        tmp_path, sessions_root, unique, redis):
+    """Found by bench/chaos.py (erase receipts failing verification at
+    `ingest_checkpoints.session_id`): the sweep after an erasure wrote an excluded `forgotten`
+    checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
+    from daemon.context import agent_runtime
+    from daemon.ingest.sweep import run_ingest_sweep
+    from daemon.retention import service
+    from daemon.retention.needles import VerifySubject
+    from daemon.retention.service import EraseRequest
+    from daemon.retention.verify import run_verify
+    from tests.builders import Msg, SessionStoreBuilder
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    b = SessionStoreBuilder(sessions_root, "main")
+    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", "the violet mongoose launches on Friday")],
+          participants=[{"actorId": "nora"}], chatType="direct")
+    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", "the orchard rota changes on Monday")],
+          participants=[{"actorId": "omar"}], chatType="direct")
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        assert (await run_ingest_sweep(rt)).messages_staged == 2
+    receipt = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    assert receipt.state == "complete" and receipt.verified, receipt
+
+    b.append("sess-nora-1", [Msg("assistant", "noted: the violet mongoose")], start_index=1)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        again = await run_ingest_sweep(rt)
+        rows = await rt.require_store().read(
+            lambda conn: conn.execute("SELECT session_id, excluded_reason FROM ingest_checkpoints").fetchall())
+    assert again.messages_staged == 0 and again.sessions_excluded.get("forgotten") == 1  # still excluded
+    assert rows == [("sess-omar-1", None)]  # omar's checkpoint stays; none names the erased session
+    verification = await run_verify(settings, redis, VerifySubject(ids=("sess-nora-1",)))
+    assert verification.verified, verification
+
+
+async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record(tmp_path, sessions_root, unique, redis):
+    """Found by bench/chaos.py (erase receipts failing verification at
+    `memory_session_tombstones.session_id`): a forget naming a session an erasure had already
+    recorded as `hmac:` only added a plain record beside it, putting the erased id back in clear."""
+    from daemon.context import agent_runtime
+    from daemon.forget.request import ForgetRequest
+    from daemon.forget.service import run_forget
+    from daemon.ingest.sweep import run_ingest_sweep
+    from daemon.retention import service
+    from daemon.retention.needles import VerifySubject
+    from daemon.retention.service import EraseRequest
+    from daemon.retention.verify import run_verify
+    from daemon.store.tombstones import forgotten_ids, hashed_session_ref
+    from tests.builders import Msg, SessionStoreBuilder
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    b = SessionStoreBuilder(sessions_root, "main")
+    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", "the violet mongoose launches on Friday")],
+          participants=[{"actorId": "nora"}], chatType="direct")
+    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", "the orchard rota changes on Monday")],
+          participants=[{"actorId": "omar"}], chatType="direct")
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+    assert (await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
+
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1", "sess-omar-1"]))
+        secret = rt.secret()
+        store = rt.require_store()
+        records = {s for (s,) in await store.read(
+            lambda conn: conn.execute("SELECT session_id FROM memory_session_tombstones").fetchall())}
+        forgotten = await store.read(forgotten_ids, ["sess-nora-1", "sess-omar-1"], secret)
+    assert records == {hashed_session_ref(secret, "sess-nora-1"), "sess-omar-1"}  # omar's is new, and plain
+    assert forgotten == {"sess-nora-1", "sess-omar-1"}
+    assert (await run_verify(settings, redis, VerifySubject(ids=("sess-nora-1",)))).verified

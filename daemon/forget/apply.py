@@ -34,7 +34,7 @@ from daemon.store.batched import execute_in
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.origins import delete_origins_for_entries
-from daemon.store.tombstones import bump_revision, record_tombstones
+from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
 
 RERUN_HINT = ("the forgotten records are in force and the remaining evidence is kept; "
               "fix the cause and rerun the same forget")
@@ -56,10 +56,13 @@ def _check_lineage(conn: Connection, plan: ForgetPlan) -> None:
         raise LineageChanged
 
 
-def _mark(conn: Connection, plan: ForgetPlan, now_ms: int) -> int:
+def _mark(conn: Connection, plan: ForgetPlan, now_ms: int, secret: bytes | None = None) -> int:
     _check_lineage(conn, plan)
     failpoint("forget.mark")
-    return record_tombstones(conn, plan.agent_id, sorted(plan.session_ids), now_ms)
+    ids = sorted(plan.session_ids)
+    # An erased session keeps only its `hmac:` record: a plain one would put its id back in clear.
+    erased = forgotten_ids(conn, ids, secret) - forgotten_ids(conn, ids) if secret is not None else set()
+    return record_tombstones(conn, plan.agent_id, [s for s in ids if s not in erased], now_ms)
 
 
 def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
@@ -124,15 +127,16 @@ async def _write(store: Store, stage: str, fn: Callable[[Connection, ForgetPlan]
 
 
 async def apply_plan(store: Store, workspace: Path, plan: ForgetPlan, fence: FenceToken, *,
-                     tombstoned: bool) -> ApplyOutcome:
+                     tombstoned: bool, secret: bytes | None = None) -> ApplyOutcome:
     """Apply `plan`; `complete=False` means the lineage changed and the caller must re-plan.
 
-    `tombstoned` says a previous round already committed the forgotten records.
+    `tombstoned` says a previous round already committed the forgotten records; `secret` (the
+    agent's key, when one exists) finds sessions an erasure already recorded in hashed form.
     """
     try:
         if not tombstoned:
             try:
-                await store.write(_mark, plan, int(time.time() * 1000), fence=fence)
+                await store.write(_mark, plan, int(time.time() * 1000), secret, fence=fence)
             except ANY_SQLITE_ERROR as exc:
                 raise OperationFailed(f"forget: recording forgotten sessions failed: {exc}; nothing was "
                                       "removed, fix the cause and rerun the same forget") from exc

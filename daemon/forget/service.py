@@ -59,18 +59,28 @@ async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
         catalog, selection = await _resolve(rt, request)
         carried: frozenset[str] = frozenset()
         tombstoned = False
+        secret = _existing_secret(rt)
         for _ in range(MAX_PLAN_ROUNDS):
             plan = await plan_for(rt, catalog, selection, carried)
             report = build_report(plan, dry_run=False)
             if not plan.session_ids:
                 return report
-            outcome = await apply_plan(store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned)
+            outcome = await apply_plan(store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned,
+                                       secret=secret)
             if outcome.complete:
                 return report
             tombstoned = outcome.tombstoned
             carried = plan.lineage.entry_keys
         raise OperationFailed(f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
                               f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget")
+
+
+def _existing_secret(rt: AgentRuntime) -> bytes | None:
+    # No key file means no erasure ever hashed a record of this agent: nothing to look up.
+    try:
+        return rt.paths.secret_path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 async def forget(settings: Settings, request: ForgetRequest, *, redis: bool | Redis = True) -> ForgetReport:

@@ -105,6 +105,16 @@ def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -
     return forgotten_ids(conn, session_ids, secret)
 
 
+def _forgotten_under_lock(conn: Connection, touched: list[str], checkpoint_ids: list[str],
+                          secret: bytes | None) -> tuple[set[str], set[str]]:
+    """(touched sessions forgotten meanwhile, checkpoint sessions whose record is hashed only).
+    An erased session keeps only an `hmac:` record: a checkpoint would write its id back in clear."""
+    gone = forgotten_ids(conn, touched, secret) if touched else set()
+    erased = (forgotten_ids(conn, checkpoint_ids, secret) - forgotten_ids(conn, checkpoint_ids)
+              if checkpoint_ids and secret is not None else set())
+    return gone, erased
+
+
 def _write_batch(conn: Connection, agent_id: str, staged: list[StagedMessage], seen: dict[str, list[str]],
                  checkpoints: list[Checkpoint], deletions: list[str], day_bucket: str, now_ms: int) -> int:
     write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
@@ -176,38 +186,39 @@ class _Sweep:
         forgotten, stamps = await self.store.read(_load_state, self.agent, decided.session_ids, self.secret)
 
         gate = await load_gate(self.settings)
+        expiring = gate.active  # read once: most stores have nothing expired
         batch = _Batch()
-        admitted: list[tuple[str, SessionInfo]] = []
+        # One pass: admission, then for an admitted session its stat against its stamp. An
+        # unchanged session costs that stat and nothing else (the whole of a quiet re-sweep);
+        # the full checkpoints of the changed ones are read in one go below.
+        fingerprint = self.rt.sessions.fingerprint
+        changed: list[tuple[str, SessionInfo, Fingerprint]] = []
+        missing: list[str] = []
+        n_admitted = unchanged = 0
         for key, session, reason in decided.sessions:
             if forgotten and session.session_id in forgotten:
                 reason = REASON_FORGOTTEN  # forgotten comes first (admission_reason's order)
-            elif reason is None and gate.active and gate.hides_session(session):
+            elif reason is None and expiring and gate.hides_session(session):
                 reason = REASON_EXPIRED  # its scope expired: reads skip it, so nothing new is derived
-            if reason is None:
-                admitted.append((key, session))
-                continue
-            self._exclude(reason)
-            if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):
-                batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
-        known = decided.keys
-        batch.deletions.extend(k for k in stamps if k not in known)
-
-        # An unchanged session is told by its stamp and a stat (the whole of a quiet re-sweep);
-        # the full checkpoints of the others are read in one go.
-        fingerprint = self.rt.sessions.fingerprint
-        changed: list[tuple[str, SessionInfo, Fingerprint]] = []
-        unchanged = 0
-        for key, session in admitted:
-            fp = fingerprint(session)
             stamp = stamps.get(key)
+            if reason is not None:
+                self._exclude(reason)
+                if excluded_checkpoint_needs_write(stamp, reason, session.updated_at or 0):
+                    batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
+                continue
+            n_admitted += 1
+            fp = fingerprint(session)
             if fp is None:
                 report.sessions_missing += 1
                 if stamp is not None:
-                    batch.deletions.append(key)
+                    missing.append(key)
             elif is_unchanged(stamp, fp):
                 unchanged += 1
             else:
                 changed.append((key, session, fp))
+        known = decided.keys
+        batch.deletions.extend(k for k in stamps if k not in known)
+        batch.deletions.extend(missing)
         report.sessions_unchanged = unchanged
         with_checkpoint = [key for key, _, _ in changed if key in stamps]
         checkpoints = await self.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
@@ -225,7 +236,7 @@ class _Sweep:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                batch = await self._scan_all(to_scan, len(admitted), batch)
+                batch = await self._scan_all(to_scan, n_admitted, batch)
                 if not batch.empty():
                     await self._submit(batch)
                 await self._drain()
@@ -322,12 +333,16 @@ class _Sweep:
         async with self.rt.lock().hold() as lease:
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list(batch.cursors)
-            gone = await store.read(forgotten_ids, touched, self.secret) if touched else set()
+            ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
+            gone, erased = await store.read(_forgotten_under_lock, touched, ids, self.secret)
             checkpoints = list(batch.checkpoints.values())
             for sid in gone:
                 session = batch.cursors.pop(sid)[0]
                 self._exclude(REASON_FORGOTTEN)
                 checkpoints.append(_excluded_checkpoint(session, REASON_FORGOTTEN, self.now_ms))
+            if erased:  # no checkpoint names an erased session; any left from before goes
+                batch.deletions.extend(c.state_key for c in checkpoints if c.session_id in erased)
+                checkpoints = [c for c in checkpoints if c.session_id not in erased]
             candidates = batch.candidates
             if gone:
                 kept = [c for c in candidates if c.session_id not in gone]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from stat import S_ISLNK
 from typing import Any
 
 import orjson
@@ -54,6 +55,7 @@ _namespace_memo: dict[str, tuple[tuple[str, Any], ...]] = {}
 # single pass (a first sweep) holds no listing beyond its own. Sources are built per
 # operation, so this lives at module level.
 _listing_cache: dict[tuple[str, str], tuple[tuple[int, ...], SessionListing | None]] = {}
+_new_fingerprint = partial(tuple.__new__, Fingerprint)  # Fingerprint(*t) without a Python-level call
 
 
 def archive_time_ms(ts: str) -> int | None:
@@ -277,13 +279,15 @@ class JsonSessionSource:
         return Path(session.locator) if session.locator else None
 
     def fingerprint(self, session: SessionInfo) -> Fingerprint | None:
+        # Called once per session by every sweep (a quiet re-sweep is little else), so kept to
+        # one lstat and a tuple built in C.
         try:
-            st = os.stat(session.locator, follow_symlinks=False)
+            st = os.lstat(session.locator)
         except FileNotFoundError:
             return None
-        if stat.S_ISLNK(st.st_mode):
+        if S_ISLNK(st.st_mode):
             return None  # a symlinked transcript is not read
-        return Fingerprint(int(st.st_mtime_ns // 1_000_000), st.st_size)
+        return _new_fingerprint((st.st_mtime_ns // 1_000_000, st.st_size))
 
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:

@@ -99,15 +99,24 @@ class Store:
             if not path.exists():
                 fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
                 os.close(fd)
-        db = aiosqlite.Connection(lambda: _connect_raw(str(path), readonly=readonly), 64)
+        def connect() -> Connection:
+            conn = _connect_raw(str(path), readonly=readonly)
+            if migrate and not readonly:
+                # On the connection's own thread as it opens: no second hop to the thread, and
+                # an up-to-date schema costs one PRAGMA read (migrate_connection skips the rest).
+                try:
+                    migrate_connection(conn)
+                except BaseException:
+                    conn.close()
+                    raise
+            return conn
+
+        db = aiosqlite.Connection(connect, 64)
         try:
             await db
         except ANY_SQLITE_ERROR as exc:
             raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
-        store = cls(path, db, readonly)
-        if migrate and not readonly:
-            await store.run(migrate_connection)
-        return store
+        return cls(path, db, readonly)
 
     async def close(self) -> None:
         await self._db.close()
