@@ -91,14 +91,7 @@ def fts5_insert(db_path: Path, chunks: list[str]) -> int:
     """One executemany into a fresh contentless FTS5 table (the product's layout), one txn."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    conn = connect(db_path)
-    try:
-        conn.execute(FTS_DDL)
-        conn.execute("BEGIN")
-        conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", enumerate(chunks, 1))
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
+    build_fts(db_path, chunks)
     return len(chunks)
 
 

@@ -194,3 +194,30 @@ def test_memory_files_under_a_corpus_subdirectory_are_still_listed(tmp_path):
     (corpus_dir / "notes" / "kept.md").write_text("a memory file in an odd place\n")
     assert [p.relative_to(workspace).as_posix() for p in list_memory_files(workspace, corpus_dir)] == [
         "memory/2026-08-22.md", f"{CORPUS}/notes/kept.md"]
+
+
+async def test_forget_removes_the_backfill_journal_rows_of_the_session_and_keeps_the_others(
+        tmp_path, sessions_root, unique, redis):
+    from daemon.agents import agent_paths
+    from daemon.store.db import Store
+
+    settings, _ = build(tmp_path, sessions_root, unique)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_backfill(rt, BackfillRequest(agent="main", mode="apply"))
+
+    async def journal() -> list[tuple[str, str, str]]:
+        store = await Store.open(agent_paths(settings, "main").db_path)
+        try:
+            return await store.read(lambda c: c.execute("SELECT kind, key, payload FROM backfill_journal").fetchall())
+        finally:
+            await store.close()
+
+    def naming(rows, sid: str, text: str) -> list:
+        return [r for r in rows if sid in r[1] or sid in r[2] or text[:40] in r[2]]
+
+    before = await journal()
+    assert naming(before, "s-target", TARGET_TEXT) and naming(before, "s-other", OTHER_TEXT)
+    await forget(settings, ForgetRequest(agent="main", sessions=["s-target"]), redis=redis)
+    after = await journal()
+    assert naming(after, "s-target", TARGET_TEXT) == []
+    assert naming(after, "s-other", OTHER_TEXT) == naming(before, "s-other", OTHER_TEXT)

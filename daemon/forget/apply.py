@@ -6,7 +6,7 @@ Order, and why:
    leaves the sessions excluded from every admission path;
 2. the index purge (chunks, FTS rows, vectors, sources, embedding cache);
 3. derived state: phase signals first (they are derived from staged entries), staged
-   entries, checkpoints, seen hashes, then rewrite preimages;
+   entries, checkpoints, seen hashes, backfill journal rows, then rewrite preimages;
 4. memory files and diaries;
 5. corpus files, then origin rows and corpus-file records last: while they remain they still
    identify the remaining work, so a rerun after any failure finds it again.
@@ -29,10 +29,11 @@ from daemon.failpoints import failpoint
 from daemon.fileio import commit_file
 from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
+from daemon.forget.refs import references_session
 from daemon.index.purge import clear_embedding_cache, purge_chunks
 from daemon.store.batched import execute_in
 from daemon.store.corpus_files import delete_corpus_files
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store, table_exists
 from daemon.store.origins import delete_origins_for_entries
 from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
 
@@ -86,12 +87,31 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", plan.short_term_keys)
     execute_in(conn, "DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", plan.checkpoint_keys)
     execute_in(conn, "DELETE FROM ingest_seen_hashes WHERE scope IN ({marks})", plan.seen_scopes)
+    _purge_backfill_journal(conn, plan)
     failpoint("forget.preimages")
     for b in plan.backup_rewrites:
         cur = conn.execute("UPDATE memory_backups SET content = ?, content_hash = ? WHERE id = ? AND content_hash = ?",
                            (b.content, b.content_hash, b.id, b.expected_hash))
         if cur.rowcount != 1:
             raise LineageChanged  # the preimage was rotated or rewritten since planning
+
+
+def _purge_backfill_journal(conn: Connection, plan: ForgetPlan) -> None:
+    """Backfill's rollback journal keeps what a run added: origin rows (session ids), prior
+    staged rows (snippets) and appended corpus lines. Rows of the selected sessions and entry
+    keys go with the staged state, so neither the text nor a later rollback outlives the purge."""
+    if not table_exists(conn, "backfill_journal"):
+        return
+    execute_in(conn, "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})",
+               sorted(plan.session_ids))
+    execute_in(conn, "DELETE FROM backfill_journal WHERE kind IN ('origin', 'staged_new', 'staged_prior', "
+               "'diary_key') AND key IN ({marks})", sorted(plan.lineage.entry_keys))
+    # Corpus lines carry their session in the citation; the journal has as many as backfill
+    # appended, so this reads that history, never the store's origins or index.
+    doomed = [rowid for rowid, payload in conn.execute(
+        "SELECT rowid, payload FROM backfill_journal WHERE kind = 'corpus_line'")
+        if references_session(payload, plan.agent_id, plan.session_ids)]
+    execute_in(conn, "DELETE FROM backfill_journal WHERE rowid IN ({marks})", doomed)
 
 
 def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:
