@@ -9,6 +9,9 @@
 read-only commands. The runtime's own Redis client connects on first use (the lock), so an
 operation that ends up changing nothing (a quiet re-sweep) never talks to Redis; an
 unreachable Redis is then reported by the lock ("workspace lock: Redis unavailable").
+
+`pooled_runtime` is the same runtime for the worker, which keeps its stores open between
+jobs: the store is checked out of the worker's StorePool, Redis is the worker's client.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.db import Store
+from daemon.store.pool import StorePool
 from daemon.store.tombstones import load_or_create_secret
 
 
@@ -88,3 +92,12 @@ async def agent_runtime(settings: Settings, agent_id: str, *, readonly: bool = F
             await store.close()
         if client is not None and own_client:
             await client.aclose()
+
+
+@asynccontextmanager
+async def pooled_runtime(settings: Settings, agent_id: str, stores: StorePool, *, readonly: bool = False,
+                         redis: Redis | None = None) -> AsyncIterator[AgentRuntime]:
+    paths = agent_paths(settings, agent_id)
+    source = session_source_for(settings, agent_id)
+    async with stores.checkout(paths.db_path, readonly=readonly) as store:
+        yield AgentRuntime(settings, paths, store, redis, source, readonly)

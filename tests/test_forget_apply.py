@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from redis.asyncio import Redis
 
@@ -295,3 +297,20 @@ async def test_human_summary_names_sessions_counts_and_retained_items(world):
     assert "Entry without targetable provenance: k-untracked" in text
     assert "Curated write retained: MEMORY.md (2026-08-26T10:00:01Z)" in text
     assert text.splitlines()[-1] == "Dry run: no memory files, index rows, or plugin state were changed."
+
+
+async def test_no_frame_of_the_forgotten_text_outlives_the_purge_in_the_wal(settings, sessions_root, redis):
+    # Another connection stays open throughout (as the worker's pooled stores do), so closing
+    # the purge's own connection does not remove the WAL.
+    world = ForgetWorld(settings, sessions_root)
+    world.build_sessions()
+    world.build_files()
+    held = await world.open_store()
+    try:
+        await world.build_rows()
+        wal = Path(f"{held.path}-wal")
+        assert b"violet-mongoose-42" in wal.read_bytes()  # the rows' frames are in the WAL
+        await purge(world, redis, sessions=["target"])
+        assert b"violet-mongoose-42" not in wal.read_bytes()
+    finally:
+        await held.close()

@@ -13,6 +13,7 @@ from daemon.context import agent_runtime
 from daemon.ingest.report import IngestReport
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.settings import Settings
+from daemon.store.db import sqlite3
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import make_settings
@@ -72,3 +73,97 @@ async def test_a_session_forgotten_after_the_listing_went_idle_is_excluded_as_fo
         await rt.require_store().write(record_tombstones, "main", [ref], 1, fence=None)
     after = await sweep(settings, redis)
     assert after.sessions_excluded == {"forgotten": 1} and after.sessions_unchanged == 1
+
+
+def _raw(settings: Settings) -> sqlite3.Connection:  # type: ignore[name-defined]
+    # Another process's connection: nothing of this process's caches sees its writes.
+    return sqlite3.connect(str(settings.state_dir / "agents" / "main" / "memory.sqlite"), isolation_level=None)
+
+
+def _token(settings: Settings) -> int:
+    conn = _raw(settings)
+    try:
+        return int(conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0])
+    finally:
+        conn.close()
+
+
+async def test_every_kind_of_checkpoint_write_replaces_the_token(
+        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    settings = make_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    await sweep(settings, redis)
+    tokens = [_token(settings)]
+    conn = _raw(settings)
+    for sql in ("UPDATE ingest_checkpoints SET updated_at = updated_at + 1",
+                "INSERT INTO ingest_checkpoints SELECT 'x' || state_key, agent_id, session_id, session_key, "
+                "session_path, mtime_ms, size, content_hash, line_count, last_content_line, at_end, carry, "
+                "excluded_reason, updated_at FROM ingest_checkpoints",
+                "DELETE FROM ingest_checkpoints WHERE state_key LIKE 'x%'"):
+        conn.execute(sql)
+        tokens.append(_token(settings))
+    conn.close()
+    assert len(set(tokens)) == len(tokens)  # each write gave a new token
+    await sweep(settings, redis)  # a quiet sweep writes no checkpoint
+    assert _token(settings) == tokens[-1]
+
+
+async def test_a_checkpoint_changed_by_another_process_is_read_again(
+        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    settings = make_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    store_builder.add("agent:main:other", "second", conversation("desk", "second"))
+    await idle_listing(settings, redis)
+    quiet = await sweep(settings, redis)  # this process now holds the stamps of both sessions
+    assert quiet.sessions_unchanged == 2 and quiet.sessions_scanned == 0
+
+    conn = _raw(settings)
+    conn.execute("DELETE FROM ingest_checkpoints WHERE session_id = 'second'")
+    conn.close()
+    after = await sweep(settings, redis)
+    assert after.sessions_scanned == 1 and after.sessions_unchanged == 1
+    assert after.messages_staged == 0  # its messages were staged before: the seen hashes hold
+
+
+async def test_a_recreated_database_never_reuses_the_old_stamps(
+        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    settings = make_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    await idle_listing(settings, redis)
+    assert (await sweep(settings, redis)).sessions_unchanged == 1
+    db = settings.state_dir / "agents" / "main" / "memory.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    fresh = await sweep(settings, redis)
+    assert fresh.sessions_scanned == 1 and fresh.messages_staged == 4
+
+
+def test_a_version_1_store_gains_the_token_and_its_triggers(tmp_path: Path) -> None:
+    from daemon.store.migrations import MIGRATIONS, migrate_connection
+
+    conn = sqlite3.connect(str(tmp_path / "v1.sqlite"), isolation_level=None)
+    conn.executescript(f"BEGIN; {MIGRATIONS[0][1]}; PRAGMA user_version = 1; COMMIT;")
+    conn.execute("INSERT INTO ingest_checkpoints (state_key, agent_id, session_id, session_path, mtime_ms, size, "
+                 "content_hash, line_count, last_content_line, updated_at) "
+                 "VALUES ('main:sessions/main/a', 'main', 'a', 'sessions/main/a', 1, 2, 'h', 3, 3, 4)")
+    assert migrate_connection(conn) >= 2
+    before = conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0]
+    conn.execute("UPDATE ingest_checkpoints SET size = 5")
+    assert conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0] != before
+    assert conn.execute("SELECT count(*) FROM ingest_checkpoints").fetchone()[0] == 1  # rows kept
+    conn.close()
+
+
+async def test_a_listing_the_source_did_not_keep_leaves_no_decided_entry_behind(
+        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    import gc
+
+    from daemon.ingest import sweep as sweep_module
+
+    settings = make_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    await sweep(settings, redis)  # a first read: the source keeps no listing yet
+    gc.collect()
+    assert "main" not in sweep_module._decided_cache
+    await idle_listing(settings, redis)  # now the source keeps it, and the decision with it
+    assert "main" in sweep_module._decided_cache

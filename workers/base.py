@@ -19,12 +19,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from daemon import metrics
-from daemon.context import AgentRuntime, agent_runtime
+from daemon.context import AgentRuntime, agent_runtime, pooled_runtime
 from daemon.errors import LockTimeout, OperationFailed, UsageError
 from daemon.jobs import PURGE_JOBS
 from daemon.settings import Settings
+from daemon.store.pool import StorePool
 
 log = logging.getLogger("memoryd.jobs")
+# ctx key of the worker's open stores (workers.settings.MemorydWorker); absent, a job opens and
+# closes its own store, as a plain arq Worker given only worker_kwargs would.
+STORES = "stores"
 
 M = TypeVar("M", bound=BaseModel)
 JobFn = Callable[..., Awaitable[dict[str, Any]]]
@@ -78,8 +82,16 @@ def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:
 
 @asynccontextmanager
 async def runtime(ctx: dict[str, Any], agent: str, *, readonly: bool = False) -> AsyncIterator[AgentRuntime]:
-    redis = False if readonly else ctx["redis"]
-    async with agent_runtime(settings_of(ctx), agent, readonly=readonly, redis=redis) as rt:
+    """The agent's runtime for one job: read-only ones without Redis; the store from the
+    worker's pool when there is one."""
+    stores: StorePool | None = ctx.get(STORES)
+    if stores is None:
+        async with agent_runtime(settings_of(ctx), agent, readonly=readonly,
+                                 redis=False if readonly else ctx["redis"]) as rt:
+            yield rt
+        return
+    async with pooled_runtime(settings_of(ctx), agent, stores, readonly=readonly,
+                              redis=None if readonly else ctx["redis"]) as rt:
         yield rt
 
 

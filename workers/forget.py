@@ -1,6 +1,6 @@
 """`forget` job: a ForgetRequest payload → daemon.forget.service.run_forget → ForgetReport JSON.
 
-A dry run opens the store read-only without Redis: no lock, no writes, not even a schema.
+A dry run uses a read-only store without Redis: no lock, no writes, not even a schema.
 An apply holds the workspace lock for the whole purge (see workers.base.purge_lock). A rerun
 of the same request converges (the domain's guarantee), so arq's at-least-once is safe.
 """

@@ -20,7 +20,9 @@ from redis.exceptions import RedisError
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
 from daemon.jobs import ERASE, deserialize, job_name_of, serialize
 from daemon.settings import Settings
+from daemon.store.pool import StorePool
 from workers.backfill import backfill
+from workers.base import STORES
 from workers.dream import dream
 from workers.erase import erase
 from workers.expire import expire
@@ -70,24 +72,38 @@ class MemorydWorker(Worker):
     tries, expired) is stored with the worker-wide default — with its arguments.
 
     It also answers doorbells (daemon.client): between its polls it starts a job as soon as a
-    client rings the queue's bell, and after storing a result it rings the job's own bell."""
+    client rings the queue's bell, and after storing a result it rings the job's own bell.
+
+    And it keeps the agents' stores open between jobs (daemon.store.pool, in ctx["stores"]):
+    while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
+    closed, the ones still in use as their jobs end."""
 
     _bell_task: asyncio.Task[None] | None = None
     _enqueued: asyncio.Event | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.stores = StorePool()
+        self.ctx[STORES] = self.stores
+
     async def main(self) -> None:
+        self.stores.reopen()
         try:
             await super().main()
         finally:
-            if self._bell_task is not None:
-                self._bell_task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await self._bell_task
-                self._bell_task = None
+            try:
+                if self._bell_task is not None:
+                    self._bell_task.cancel()
+                    with suppress(asyncio.CancelledError):
+                        await self._bell_task
+                    self._bell_task = None
+            finally:
+                await self.stores.close()
 
     async def _poll_iteration(self) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        await self.stores.close_idle()
         await super()._poll_iteration()
         if self.burst:  # a burst worker stops when the queue is empty; nothing to wait for
             return

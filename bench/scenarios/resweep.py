@@ -1,9 +1,15 @@
 """Unchanged re-sweep: a second sweep over an unchanged corpus, against a bare os.stat loop
-over the same transcripts. Targets: <= 2x the stat loop, and zero transcripts opened."""
+over the same transcripts. Targets: <= 2x the stat loop, and zero transcripts opened.
+
+The issue states the target for 10k sessions, so below that size (--scale small) the sweep
+runs over the medium corpus instead; the tiny smoke run keeps its own corpus. At 1k sessions
+the four stores' open and close alone are several times a stat loop, which says nothing about
+the per-session cost the target is about."""
 
 from __future__ import annotations
 
 from bench.baselines import stat_loop
+from bench.corpus import Corpus, ensure_corpus
 from bench.runner import (
     Context,
     Row,
@@ -18,15 +24,23 @@ from bench.runner import (
 from bench.scenarios._common import CONTEXT, INGEST, OpenCounter, sweep_agents
 
 NAME = "resweep"
+TARGET_SESSIONS = 10_000  # the issue's "unchanged re-sweep of 10k sessions"
 
 
 def missing() -> str | None:
     return entry_point_missing(CONTEXT, INGEST)
 
 
+def corpus_for(ctx: Context) -> Corpus:
+    if ctx.scale == "tiny" or ctx.corpus.manifest.sessions >= TARGET_SESSIONS:
+        return ctx.corpus
+    return ensure_corpus("medium")
+
+
 def run(ctx: Context) -> list[Row]:
-    paths = ctx.corpus.transcripts()
-    agents = list(ctx.corpus.manifest.agents)
+    corpus = corpus_for(ctx)
+    paths = corpus.transcripts()
+    agents = list(corpus.manifest.agents)
     figure = f"unchanged re-sweep, {len(paths):,} sessions: time"
 
     def baseline() -> float:
@@ -38,9 +52,9 @@ def run(ctx: Context) -> list[Row]:
         return [info(NAME, "baseline: os.stat loop over the same transcripts", "s", base),
                 not_available(NAME, figure, reason)]
 
-    settings = ctx.settings(ctx.scratch("state"))
+    settings = ctx.settings(ctx.scratch("state"), sessions_root=corpus.root)
     run_async(sweep_agents, settings, agents)  # the first sweep, not measured
-    counter = OpenCounter(ctx.corpus.root)
+    counter = OpenCounter(corpus.root)
     opened: list[float] = []
 
     def product() -> float:

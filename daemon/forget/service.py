@@ -25,6 +25,7 @@ from daemon.retention.verify import run_verify
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
+from daemon.store.db import truncate_wal
 
 # Each round re-plans after another writer changed the lineage mid-apply; a workspace whose
 # lineage keeps changing under the lock points at a writer that ignores the lock.
@@ -68,6 +69,9 @@ async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
             outcome = await apply_plan(store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned,
                                        secret=secret)
             if outcome.complete:
+                # The purge's rows are gone from the database pages (secure delete), but frames
+                # written before it may still sit in the WAL while any connection stays open.
+                await store.run(truncate_wal)
                 return report
             tombstoned = outcome.tombstoned
             carried = plan.lineage.entry_keys

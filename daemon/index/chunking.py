@@ -108,6 +108,7 @@ def window_lines(lines: Sequence[Line], chunk_tokens: int, overlap_tokens: int) 
     """
     max_chars = max(32, chunk_tokens * CHARS_PER_TOKEN)
     overlap_chars = max(0, min(overlap_tokens * CHARS_PER_TOKEN, max_chars // 2))
+    half = max_chars // 2
     windows: list[list[Line]] = []
     current: list[Line] = []
     size = 0
@@ -118,15 +119,16 @@ def window_lines(lines: Sequence[Line], chunk_tokens: int, overlap_tokens: int) 
             cost = len(piece) + 1
             if current and size + cost > max_chars:
                 windows.append(current)
-                carried: list[Line] = []
+                # Carry whole lines until the overlap is reached, never half a window.
+                start = len(current)
                 kept = 0
-                for item in reversed(current):
-                    # Carry whole lines until the overlap is reached, never half a window.
-                    if kept >= overlap_chars or kept + len(item[1]) + 1 > max_chars // 2:
+                while start:
+                    item_cost = len(current[start - 1][1]) + 1
+                    if kept >= overlap_chars or kept + item_cost > half:
                         break
-                    carried.insert(0, item)
-                    kept += len(item[1]) + 1
-                current, size = carried, kept
+                    kept += item_cost
+                    start -= 1
+                current, size = current[start:], kept
             current.append((number, piece))
             size += cost
     if current:
@@ -228,14 +230,16 @@ def chunk_session(lines: Sequence[TranscriptLine], session_kind: str, chunk_toke
                   overlap_tokens: int) -> list[tuple[Chunk, ChunkProvenance]]:
     """Transcript lines in windows; each window's provenance is its least trusted line's
     class, the session's kind and the newest line's time (reference §6.2)."""
-    by_number = {line.line_number: line for line in lines}
     out: list[tuple[Chunk, ChunkProvenance]] = []
-    for window in window_lines([(line.line_number, line.text) for line in lines], chunk_tokens, overlap_tokens):
-        # A split line repeats its number in the window; a set of numbers is enough here.
-        members = [by_number[number] for number in {n for n, _ in window}]
-        provenance = ChunkProvenance(
-            origin_class=least_trusted({m.origin_class for m in members}),
-            session_kind=session_kind,
-            observed_at=max([m.observed_at for m in members]))
-        out.append((make_chunk(window, markers=False), provenance))
+    sha256 = hashlib.sha256
+    # Windowed by position in `lines`: a window is a run of consecutive lines (a split line
+    # repeats its position), so its members are a slice and need no lookup.
+    for window in window_lines([(i, line.text) for i, line in enumerate(lines)], chunk_tokens, overlap_tokens):
+        members = lines[window[0][0]:window[-1][0] + 1]
+        text = "\n".join([t for _, t in window])
+        chunk = Chunk(members[0].line_number, members[-1].line_number, text, text,
+                      sha256(text.encode("utf-8")).hexdigest(), _NO_ANNOTATIONS)
+        provenance = ChunkProvenance(least_trusted({m.origin_class for m in members}), session_kind,
+                                     max([m.observed_at for m in members]))
+        out.append((chunk, provenance))
     return out

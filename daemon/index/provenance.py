@@ -20,12 +20,17 @@ class ChunkProvenance:
     supersedes_key: str | None = None
 
 
+_RANK = {cls: rank for rank, cls in enumerate(TRUST_ORDER)}
+_UNKNOWN_RANK = len(TRUST_ORDER) - 1  # unknown input counts as untrusted
+
+
 def least_trusted(classes: Iterable[str]) -> str:
     """The least trusted class present; unknown input counts as untrusted, never as owner."""
     worst = -1
     for cls in classes:
-        rank = TRUST_ORDER.index(cls) if cls in TRUST_ORDER else len(TRUST_ORDER) - 1
-        worst = max(worst, rank)
+        rank = _RANK.get(cls, _UNKNOWN_RANK)
+        if rank > worst:
+            worst = rank
     return TRUST_ORDER[worst] if worst >= 0 else "untrusted"
 
 

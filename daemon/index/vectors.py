@@ -37,7 +37,7 @@ def nearest(conn: Connection, query: np.ndarray, model: str, k: int,
         return []
     query = np.asarray(query, dtype=np.float32)
     backend = backend or backend_for(conn)
-    if backend == "sqlite-vec":
+    if backend == "sqlite-vec" and has_vector_extension(conn):  # loads it here if not yet
         rows = conn.execute(
             "SELECT chunk_rowid, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM memory_index_vectors "
             "WHERE model = ? AND dims = ? ORDER BY sim DESC, chunk_rowid LIMIT ?",

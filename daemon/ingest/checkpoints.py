@@ -78,6 +78,39 @@ def load_stamps(conn: Connection, agent_id: str) -> dict[str, CheckpointStamp]:
 
 _new_stamp = partial(tuple.__new__, CheckpointStamp)
 
+class StampSet(NamedTuple):
+    """Every checkpoint stamp of one agent, and the fingerprint under which each settled session
+    (fully scanned, not excluded, nothing left unread) counts as unchanged: a quiet re-sweep
+    decides a session with one dict lookup and a tuple comparison, both in C."""
+
+    stamps: Mapping[str, CheckpointStamp]
+    settled: Mapping[str, tuple[int, int]]  # state_key -> (mtime_ms, size)
+
+
+def stamp_set(stamps: Mapping[str, CheckpointStamp]) -> StampSet:
+    return StampSet(stamps, {key: (s.mtime_ms, s.size) for key, s in stamps.items()
+                             if s.content_hash and not s.excluded_reason and s.at_end})
+
+
+# (database path, agent) -> (checkpoint token, stamps read at that token). The token changes
+# with every write to ingest_checkpoints (a trigger, migration 2), so equal tokens mean equal
+# stamps and a quiet re-sweep skips reading ~10k rows. Shared between the stores' threads:
+# each entry is replaced whole, and a pair is always read in one transaction.
+_stamp_cache: dict[tuple[str, str], tuple[int, StampSet]] = {}
+
+
+def load_stamp_set(conn: Connection, db_path: str, agent_id: str) -> StampSet:
+    """The agent's stamps, reusing the last ones read from this database while its checkpoint
+    token holds. The mappings are shared: callers only read them."""
+    token = conn.execute("SELECT token FROM ingest_checkpoint_token WHERE id = 1").fetchone()[0]
+    key = (db_path, agent_id)
+    cached = _stamp_cache.get(key)
+    if cached is not None and cached[0] == token:
+        return cached[1]
+    stamps = stamp_set(load_stamps(conn, agent_id))
+    _stamp_cache[key] = (token, stamps)
+    return stamps
+
 
 def load_checkpoints_by_key(conn: Connection, state_keys: Sequence[str]) -> dict[str, Checkpoint]:
     out: dict[str, Checkpoint] = {}

@@ -21,8 +21,11 @@ A sweep with nothing to commit takes no lock and writes nothing.
 from __future__ import annotations
 
 import time
+import weakref
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -33,12 +36,12 @@ from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSION
 from daemon.errors import MemorydError, OperationFailed
 from daemon.ingest.checkpoints import (
     Checkpoint,
-    CheckpointStamp,
+    StampSet,
     add_seen,
     delete_checkpoints,
     load_checkpoints_by_key,
     load_seen,
-    load_stamps,
+    load_stamp_set,
     seen_scope,
     state_key,
     upsert_checkpoints,
@@ -49,14 +52,13 @@ from daemon.ingest.plan import (
     ScanPlan,
     excluded_checkpoint_needs_write,
     file_cap,
-    is_unchanged,
     per_file_cap,
     plan_scan,
 )
 from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
-from daemon.retention.gate import REASON_EXPIRED, load_gate
+from daemon.retention.gate import REASON_EXPIRED, RetentionGate, load_gate
 from daemon.sessions.admission import REASON_FORGOTTEN, AdmissionPolicy, admission_reason
 from daemon.sessions.model import Fingerprint, SessionInfo, SessionListing
 from daemon.store.corpus_files import record_corpus_files
@@ -93,9 +95,26 @@ def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, n
                       cursor.line_count, cursor.produced, cursor.at_end, cursor.carry, None, now_ms)
 
 
-def _load_state(conn: Connection, agent_id: str, session_ids: list[str],
-                secret: bytes | None) -> tuple[set[str], dict[str, CheckpointStamp]]:
-    return _forgotten(conn, session_ids, secret), load_stamps(conn, agent_id)
+def _apply_forgotten_and_expiry(decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
+                                ) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
+    """The decided split with this sweep's forgotten records and expired scopes applied (they
+    change without the listing). Forgotten comes first, as in admission_reason's order."""
+    admitted: list[tuple[str, SessionInfo]] = []
+    excluded = [(key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
+                for key, session, reason in decided.excluded]
+    for key, session in decided.admitted:
+        if session.session_id in forgotten:
+            excluded.append((key, session, REASON_FORGOTTEN))
+        elif gate is not None and gate.hides_session(session):
+            excluded.append((key, session, REASON_EXPIRED))  # reads skip it, so nothing new is derived
+        else:
+            admitted.append((key, session))
+    return admitted, excluded
+
+
+def _load_state(conn: Connection, db_path: str, agent_id: str, session_ids: list[str],
+                secret: bytes | None) -> tuple[set[str], StampSet]:
+    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, db_path, agent_id)
 
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
@@ -126,11 +145,13 @@ def _write_batch(conn: Connection, agent_id: str, staged: list[StagedMessage], s
 @dataclass(frozen=True)
 class _DecidedListing:
     """What a sweep derives from a listing and the admission policy alone, in session_path
-    order: (state key, session, policy/eligibility reason or None) per session."""
+    order: the admitted sessions (state key, session) and the excluded ones (state key,
+    session, policy/eligibility reason)."""
 
-    listing: SessionListing
+    listing: weakref.ref[SessionListing]
     policy: AdmissionPolicy | None
-    sessions: list[tuple[str, SessionInfo, str | None]]
+    admitted: list[tuple[str, SessionInfo]]
+    excluded: list[tuple[str, SessionInfo, str]]
     session_ids: list[str]
     keys: frozenset[str]
 
@@ -138,19 +159,36 @@ class _DecidedListing:
 # Per agent, the last decided listing. An idle agent's source returns the very same listing
 # object sweep after sweep, so a quiet re-sweep reuses the order, state keys and policy
 # reasons of ~10k sessions instead of deciding them again (forgotten records and retention
-# expiry change without the listing, so they are applied every sweep).
+# expiry change without the listing, so they are applied every sweep). An entry lives only
+# as long as its listing: a listing the source did not keep (a first sweep's, a changed
+# file's) takes its entry with it instead of pinning ~1 KB per session for nothing.
 _decided_cache: dict[str, _DecidedListing] = {}
+
+
+def _drop_decided(agent: str, ref: weakref.ref[SessionListing]) -> None:
+    cached = _decided_cache.get(agent)
+    if cached is not None and cached.listing is ref:
+        del _decided_cache[agent]
 
 
 def _decide_listing(agent: str, listing: SessionListing, policy: AdmissionPolicy | None) -> _DecidedListing:
     cached = _decided_cache.get(agent)
-    if cached is not None and cached.listing is listing and cached.policy == policy:
+    if cached is not None and cached.listing() is listing and cached.policy == policy:
         return cached
     # One agent's session paths share their prefix, so this is the order of session_path.
     ordered = sorted(listing.sessions, key=lambda s: s.session_id)
-    sessions = [(state_key(agent, s.session_path), s, admission_reason(s, policy, ())) for s in ordered]
-    decided = _DecidedListing(listing, policy, sessions, [s.session_id for s in ordered],
-                              frozenset(key for key, _, _ in sessions))
+    admitted: list[tuple[str, SessionInfo]] = []
+    excluded: list[tuple[str, SessionInfo, str]] = []
+    for session in ordered:
+        key = state_key(agent, session.session_path)
+        reason = admission_reason(session, policy, ())
+        if reason is None:
+            admitted.append((key, session))
+        else:
+            excluded.append((key, session, reason))
+    decided = _DecidedListing(weakref.ref(listing, partial(_drop_decided, agent)), policy, admitted, excluded,
+                              [s.session_id for s in ordered], frozenset(key for key, _ in admitted) |
+                              frozenset(key for key, _, _ in excluded))
     _decided_cache[agent] = decided
     return decided
 
@@ -182,42 +220,42 @@ class _Sweep:
         report.errors.extend(listing.errors)
         policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
         decided = _decide_listing(self.agent, listing, policy)
-        report.sessions_seen = len(decided.sessions)
-        forgotten, stamps = await self.store.read(_load_state, self.agent, decided.session_ids, self.secret)
+        report.sessions_seen = len(decided.admitted) + len(decided.excluded)
+        forgotten, stamp_set = await self.store.read(_load_state, str(self.store.path), self.agent,
+                                                    decided.session_ids, self.secret)
 
         gate = await load_gate(self.settings)
         expiring = gate.active  # read once: most stores have nothing expired
         batch = _Batch()
-        # One pass: admission, then for an admitted session its stat against its stamp. An
-        # unchanged session costs that stat and nothing else (the whole of a quiet re-sweep);
-        # the full checkpoints of the changed ones are read in one go below.
+        admitted, excluded = decided.admitted, decided.excluded
+        if forgotten or expiring:
+            admitted, excluded = _apply_forgotten_and_expiry(decided, forgotten, gate if expiring else None)
+        stamps, settled = stamp_set
+        for key, session, reason in excluded:
+            if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):
+                batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
+        for reason, count in Counter(reason for _, _, reason in excluded).items():
+            report.sessions_excluded[reason] = report.sessions_excluded.get(reason, 0) + count
+        # An admitted session's stat against its stamp: an unchanged one costs that stat and
+        # nothing else (the whole of a quiet re-sweep); the full checkpoints of the changed ones
+        # are read in one go below.
         fingerprint = self.rt.sessions.fingerprint
+        settled_fp = settled.get
         changed: list[tuple[str, SessionInfo, Fingerprint]] = []
         missing: list[str] = []
-        n_admitted = unchanged = 0
-        for key, session, reason in decided.sessions:
-            if forgotten and session.session_id in forgotten:
-                reason = REASON_FORGOTTEN  # forgotten comes first (admission_reason's order)
-            elif reason is None and expiring and gate.hides_session(session):
-                reason = REASON_EXPIRED  # its scope expired: reads skip it, so nothing new is derived
-            stamp = stamps.get(key)
-            if reason is not None:
-                self._exclude(reason)
-                if excluded_checkpoint_needs_write(stamp, reason, session.updated_at or 0):
-                    batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
-                continue
-            n_admitted += 1
+        n_missing = 0
+        for key, session in admitted:
             fp = fingerprint(session)
             if fp is None:
-                report.sessions_missing += 1
-                if stamp is not None:
+                n_missing += 1
+                if key in stamps:
                     missing.append(key)
-            elif is_unchanged(stamp, fp):
-                unchanged += 1
-            else:
+            elif settled_fp(key) != fp:  # not is_unchanged(stamp, fp), decided in C
                 changed.append((key, session, fp))
-        known = decided.keys
-        batch.deletions.extend(k for k in stamps if k not in known)
+        n_admitted = len(admitted)
+        unchanged = n_admitted - n_missing - len(changed)
+        report.sessions_missing += n_missing
+        batch.deletions.extend(sorted(stamps.keys() - decided.keys))
         batch.deletions.extend(missing)
         report.sessions_unchanged = unchanged
         with_checkpoint = [key for key, _, _ in changed if key in stamps]

@@ -68,7 +68,7 @@ class Fingerprint(NamedTuple):
     size: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class SessionListing:
     sessions: tuple[SessionInfo, ...]
     errors: tuple[str, ...] = field(default=())  # one line per unreadable/invalid record, skipped

@@ -43,6 +43,7 @@ KNOWN_ENTRY_TYPES = frozenset({
     "model_change", "thinking_level_change", "leaf", "label", "session_info",
 })
 _SYSTEM_PROVENANCE = "internal_system"
+_NO_META: dict[str, Any] = {}  # read only: stands in for a message without __openclaw metadata
 
 
 class ExportedLine(NamedTuple):
@@ -125,6 +126,11 @@ def collapse_ws(text: str, at_least: int | None = None) -> str:
         head = " ".join(text[:at_least + 64].split())
         if len(head) > at_least:
             return head
+    # Most messages are already collapsed. The only whitespace str.isprintable() accepts is
+    # " ", so a printable text without doubled or edge spaces is its own result; checking is
+    # a fraction of the cost of splitting and joining it.
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
     return " ".join(text.split())
 
 
@@ -133,6 +139,8 @@ def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | Non
     """Classify one raw transcript line: an ExportedLine, a skip kind (str), or None (not a message
     line worth exporting). Updates `carry`. With `max_chars`, the exported text may be cut once it
     has more than that many characters (callers that keep only a snippet need no more)."""
+    # Runs once per transcript line for ingest and the index alike: exact type checks (orjson
+    # builds plain dicts) and one dict lookup per field keep it cheap.
     if isinstance(raw, OversizedLine):
         return SKIP_OVERSIZED
     if b"\x00" in raw:
@@ -147,17 +155,17 @@ def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | Non
         except UnicodeDecodeError:
             return SKIP_INVALID_UTF8
         return SKIP_MALFORMED
-    if not isinstance(entry, dict):
+    if type(entry) is not dict:
         return SKIP_MALFORMED
     kind = entry.get("type")
     if kind != "message":
         return None if kind in KNOWN_ENTRY_TYPES else SKIP_UNKNOWN_TYPE
     message = entry.get("message")
-    if not isinstance(message, dict):
+    if type(message) is not dict:
         return SKIP_MALFORMED
     meta = message.get("__openclaw")
-    if not isinstance(meta, dict):
-        meta = {}
+    if type(meta) is not dict:
+        meta = _NO_META
     role = message.get("role")
     origin: OriginClass
     if role == "user":
@@ -185,7 +193,7 @@ def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | Non
             carry.tainted = True
         return None
     content = message.get("content")
-    text = content if isinstance(content, str) else _text_of(content)
+    text = content if type(content) is str else _text_of(content)
     if not text:
         return None
     body = collapse_ws(text, max_chars)
@@ -193,7 +201,10 @@ def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | Non
         body = body.replace("\x00", "")
     if not body:
         return None
-    return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
+    ts = message.get("timestamp")
+    if type(ts) is not int or not 0 < ts <= MAX_TIMESTAMP_MS:
+        ts = _timestamp_ms(message, entry)
+    return ExportedLine(line_number, prefix + body, origin, ts)
 
 
 def iter_exported(lines: Iterable[bytes], skipped: dict[str, int], carry: Carry | None = None,

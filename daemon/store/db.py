@@ -38,6 +38,11 @@ OperationalError = sqlite3.OperationalError
 ANY_SQLITE_ERROR: tuple[type[BaseException], ...] = (sqlite3.Error, _stdlib_sqlite3.Error)
 
 
+BUSY_TIMEOUT_MS = 30_000
+WAL_TRUNCATE_WAIT_MS = 2_000
+SQLITE_SOFT_HEAP_LIMIT_BYTES = 32 * 1024 * 1024
+
+
 def _connect_raw(path: str, *, readonly: bool) -> Connection:
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
@@ -49,9 +54,11 @@ def _connect_raw(path: str, *, readonly: bool) -> Connection:
     conn.execute("PRAGMA foreign_keys = ON")
     # Deleted content is overwritten with zeros instead of lingering in free pages (erasure).
     conn.execute("PRAGMA secure_delete = ON")
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA cache_size = -65536")
-    _load_vector_extension(conn)
+    # Process-wide: however many stores are open (the worker keeps some), SQLite's caches
+    # together stay near this; above it, pages are recycled instead of the heap growing.
+    conn.execute(f"PRAGMA soft_heap_limit = {SQLITE_SOFT_HEAP_LIMIT_BYTES}")
     return conn
 
 
@@ -69,11 +76,16 @@ def _load_vector_extension(conn: Connection) -> None:
 
 
 def has_vector_extension(conn: Connection) -> bool:
-    try:
-        conn.execute("SELECT vec_version()").fetchone()
-        return True
-    except ANY_SQLITE_ERROR:
-        return False
+    """Whether sqlite-vec's functions work on `conn`, loading it on the first ask: most
+    connections (sweeps, forgets, previews) never need it, and loading costs ~0.25 ms an open."""
+    for attempt in range(2):
+        try:
+            conn.execute("SELECT vec_version()").fetchone()
+            return True
+        except ANY_SQLITE_ERROR:
+            if attempt == 0:
+                _load_vector_extension(conn)
+    return False
 
 
 class Store:
@@ -196,3 +208,16 @@ def table_exists(conn: Connection, name: str) -> bool:
     row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')",
                        (name,)).fetchone()
     return row is not None
+
+
+def truncate_wal(conn: Connection) -> bool:
+    """Copy the WAL into the database and cut it to zero bytes, so frames written before a purge
+    (rows it has since deleted) do not outlive it in the -wal file while connections stay open.
+    Waits at most WAL_TRUNCATE_WAIT_MS for readers; False if one still held an older snapshot
+    (the frames then go at the next checkpoint or when the last connection closes)."""
+    conn.execute(f"PRAGMA busy_timeout = {WAL_TRUNCATE_WAIT_MS}")
+    try:
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return busy == 0

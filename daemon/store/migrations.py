@@ -9,6 +9,7 @@ from daemon.store.schema import core, dreaming, index, ingest, retention
 # never edits an earlier one once released.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, core.DDL + ingest.DDL + dreaming.DDL + index.DDL + retention.DDL),
+    (2, ingest.CHECKPOINT_TOKEN_DDL),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -18,33 +19,13 @@ def migrate_connection(conn: Connection) -> int:
     for version, ddl in MIGRATIONS:
         if version <= current:
             continue
-        conn.execute("BEGIN IMMEDIATE")
+        # The step, its version and the transaction around them as one script: SQLite runs it
+        # without a round trip to Python per statement (a fresh store creates ~50 objects).
         try:
-            # executescript would commit our transaction; run the statements one by one instead.
-            for statement in _split_sql(ddl):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {version}")
+            conn.executescript(f"BEGIN IMMEDIATE;\n{ddl}\n;\nPRAGMA user_version = {version};\nCOMMIT;")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
         current = version
     return current
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a script into complete statements (sqlite3.complete_statement handles triggers)."""
-    from daemon.store.db import sqlite3
-
-    statements: list[str] = []
-    buf = ""
-    for line in script.splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            stmt = buf.strip()
-            if stmt and stmt != ";":
-                statements.append(stmt)
-            buf = ""
-    if buf.strip():
-        statements.append(buf.strip())
-    return statements
