@@ -21,6 +21,7 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -177,34 +178,36 @@ class Service:
     async def run(self) -> int:
         await self.start()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._supervise_worker)
-                if self.settings.daemon.schedule:
-                    tg.start_soon(self._schedule_loop)
-                tg.start_soon(self._heartbeat_loop)
-                tg.start_soon(self._gauge_loop)
-                interval = watchdog_interval_s()
-                if interval:
-                    tg.start_soon(self._watchdog_loop, interval)
-                self.notifier.ready(self.state.summary())
-                log.info("ready: %s", self.state.summary())
-                await self._signal_loop()
-                tg.cancel_scope.cancel()
+            # The handlers go in before READY: systemd may send SIGHUP (`systemctl reload`) the
+            # moment it reads READY, and SIGHUP's default action would end the process.
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._supervise_worker)
+                    if self.settings.daemon.schedule:
+                        tg.start_soon(self._schedule_loop)
+                    tg.start_soon(self._heartbeat_loop)
+                    tg.start_soon(self._gauge_loop)
+                    interval = watchdog_interval_s()
+                    if interval:
+                        tg.start_soon(self._watchdog_loop, interval)
+                    self.notifier.ready(self.state.summary())
+                    log.info("ready: %s", self.state.summary())
+                    await self._signal_loop(signals)
+                    tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await self._shutdown()
         return 0
 
-    async def _signal_loop(self) -> None:
+    async def _signal_loop(self, signals: AsyncIterator[int]) -> None:
         """Returns after a drain (SIGTERM/SIGINT); SIGHUP reloads the admission policy."""
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-            async for signum in signals:
-                if signum == signal.SIGHUP:
-                    self.reload_policy()
-                    continue
-                log.info("received %s: draining", signal.Signals(signum).name)
-                await self.drain()
-                return
+        async for signum in signals:
+            if signum == signal.SIGHUP:
+                self.reload_policy()
+                continue
+            log.info("received %s: draining", signal.Signals(signum).name)
+            await self.drain()
+            return
 
     def reload_policy(self) -> None:
         try:

@@ -183,6 +183,11 @@ def test_sighup_reloads_the_admission_policy(world, tmp_path):
     notify = NotifySocket(tmp_path / "n.sock")
     daemon = world.daemon(notify=notify)
     notify.wait_for("READY=1")
+    # Caught from READY on: systemd may send SIGHUP as soon as it reads READY, and SIGHUP's
+    # default action would end the process.
+    status = Path(f"/proc/{daemon.proc.pid}/status").read_text()
+    caught = int(next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1], 16)
+    assert caught & (1 << (signal.SIGHUP - 1))
     assert host_record(world.redis_url, world.host)["policy_reloaded_at"] == ""
     text = world.config.read_text() + '\n[memory_policy.exclude_sessions]\nchannels = ["signal"]\n'
     world.config.write_text(text)
