@@ -89,12 +89,17 @@ def _is_marker(text: str) -> bool:
     return bool(PROMOTION_LINE_RE.match(text) or LINEAGE_LINE_RE.match(text))
 
 
+def plain_chunk(start_line: int, end_line: int, text: str, annotations: Annotations = _NO_ANNOTATIONS) -> Chunk:
+    """A chunk whose text is searched as is (no memory-file markers in it)."""
+    return Chunk(start_line, end_line, text, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), annotations)
+
+
 def make_chunk(lines: Sequence[Line], annotations: Annotations = _NO_ANNOTATIONS, markers: bool = True) -> Chunk:
     """`markers=False` for transcript text, which never carries memory-file markers."""
     text = "\n".join([t for _, t in lines])
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if not markers:
-        return Chunk(lines[0][0], lines[-1][0], text, text, digest, annotations)
+        return plain_chunk(lines[0][0], lines[-1][0], text, annotations)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     search = "\n".join(t for _, t in lines if not _is_marker(t))
     keys = tuple(k for _, t in lines if (k := promotion_key(t)))
     return Chunk(lines[0][0], lines[-1][0], text, search, digest, annotations, keys)
@@ -231,14 +236,11 @@ def chunk_session(lines: Sequence[TranscriptLine], session_kind: str, chunk_toke
     """Transcript lines in windows; each window's provenance is its least trusted line's
     class, the session's kind and the newest line's time (reference §6.2)."""
     out: list[tuple[Chunk, ChunkProvenance]] = []
-    sha256 = hashlib.sha256
     # Windowed by position in `lines`: a window is a run of consecutive lines (a split line
     # repeats its position), so its members are a slice and need no lookup.
     for window in window_lines([(i, line.text) for i, line in enumerate(lines)], chunk_tokens, overlap_tokens):
         members = lines[window[0][0]:window[-1][0] + 1]
-        text = "\n".join([t for _, t in window])
-        chunk = Chunk(members[0].line_number, members[-1].line_number, text, text,
-                      sha256(text.encode("utf-8")).hexdigest(), _NO_ANNOTATIONS)
+        chunk = plain_chunk(members[0].line_number, members[-1].line_number, "\n".join([t for _, t in window]))
         provenance = ChunkProvenance(least_trusted({m.origin_class for m in members}), session_kind,
                                      max([m.observed_at for m in members]))
         out.append((chunk, provenance))

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from daemon.index.sources import MemoryFile, SessionRef
+from daemon.store.tombstones import REASON_FORGOTTEN
 
-REASON_FORGOTTEN = "forgotten"
 REASON_GONE = "no longer present"
 
 

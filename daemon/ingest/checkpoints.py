@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from daemon.constants import MAX_TRACKED_MESSAGES_PER_SESSION, SQL_IN_BATCH
+from daemon.ingest.plan import settled_fingerprint
 from daemon.store.batched import execute_in, select_in
 from daemon.store.db import Connection
 
@@ -78,6 +79,7 @@ def load_stamps(conn: Connection, agent_id: str) -> dict[str, CheckpointStamp]:
 
 _new_stamp = partial(tuple.__new__, CheckpointStamp)
 
+
 class StampSet(NamedTuple):
     """Every checkpoint stamp of one agent, and the fingerprint under which each settled session
     (fully scanned, not excluded, nothing left unread) counts as unchanged: a quiet re-sweep
@@ -88,8 +90,8 @@ class StampSet(NamedTuple):
 
 
 def stamp_set(stamps: Mapping[str, CheckpointStamp]) -> StampSet:
-    return StampSet(stamps, {key: (s.mtime_ms, s.size) for key, s in stamps.items()
-                             if s.content_hash and not s.excluded_reason and s.at_end})
+    settled = {key: fp for key, stamp in stamps.items() if (fp := settled_fingerprint(stamp)) is not None}
+    return StampSet(stamps, settled)
 
 
 # (database path, agent) -> (checkpoint token, stamps read at that token). The token changes

@@ -8,10 +8,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from daemon.constants import MIN_MESSAGES_PER_FILE
-from daemon.ingest.checkpoints import Checkpoint, CheckpointStamp
-from daemon.sessions.model import Fingerprint
+
+if TYPE_CHECKING:  # annotations only: checkpoints.py imports this module
+    from daemon.ingest.checkpoints import Checkpoint, CheckpointStamp
+    from daemon.sessions.model import Fingerprint
 
 
 class ScanAction(Enum):
@@ -31,11 +34,17 @@ class ScanPlan:
     rewrite: bool = False  # a scanned transcript that no longer extends what was consumed
 
 
+def settled_fingerprint(previous: Checkpoint | CheckpointStamp | None) -> tuple[int, int] | None:
+    """The (mtime_ms, size) under which `previous` counts as unchanged; None when no stat can
+    make it so (never fully scanned, excluded, or lines were left unread)."""
+    if previous is None or not previous.content_hash or previous.excluded_reason or not previous.at_end:
+        return None
+    return previous.mtime_ms, previous.size
+
+
 def is_unchanged(previous: Checkpoint | CheckpointStamp | None, fingerprint: Fingerprint | None) -> bool:
     """plan_scan(...).action is UNCHANGED, decided from a stamp (no full checkpoint needed)."""
-    return (fingerprint is not None and previous is not None and bool(previous.content_hash)
-            and not previous.excluded_reason and bool(previous.at_end)
-            and previous.mtime_ms == fingerprint.mtime_ms and previous.size == fingerprint.size)
+    return fingerprint is not None and settled_fingerprint(previous) == fingerprint
 
 
 def plan_scan(previous: Checkpoint | None, fingerprint: Fingerprint | None) -> ScanPlan:

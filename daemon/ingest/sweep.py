@@ -59,11 +59,11 @@ from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
 from daemon.retention.gate import REASON_EXPIRED, RetentionGate, load_gate
-from daemon.sessions.admission import REASON_FORGOTTEN, AdmissionPolicy, admission_reason
+from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.model import Fingerprint, SessionInfo, SessionListing
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
-from daemon.store.tombstones import forgotten_ids
+from daemon.store.tombstones import REASON_FORGOTTEN, forgotten_ids
 
 if TYPE_CHECKING:
     from daemon.context import AgentRuntime
@@ -93,23 +93,6 @@ def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, n
     return Checkpoint(state_key(session.agent_id, session.session_path), session.agent_id, session.session_id,
                       session.session_key, session.session_path, fp.mtime_ms, fp.size, cursor.content_hash,
                       cursor.line_count, cursor.produced, cursor.at_end, cursor.carry, None, now_ms)
-
-
-def _apply_forgotten_and_expiry(decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
-                                ) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
-    """The decided split with this sweep's forgotten records and expired scopes applied (they
-    change without the listing). Forgotten comes first, as in admission_reason's order."""
-    admitted: list[tuple[str, SessionInfo]] = []
-    excluded = [(key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
-                for key, session, reason in decided.excluded]
-    for key, session in decided.admitted:
-        if session.session_id in forgotten:
-            excluded.append((key, session, REASON_FORGOTTEN))
-        elif gate is not None and gate.hides_session(session):
-            excluded.append((key, session, REASON_EXPIRED))  # reads skip it, so nothing new is derived
-        else:
-            admitted.append((key, session))
-    return admitted, excluded
 
 
 def _load_state(conn: Connection, db_path: str, agent_id: str, session_ids: list[str],
@@ -177,20 +160,36 @@ def _decide_listing(agent: str, listing: SessionListing, policy: AdmissionPolicy
         return cached
     # One agent's session paths share their prefix, so this is the order of session_path.
     ordered = sorted(listing.sessions, key=lambda s: s.session_id)
+    keys = [state_key(agent, s.session_path) for s in ordered]
     admitted: list[tuple[str, SessionInfo]] = []
     excluded: list[tuple[str, SessionInfo, str]] = []
-    for session in ordered:
-        key = state_key(agent, session.session_path)
+    for key, session in zip(keys, ordered, strict=True):
         reason = admission_reason(session, policy, ())
         if reason is None:
             admitted.append((key, session))
         else:
             excluded.append((key, session, reason))
     decided = _DecidedListing(weakref.ref(listing, partial(_drop_decided, agent)), policy, admitted, excluded,
-                              [s.session_id for s in ordered], frozenset(key for key, _ in admitted) |
-                              frozenset(key for key, _, _ in excluded))
+                              [s.session_id for s in ordered], frozenset(keys))
     _decided_cache[agent] = decided
     return decided
+
+
+def _apply_forgotten_and_expiry(decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
+                                ) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
+    """The decided split with this sweep's forgotten records and expired scopes applied (they
+    change without the listing). Forgotten comes first, as in admission_reason's order."""
+    admitted: list[tuple[str, SessionInfo]] = []
+    excluded = [(key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
+                for key, session, reason in decided.excluded]
+    for key, session in decided.admitted:
+        if session.session_id in forgotten:
+            excluded.append((key, session, REASON_FORGOTTEN))
+        elif gate is not None and gate.hides_session(session):
+            excluded.append((key, session, REASON_EXPIRED))  # reads skip it, so nothing new is derived
+        else:
+            admitted.append((key, session))
+    return admitted, excluded
 
 
 class _Sweep:
@@ -250,7 +249,7 @@ class _Sweep:
                 n_missing += 1
                 if key in stamps:
                     missing.append(key)
-            elif settled_fp(key) != fp:  # not is_unchanged(stamp, fp), decided in C
+            elif settled_fp(key) != fp:  # not is_unchanged(stamp, fp), with the lookup in C
                 changed.append((key, session, fp))
         n_admitted = len(admitted)
         unchanged = n_admitted - n_missing - len(changed)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from daemon.sessions.model import SessionInfo
 from daemon.settings import ExcludeSessions
+from daemon.store.tombstones import REASON_FORGOTTEN
 
-REASON_FORGOTTEN = "forgotten"
 REASON_DREAMING_NARRATIVE = "dreamingNarrative"
 REASON_CHECKPOINT_TWIN = "checkpointTwin"
 SESSION_KIND_REASON_PREFIX = "sessionKind:"

@@ -201,10 +201,7 @@ def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | Non
         body = body.replace("\x00", "")
     if not body:
         return None
-    ts = message.get("timestamp")
-    if type(ts) is not int or not 0 < ts <= MAX_TIMESTAMP_MS:
-        ts = _timestamp_ms(message, entry)
-    return ExportedLine(line_number, prefix + body, origin, ts)
+    return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
 
 
 def iter_exported(lines: Iterable[bytes], skipped: dict[str, int], carry: Carry | None = None,

@@ -78,14 +78,18 @@ def _load_vector_extension(conn: Connection) -> None:
 def has_vector_extension(conn: Connection) -> bool:
     """Whether sqlite-vec's functions work on `conn`, loading it on the first ask: most
     connections (sweeps, forgets, previews) never need it, and loading costs ~0.25 ms an open."""
-    for attempt in range(2):
-        try:
-            conn.execute("SELECT vec_version()").fetchone()
-            return True
-        except ANY_SQLITE_ERROR:
-            if attempt == 0:
-                _load_vector_extension(conn)
-    return False
+    if _vector_functions_work(conn):
+        return True
+    _load_vector_extension(conn)
+    return _vector_functions_work(conn)
+
+
+def _vector_functions_work(conn: Connection) -> bool:
+    try:
+        conn.execute("SELECT vec_version()").fetchone()
+        return True
+    except ANY_SQLITE_ERROR:
+        return False
 
 
 class Store:
