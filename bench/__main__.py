@@ -21,10 +21,15 @@ from bench.runner import format_markdown, format_table, run_in_subprocess, scena
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description="memoryd benchmarks (ratios in one run)")
-    ap.add_argument("--scale", choices=list(SCALES), default="small",
-                    help="corpus size: tiny (smoke), small 1k, medium 10k, large 100k sessions")
-    ap.add_argument("--only", action="append", default=[], metavar="NAME",
-                    help="run only this scenario (repeatable)")
+    ap.add_argument(
+        "--scale",
+        choices=list(SCALES),
+        default="small",
+        help="corpus size: tiny (smoke), small 1k, medium 10k, large 100k sessions",
+    )
+    ap.add_argument(
+        "--only", action="append", default=[], metavar="NAME", help="run only this scenario (repeatable)"
+    )
     ap.add_argument("--json", dest="json_out", type=Path, metavar="OUT", help="write the rows as JSON to OUT")
     ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     a = ap.parse_args(argv)
@@ -39,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     corpus = ensure_corpus(a.scale)
     m = corpus.manifest
-    print(f"corpus {a.scale}: {m.sessions:,} sessions, {m.messages:,} messages, "
-          f"{m.transcript_bytes / 1e6:.1f} MB, {m.archives} archives ({corpus.root})", flush=True)
+    print(
+        f"corpus {a.scale}: {m.sessions:,} sessions, {m.messages:,} messages, "
+        f"{m.transcript_bytes / 1e6:.1f} MB, {m.archives} archives ({corpus.root})",
+        flush=True,
+    )
     rows = []
     for name in selected:
         t0 = time.perf_counter()

@@ -32,11 +32,15 @@ async def serve(settings_data: dict[str, Any], queue: str) -> None:
     from workers.settings import MemorydWorker, worker_kwargs
 
     settings = load_settings(None, **settings_data)
-    pool = await create_pool(RedisSettings.from_dsn(settings.redis_url), job_serializer=serialize,
-                             job_deserializer=deserialize)
+    pool = await create_pool(
+        RedisSettings.from_dsn(settings.redis_url), job_serializer=serialize, job_deserializer=deserialize
+    )
     ctx: dict[str, Any] = {"settings": settings, "redis": pool, "host_id": settings.daemon.host_id}
     kwargs = worker_kwargs(settings, queue, ctx)
-    kwargs["functions"] = [*kwargs["functions"], func(noop, name=NOOP, keep_result=settings.daemon.keep_result_s)]
+    kwargs["functions"] = [
+        *kwargs["functions"],
+        func(noop, name=NOOP, keep_result=settings.daemon.keep_result_s),
+    ]
     worker = MemorydWorker(redis_pool=pool, burst=False, **kwargs)
     task = asyncio.create_task(worker.async_run())
     print("ready", flush=True)
@@ -55,8 +59,9 @@ async def serve(settings_data: dict[str, Any], queue: str) -> None:
 
 def start(settings_data: dict[str, Any], queue: str) -> subprocess.Popen[str]:
     """Start the worker process and wait until it polls `queue`."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench.arq_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.arq_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(orjson.dumps({"settings": settings_data, "queue": queue}).decode() + "\n")
     proc.stdin.flush()

@@ -83,8 +83,10 @@ def connect(path: Path) -> Any:
     return conn
 
 
-FTS_DDL = ("CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1, "
-           "tokenize='unicode61 remove_diacritics 2')")
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1, "
+    "tokenize='unicode61 remove_diacritics 2')"
+)
 
 
 def fts5_insert(db_path: Path, chunks: list[str]) -> int:
@@ -113,13 +115,24 @@ def fts_unranked_match(conn: Any, query: str, limit: int = 10) -> int:
 def build_provenance_table(db_path: Path, subject: str, children: int, others: int) -> Any:
     """A table of provenance rows: `children` cite `subject`, `others` cite other subjects."""
     conn = connect(db_path)
-    conn.execute("CREATE TABLE prov (id INTEGER PRIMARY KEY, parent TEXT, parent_hash TEXT, "
-                 "parent_created_at INTEGER, content TEXT)")
+    conn.execute(
+        "CREATE TABLE prov (id INTEGER PRIMARY KEY, parent TEXT, parent_hash TEXT, "
+        "parent_created_at INTEGER, content TEXT)"
+    )
     conn.execute("CREATE INDEX prov_parent ON prov(parent)")
     conn.execute("BEGIN")
-    rows = [(subject if i < children else f"user:u-{i % 5000}", uuid.uuid4().hex, 1_790_000_000_000 + i,
-             f"derived note {i}") for i in range(children + others)]
-    conn.executemany("INSERT INTO prov(parent, parent_hash, parent_created_at, content) VALUES (?, ?, ?, ?)", rows)
+    rows = [
+        (
+            subject if i < children else f"user:u-{i % 5000}",
+            uuid.uuid4().hex,
+            1_790_000_000_000 + i,
+            f"derived note {i}",
+        )
+        for i in range(children + others)
+    ]
+    conn.executemany(
+        "INSERT INTO prov(parent, parent_hash, parent_created_at, content) VALUES (?, ?, ?, ?)", rows
+    )
     conn.execute("COMMIT")
     return conn
 
@@ -127,8 +140,11 @@ def build_provenance_table(db_path: Path, subject: str, children: int, others: i
 def indexed_update(conn: Any, subject: str) -> int:
     """Rewrite the provenance of every row citing `subject` in one indexed UPDATE (one txn)."""
     conn.execute("BEGIN")
-    cur = conn.execute("UPDATE prov SET parent = 'TOMBSTONE:' || hex(randomblob(8)), parent_hash = NULL, "
-                       "parent_created_at = parent_created_at / 86400000 * 86400000 WHERE parent = ?", (subject,))
+    cur = conn.execute(
+        "UPDATE prov SET parent = 'TOMBSTONE:' || hex(randomblob(8)), parent_hash = NULL, "
+        "parent_created_at = parent_created_at / 86400000 * 86400000 WHERE parent = ?",
+        (subject,),
+    )
     n = cur.rowcount
     conn.execute("ROLLBACK")  # so every repetition rewrites the same rows
     return int(n)

@@ -54,8 +54,17 @@ DRAIN_S = 90.0  # bound of the final drain
 # Failures a fault may cause and a rerun cures (Redis gone mid-run, a lease lost or fenced off,
 # a file changed under the purge; arq cancelling a run that outlived daemon.job_timeout_s, which a
 # short --job-timeout makes likely for an erase and its verification). Anything else is a bug.
-TRANSIENT_ERRORS = frozenset({"OperationFailed", "LockLost", "LockTimeout", "FencedOut", "WriteConflict",
-                              "SourceChanged", "TimeoutError"})
+TRANSIENT_ERRORS = frozenset(
+    {
+        "OperationFailed",
+        "LockLost",
+        "LockTimeout",
+        "FencedOut",
+        "WriteConflict",
+        "SourceChanged",
+        "TimeoutError",
+    }
+)
 VICTIMS = [f"s{i:02d}" for i in range(8)]  # sessions forget may select
 KEEPERS = [f"s{i:02d}" for i in range(8, 12)]  # sessions no forget ever names
 PARTICIPANTS = {sid: f"p{i % 4}" for i, sid in enumerate(VICTIMS)} | {sid: f"k{sid}" for sid in KEEPERS}
@@ -77,8 +86,13 @@ def free_port() -> int:
 class PrivateRedis:
     """A redis-server child on a free loopback port; restarts never touch any other server."""
 
-    def __init__(self, workdir: Path, extra_args: tuple[str, ...] = (), port: int | None = None,
-                 cli_args: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        workdir: Path,
+        extra_args: tuple[str, ...] = (),
+        port: int | None = None,
+        cli_args: tuple[str, ...] = (),
+    ):
         self.workdir = workdir
         self.port = port or free_port()
         self.extra_args = extra_args
@@ -93,9 +107,25 @@ class PrivateRedis:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = (self.workdir / "redis.log").open("ab")
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--dir", str(self.workdir), *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+                *self.extra_args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -109,8 +139,11 @@ class PrivateRedis:
         raise RuntimeError(f"redis-server on port {self.port} did not start in {timeout_s}s")
 
     def shutdown_nosave(self) -> None:
-        subprocess.run(["redis-cli", "-p", str(self.port), *self.cli_args, "shutdown", "nosave"],
-                       capture_output=True, timeout=10)
+        subprocess.run(
+            ["redis-cli", "-p", str(self.port), *self.cli_args, "shutdown", "nosave"],
+            capture_output=True,
+            timeout=10,
+        )
         self._reap()
 
     def restart(self) -> None:
@@ -147,8 +180,13 @@ class Daemon:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("NOTIFY_SOCKET", None)
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
-                                         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
     @property
     def pid(self) -> int | None:
@@ -182,8 +220,10 @@ class Daemon:
 
 # --- the world and its model -------------------------------------------------------------------
 
-def write_config(path: Path, state_dir: Path, sessions_root: Path, redis_url: str,
-                 job_timeout_s: float = JOB_TIMEOUT_S) -> None:
+
+def write_config(
+    path: Path, state_dir: Path, sessions_root: Path, redis_url: str, job_timeout_s: float = JOB_TIMEOUT_S
+) -> None:
     path.write_text(f"""state_dir = "{state_dir}"
 sessions_root = "{sessions_root}"
 redis_url = "{redis_url}"
@@ -277,7 +317,9 @@ class World:
             if sid in HOOKS:
                 meta["hookExternalContentSource"] = HOOKS[sid]
             texts = [message_text(sid, 0), message_text(sid, 1)]
-            self.builder.add(f"agent:{AGENT}:{sid}", sid, [Msg("user", texts[0]), Msg("assistant", texts[1])], **meta)
+            self.builder.add(
+                f"agent:{AGENT}:{sid}", sid, [Msg("user", texts[0]), Msg("assistant", texts[1])], **meta
+            )
             self.written[sid] = texts
         self._msg = Msg
 
@@ -298,7 +340,9 @@ class World:
             return {"agent": AGENT, "sessions": [f"agent:{AGENT}:{sid}"]}, frozenset({sid})
         if kind == "participant":
             who = self.rng.choice(sorted({PARTICIPANTS[s] for s in VICTIMS}))
-            return {"agent": AGENT, "participants": [who]}, frozenset(s for s in VICTIMS if PARTICIPANTS[s] == who)
+            return {"agent": AGENT, "participants": [who]}, frozenset(
+                s for s in VICTIMS if PARTICIPANTS[s] == who
+            )
         hook = self.rng.choice(sorted(set(HOOKS.values())))
         return {"agent": AGENT, "hook_sources": [hook]}, frozenset(s for s, h in HOOKS.items() if h == hook)
 
@@ -306,11 +350,14 @@ class World:
         """Erase one participant's user scope: by the default scope rule it holds exactly the
         sessions whose first non-agent participant is that user (keepers' users are never named)."""
         who = self.rng.choice(sorted({PARTICIPANTS[s] for s in VICTIMS}))
-        return ({"scope": f"tenant:{TENANT}:user:{who}"},
-                frozenset(s for s in VICTIMS if PARTICIPANTS[s] == who))
+        return (
+            {"scope": f"tenant:{TENANT}:user:{who}"},
+            frozenset(s for s in VICTIMS if PARTICIPANTS[s] == who),
+        )
 
 
 # --- invariant checks ----------------------------------------------------------------------------
+
 
 @dataclass
 class Observed:
@@ -322,8 +369,9 @@ class Observed:
     chunk_hashes: dict[str, set[str]] = field(default_factory=dict)  # sid -> content hashes of its chunks
 
 
-def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str],
-                 secret: bytes | None) -> dict[str, Any]:
+def _store_facts(
+    conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str], secret: bytes | None
+) -> dict[str, Any]:
     from daemon.store.tombstones import forgotten_ids
 
     def count(sql: str, params: tuple[Any, ...] = ()) -> int:
@@ -332,36 +380,57 @@ def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]
     facts: dict[str, Any] = {"leaks": [], "origins": {}, "hashes": {}}
     marks = ",".join("?" * len(done))
     if done:
-        for table, col in (("memory_entry_origins", "session_id"), ("memory_index_chunks", "session_id"),
-                           ("memory_index_sources", "session_id"), ("curated_writes", "session_id")):
+        for table, col in (
+            ("memory_entry_origins", "session_id"),
+            ("memory_index_chunks", "session_id"),
+            ("memory_index_sources", "session_id"),
+            ("curated_writes", "session_id"),
+        ):
             n = count(f"SELECT count(*) FROM {table} WHERE {col} IN ({marks})", tuple(done))
             if n:
                 facts["leaks"].append(f"{table}: {n} rows of forgotten sessions")
-        n = count(f"SELECT count(*) FROM ingest_seen_hashes WHERE scope IN ({marks})",
-                  tuple(f"{AGENT}:{s}" for s in done))
+        n = count(
+            f"SELECT count(*) FROM ingest_seen_hashes WHERE scope IN ({marks})",
+            tuple(f"{AGENT}:{s}" for s in done),
+        )
         if n:
             facts["leaks"].append(f"ingest_seen_hashes: {n} rows of forgotten sessions")
-        n = count(f"SELECT count(*) FROM ingest_checkpoints WHERE session_id IN ({marks}) "
-                  "AND excluded_reason IS NULL", tuple(done))
+        n = count(
+            f"SELECT count(*) FROM ingest_checkpoints WHERE session_id IN ({marks}) "
+            "AND excluded_reason IS NULL",
+            tuple(done),
+        )
         if n:
             facts["leaks"].append(f"ingest_checkpoints: {n} admitted checkpoints of forgotten sessions")
     for tok in tokens:
         like = f"%{tok}%"
-        for table, col in (("short_term_entries", "snippet"), ("memory_index_chunks", "text"),
-                           ("memory_backups", "content")):
+        for table, col in (
+            ("short_term_entries", "snippet"),
+            ("memory_index_chunks", "text"),
+            ("memory_backups", "content"),
+        ):
             n = count(f"SELECT count(*) FROM {table} WHERE {col} LIKE ?", (like,))
             if n:
                 facts["leaks"].append(f"{table}: {n} rows quoting {tok}")
-        n = count("SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?", (tok,))
+        n = count(
+            "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?", (tok,)
+        )
         if n:
             facts["leaks"].append(f"fts: {n} rows matching {tok}")
-    n = count("SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid NOT IN "
-              "(SELECT rowid FROM memory_index_chunks)")
+    n = count(
+        "SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid NOT IN "
+        "(SELECT rowid FROM memory_index_chunks)"
+    )
     if n:
         facts["leaks"].append(f"memory_index_vectors: {n} vectors of removed chunks")
     for sid in live:
-        facts["hashes"][sid] = {h for (h,) in conn.execute(
-            "SELECT hash FROM memory_index_chunks WHERE session_id = ? OR text LIKE ?", (sid, f"%{token(sid)}%"))}
+        facts["hashes"][sid] = {
+            h
+            for (h,) in conn.execute(
+                "SELECT hash FROM memory_index_chunks WHERE session_id = ? OR text LIKE ?",
+                (sid, f"%{token(sid)}%"),
+            )
+        }
     for sid in watch:
         # Staged claims (one per ingested message) whose whole lineage is in sessions no forget
         # names. (Dreaming's own REM/light entries are recomputed each run, so they come and go.)
@@ -369,11 +438,17 @@ def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]
             "SELECT count(*) FROM memory_entry_origins WHERE session_id = ? AND entry_key LIKE 'memory:claim:%' "
             "AND entry_key NOT IN "
             f"(SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({','.join('?' * len(watch))}))",
-            (sid, *watch))
+            (sid, *watch),
+        )
     marks_w = ",".join("?" * len(watch))
-    facts["keeper_claims"] = {k for (k,) in conn.execute(
-        "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%' AND entry_key "
-        f"NOT IN (SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({marks_w}))", tuple(watch))}
+    facts["keeper_claims"] = {
+        k
+        for (k,) in conn.execute(
+            "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%' AND entry_key "
+            f"NOT IN (SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({marks_w}))",
+            tuple(watch),
+        )
+    }
     facts["cache"] = {h for (h,) in conn.execute("SELECT hash FROM memory_embedding_cache")}
     # Forgotten sessions by either record form: an erase keeps only `hmac:<hex>` records.
     facts["tombstones"] = forgotten_ids(conn, VICTIMS + KEEPERS, secret)
@@ -382,8 +457,16 @@ def _store_facts(conn: Any, done: list[str], tokens: list[str], watch: list[str]
     return facts
 
 
-async def check_invariants(settings: Any, done: set[str], watch: list[str], obs: Observed, tally: Tally,
-                           label: str, final: bool, world: World) -> None:
+async def check_invariants(
+    settings: Any,
+    done: set[str],
+    watch: list[str],
+    obs: Observed,
+    tally: Tally,
+    label: str,
+    final: bool,
+    world: World,
+) -> None:
     from daemon.agents import agent_paths
     from daemon.forget.scrub import promotion_keys_on_lines
     from daemon.store.db import Store
@@ -440,7 +523,9 @@ async def check_invariants(settings: Any, done: set[str], watch: list[str], obs:
             found.append(f"stored fence went backwards: {obs.fence} -> {facts['fence']}")
         for sid in KEEPERS:
             if facts["origins"].get(sid, 0) < obs.origins.get(sid, 0):
-                found.append(f"collateral loss: origin rows of {sid} {obs.origins[sid]} -> {facts['origins'][sid]}")
+                found.append(
+                    f"collateral loss: origin rows of {sid} {obs.origins[sid]} -> {facts['origins'][sid]}"
+                )
             obs.origins[sid] = max(obs.origins.get(sid, 0), facts["origins"].get(sid, 0))
         for sid, hashes in facts["hashes"].items():
             if sid not in done:
@@ -448,7 +533,9 @@ async def check_invariants(settings: Any, done: set[str], watch: list[str], obs:
         promoted_now = set(promotion_keys_on_lines(memory_md))
         gone = obs.promoted - promoted_now
         if gone:
-            found.append(f"collateral loss: {len(gone)} promoted entries of untouched sessions left MEMORY.md")
+            found.append(
+                f"collateral loss: {len(gone)} promoted entries of untouched sessions left MEMORY.md"
+            )
         obs.promoted |= promoted_now & facts["keeper_claims"]
         obs.tombstones |= facts["tombstones"]
         obs.fence = max(obs.fence, facts["fence"])
@@ -467,6 +554,7 @@ async def check_invariants(settings: Any, done: set[str], watch: list[str], obs:
 
 
 # --- the campaign --------------------------------------------------------------------------------
+
 
 class LockWatch:
     """Samples the workspace lock; its holder must be the running daemon, or a killed one whose
@@ -508,7 +596,9 @@ class LockWatch:
         grace = LOCK_TTL_MS / 1000 + 1.0  # the lease's TTL, plus a sampling margin
         if any(p == pid and now - when <= grace for p, when in self.daemon.killed):
             return
-        self.tally.violations.append(f"lock held by {holder!r}, which is neither the daemon nor a fresh corpse")
+        self.tally.violations.append(
+            f"lock held by {holder!r}, which is neither the daemon nor a fresh corpse"
+        )
 
 
 def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
@@ -517,16 +607,23 @@ def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
     if result.get("state") != "complete":
         tally.violations.append(f"erase {job.request} ended {result.get('state')!r} with no hold placed")
     if not result.get("verified"):
-        failed = [(c.get("name"), c.get("locations")) for c in ((result.get("verification") or {}).get("checks")
-                                                                or []) if not c.get("passed")]
+        failed = [
+            (c.get("name"), c.get("locations"))
+            for c in ((result.get("verification") or {}).get("checks") or [])
+            if not c.get("passed")
+        ]
         tally.violations.append(f"erase {job.request} receipt not verified (failed checks: {failed})")
     sessions = int((result.get("artifacts") or {}).get("sessions", 0))
     if sessions > len(job.targets):
-        tally.violations.append(f"erase {job.request} erased {sessions} sessions, its user has {len(job.targets)}")
+        tally.violations.append(
+            f"erase {job.request} erased {sessions} sessions, its user has {len(job.targets)}"
+        )
     tally.erased_sessions += sessions
 
 
-async def poll_pending(client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str) -> list[Pending]:
+async def poll_pending(
+    client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str
+) -> list[Pending]:
     from daemon.jobs import FORGET
 
     still: list[Pending] = []
@@ -544,8 +641,10 @@ async def poll_pending(client: Any, pending: list[Pending], done: set[str], tall
         if report.state == "complete":
             selected = set((report.result or {}).get("sessionIds", []))
             if selected != set(job.targets):
-                tally.violations.append(f"forget {job.request} selected {sorted(selected)}, a single run "
-                                        f"selects {sorted(job.targets)}")
+                tally.violations.append(
+                    f"forget {job.request} selected {sorted(selected)}, a single run "
+                    f"selects {sorted(job.targets)}"
+                )
             done.update(job.targets)
             tally.forget_completed += 1
             continue
@@ -575,9 +674,16 @@ async def poll_pending(client: Any, pending: list[Pending], done: set[str], tall
     return still
 
 
-async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: bool = False,
-                   job_timeout_s: float = JOB_TIMEOUT_S, forget_rate: float = 0.35,
-                   erase_rate: float = 0.15) -> Tally:
+async def campaign(
+    rounds: int,
+    seconds: float,
+    seed: int,
+    root: Path,
+    verbose: bool = False,
+    job_timeout_s: float = JOB_TIMEOUT_S,
+    forget_rate: float = 0.35,
+    erase_rate: float = 0.15,
+) -> Tally:
     from daemon.client import MemorydClient
     from daemon.constants import LOCK_KEY
     from daemon.errors import MemorydError
@@ -659,8 +765,11 @@ async def campaign(rounds: int, seconds: float, seed: int, root: Path, verbose: 
                 pending = await poll_pending(client, pending, done, tally, queue)
                 await check_invariants(settings, done, KEEPERS, obs, tally, f"round {r}", False, world)
                 if verbose:
-                    print(f"round {r}: kills={tally.kills} redis={tally.redis_restarts} pending={len(pending)} "
-                          f"done={sorted(done)} violations={len(tally.violations)}", flush=True)
+                    print(
+                        f"round {r}: kills={tally.kills} redis={tally.redis_restarts} pending={len(pending)} "
+                        f"done={sorted(done)} violations={len(tally.violations)}",
+                        flush=True,
+                    )
             # Final drain: every forget completes, and every keeper message is staged.
             deadline = time.monotonic() + DRAIN_S
             while time.monotonic() < deadline:
@@ -721,17 +830,27 @@ async def _keepers_staged(settings: Any, world: World) -> bool:
 
 
 def format_table(t: Tally, elapsed_s: float) -> str:
-    rows = [("rounds", t.rounds), ("daemon kills (SIGKILL)", t.kills), ("Redis restarts (nosave)", t.redis_restarts),
-            ("starts refused while Redis restarted", t.refused_starts),
-            ("transcript appends", t.appends), ("forget jobs enqueued", t.forget_enqueued),
-            ("faults during a running forget or erase", t.faults_mid_forget),
-            ("forget jobs re-enqueued", t.forget_reenqueued), ("forget jobs completed", t.forget_completed),
-            ("erase jobs enqueued", t.erase_enqueued), ("erase jobs re-enqueued", t.erase_reenqueued),
-            ("erase jobs completed (receipt complete)", t.erase_completed),
-            ("sessions erased by receipts", t.erased_sessions),
-            ("lock holder samples", t.lock_samples), ("promoted entries watched", t.promoted_watched),
-            ("embeddings of forgotten sessions watched", t.embeddings_watched),
-            ("invariant checks", t.checks), ("violations", len(t.violations)), ("wall time (s)", f"{elapsed_s:.0f}")]
+    rows = [
+        ("rounds", t.rounds),
+        ("daemon kills (SIGKILL)", t.kills),
+        ("Redis restarts (nosave)", t.redis_restarts),
+        ("starts refused while Redis restarted", t.refused_starts),
+        ("transcript appends", t.appends),
+        ("forget jobs enqueued", t.forget_enqueued),
+        ("faults during a running forget or erase", t.faults_mid_forget),
+        ("forget jobs re-enqueued", t.forget_reenqueued),
+        ("forget jobs completed", t.forget_completed),
+        ("erase jobs enqueued", t.erase_enqueued),
+        ("erase jobs re-enqueued", t.erase_reenqueued),
+        ("erase jobs completed (receipt complete)", t.erase_completed),
+        ("sessions erased by receipts", t.erased_sessions),
+        ("lock holder samples", t.lock_samples),
+        ("promoted entries watched", t.promoted_watched),
+        ("embeddings of forgotten sessions watched", t.embeddings_watched),
+        ("invariant checks", t.checks),
+        ("violations", len(t.violations)),
+        ("wall time (s)", f"{elapsed_s:.0f}"),
+    ]
     width = max(len(k) for k, _ in rows)
     lines = [f"| {'measure'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
     lines += [f"| {k.ljust(width)} | {v} |" for k, v in rows]
@@ -743,10 +862,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=200, help="fault rounds (default 200)")
     ap.add_argument("--seconds", type=float, default=1.0, help="longest pause before a round's fault")
     ap.add_argument("--seed", type=int, default=1, help="random seed (a run is reproducible up to timing)")
-    ap.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT_S,
-                    help="daemon.job_timeout_s; a killed job runs again after it plus 10 s")
+    ap.add_argument(
+        "--job-timeout",
+        type=float,
+        default=JOB_TIMEOUT_S,
+        help="daemon.job_timeout_s; a killed job runs again after it plus 10 s",
+    )
     ap.add_argument("--forget-rate", type=float, default=0.35, help="chance a round enqueues a forget")
-    ap.add_argument("--erase-rate", type=float, default=0.15, help="chance a round enqueues a user-scope erase")
+    ap.add_argument(
+        "--erase-rate", type=float, default=0.15, help="chance a round enqueues a user-scope erase"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, state) afterwards")
     ap.add_argument("--verbose", action="store_true", help="one line per round")
     a = ap.parse_args(argv)
@@ -756,15 +881,18 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="memoryd-chaos-"))
     started = time.monotonic()
     try:
-        tally = asyncio.run(campaign(a.rounds, a.seconds, a.seed, root, a.verbose, a.job_timeout,
-                                     a.forget_rate, a.erase_rate))
+        tally = asyncio.run(
+            campaign(a.rounds, a.seconds, a.seed, root, a.verbose, a.job_timeout, a.forget_rate, a.erase_rate)
+        )
     finally:
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     print(format_table(tally, time.monotonic() - started))
     if tally.failures_seen:
-        print("forget/erase runs that failed and were re-enqueued: "
-              + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items())))
+        print(
+            "forget/erase runs that failed and were re-enqueued: "
+            + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items()))
+        )
     for name, example in sorted(tally.failure_examples.items()):
         print(f"  first {name}: {example[:300]}")
     for v in tally.violations[:50]:

@@ -41,12 +41,40 @@ DAY_MS = 86_400_000
 TARGET_MESSAGES = 100
 
 # Share of sessions by kind. Hook sources use the reference's exact names.
-KIND_WEIGHTS = (("direct", 0.42), ("group", 0.18), ("gmail", 0.07), ("email", 0.05), ("webhook", 0.04),
-                ("cron", 0.16), ("subagent", 0.05), ("heartbeat", 0.03))
+KIND_WEIGHTS = (
+    ("direct", 0.42),
+    ("group", 0.18),
+    ("gmail", 0.07),
+    ("email", 0.05),
+    ("webhook", 0.04),
+    ("cron", 0.16),
+    ("subagent", 0.05),
+    ("heartbeat", 0.03),
+)
 DIRECT_CHANNELS = ("telegram", "signal", "slack", "discord", "whatsapp", "webchat")
 GROUP_CHANNELS = ("slack", "discord", "matrix", "telegram")
-FIRST_NAMES = ("nora", "omar", "lena", "ravi", "mia", "jonas", "aiko", "tomas", "ines", "kofi", "sara", "li",
-               "marta", "yusuf", "elena", "pablo", "hana", "felix", "zara", "ivan")
+FIRST_NAMES = (
+    "nora",
+    "omar",
+    "lena",
+    "ravi",
+    "mia",
+    "jonas",
+    "aiko",
+    "tomas",
+    "ines",
+    "kofi",
+    "sara",
+    "li",
+    "marta",
+    "yusuf",
+    "elena",
+    "pablo",
+    "hana",
+    "felix",
+    "zara",
+    "ivan",
+)
 CRON_JOBS = ("daily-digest", "inbox-triage", "backup-check", "standup-notes", "weekly-review")
 
 
@@ -87,11 +115,65 @@ class Corpus:
 class _Text:
     """Zipf-distributed words from a fixed synthetic vocabulary."""
 
-    SYLLABLES = ("ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "an", "is", "qu", "em", "bra", "ti", "no",
-                 "fel", "ur", "ga", "pe", "sol", "mar", "ix", "ho", "len", "zu", "ar", "om", "ne", "ri", "cal")
+    SYLLABLES = (
+        "ka",
+        "lo",
+        "mi",
+        "ren",
+        "to",
+        "sa",
+        "vel",
+        "dor",
+        "an",
+        "is",
+        "qu",
+        "em",
+        "bra",
+        "ti",
+        "no",
+        "fel",
+        "ur",
+        "ga",
+        "pe",
+        "sol",
+        "mar",
+        "ix",
+        "ho",
+        "len",
+        "zu",
+        "ar",
+        "om",
+        "ne",
+        "ri",
+        "cal",
+    )
     # Real words near the head of the distribution make "very common term" searches meaningful.
-    COMMON = ("the", "and", "to", "of", "a", "in", "is", "for", "that", "on", "with", "it", "we", "this",
-              "be", "at", "meeting", "project", "deploy", "remember", "invoice", "report", "team", "schedule")
+    COMMON = (
+        "the",
+        "and",
+        "to",
+        "of",
+        "a",
+        "in",
+        "is",
+        "for",
+        "that",
+        "on",
+        "with",
+        "it",
+        "we",
+        "this",
+        "be",
+        "at",
+        "meeting",
+        "project",
+        "deploy",
+        "remember",
+        "invoice",
+        "report",
+        "team",
+        "schedule",
+    )
 
     def __init__(self, rng: random.Random):
         self.rng = rng
@@ -100,8 +182,10 @@ class _Text:
         for n in itertools.count():
             if len(words) >= VOCABULARY_SIZE:
                 break
-            w = "".join(self.SYLLABLES[(n // len(self.SYLLABLES) ** i) % len(self.SYLLABLES)]
-                        for i in range(1 + (n % 3) + (n > 900)))
+            w = "".join(
+                self.SYLLABLES[(n // len(self.SYLLABLES) ** i) % len(self.SYLLABLES)]
+                for i in range(1 + (n % 3) + (n > 900))
+            )
             if w not in seen:
                 seen.add(w)
                 words.append(w)
@@ -144,8 +228,9 @@ class _Writer:
         self.m = manifest
         self.rng = rng
         self.text = _Text(rng)
-        self.people = [f"{n}{'' if i == 0 else i}" for i in range(max(1, manifest.sessions // 400))
-                       for n in FIRST_NAMES]
+        self.people = [
+            f"{n}{'' if i == 0 else i}" for i in range(max(1, manifest.sessions // 400)) for n in FIRST_NAMES
+        ]
         self.now_ms = (int(time.time() * 1000) // DAY_MS) * DAY_MS
         manifest.participants = self.people[:10]
         self.used_keys: set[str] = set()
@@ -160,26 +245,43 @@ class _Writer:
                 meta["senderIsOwner"] = True
         elif role == "assistant":
             if self.rng.random() < 0.08:  # a tool call, then its result on the next line
-                msg["content"] = [{"type": "text", "text": body},
-                                  {"type": "toolCall", "id": f"t{i}", "name": "web_search",
-                                   "arguments": {"query": " ".join(body.split()[:4])}}]
+                msg["content"] = [
+                    {"type": "text", "text": body},
+                    {
+                        "type": "toolCall",
+                        "id": f"t{i}",
+                        "name": "web_search",
+                        "arguments": {"query": " ".join(body.split()[:4])},
+                    },
+                ]
             elif self.rng.random() < 0.3:
                 msg["content"] = [{"type": "text", "text": body}]
             else:
                 msg["content"] = body
         else:  # toolResult
-            msg.update(toolCallId=f"t{i - 1}", toolName="web_search", isError=False,
-                       content=[{"type": "text", "text": body}])
+            msg.update(
+                toolCallId=f"t{i - 1}",
+                toolName="web_search",
+                isError=False,
+                content=[{"type": "text", "text": body}],
+            )
             meta["resultContentSource"] = "network"
         if meta:
             msg["__openclaw"] = meta
-        return {"type": "message", "id": f"{sid[:8]}-{i}", "parentId": f"{sid[:8]}-{i - 1}" if i else None,
-                "timestamp": _iso(ts), "message": msg}
+        return {
+            "type": "message",
+            "id": f"{sid[:8]}-{i}",
+            "parentId": f"{sid[:8]}-{i - 1}" if i else None,
+            "timestamp": _iso(ts),
+            "message": msg,
+        }
 
-    def transcript(self, path: Path, sid: str, start_ms: int, n: int, kind: str,
-                   speakers: list[str]) -> int:
-        lines = [orjson.dumps({"type": "session", "version": 3, "id": sid, "timestamp": _iso(start_ms),
-                               "cwd": "/srv/agent"})]
+    def transcript(self, path: Path, sid: str, start_ms: int, n: int, kind: str, speakers: list[str]) -> int:
+        lines = [
+            orjson.dumps(
+                {"type": "session", "version": 3, "id": sid, "timestamp": _iso(start_ms), "cwd": "/srv/agent"}
+            )
+        ]
         i = 0
         ts = start_ms
         messages = 0
@@ -203,11 +305,14 @@ class _Writer:
         self.m.transcript_bytes += len(data)
         return messages
 
-    def session(self, agent: str, n: int, kind: str, forced_messages: int | None = None
-                ) -> tuple[str, dict[str, Any], int, str]:
+    def session(
+        self, agent: str, n: int, kind: str, forced_messages: int | None = None
+    ) -> tuple[str, dict[str, Any], int, str]:
         rng = self.rng
-        sid = (f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-"
-               f"{0x8000 | rng.getrandbits(14):04x}-{rng.getrandbits(48):012x}")
+        sid = (
+            f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-"
+            f"{0x8000 | rng.getrandbits(14):04x}-{rng.getrandbits(48):012x}"
+        )
         start = self.now_ms - rng.randint(1, 30) * DAY_MS + rng.randint(0, DAY_MS - 1)
         entry: dict[str, Any] = {"sessionId": sid, "createdAt": start}
         speakers: list[str] = []
@@ -217,26 +322,45 @@ class _Writer:
             key = f"agent:{agent}:{channel}:direct:{person}"
             if key in self.used_keys:  # one live window per key: later chats are threads
                 key += f":thread:{n}"
-            entry.update(sessionKind="interactive", chatType="direct", channel=channel, createdVia="channel",
-                         participants=[{"actorId": person, "namespace": '{"type":"profile"}'}],
-                         origin={"provider": channel, "chatType": "direct", "from": person})
+            entry.update(
+                sessionKind="interactive",
+                chatType="direct",
+                channel=channel,
+                createdVia="channel",
+                participants=[{"actorId": person, "namespace": '{"type":"profile"}'}],
+                origin={"provider": channel, "chatType": "direct", "from": person},
+            )
             messages = int(rng.lognormvariate(2.3, 0.8)) + 2
         elif kind == "group":
             channel = rng.choice(GROUP_CHANNELS)
             speakers = rng.sample(self.people, k=min(len(self.people), rng.randint(3, 7)))
             key = f"agent:{agent}:{channel}:group:room-{n}"
-            entry.update(sessionKind="interactive", chatType="group", channel=channel, createdVia="channel",
-                         participants=[{"actorId": p, "namespace": {"type": "remote", "pluginId": channel,
-                                                                    "domain": f"{channel}.example"}}
-                                       for p in speakers])
+            entry.update(
+                sessionKind="interactive",
+                chatType="group",
+                channel=channel,
+                createdVia="channel",
+                participants=[
+                    {
+                        "actorId": p,
+                        "namespace": {"type": "remote", "pluginId": channel, "domain": f"{channel}.example"},
+                    }
+                    for p in speakers
+                ],
+            )
             messages = int(rng.lognormvariate(2.7, 0.7)) + 2
         elif kind in ("gmail", "email", "webhook"):
             source = kind
             sender = f"{rng.choice(self.people)}@example.com"
             key = f"hook:gmail:{sid[:8]}" if kind == "gmail" else f"hook:{kind}:{sid[:8]}"
-            entry.update(sessionKind="interactive", chatType="direct", hookExternalContentSource=source,
-                         createdVia="plugin", origin={"provider": kind, "from": sender},
-                         participants=[{"actorId": sender, "namespace": '{"type":"observation"}'}])
+            entry.update(
+                sessionKind="interactive",
+                chatType="direct",
+                hookExternalContentSource=source,
+                createdVia="plugin",
+                origin={"provider": kind, "from": sender},
+                participants=[{"actorId": sender, "namespace": '{"type":"observation"}'}],
+            )
             messages = rng.randint(2, 6)
         elif kind == "cron":
             job = rng.choice(CRON_JOBS)
@@ -267,8 +391,9 @@ class _Writer:
     def archive(self, d: Path, sid: str, reason: str, ms: int, kind: str, speakers: list[str]) -> None:
         name = f"{sid}.jsonl.{reason}.{_archive_ts(ms)}"
         before = self.m.messages
-        self.m.archive_messages += self.transcript(d / name, sid, ms - 3_600_000, self.rng.randint(2, 12),
-                                                   kind, speakers)
+        self.m.archive_messages += self.transcript(
+            d / name, sid, ms - 3_600_000, self.rng.randint(2, 12), kind, speakers
+        )
         self.m.messages = before
         self.m.archives += 1
 
@@ -282,14 +407,18 @@ def generate(root: Path, scale: str, *, sessions: int | None = None, seed: int =
     w = _Writer(root, manifest, rng)
     kinds = [k for k, _ in KIND_WEIGHTS]
     weights = [wt for _, wt in KIND_WEIGHTS]
-    per_agent = {a: max(1, round(total * share)) for a, share in zip(AGENTS, (0.4, 0.25, 0.2, 0.15), strict=True)}
+    per_agent = {
+        a: max(1, round(total * share)) for a, share in zip(AGENTS, (0.4, 0.25, 0.2, 0.15), strict=True)
+    }
     per_agent["main"] += total - sum(per_agent.values())
     for agent, count in per_agent.items():
         d = root / "agents" / agent / "sessions"
         d.mkdir(parents=True, exist_ok=True)
         store: dict[str, dict[str, Any]] = {}
         _, entry, _, sid = w.session(agent, 0, "direct", forced_messages=TARGET_MESSAGES)
-        entry.update(channel="signal", participants=[{"actorId": "bench-target", "namespace": '{"type":"profile"}'}])
+        entry.update(
+            channel="signal", participants=[{"actorId": "bench-target", "namespace": '{"type":"profile"}'}]
+        )
         store[f"agent:{agent}:signal:direct:bench-target"] = entry
         manifest.targets[agent] = sid
         for n in range(1, count):

@@ -60,9 +60,15 @@ class Row:
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
-        out = {"scenario": d.pop("scenario"), "figure": d.pop("figure"), "median": d.pop("median"),
-               "baseline": d.pop("baseline"), "ratio": d.pop("ratio"), "target": d.pop("target"),
-               "pass": d.pop("passed")}
+        out = {
+            "scenario": d.pop("scenario"),
+            "figure": d.pop("figure"),
+            "median": d.pop("median"),
+            "baseline": d.pop("baseline"),
+            "ratio": d.pop("ratio"),
+            "target": d.pop("target"),
+            "pass": d.pop("passed"),
+        }
         out.update(d)
         return out
 
@@ -71,38 +77,84 @@ def _stats(samples: list[float]) -> tuple[float, float, float]:
     return statistics.median(samples), min(samples), max(samples)
 
 
-def at_least(scenario: str, figure: str, unit: str, product: list[float], baseline: list[float],
-             factor: float, note: str = "") -> Row:
+def at_least(
+    scenario: str,
+    figure: str,
+    unit: str,
+    product: list[float],
+    baseline: list[float],
+    factor: float,
+    note: str = "",
+) -> Row:
     """Higher is better (a rate): pass when median(product) >= factor × median(baseline)."""
     med, lo, hi = _stats(product)
     base = statistics.median(baseline)
     ratio = med / base if base else None
-    return Row(scenario, figure, med, base, ratio, f">= {factor:g}x baseline",
-               ratio is not None and ratio >= factor, unit, lo, hi, note)
+    return Row(
+        scenario,
+        figure,
+        med,
+        base,
+        ratio,
+        f">= {factor:g}x baseline",
+        ratio is not None and ratio >= factor,
+        unit,
+        lo,
+        hi,
+        note,
+    )
 
 
-def at_most(scenario: str, figure: str, unit: str, product: list[float], baseline: list[float],
-            factor: float, note: str = "") -> Row:
+def at_most(
+    scenario: str,
+    figure: str,
+    unit: str,
+    product: list[float],
+    baseline: list[float],
+    factor: float,
+    note: str = "",
+) -> Row:
     """Lower is better (a time): pass when median(product) <= factor × median(baseline)."""
     med, lo, hi = _stats(product)
     base = statistics.median(baseline)
     ratio = med / base if base else None
-    return Row(scenario, figure, med, base, ratio, f"<= {factor:g}x baseline",
-               ratio is not None and ratio <= factor, unit, lo, hi, note)
+    return Row(
+        scenario,
+        figure,
+        med,
+        base,
+        ratio,
+        f"<= {factor:g}x baseline",
+        ratio is not None and ratio <= factor,
+        unit,
+        lo,
+        hi,
+        note,
+    )
 
 
 def limit(scenario: str, figure: str, unit: str, samples: list[float], ceiling: float, note: str = "") -> Row:
     """An absolute ceiling the issue states (p95 latency, peak RSS)."""
     med, lo, hi = _stats(samples)
-    return Row(scenario, figure, med, None, None, f"<= {ceiling:g} {unit}", med <= ceiling, unit, lo, hi, note)
+    return Row(
+        scenario, figure, med, None, None, f"<= {ceiling:g} {unit}", med <= ceiling, unit, lo, hi, note
+    )
 
 
-def info(scenario: str, figure: str, unit: str, samples: list[float], baseline: list[float] | None = None,
-         note: str = "") -> Row:
+def info(
+    scenario: str,
+    figure: str,
+    unit: str,
+    samples: list[float],
+    baseline: list[float] | None = None,
+    note: str = "",
+) -> Row:
     """A figure reported beside its baseline without a verdict."""
     med, lo, hi = _stats(samples)
     base = statistics.median(baseline) if baseline else None
-    return Row(scenario, figure, med, base, med / base if base else None, "(reported)", None, unit, lo, hi, note)
+    return Row(
+        scenario, figure, med, base, med / base if base else None, "(reported)", None, unit, lo, hi, note
+    )
 
 
 def not_available(scenario: str, figure: str, reason: str) -> Row:
@@ -142,7 +194,9 @@ class Context:
     def settings_data(self, state_dir: Path, **overrides: Any) -> dict[str, Any]:
         """The overrides `settings` loads, as plain JSON values (a worker process rebuilds them)."""
         data: dict[str, Any] = {
-            "state_dir": str(state_dir), "sessions_root": str(self.corpus.root), "redis_url": self.redis_url,
+            "state_dir": str(state_dir),
+            "sessions_root": str(self.corpus.root),
+            "redis_url": self.redis_url,
             "daemon": {"host_id": f"bench-{self.unique}", "poll_delay_s": 0.01},
             "ingest": {"max_messages_per_sweep": 10**9, "max_messages_per_file": 10**9},
         }
@@ -213,8 +267,12 @@ def _child(name: str, scale: str, out: Path) -> int:
 def run_in_subprocess(name: str, scale: str, timeout_s: float = 3600) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-out-") as tmp:
         out = Path(tmp) / "rows.json"
-        proc = subprocess.run([sys.executable, "-m", "bench.runner", "--child", name, "--scale", scale,
-                               "--out", str(out)], capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.runner", "--child", name, "--scale", scale, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             return [Row(name, "(scenario crashed)", None, None, None, "", False, note=tail[0])]
@@ -254,9 +312,19 @@ def format_table(rows: list[Row]) -> str:
     body = []
     for r in rows:
         spread = "-" if r.min is None else f"{_fmt(r.min, r.unit)} - {_fmt(r.max, r.unit)}"
-        body.append([r.scenario, r.figure, _fmt(r.median, r.unit), spread, _fmt(r.baseline, r.unit),
-                     "-" if r.ratio is None else f"{r.ratio:.2f}x", r.target, verdict(r),
-                     "-" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f} MB"])
+        body.append(
+            [
+                r.scenario,
+                r.figure,
+                _fmt(r.median, r.unit),
+                spread,
+                _fmt(r.baseline, r.unit),
+                "-" if r.ratio is None else f"{r.ratio:.2f}x",
+                r.target,
+                verdict(r),
+                "-" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f} MB",
+            ]
+        )
     cells = [headers] + body
     widths = [max(len(str(row[i])) for row in cells) for i in range(len(headers))]
     lines = [" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
@@ -266,13 +334,17 @@ def format_table(rows: list[Row]) -> str:
 
 
 def format_markdown(rows: list[Row]) -> str:
-    out = ["| scenario | figure | median | min–max | baseline | ratio | target | result | peak RSS |",
-           "|---|---|---:|---:|---:|---:|---|---|---:|"]
+    out = [
+        "| scenario | figure | median | min–max | baseline | ratio | target | result | peak RSS |",
+        "|---|---|---:|---:|---:|---:|---|---|---:|",
+    ]
     for r in rows:
         spread = "-" if r.min is None else f"{_fmt(r.min, r.unit)} – {_fmt(r.max, r.unit)}"
-        out.append(f"| {r.scenario} | {r.figure} | {_fmt(r.median, r.unit)} | {spread} | {_fmt(r.baseline, r.unit)} | "
-                   f"{'-' if r.ratio is None else f'{r.ratio:.2f}x'} | {r.target} | {verdict(r)} | "
-                   f"{'-' if r.peak_rss_mb is None else f'{r.peak_rss_mb:.0f} MB'} |")
+        out.append(
+            f"| {r.scenario} | {r.figure} | {_fmt(r.median, r.unit)} | {spread} | {_fmt(r.baseline, r.unit)} | "
+            f"{'-' if r.ratio is None else f'{r.ratio:.2f}x'} | {r.target} | {verdict(r)} | "
+            f"{'-' if r.peak_rss_mb is None else f'{r.peak_rss_mb:.0f} MB'} |"
+        )
     return "\n".join(out)
 
 

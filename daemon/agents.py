@@ -30,8 +30,9 @@ class AgentPaths:
 def agent_paths(settings: Settings, agent_id: str) -> AgentPaths:
     validate_agent_id(agent_id)
     base = settings.state_dir / "agents" / agent_id
-    return AgentPaths(agent_id, base, base / "memory.sqlite", base / "forgotten.key",
-                      settings.workspace_for(agent_id))
+    return AgentPaths(
+        agent_id, base, base / "memory.sqlite", base / "forgotten.key", settings.workspace_for(agent_id)
+    )
 
 
 def list_agents(settings: Settings) -> list[str]:

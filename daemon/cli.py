@@ -20,8 +20,13 @@ from daemon.errors import MemorydError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Config file (TOML). Default: $MEMORYD_CONFIG, else built-in defaults.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Config file (TOML). Default: $MEMORYD_CONFIG, else built-in defaults.",
+)
 @click.version_option(__version__, prog_name="memoryd")
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
@@ -47,7 +52,9 @@ _register_commands()
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Without standalone mode click returns ctx.exit()'s code instead of exiting.
-        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="memoryd", standalone_mode=False)
+        rv = cli.main(
+            args=list(argv) if argv is not None else None, prog_name="memoryd", standalone_mode=False
+        )
     except click.exceptions.Abort:
         click.echo("memoryd: aborted", err=True)
         return 1

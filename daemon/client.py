@@ -145,15 +145,18 @@ class MemorydClient:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S
-                      ) -> AsyncIterator[MemorydClient]:
+    async def connect(
+        cls, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S
+    ) -> AsyncIterator[MemorydClient]:
         pool = ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=5)
         redis = ArqRedis(pool, job_serializer=serialize, job_deserializer=deserialize)
         try:
             await redis.ping()
         except (RedisError, OSError) as exc:
             await redis.aclose(close_connection_pool=True)
-            raise OperationFailed(f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}") from None
+            raise OperationFailed(
+                f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}"
+            ) from None
         try:
             yield cls(redis, erase_ttl_s=settings.retention.erase_result_ttl_s, poll_delay_s=poll_delay_s)
         finally:
@@ -164,8 +167,10 @@ class MemorydClient:
     async def queue_for(self, agent: str) -> str:
         queue = await self.redis.hget(AGENT_OWNER_KEY, agent)  # type: ignore[misc]
         if queue is None:
-            raise UsageError(f"agent {agent!r}: no memoryd host serves it (not in Redis hash {AGENT_OWNER_KEY}); "
-                             "start `memoryd run` on the host that owns its state")
+            raise UsageError(
+                f"agent {agent!r}: no memoryd host serves it (not in Redis hash {AGENT_OWNER_KEY}); "
+                "start `memoryd run` on the host that owns its state"
+            )
         return queue.decode() if isinstance(queue, bytes) else str(queue)
 
     async def default_queue(self) -> str:
@@ -176,15 +181,25 @@ class MemorydClient:
             return queues.pop()
         if not queues:
             raise UsageError(f"no memoryd host is registered in Redis hash {AGENT_OWNER_KEY}")
-        raise UsageError(f"{len(queues)} memoryd hosts share this Redis; name the queue (--queue) for this job")
+        raise UsageError(
+            f"{len(queues)} memoryd hosts share this Redis; name the queue (--queue) for this job"
+        )
 
     # --- enqueue ----------------------------------------------------------------------------
 
-    async def enqueue(self, function: str, payload: dict[str, Any], *, queue: str,
-                      request_id: str | None = None, expires_s: float | None = None) -> EnqueuedJob:
+    async def enqueue(
+        self,
+        function: str,
+        payload: dict[str, Any],
+        *,
+        queue: str,
+        request_id: str | None = None,
+        expires_s: float | None = None,
+    ) -> EnqueuedJob:
         job_id = request_job_id(function, payload, request_id)
-        job = await self.redis.enqueue_job(function, payload, _job_id=job_id, _queue_name=queue,
-                                           _expires=expires_s)
+        job = await self.redis.enqueue_job(
+            function, payload, _job_id=job_id, _queue_name=queue, _expires=expires_s
+        )
         if job is not None:  # ring the queue's bell: the worker starts it now, not at its next poll
             bell = QUEUE_BELL_KEY.format(queue=queue)
             async with self.redis.pipeline(transaction=True) as pipe:
@@ -193,33 +208,48 @@ class MemorydClient:
                 await pipe.execute()
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
-    async def enqueue_forget(self, request: BaseModel | dict[str, Any], *,
-                             request_id: str | None = None) -> EnqueuedJob:
+    async def enqueue_forget(
+        self, request: BaseModel | dict[str, Any], *, request_id: str | None = None
+    ) -> EnqueuedJob:
         from daemon.forget.request import ForgetRequest
 
         req = _validate(ForgetRequest, request, FORGET)
         payload = req.model_dump(mode="json")
-        return await self.enqueue(FORGET, payload, queue=await self.queue_for(payload["agent"]),
-                                  request_id=request_id)
+        return await self.enqueue(
+            FORGET, payload, queue=await self.queue_for(payload["agent"]), request_id=request_id
+        )
 
-    async def enqueue_erase(self, request: BaseModel | dict[str, Any], *, queue: str | None = None,
-                            request_id: str | None = None) -> EnqueuedJob:
+    async def enqueue_erase(
+        self, request: BaseModel | dict[str, Any], *, queue: str | None = None, request_id: str | None = None
+    ) -> EnqueuedJob:
         from daemon.retention.request import EraseRequest
 
         req = _validate(EraseRequest, request, ERASE)
         payload = req.model_dump(mode="json")
         agent = payload.get("agent")
-        target = queue or (await self.queue_for(agent) if isinstance(agent, str) else await self.default_queue())
+        target = queue or (
+            await self.queue_for(agent) if isinstance(agent, str) else await self.default_queue()
+        )
         # The payload names a data subject: the job key expires if it is not delivered in time.
-        return await self.enqueue(ERASE, payload, queue=target, request_id=request_id, expires_s=self.erase_ttl_s)
+        return await self.enqueue(
+            ERASE, payload, queue=target, request_id=request_id, expires_s=self.erase_ttl_s
+        )
 
     async def enqueue_ingest(self, agent: str, *, request_id: str | None = None) -> EnqueuedJob:
         payload = _validate(SweepRequest, {"agent": agent}, INGEST_SWEEP).model_dump(mode="json")
-        return await self.enqueue(INGEST_SWEEP, payload, queue=await self.queue_for(agent), request_id=request_id)
+        return await self.enqueue(
+            INGEST_SWEEP, payload, queue=await self.queue_for(agent), request_id=request_id
+        )
 
-    async def enqueue_index(self, agent: str, *, force: bool = False, request_id: str | None = None) -> EnqueuedJob:
-        payload = _validate(IndexRequest, {"agent": agent, "force": force}, INDEX_SYNC).model_dump(mode="json")
-        return await self.enqueue(INDEX_SYNC, payload, queue=await self.queue_for(agent), request_id=request_id)
+    async def enqueue_index(
+        self, agent: str, *, force: bool = False, request_id: str | None = None
+    ) -> EnqueuedJob:
+        payload = _validate(IndexRequest, {"agent": agent, "force": force}, INDEX_SYNC).model_dump(
+            mode="json"
+        )
+        return await self.enqueue(
+            INDEX_SYNC, payload, queue=await self.queue_for(agent), request_id=request_id
+        )
 
     # --- results ----------------------------------------------------------------------------
 
@@ -233,11 +263,18 @@ class MemorydClient:
         if result_raw:
             r = deserialize(result_raw)
             ok = bool(r.get("s"))
-            return JobReport(job_id=job_id, function=r.get("f", job_name_of(job_id)), queue=r.get("q"),
-                             state="complete" if ok else "failed", tries=r.get("t"), enqueued_at=_iso(r.get("et")),
-                             started_at=_iso(r.get("st")), finished_at=_iso(r.get("ft")),
-                             error=None if ok else _error_text(r.get("r")),
-                             result=r.get("r") if ok and isinstance(r.get("r"), dict) else None)
+            return JobReport(
+                job_id=job_id,
+                function=r.get("f", job_name_of(job_id)),
+                queue=r.get("q"),
+                state="complete" if ok else "failed",
+                tries=r.get("t"),
+                enqueued_at=_iso(r.get("et")),
+                started_at=_iso(r.get("st")),
+                finished_at=_iso(r.get("ft")),
+                error=None if ok else _error_text(r.get("r")),
+                result=r.get("r") if ok and isinstance(r.get("r"), dict) else None,
+            )
         if job_raw:
             j = deserialize(job_raw)
             state: JobState = "running" if running else "queued"
@@ -246,11 +283,30 @@ class MemorydClient:
                 if score is not None and score > time.time() * 1000:
                     state = "deferred"
             tries = int(retries) if retries else j.get("t")
-            return JobReport(job_id=job_id, function=j.get("f", job_name_of(job_id)), queue=queue, state=state,
-                             tries=tries, enqueued_at=_iso(j.get("et")), started_at=None, finished_at=None,
-                             error=None, result=None)
-        return JobReport(job_id=job_id, function=job_name_of(job_id), queue=queue, state="not_found", tries=None,
-                         enqueued_at=None, started_at=None, finished_at=None, error=None, result=None)
+            return JobReport(
+                job_id=job_id,
+                function=j.get("f", job_name_of(job_id)),
+                queue=queue,
+                state=state,
+                tries=tries,
+                enqueued_at=_iso(j.get("et")),
+                started_at=None,
+                finished_at=None,
+                error=None,
+                result=None,
+            )
+        return JobReport(
+            job_id=job_id,
+            function=job_name_of(job_id),
+            queue=queue,
+            state="not_found",
+            tries=None,
+            enqueued_at=None,
+            started_at=None,
+            finished_at=None,
+            error=None,
+            result=None,
+        )
 
     async def wait(self, job_id: str, *, timeout_s: float | None = None) -> JobReport:
         """Wait until the job is complete or failed; OperationFailed on timeout or an unknown job.
@@ -275,7 +331,9 @@ class MemorydClient:
             raise
         return report
 
-    async def _poll(self, job_id: str, bell: _Doorbell, deadline: float | None, timeout_s: float | None) -> JobReport:
+    async def _poll(
+        self, job_id: str, bell: _Doorbell, deadline: float | None, timeout_s: float | None
+    ) -> JobReport:
         while True:
             report = await self.job(job_id)
             if report.state == "not_found":
@@ -304,7 +362,6 @@ class MemorydClient:
             if rang is not None:
                 bell.rung.set()
 
-
     async def list_jobs(self, queue: str, *, finished_limit: int = 50) -> list[JobReport]:
         """Queued and running jobs of a queue (oldest first), then its newest finished jobs."""
         pending = [m.decode() for m in await self.redis.zrange(queue, 0, -1)]
@@ -320,7 +377,7 @@ class MemorydClient:
                 continue
             if r.get("q") != queue:
                 continue
-            job_id = key.decode()[len(result_key_prefix):]
+            job_id = key.decode()[len(result_key_prefix) :]
             if job_id in pending:
                 continue
             finished.append((int(r.get("ft") or 0), await self.job(job_id, queue)))

@@ -49,8 +49,12 @@ class AgentRuntime:
     def lock(self) -> WorkspaceLock:
         if self.redis is None:
             raise RuntimeError("this runtime was opened without Redis")
-        return WorkspaceLock(self.redis, self.paths.workspace, ttl_ms=self.settings.lock.ttl_ms,
-                             wait_s=self.settings.lock.wait_s)
+        return WorkspaceLock(
+            self.redis,
+            self.paths.workspace,
+            ttl_ms=self.settings.lock.ttl_ms,
+            wait_s=self.settings.lock.wait_s,
+        )
 
     def require_store(self) -> Store:
         if self.store is None:
@@ -68,8 +72,9 @@ class AgentRuntime:
 
 
 @asynccontextmanager
-async def agent_runtime(settings: Settings, agent_id: str, *, readonly: bool = False,
-                        redis: bool | Redis = True) -> AsyncIterator[AgentRuntime]:
+async def agent_runtime(
+    settings: Settings, agent_id: str, *, readonly: bool = False, redis: bool | Redis = True
+) -> AsyncIterator[AgentRuntime]:
     paths = agent_paths(settings, agent_id)
     source = session_source_for(settings, agent_id)
     store: Store | None = None
@@ -95,8 +100,14 @@ async def agent_runtime(settings: Settings, agent_id: str, *, readonly: bool = F
 
 
 @asynccontextmanager
-async def pooled_runtime(settings: Settings, agent_id: str, stores: StorePool, *, readonly: bool = False,
-                         redis: Redis | None = None) -> AsyncIterator[AgentRuntime]:
+async def pooled_runtime(
+    settings: Settings,
+    agent_id: str,
+    stores: StorePool,
+    *,
+    readonly: bool = False,
+    redis: Redis | None = None,
+) -> AsyncIterator[AgentRuntime]:
     paths = agent_paths(settings, agent_id)
     source = session_source_for(settings, agent_id)
     async with stores.checkout(paths.db_path, readonly=readonly) as store:

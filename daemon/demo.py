@@ -45,76 +45,179 @@ def _p(actor: str, ns: str = "profile") -> dict[str, str]:
 
 DEMO_AGENTS: dict[str, tuple[DemoSession, ...]] = {
     "main": (
-        DemoSession("agent:main:telegram:direct:nora", "tg-nora-0001", (
-            ("user", "Remember that my flight to Lisbon leaves on March 3 at 07:40 from gate B12."),
-            ("assistant", "Noted: your Lisbon flight leaves March 3 at 07:40 from gate B12."),
-            ("user", "I am allergic to peanuts, so please flag any restaurant booking that serves them."),
-            ("assistant", "I will flag peanut dishes on every restaurant booking from now on."),
-            ("user", "My sister Ana lives in Porto; her birthday is on April 18."),
-            ("assistant", "Got it: Ana lives in Porto and her birthday is April 18."),
-        ), {"sessionKind": "interactive", "chatType": "direct", "channel": "telegram",
-            "participants": [_p("nora")], "origin": {"provider": "telegram", "from": "nora"}},
-            archive_turns=(("user", "Old thread: remind me to renew the passport before February."),
-                           ("assistant", "I will remind you to renew the passport before February."))),
-        DemoSession("agent:main:signal:direct:omar", "sig-omar-0001", (
-            ("user", "Omar here. The orchard project budget is capped at 40k euros for this quarter."),
-            ("assistant", "Understood, the orchard project budget cap is 40k euros this quarter."),
-            ("user", "Please remember that I prefer calls after 15:00 on weekdays."),
-            ("assistant", "Noted: calls with you after 15:00 on weekdays."),
-        ), {"sessionKind": "interactive", "chatType": "direct", "channel": "signal",
-            "participants": [_p("omar")], "origin": {"provider": "signal", "from": "omar"}}, owner=False),
-        DemoSession("agent:main:slack:group:launch-room", "slack-launch-0001", (
-            ("user", "nora: The lighthouse launch moves to May 12; marketing needs the final copy by May 5."),
-            ("assistant", "Recorded: lighthouse launch on May 12, final copy due May 5."),
-            ("user", "omar: Staging freeze starts May 8, no deploys after 18:00 that day."),
-            ("assistant", "Recorded: staging freeze from May 8, no deploys after 18:00."),
-            ("user", "lena: I own the release checklist and the rollback runbook for the launch."),
-            ("assistant", "Lena owns the release checklist and the rollback runbook."),
-        ), {"sessionKind": "interactive", "chatType": "group", "channel": "slack",
-            "participants": [_p("nora"), _p("omar"), _p("lena")]}),
-        DemoSession("hook:gmail:inv-2291", "gmail-inv-2291", (
-            ("user", "Invoice 2291 from Harbour Supplies: 1,240 euros due on the 30th for the orchard order."),
-            ("assistant", "Logged invoice 2291 from Harbour Supplies, 1,240 euros due on the 30th."),
-        ), {"sessionKind": "interactive", "chatType": "direct", "hookExternalContentSource": "gmail",
-            "participants": [_p("billing@harbour.example", "observation")],
-            "origin": {"provider": "gmail", "from": "billing@harbour.example"}}),
-        DemoSession("hook:email:newsletter-77", "imap-news-0077", (
-            ("user", "Newsletter: the city marathon closes the river road on Sunday between 08:00 and 13:00."),
-            ("assistant", "Noted the river road closure on Sunday from 08:00 to 13:00."),
-        ), {"sessionKind": "interactive", "chatType": "direct", "hookExternalContentSource": "email",
-            "participants": [_p("news@city.example", "observation")]}),
-        DemoSession("hook:webhook:ci-build-512", "hook-ci-0512", (
-            ("user", "Build 512 of the lighthouse service failed: integration test checkout_flow timed out."),
-            ("assistant", "Recorded: build 512 failed in checkout_flow with a timeout."),
-        ), {"sessionKind": "interactive", "hookExternalContentSource": "webhook"}),
-        DemoSession("agent:main:cron:daily-digest:run:41", "cron-digest-0041", (
-            ("user", "Run the daily digest for today's calendar and unread messages."),
-            ("assistant", "Digest: two meetings today, the orchard review at 10:00 and a dentist visit at 16:30."),
-        ), {"sessionKind": "cron", "createdVia": "cron"}),
+        DemoSession(
+            "agent:main:telegram:direct:nora",
+            "tg-nora-0001",
+            (
+                ("user", "Remember that my flight to Lisbon leaves on March 3 at 07:40 from gate B12."),
+                ("assistant", "Noted: your Lisbon flight leaves March 3 at 07:40 from gate B12."),
+                ("user", "I am allergic to peanuts, so please flag any restaurant booking that serves them."),
+                ("assistant", "I will flag peanut dishes on every restaurant booking from now on."),
+                ("user", "My sister Ana lives in Porto; her birthday is on April 18."),
+                ("assistant", "Got it: Ana lives in Porto and her birthday is April 18."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "direct",
+                "channel": "telegram",
+                "participants": [_p("nora")],
+                "origin": {"provider": "telegram", "from": "nora"},
+            },
+            archive_turns=(
+                ("user", "Old thread: remind me to renew the passport before February."),
+                ("assistant", "I will remind you to renew the passport before February."),
+            ),
+        ),
+        DemoSession(
+            "agent:main:signal:direct:omar",
+            "sig-omar-0001",
+            (
+                ("user", "Omar here. The orchard project budget is capped at 40k euros for this quarter."),
+                ("assistant", "Understood, the orchard project budget cap is 40k euros this quarter."),
+                ("user", "Please remember that I prefer calls after 15:00 on weekdays."),
+                ("assistant", "Noted: calls with you after 15:00 on weekdays."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "direct",
+                "channel": "signal",
+                "participants": [_p("omar")],
+                "origin": {"provider": "signal", "from": "omar"},
+            },
+            owner=False,
+        ),
+        DemoSession(
+            "agent:main:slack:group:launch-room",
+            "slack-launch-0001",
+            (
+                (
+                    "user",
+                    "nora: The lighthouse launch moves to May 12; marketing needs the final copy by May 5.",
+                ),
+                ("assistant", "Recorded: lighthouse launch on May 12, final copy due May 5."),
+                ("user", "omar: Staging freeze starts May 8, no deploys after 18:00 that day."),
+                ("assistant", "Recorded: staging freeze from May 8, no deploys after 18:00."),
+                ("user", "lena: I own the release checklist and the rollback runbook for the launch."),
+                ("assistant", "Lena owns the release checklist and the rollback runbook."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "group",
+                "channel": "slack",
+                "participants": [_p("nora"), _p("omar"), _p("lena")],
+            },
+        ),
+        DemoSession(
+            "hook:gmail:inv-2291",
+            "gmail-inv-2291",
+            (
+                (
+                    "user",
+                    "Invoice 2291 from Harbour Supplies: 1,240 euros due on the 30th for the orchard order.",
+                ),
+                ("assistant", "Logged invoice 2291 from Harbour Supplies, 1,240 euros due on the 30th."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "direct",
+                "hookExternalContentSource": "gmail",
+                "participants": [_p("billing@harbour.example", "observation")],
+                "origin": {"provider": "gmail", "from": "billing@harbour.example"},
+            },
+        ),
+        DemoSession(
+            "hook:email:newsletter-77",
+            "imap-news-0077",
+            (
+                (
+                    "user",
+                    "Newsletter: the city marathon closes the river road on Sunday between 08:00 and 13:00.",
+                ),
+                ("assistant", "Noted the river road closure on Sunday from 08:00 to 13:00."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "direct",
+                "hookExternalContentSource": "email",
+                "participants": [_p("news@city.example", "observation")],
+            },
+        ),
+        DemoSession(
+            "hook:webhook:ci-build-512",
+            "hook-ci-0512",
+            (
+                (
+                    "user",
+                    "Build 512 of the lighthouse service failed: integration test checkout_flow timed out.",
+                ),
+                ("assistant", "Recorded: build 512 failed in checkout_flow with a timeout."),
+            ),
+            {"sessionKind": "interactive", "hookExternalContentSource": "webhook"},
+        ),
+        DemoSession(
+            "agent:main:cron:daily-digest:run:41",
+            "cron-digest-0041",
+            (
+                ("user", "Run the daily digest for today's calendar and unread messages."),
+                (
+                    "assistant",
+                    "Digest: two meetings today, the orchard review at 10:00 and a dentist visit at 16:30.",
+                ),
+            ),
+            {"sessionKind": "cron", "createdVia": "cron"},
+        ),
     ),
     "ops": (
-        DemoSession("agent:ops:matrix:direct:lena", "mx-lena-0001", (
-            ("user", "The backup bucket for the billing database is rotated every Sunday at 02:00 UTC."),
-            ("assistant", "Noted: billing database backups rotate every Sunday at 02:00 UTC."),
-            ("user", "On-call this month is Ravi; escalate to Lena after 30 minutes without an answer."),
-            ("assistant", "Ravi is on call this month; escalation to Lena after 30 minutes."),
-        ), {"sessionKind": "interactive", "chatType": "direct", "channel": "matrix",
-            "participants": [_p("lena")]}),
-        DemoSession("agent:ops:matrix:group:incident-room", "mx-incident-0007", (
-            ("user", "ravi: Incident 7 root cause was an expired TLS certificate on the edge proxy."),
-            ("assistant", "Incident 7: root cause was the expired TLS certificate on the edge proxy."),
-            ("user", "nora: Add certificate expiry checks to the weekly review from now on."),
-            ("assistant", "Added certificate expiry checks to the weekly review."),
-        ), {"sessionKind": "interactive", "chatType": "group", "channel": "matrix",
-            "participants": [_p("ravi"), _p("nora")]}),
-        DemoSession("hook:webhook:uptime-88", "hook-uptime-0088", (
-            ("user", "Uptime alert: the status page returned 503 for four minutes at 03:12 UTC."),
-            ("assistant", "Logged the 503 on the status page at 03:12 UTC, four minutes."),
-        ), {"sessionKind": "interactive", "hookExternalContentSource": "webhook"}),
-        DemoSession("agent:ops:cron:backup-check:run:9", "cron-backup-0009", (
-            ("user", "Check last night's backups and report anything missing."),
-            ("assistant", "All nine backups completed; the largest was the billing database at 41 GB."),
-        ), {"sessionKind": "cron", "createdVia": "cron"}),
+        DemoSession(
+            "agent:ops:matrix:direct:lena",
+            "mx-lena-0001",
+            (
+                ("user", "The backup bucket for the billing database is rotated every Sunday at 02:00 UTC."),
+                ("assistant", "Noted: billing database backups rotate every Sunday at 02:00 UTC."),
+                ("user", "On-call this month is Ravi; escalate to Lena after 30 minutes without an answer."),
+                ("assistant", "Ravi is on call this month; escalation to Lena after 30 minutes."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "direct",
+                "channel": "matrix",
+                "participants": [_p("lena")],
+            },
+        ),
+        DemoSession(
+            "agent:ops:matrix:group:incident-room",
+            "mx-incident-0007",
+            (
+                ("user", "ravi: Incident 7 root cause was an expired TLS certificate on the edge proxy."),
+                ("assistant", "Incident 7: root cause was the expired TLS certificate on the edge proxy."),
+                ("user", "nora: Add certificate expiry checks to the weekly review from now on."),
+                ("assistant", "Added certificate expiry checks to the weekly review."),
+            ),
+            {
+                "sessionKind": "interactive",
+                "chatType": "group",
+                "channel": "matrix",
+                "participants": [_p("ravi"), _p("nora")],
+            },
+        ),
+        DemoSession(
+            "hook:webhook:uptime-88",
+            "hook-uptime-0088",
+            (
+                ("user", "Uptime alert: the status page returned 503 for four minutes at 03:12 UTC."),
+                ("assistant", "Logged the 503 on the status page at 03:12 UTC, four minutes."),
+            ),
+            {"sessionKind": "interactive", "hookExternalContentSource": "webhook"},
+        ),
+        DemoSession(
+            "agent:ops:cron:backup-check:run:9",
+            "cron-backup-0009",
+            (
+                ("user", "Check last night's backups and report anything missing."),
+                ("assistant", "All nine backups completed; the largest was the billing database at 41 GB."),
+            ),
+            {"sessionKind": "cron", "createdVia": "cron"},
+        ),
     ),
 }
 
@@ -147,8 +250,16 @@ def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int, own
         # Owner turns are the operator's own words; a prefixed speaker in a group is someone else.
         if owner and role == "user" and ":" not in text.split(" ", 1)[0]:
             msg["__openclaw"] = {"senderIsOwner": True}
-        out.append(_line({"type": "message", "id": f"{sid}-{i}", "parentId": f"{sid}-{i - 1}" if i else None,
-                          "message": msg}))
+        out.append(
+            _line(
+                {
+                    "type": "message",
+                    "id": f"{sid}-{i}",
+                    "parentId": f"{sid}-{i - 1}" if i else None,
+                    "message": msg,
+                }
+            )
+        )
     return "".join(out)
 
 
@@ -172,19 +283,22 @@ def config_text(directory: Path, redis_url: str) -> str:
         "\n"
         "[dreaming]\ninterval_s = 120.0\n"
         "\n"
-        "[daemon]\nhost_id = \"demo\"\nmetrics_listen = \"127.0.0.1:9464\"\n"
+        '[daemon]\nhost_id = "demo"\nmetrics_listen = "127.0.0.1:9464"\n'
     )
 
 
-def write_demo(directory: Path, *, redis_url: str = DEFAULT_REDIS_URL, force: bool = False,
-               now_ms: int | None = None) -> DemoReport:
+def write_demo(
+    directory: Path, *, redis_url: str = DEFAULT_REDIS_URL, force: bool = False, now_ms: int | None = None
+) -> DemoReport:
     """Write the example store and its config under `directory`; refuse to overwrite unless `force`."""
     directory = directory.expanduser().resolve()
     config = directory / "memoryd.toml"
     sessions_root = directory / "sessions"
     if not force and (config.exists() or (sessions_root / "agents").exists()):
-        raise UsageError(f"{directory}: already holds a memoryd.toml or a session store; "
-                         "pick an empty directory or pass --force to rewrite the example")
+        raise UsageError(
+            f"{directory}: already holds a memoryd.toml or a session store; "
+            "pick an empty directory or pass --force to rewrite the example"
+        )
     directory.mkdir(parents=True, exist_ok=True)
 
     def write(path: Path, text: str) -> None:
@@ -201,17 +315,29 @@ def write_demo(directory: Path, *, redis_url: str = DEFAULT_REDIS_URL, force: bo
         archives = 0
         for n, s in enumerate(sessions):
             start = base + n * 3_600_000
-            store[s.key] = {"sessionId": s.session_id, "createdAt": start,
-                            "updatedAt": start + len(s.turns) * 45_000, **s.meta}
+            store[s.key] = {
+                "sessionId": s.session_id,
+                "createdAt": start,
+                "updatedAt": start + len(s.turns) * 45_000,
+                **s.meta,
+            }
             write(sdir / f"{s.session_id}.jsonl", _transcript(s.session_id, s.turns, start, s.owner))
             if s.archive_turns:
                 archives += 1
                 stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime((start - DAY_MS) / 1000))
-                write(sdir / f"{s.session_id}.jsonl.reset.{stamp}.000Z",
-                      _transcript(s.session_id, s.archive_turns, start - DAY_MS, s.owner))
+                write(
+                    sdir / f"{s.session_id}.jsonl.reset.{stamp}.000Z",
+                    _transcript(s.session_id, s.archive_turns, start - DAY_MS, s.owner),
+                )
         write(sdir / "sessions.json", json.dumps(store, indent=2) + "\n")
         agents.append(DemoAgent(agent=agent, sessions=len(store), archives=archives, sessions_dir=str(sdir)))
     write(config, config_text(directory, redis_url))
-    return DemoReport(directory=str(directory), config=str(config), sessions_root=str(sessions_root),
-                      state_dir=str(directory / "state"), redis_url=redis_url, agents=agents,
-                      excluded_hook_sources=["gmail"])
+    return DemoReport(
+        directory=str(directory),
+        config=str(config),
+        sessions_root=str(sessions_root),
+        state_dir=str(directory / "state"),
+        redis_url=redis_url,
+        agents=agents,
+        excluded_hook_sources=["gmail"],
+    )

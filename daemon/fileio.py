@@ -100,8 +100,14 @@ def current_hash(path: Path) -> str:
     return ABSENT if data is None else sha256_hex(data)
 
 
-def commit_file(path: Path, content: bytes | str | None, *, expected_hash: str | None,
-                root: Path | None = None, conflict_message: str | None = None) -> None:
+def commit_file(
+    path: Path,
+    content: bytes | str | None,
+    *,
+    expected_hash: str | None,
+    root: Path | None = None,
+    conflict_message: str | None = None,
+) -> None:
     """Atomically replace (or remove, with content=None) `path`.
 
     `expected_hash`: sha256 hex of what the caller read, ABSENT if it read nothing, or None to

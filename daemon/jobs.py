@@ -30,7 +30,16 @@ INDEX_SYNC = "index_sync"
 DREAM = "dream"
 BACKFILL = "backfill"
 RETENTION_SWEEP = "retention_sweep"
-JOB_NAMES: tuple[str, ...] = (FORGET, ERASE, EXPIRE, INGEST_SWEEP, INDEX_SYNC, DREAM, BACKFILL, RETENTION_SWEEP)
+JOB_NAMES: tuple[str, ...] = (
+    FORGET,
+    ERASE,
+    EXPIRE,
+    INGEST_SWEEP,
+    INDEX_SYNC,
+    DREAM,
+    BACKFILL,
+    RETENTION_SWEEP,
+)
 # Families that delete data: their counters feed the purge metrics and alerts.
 PURGE_JOBS: frozenset[str] = frozenset({FORGET, ERASE, EXPIRE, RETENTION_SWEEP})
 
@@ -78,6 +87,7 @@ def deserialize(raw: bytes) -> dict[str, Any]:
 
 # --- Payloads of the sweep families (the domain entry points take only a runtime) -----------
 
+
 class _Payload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -102,4 +112,5 @@ class IndexRequest(_Payload):
 
 class DreamRequest(_Payload):
     phases: tuple[Literal["light", "rem", "deep"], ...] = Field(
-        default=("light", "rem", "deep"), min_length=1, description="Dreaming phases to run, in order.")
+        default=("light", "rem", "deep"), min_length=1, description="Dreaming phases to run, in order."
+    )

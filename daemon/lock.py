@@ -78,7 +78,9 @@ class Lease:
         return FenceToken(self.workspace_key, self.fence_value)
 
 
-_held: contextvars.ContextVar[dict[str, Lease] | None] = contextvars.ContextVar("memoryd_leases", default=None)
+_held: contextvars.ContextVar[dict[str, Lease] | None] = contextvars.ContextVar(
+    "memoryd_leases", default=None
+)
 
 
 def current_lease(workspace_dir: Path) -> Lease | None:
@@ -87,8 +89,15 @@ def current_lease(workspace_dir: Path) -> Lease | None:
 
 
 class WorkspaceLock:
-    def __init__(self, redis: Redis, workspace_dir: Path, *, ttl_ms: int = LOCK_TTL_MS,
-                 wait_s: float = LOCK_WAIT_S, holder: str | None = None):
+    def __init__(
+        self,
+        redis: Redis,
+        workspace_dir: Path,
+        *,
+        ttl_ms: int = LOCK_TTL_MS,
+        wait_s: float = LOCK_WAIT_S,
+        holder: str | None = None,
+    ):
         self.redis = redis
         self.workspace_dir = workspace_dir
         self.key = workspace_key(workspace_dir)
@@ -121,8 +130,10 @@ class WorkspaceLock:
                 break
             if time.monotonic() >= deadline:
                 holder = await self.holder_info()
-                raise LockTimeout(f"timed out after {self.wait_s:g}s waiting for the workspace lock of "
-                                  f"{self.workspace_dir} (held by {holder or 'unknown'})")
+                raise LockTimeout(
+                    f"timed out after {self.wait_s:g}s waiting for the workspace lock of "
+                    f"{self.workspace_dir} (held by {holder or 'unknown'})"
+                )
             await anyio.sleep(LOCK_RETRY_S)
         floor = int(time.time() * 1_000_000)
         try:
@@ -188,5 +199,7 @@ class WorkspaceLock:
             with anyio.CancelScope(shield=True):
                 await self._release(lease)
         if lease.lost:
-            raise LockLost(f"workspace lock of {self.workspace_dir} expired while held; "
-                           "its writes were fenced off — rerun the operation")
+            raise LockLost(
+                f"workspace lock of {self.workspace_dir} expired while held; "
+                "its writes were fenced off — rerun the operation"
+            )

@@ -24,39 +24,90 @@ _WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 UP = Gauge("memoryd_up", "1 while the daemon serves its queue.", registry=REGISTRY)
 REDIS_UP = Gauge("memoryd_redis_up", "1 when the last Redis round trip succeeded, else 0.", registry=REGISTRY)
-REDIS_RECONNECTS = Counter("memoryd_redis_reconnects_total", "Reconnects after Redis was lost.",
-                           registry=REGISTRY)
-JOBS = Gauge("memoryd_jobs_by_state", "Jobs of this host's queue by state (queued, running).", ["state"],
-             registry=REGISTRY)
-JOBS_TOTAL = Counter("memoryd_jobs_total", "Jobs finished, by family and outcome (complete, failed, retried).",
-                     ["family", "outcome"], registry=REGISTRY)
-JOB_DURATION = Histogram("memoryd_job_duration_seconds", "Wall time of a job, by family.", ["family"],
-                         buckets=_SWEEP_BUCKETS, registry=REGISTRY)
-SWEEP_DURATION = Histogram("memoryd_sweep_duration_seconds",
-                           "Wall time of a sweep (ingest_sweep, dream, index_sync, retention_sweep).",
-                           ["family", "agent"], buckets=_SWEEP_BUCKETS, registry=REGISTRY)
-LAST_SWEEP = Gauge("memoryd_last_sweep_success_timestamp_seconds",
-                   "Unix time of the last successful sweep, by family and agent.", ["family", "agent"],
-                   registry=REGISTRY)
-SCHEDULED = Counter("memoryd_scheduled_jobs_total",
-                    "Scheduler decisions per family: enqueued, or skipped because one is still pending.",
-                    ["family", "decision"], registry=REGISTRY)
-SESSIONS_SCANNED = Counter("memoryd_sessions_scanned_total", "Sessions an ingest sweep looked at.", ["agent"],
-                           registry=REGISTRY)
-SESSIONS_ADMITTED = Gauge("memoryd_sessions_admitted", "Sessions whose checkpoint admits them.", ["agent"],
-                          registry=REGISTRY)
-SESSIONS_EXCLUDED = Gauge("memoryd_sessions_excluded", "Sessions kept out by the admission policy, by reason.",
-                          ["agent", "reason"], registry=REGISTRY)
-INGEST_LAG = Gauge("memoryd_ingest_lag_sessions", "Sessions changed since their checkpoint (or never swept).",
-                   ["agent"], registry=REGISTRY)
-LOCK_WAIT = Histogram("memoryd_lock_wait_seconds", "Time a job waited for the workspace lock.", ["family"],
-                      buckets=_WAIT_BUCKETS, registry=REGISTRY)
-LOCK_TIMEOUTS = Counter("memoryd_lock_timeouts_total", "Jobs refused because the workspace lock stayed busy.",
-                        ["family"], registry=REGISTRY)
-PURGES = Counter("memoryd_purges_total", "Purge jobs (forget, erase, expire, retention_sweep) by outcome.",
-                 ["family", "outcome"], registry=REGISTRY)
-PURGED_ARTIFACTS = Counter("memoryd_purged_artifacts_total", "Artifacts removed by purges, by kind.",
-                           ["family", "artifact"], registry=REGISTRY)
+REDIS_RECONNECTS = Counter(
+    "memoryd_redis_reconnects_total", "Reconnects after Redis was lost.", registry=REGISTRY
+)
+JOBS = Gauge(
+    "memoryd_jobs_by_state",
+    "Jobs of this host's queue by state (queued, running).",
+    ["state"],
+    registry=REGISTRY,
+)
+JOBS_TOTAL = Counter(
+    "memoryd_jobs_total",
+    "Jobs finished, by family and outcome (complete, failed, retried).",
+    ["family", "outcome"],
+    registry=REGISTRY,
+)
+JOB_DURATION = Histogram(
+    "memoryd_job_duration_seconds",
+    "Wall time of a job, by family.",
+    ["family"],
+    buckets=_SWEEP_BUCKETS,
+    registry=REGISTRY,
+)
+SWEEP_DURATION = Histogram(
+    "memoryd_sweep_duration_seconds",
+    "Wall time of a sweep (ingest_sweep, dream, index_sync, retention_sweep).",
+    ["family", "agent"],
+    buckets=_SWEEP_BUCKETS,
+    registry=REGISTRY,
+)
+LAST_SWEEP = Gauge(
+    "memoryd_last_sweep_success_timestamp_seconds",
+    "Unix time of the last successful sweep, by family and agent.",
+    ["family", "agent"],
+    registry=REGISTRY,
+)
+SCHEDULED = Counter(
+    "memoryd_scheduled_jobs_total",
+    "Scheduler decisions per family: enqueued, or skipped because one is still pending.",
+    ["family", "decision"],
+    registry=REGISTRY,
+)
+SESSIONS_SCANNED = Counter(
+    "memoryd_sessions_scanned_total", "Sessions an ingest sweep looked at.", ["agent"], registry=REGISTRY
+)
+SESSIONS_ADMITTED = Gauge(
+    "memoryd_sessions_admitted", "Sessions whose checkpoint admits them.", ["agent"], registry=REGISTRY
+)
+SESSIONS_EXCLUDED = Gauge(
+    "memoryd_sessions_excluded",
+    "Sessions kept out by the admission policy, by reason.",
+    ["agent", "reason"],
+    registry=REGISTRY,
+)
+INGEST_LAG = Gauge(
+    "memoryd_ingest_lag_sessions",
+    "Sessions changed since their checkpoint (or never swept).",
+    ["agent"],
+    registry=REGISTRY,
+)
+LOCK_WAIT = Histogram(
+    "memoryd_lock_wait_seconds",
+    "Time a job waited for the workspace lock.",
+    ["family"],
+    buckets=_WAIT_BUCKETS,
+    registry=REGISTRY,
+)
+LOCK_TIMEOUTS = Counter(
+    "memoryd_lock_timeouts_total",
+    "Jobs refused because the workspace lock stayed busy.",
+    ["family"],
+    registry=REGISTRY,
+)
+PURGES = Counter(
+    "memoryd_purges_total",
+    "Purge jobs (forget, erase, expire, retention_sweep) by outcome.",
+    ["family", "outcome"],
+    registry=REGISTRY,
+)
+PURGED_ARTIFACTS = Counter(
+    "memoryd_purged_artifacts_total",
+    "Artifacts removed by purges, by kind.",
+    ["family", "artifact"],
+    registry=REGISTRY,
+)
 
 
 def parse_listen(value: str) -> tuple[str, int]:

@@ -59,8 +59,13 @@ def schedules(settings: Settings) -> tuple[Schedule, ...]:
     return tuple(out)
 
 
-def due(now_s: float, plan: Iterable[Schedule], agents: Iterable[str], host: str,
-        last_slots: Mapping[tuple[str, str], int]) -> list[Due]:
+def due(
+    now_s: float,
+    plan: Iterable[Schedule],
+    agents: Iterable[str],
+    host: str,
+    last_slots: Mapping[tuple[str, str], int],
+) -> list[Due]:
     """Jobs whose current slot has not been enqueued yet, in schedule order then agent order.
     A host-wide job's id names the host where a per-agent job's names the agent."""
     out: list[Due] = []
@@ -68,7 +73,8 @@ def due(now_s: float, plan: Iterable[Schedule], agents: Iterable[str], host: str
     for schedule in plan:
         slot = int(now_s // schedule.interval_s)
         targets: list[tuple[str | None, str]] = (
-            [(a, a) for a in agent_list] if schedule.per_agent else [(None, host)])
+            [(a, a) for a in agent_list] if schedule.per_agent else [(None, host)]
+        )
         for agent, target in targets:
             last = last_slots.get((schedule.job, target))
             if last is not None and last >= slot:
@@ -105,15 +111,20 @@ class Scheduler:
         enqueued: list[str] = []
         for item in due(now_s, plan, agents, self.host, self.last_slots):
             if item.previous_job_id is not None:
-                previous = Job(item.previous_job_id, self.redis, _queue_name=self.queue, _deserializer=deserialize)
+                previous = Job(
+                    item.previous_job_id, self.redis, _queue_name=self.queue, _deserializer=deserialize
+                )
                 if await previous.status() in _PENDING:
                     # Still queued or running: try again next tick rather than pile up sweeps.
                     metrics.SCHEDULED.labels(family=item.job, decision="skipped_busy").inc()
                     continue
-            job = await self.redis.enqueue_job(item.job, payload_for(item.job, item.agent),
-                                               _job_id=item.job_id, _queue_name=self.queue)
+            job = await self.redis.enqueue_job(
+                item.job, payload_for(item.job, item.agent), _job_id=item.job_id, _queue_name=self.queue
+            )
             self.last_slots[(item.job, item.agent or self.host)] = item.slot
-            metrics.SCHEDULED.labels(family=item.job, decision="enqueued" if job else "already_enqueued").inc()
+            metrics.SCHEDULED.labels(
+                family=item.job, decision="enqueued" if job else "already_enqueued"
+            ).inc()
             if job is not None:
                 enqueued.append(item.job_id)
                 log.info("scheduled %s", item.job_id)

@@ -144,7 +144,9 @@ class Service:
         try:
             await self._publish()
         except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
-            raise OperationFailed(f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}") from None
+            raise OperationFailed(
+                f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
+            ) from None
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
         # arq logs each job's arguments at INFO; payloads name sessions and people, so keep
         # arq's own job lines out and log one line per job ourselves (workers.base.observed).
@@ -158,11 +160,15 @@ class Service:
         assert self.pool is not None
         st = self.state
         record = {
-            "pid": os.getpid(), "queue": st.queue, "agents": orjson.dumps(st.agents).decode(),
-            "started_at": st.started_at, "heartbeat": f"{time.time():.3f}",
+            "pid": os.getpid(),
+            "queue": st.queue,
+            "agents": orjson.dumps(st.agents).decode(),
+            "started_at": st.started_at,
+            "heartbeat": f"{time.time():.3f}",
             "state": "stopped" if stopped else "draining" if st.draining else "running",
             "redis": "ok" if st.redis_ok else f"unreachable: {st.redis_error}",
-            "metrics_port": st.metrics_port or "", "policy_reloaded_at": st.policy_reloaded_at or "",
+            "metrics_port": st.metrics_port or "",
+            "policy_reloaded_at": st.policy_reloaded_at or "",
             "status": st.summary(),
         }
         key = HOST_KEY.format(host=st.host_id)
@@ -220,8 +226,12 @@ class Service:
         self.settings = self.ctx["settings"]
         self.state.policy_reloaded_at = _now_iso()
         p = fresh.memory_policy.exclude_sessions
-        log.info("SIGHUP: admission policy reloaded (%d hook sources, %d channels, %d chat types excluded)",
-                 len(p.hook_external_content_sources), len(p.channels), len(p.chat_types))
+        log.info(
+            "SIGHUP: admission policy reloaded (%d hook sources, %d channels, %d chat types excluded)",
+            len(p.hook_external_content_sources),
+            len(p.channels),
+            len(p.chat_types),
+        )
 
     async def drain(self) -> None:
         """Stop taking jobs; give the running ones `shutdown_grace_s`; cancel the rest (they return
@@ -291,8 +301,11 @@ class Service:
         metrics.REDIS_UP.set(0)
         self.notifier.status(self.state.summary())
         if first:
-            log.warning("Redis unreachable (%s): %s; retrying with backoff",
-                        redact_url(self.settings.redis_url), self.state.redis_error)
+            log.warning(
+                "Redis unreachable (%s): %s; retrying with backoff",
+                redact_url(self.settings.redis_url),
+                self.state.redis_error,
+            )
 
     async def _schedule_loop(self) -> None:
         assert self.pool is not None
@@ -323,8 +336,12 @@ class Service:
         metrics.JOBS.labels(state="queued").set(max(queued - running, 0))
         metrics.JOBS.labels(state="running").set(running)
         w = self.worker
-        self.state.counts = {"done": w.jobs_complete, "failed": w.jobs_failed, "retried": w.jobs_retried,
-                             "queued": max(queued - running, 0)}
+        self.state.counts = {
+            "done": w.jobs_complete,
+            "failed": w.jobs_failed,
+            "retried": w.jobs_retried,
+            "queued": max(queued - running, 0),
+        }
 
     async def _gauge_loop(self) -> None:
         """Per-agent lag and exclusion gauges, from the same numbers `memoryd status` shows."""

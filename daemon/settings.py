@@ -33,12 +33,18 @@ class ExcludeSessions(Section):
     """Admission policy lists. Exact, case-sensitive matches against recorded session metadata."""
 
     hook_external_content_sources: list[str] = Field(
-        default_factory=list, description="Hook sources to keep out (gmail, email, webhook).")
-    channels: list[str] = Field(default_factory=list, description="Channel/plugin ids to keep out (not room ids).")
-    chat_types: list[str] = Field(default_factory=list, description="Chat types to keep out (direct, group, channel).")
+        default_factory=list, description="Hook sources to keep out (gmail, email, webhook)."
+    )
+    channels: list[str] = Field(
+        default_factory=list, description="Channel/plugin ids to keep out (not room ids)."
+    )
+    chat_types: list[str] = Field(
+        default_factory=list, description="Chat types to keep out (direct, group, channel)."
+    )
 
     _clean = field_validator("hook_external_content_sources", "channels", "chat_types")(
-        lambda cls, v: _clean_list(v))
+        lambda cls, v: _clean_list(v)
+    )
 
 
 class MemoryPolicy(Section):
@@ -47,21 +53,29 @@ class MemoryPolicy(Section):
 
 class AgentConfig(Section):
     workspace: Path | None = Field(
-        default=None, description="The agent's workspace; default state_dir/agents/<id>/workspace.")
+        default=None, description="The agent's workspace; default state_dir/agents/<id>/workspace."
+    )
     session_source: Literal["auto", "json", "openclaw"] = Field(
-        default="auto", description="auto: the OpenClaw agent database when present, else sessions.json.")
+        default="auto", description="auto: the OpenClaw agent database when present, else sessions.json."
+    )
 
 
 class IngestSettings(Section):
     interval_s: float = Field(default=300.0, gt=0, description="Seconds between scheduled ingest sweeps.")
     max_messages_per_sweep: int = Field(default=240, ge=1, description="Messages staged per sweep at most.")
-    max_messages_per_file: int = Field(default=80, ge=1, description="Messages staged per session per sweep at most.")
+    max_messages_per_file: int = Field(
+        default=80, ge=1, description="Messages staged per session per sweep at most."
+    )
 
 
 class ConsolidationSettings(Section):
-    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint; unset = append-only promotion.")
+    base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint; unset = append-only promotion."
+    )
     model: str = Field(default="gpt-4o-mini", description="Model name sent to the endpoint.")
-    api_key_env: str = Field(default="MEMORYD_CONSOLIDATION_API_KEY", description="Env var holding the API key.")
+    api_key_env: str = Field(
+        default="MEMORYD_CONSOLIDATION_API_KEY", description="Env var holding the API key."
+    )
     timeout_s: float = Field(default=60.0, gt=0, description="Model call timeout.")
 
 
@@ -78,9 +92,15 @@ class DreamingSettings(Section):
     min_recall_count: int = Field(default=3, ge=0, description="Deep promotion minimum recall count.")
     min_unique_queries: int = Field(default=3, ge=0, description="Deep promotion minimum distinct queries.")
     recency_half_life_days: float = Field(default=14.0, gt=0, description="Recency half-life for ranking.")
-    max_age_days: float = Field(default=30.0, gt=0, description="Staged entries older than this are not promoted.")
-    max_promoted_snippet_tokens: int = Field(default=160, ge=1, description="Promoted text budget (x4 chars).")
-    max_prior_entry_loss_fraction: float = Field(default=0.25, ge=0, le=1, description="Consolidation loss guard.")
+    max_age_days: float = Field(
+        default=30.0, gt=0, description="Staged entries older than this are not promoted."
+    )
+    max_promoted_snippet_tokens: int = Field(
+        default=160, ge=1, description="Promoted text budget (x4 chars)."
+    )
+    max_prior_entry_loss_fraction: float = Field(
+        default=0.25, ge=0, le=1, description="Consolidation loss guard."
+    )
     memory_file_max_chars: int = Field(default=10_000, ge=1000, description="MEMORY.md size budget.")
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
 
@@ -117,27 +137,41 @@ class RetentionSettings(Section):
     tenant: str = Field(default="default", description="Tenant that ingested sessions belong to.")
     interval_s: float = Field(default=3600.0, gt=0, description="Seconds between retention sweeps.")
     expired_purge_after_days: int | None = Field(
-        default=None, ge=0, description="Purge expired data this many days after expiry; unset = never.")
-    erase_result_ttl_s: int = Field(default=300, ge=1, description="Erase job arguments/results kept in Redis.")
+        default=None, ge=0, description="Purge expired data this many days after expiry; unset = never."
+    )
+    erase_result_ttl_s: int = Field(
+        default=300, ge=1, description="Erase job arguments/results kept in Redis."
+    )
     agent_participant_kinds: list[str] = Field(
         default=["agent", "bot", "assistant"],
         description="Participant senderKind/type values that mark an agent, not a user, when a session "
-                    "is mapped to its scope (user = the first other participant).")
+        "is mapped to its scope (user = the first other participant).",
+    )
 
 
 class DaemonSettings(Section):
     host_id: str = Field(default_factory=socket.gethostname, description="Names this host's queue.")
-    metrics_listen: str | None = Field(default="127.0.0.1:9464", description="host:port for Prometheus; unset = off.")
-    shutdown_grace_s: float = Field(default=30.0, ge=0, description="How long SIGTERM waits for the running job.")
+    metrics_listen: str | None = Field(
+        default="127.0.0.1:9464", description="host:port for Prometheus; unset = off."
+    )
+    shutdown_grace_s: float = Field(
+        default=30.0, ge=0, description="How long SIGTERM waits for the running job."
+    )
     poll_delay_s: float = Field(
-        default=0.01, gt=0,
+        default=0.01,
+        gt=0,
         description="arq worker poll interval: an idle worker picks up a new job within it "
-                    "(arq's own 0.5 s default makes every job round trip take half a second).")
+        "(arq's own 0.5 s default makes every job round trip take half a second).",
+    )
     max_jobs: int = Field(default=4, ge=1, description="Jobs run at once (mutations serialize on the lock).")
     job_timeout_s: float = Field(default=3600.0, gt=0, description="A job running longer is cancelled.")
     keep_result_s: int = Field(default=86_400, ge=1, description="How long job results stay in Redis.")
-    redis_retry_max_s: float = Field(default=30.0, gt=0, description="Longest backoff between Redis reconnects.")
-    schedule: bool = Field(default=True, description="Enqueue the scheduled sweeps; off = run only jobs sent by clients.")
+    redis_retry_max_s: float = Field(
+        default=30.0, gt=0, description="Longest backoff between Redis reconnects."
+    )
+    schedule: bool = Field(
+        default=True, description="Enqueue the scheduled sweeps; off = run only jobs sent by clients."
+    )
 
 
 class LockSettings(Section):
@@ -165,14 +199,19 @@ class _TomlSource(PydanticBaseSettingsSource):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MEMORYD_", env_nested_delimiter="__", extra="forbid",
-                                      frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORYD_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
 
     state_dir: Path = Field(default_factory=_default_state_dir, description="memoryd's own state (0700).")
-    sessions_root: Path = Field(default_factory=lambda: Path.home() / ".openclaw",
-                                description="Where agents' session stores live (read-only).")
-    redis_url: str = Field(default="redis://127.0.0.1:6379/0",
-                           description="redis://, rediss:// (TLS), with user:password for ACL/AUTH.")
+    sessions_root: Path = Field(
+        default_factory=lambda: Path.home() / ".openclaw",
+        description="Where agents' session stores live (read-only).",
+    )
+    redis_url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        description="redis://, rediss:// (TLS), with user:password for ACL/AUTH.",
+    )
     agents: dict[str, AgentConfig] = Field(default_factory=dict, description="Per-agent overrides.")
     memory_policy: MemoryPolicy = Field(default_factory=MemoryPolicy)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
@@ -185,10 +224,14 @@ class Settings(BaseSettings):
     _toml_data: Any = None  # set by load_settings before validation
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml = _TomlSource(settings_cls, _PENDING_TOML.get("data") or {})
         return (init_settings, env_settings, toml)
 

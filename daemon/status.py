@@ -107,7 +107,9 @@ _STORE_ERRORS: tuple[type[BaseException], ...] = (MemorydError, *ANY_SQLITE_ERRO
 def _read_checkpoints(conn: Connection) -> list[CheckpointRow]:
     if not table_exists(conn, "ingest_checkpoints"):
         return []
-    rows = conn.execute("SELECT session_id, mtime_ms, size, excluded_reason, updated_at FROM ingest_checkpoints")
+    rows = conn.execute(
+        "SELECT session_id, mtime_ms, size, excluded_reason, updated_at FROM ingest_checkpoints"
+    )
     return [CheckpointRow(*r) for r in rows.fetchall()]
 
 
@@ -159,11 +161,16 @@ async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: s
     heartbeat = float(record["heartbeat"]) if "heartbeat" in record else None
     age = None if heartbeat is None else round(max(0.0, time.time() - heartbeat), 3)
     running = record.get("state") == "running" and age is not None and age <= HOST_KEY_TTL_S
-    return DaemonStatus(host_id=host, queue=queue_name(host), running=running,
-                        pid=int(record["pid"]) if running and "pid" in record else None,
-                        started_at=record.get("started_at") if running else None,
-                        heartbeat_age_s=age, redis=record.get("redis", redis_state) if running else redis_state,
-                        redis_url=redact_url(settings.redis_url))
+    return DaemonStatus(
+        host_id=host,
+        queue=queue_name(host),
+        running=running,
+        pid=int(record["pid"]) if running and "pid" in record else None,
+        started_at=record.get("started_at") if running else None,
+        heartbeat_age_s=age,
+        redis=record.get("redis", redis_state) if running else redis_state,
+        redis_url=redact_url(settings.redis_url),
+    )
 
 
 async def collect_status(settings: Settings, agents: list[str] | None = None) -> StatusReport:
@@ -190,12 +197,21 @@ async def collect_status(settings: Settings, agents: list[str] | None = None) ->
                 if queue is not None:
                     depth = int(await redis.zcard(queue))
                 holder = await WorkspaceLock(redis, settings.workspace_for(agent)).holder_info()
-            out.append(AgentStatus(agent=agent, last_sweep_at=_iso(summary.last_sweep_ms), sessions=summary.live,
-                                   sessions_admitted=summary.admitted, sessions_excluded=summary.excluded,
-                                   lag=summary.lag, queue=queue, queue_depth=depth, lock_holder=holder,
-                                   errors=errors))
+            out.append(
+                AgentStatus(
+                    agent=agent,
+                    last_sweep_at=_iso(summary.last_sweep_ms),
+                    sessions=summary.live,
+                    sessions_admitted=summary.admitted,
+                    sessions_excluded=summary.excluded,
+                    lag=summary.lag,
+                    queue=queue,
+                    queue_depth=depth,
+                    lock_holder=holder,
+                    errors=errors,
+                )
+            )
         return StatusReport(daemon=await _daemon_status(settings, redis, redis_state), agents=out)
     finally:
         if redis is not None:
             await redis.aclose()
-

@@ -26,7 +26,12 @@ def message_line(sid: str, i: int, msg: Msg, ts: int) -> dict[str, Any]:
         meta["senderIsOwner"] = True
     if meta:
         body["__openclaw"] = meta
-    return {"type": "message", "id": f"{sid}-{i}", "parentId": f"{sid}-{i - 1}" if i else None, "message": body}
+    return {
+        "type": "message",
+        "id": f"{sid}-{i}",
+        "parentId": f"{sid}-{i - 1}" if i else None,
+        "message": body,
+    }
 
 
 class SessionStoreBuilder:
@@ -42,10 +47,23 @@ class SessionStoreBuilder:
 
         self.base_ms = base_ms if base_ms is not None else (int(time.time() * 1000) // DAY_MS - 1) * DAY_MS
 
-    def add(self, key: str, sid: str, messages: list[Msg] | None = None, *, kind: str = "interactive",
-            write_transcript: bool = True, **meta: Any) -> Path:
-        entry: dict[str, Any] = {"sessionId": sid, "sessionKind": kind, "createdAt": self.base_ms,
-                                 "updatedAt": self.base_ms + 60_000, **meta}
+    def add(
+        self,
+        key: str,
+        sid: str,
+        messages: list[Msg] | None = None,
+        *,
+        kind: str = "interactive",
+        write_transcript: bool = True,
+        **meta: Any,
+    ) -> Path:
+        entry: dict[str, Any] = {
+            "sessionId": sid,
+            "sessionKind": kind,
+            "createdAt": self.base_ms,
+            "updatedAt": self.base_ms + 60_000,
+            **meta,
+        }
         self.entries[key] = entry
         self.save()
         path = self.dir / f"{sid}.jsonl"
@@ -69,8 +87,13 @@ class SessionStoreBuilder:
                 ts = m.ts if m.ts is not None else self.base_ms + i * 1000
                 fh.write(json.dumps(message_line(sid, i, m, ts)) + "\n")
 
-    def archive(self, sid: str, reason: str = "reset", ts: str = "2026-08-25T10-00-00.000Z",
-                messages: list[Msg] | None = None) -> Path:
+    def archive(
+        self,
+        sid: str,
+        reason: str = "reset",
+        ts: str = "2026-08-25T10-00-00.000Z",
+        messages: list[Msg] | None = None,
+    ) -> Path:
         path = self.dir / f"{sid}.jsonl.{reason}.{ts}"
         lines = [{"type": "session", "version": 3, "id": sid, "cwd": "/srv"}]
         for i, m in enumerate(messages or []):
@@ -89,5 +112,7 @@ def conversation(topic: str, sid: str, n: int = 4) -> list[Msg]:
         if i % 2 == 0:
             out.append(Msg("user", f"Remember that the {topic} rota changes on day {i} for the {sid} team."))
         else:
-            out.append(Msg("assistant", f"Understood, the {topic} rota changes on day {i - 1} for the {sid} team."))
+            out.append(
+                Msg("assistant", f"Understood, the {topic} rota changes on day {i - 1} for the {sid} team.")
+            )
     return out

@@ -55,19 +55,30 @@ class NotifySocket:
         self.sock.close()
 
 
-def write_config(path: Path, *, state_dir: Path, sessions_root: Path, redis_url: str, host_id: str,
-                 extra: str = "", grace_s: float = 5.0, lock_wait_s: float = 30.0) -> Path:
+def write_config(
+    path: Path,
+    *,
+    state_dir: Path,
+    sessions_root: Path,
+    redis_url: str,
+    host_id: str,
+    extra: str = "",
+    grace_s: float = 5.0,
+    lock_wait_s: float = 30.0,
+) -> Path:
     path.write_text(
         f'state_dir = "{state_dir}"\nsessions_root = "{sessions_root}"\nredis_url = "{redis_url}"\n\n'
         f'[daemon]\nhost_id = "{host_id}"\nmetrics_listen = "127.0.0.1:0"\nschedule = false\n'
         f"poll_delay_s = 0.01\nshutdown_grace_s = {grace_s}\nmax_jobs = 4\n\n"
-        f"[lock]\nwait_s = {lock_wait_s}\n\n{extra}\n")
+        f"[lock]\nwait_s = {lock_wait_s}\n\n{extra}\n"
+    )
     return path
 
 
 class DaemonProcess:
-    def __init__(self, config: Path, notify: NotifySocket | None, log_path: Path,
-                 env: dict[str, str] | None = None):
+    def __init__(
+        self, config: Path, notify: NotifySocket | None, log_path: Path, env: dict[str, str] | None = None
+    ):
         self.config = config
         self.notify = notify
         self.log_path = log_path
@@ -80,8 +91,13 @@ class DaemonProcess:
         if self.notify is not None:
             env["NOTIFY_SOCKET"] = self.notify.address
         self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
-                                     cwd=REPO, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
+            cwd=REPO,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         return self
 
     def signal(self, signum: int) -> None:
@@ -118,7 +134,12 @@ def cleanup_redis(redis_url: str, host_ids: list[str], agents: list[str], job_id
         for host in host_ids:
             r.delete(HOST_KEY.format(host=host), queue_name(host), queue_name(host) + ":health-check")
         for job_id in job_ids:
-            r.delete(f"arq:job:{job_id}", f"arq:result:{job_id}", f"arq:retry:{job_id}", f"arq:in-progress:{job_id}")
+            r.delete(
+                f"arq:job:{job_id}",
+                f"arq:result:{job_id}",
+                f"arq:retry:{job_id}",
+                f"arq:in-progress:{job_id}",
+            )
     finally:
         r.close()
 

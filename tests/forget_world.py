@@ -96,15 +96,22 @@ DAILY_MD_AFTER = """# 2026-08-25
   - Monday changes
 """
 
-CORPUS_MIXED_TEXT = "\n".join([
-    f"[main/sessions/main/target#L2] {TARGET_SNIPPET}",
-    f"[main/sessions/main/other#L2] {OTHER_SNIPPET}",
-    f"[main/sessions/main/target#L4] {SHORT_SNIPPET}",
-    "[main/sessions/main/prefix-survivor#L2] User: Survivor sessions keep their own memory.",
-    "[main/sessions/main/PREFIX#L2] User: Upper-case ids are other sessions.",
-    "[main/sessions/main/prefix.jsonl.other#L2] User: Not a transcript name of prefix.",
-]) + "\n"
-CORPUS_TARGET_ONLY_TEXT = "[main/sessions/main/target.jsonl.reset.2026-08-25T10-00-00.000Z#L3] User: Archived words.\n"
+CORPUS_MIXED_TEXT = (
+    "\n".join(
+        [
+            f"[main/sessions/main/target#L2] {TARGET_SNIPPET}",
+            f"[main/sessions/main/other#L2] {OTHER_SNIPPET}",
+            f"[main/sessions/main/target#L4] {SHORT_SNIPPET}",
+            "[main/sessions/main/prefix-survivor#L2] User: Survivor sessions keep their own memory.",
+            "[main/sessions/main/PREFIX#L2] User: Upper-case ids are other sessions.",
+            "[main/sessions/main/prefix.jsonl.other#L2] User: Not a transcript name of prefix.",
+        ]
+    )
+    + "\n"
+)
+CORPUS_TARGET_ONLY_TEXT = (
+    "[main/sessions/main/target.jsonl.reset.2026-08-25T10-00-00.000Z#L3] User: Archived words.\n"
+)
 
 BACKUP_WITH_TARGET = MEMORY_MD
 BACKUP_UNRELATED = "# Memory\n\n<!-- memoryd-promotion:k-other -->\n- The orchard rota changes on Monday.\n"
@@ -152,17 +159,55 @@ class ForgetWorld:
     # --- sessions ------------------------------------------------------------------------------
     def build_sessions(self) -> None:
         s = self.sessions
-        s.add("agent:main:main", "target", [
-            Msg("user", "Please remember violet-mongoose-42."),
-            Msg("assistant", [{"type": "toolCall", "id": "w1", "name": "write",
-                               "arguments": {"path": "USER.md", "content": "x"}}]),
-            Msg("assistant", [{"type": "tool_use", "id": "w2", "name": "apply_patch",
-                               "input": "*** Begin Patch\n*** Update File: memory/notes.md\n*** End Patch"}]),
-            Msg("assistant", [{"type": "toolCall", "id": "w3", "name": "write",
-                               "arguments": {"path": "../outside.md"}}]),
-        ], hookExternalContentSource="gmail", participants=[{"actorId": "nora"}])
-        s.add("agent:main:signal:dm:omar", "other", [Msg("user", "The orchard rota changes on Monday.")],
-              channel="signal", participants=[{"actorId": "omar", "namespace": {"type": "remote", "domain": "signal"}}])
+        s.add(
+            "agent:main:main",
+            "target",
+            [
+                Msg("user", "Please remember violet-mongoose-42."),
+                Msg(
+                    "assistant",
+                    [
+                        {
+                            "type": "toolCall",
+                            "id": "w1",
+                            "name": "write",
+                            "arguments": {"path": "USER.md", "content": "x"},
+                        }
+                    ],
+                ),
+                Msg(
+                    "assistant",
+                    [
+                        {
+                            "type": "tool_use",
+                            "id": "w2",
+                            "name": "apply_patch",
+                            "input": "*** Begin Patch\n*** Update File: memory/notes.md\n*** End Patch",
+                        }
+                    ],
+                ),
+                Msg(
+                    "assistant",
+                    [
+                        {
+                            "type": "toolCall",
+                            "id": "w3",
+                            "name": "write",
+                            "arguments": {"path": "../outside.md"},
+                        }
+                    ],
+                ),
+            ],
+            hookExternalContentSource="gmail",
+            participants=[{"actorId": "nora"}],
+        )
+        s.add(
+            "agent:main:signal:dm:omar",
+            "other",
+            [Msg("user", "The orchard rota changes on Monday.")],
+            channel="signal",
+            participants=[{"actorId": "omar", "namespace": {"type": "remote", "domain": "signal"}}],
+        )
         s.add("agent:main:survivor", "prefix-survivor", [Msg("user", "Survivor sessions keep their memory.")])
         s.add("cron:nightly", "cronjob", [Msg("user", "nightly run")], kind="cron")
         s.archive("target", "reset", "2026-08-25T10-00-00.000Z", [Msg("user", "Archived words.")])
@@ -231,47 +276,83 @@ ORIGINS = [
 def populate_rows(conn: Connection, agent: str) -> None:
     conn.executemany(
         "INSERT INTO memory_entry_origins(entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
-        "VALUES (?, ?, ?, ?, 'owner', 1)", [(k, agent, s, key) for k, s, key in ORIGINS])
+        "VALUES (?, ?, ?, ?, 'owner', 1)",
+        [(k, agent, s, key) for k, s, key in ORIGINS],
+    )
     conn.executemany(
         "INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, first_recalled_at, "
         "last_recalled_at, origin_class, observed_at) VALUES (?, ?, 1, 1, ?, 1, 1, 'owner', 1)",
-        [("k-target", CORPUS_MIXED, TARGET_SNIPPET), ("k-mixed", CORPUS_MIXED, "mixed words"),
-         ("k-other", CORPUS_MIXED, OTHER_SNIPPET),
-         # no origin, but its text names the session: removed by reference
-         ("k-loose", "memory/2026-08-25.md", "Session ID: target notes"),
-         ("k-daily", "memory/2026-08-25.md", "a daily note entry")])
-    conn.executemany("INSERT INTO phase_signals(entry_key, light_hits) VALUES (?, 1)",
-                     [("k-target",), ("k-mixed",), ("k-other",), ("k-loose",), ("k-daily",)])
+        [
+            ("k-target", CORPUS_MIXED, TARGET_SNIPPET),
+            ("k-mixed", CORPUS_MIXED, "mixed words"),
+            ("k-other", CORPUS_MIXED, OTHER_SNIPPET),
+            # no origin, but its text names the session: removed by reference
+            ("k-loose", "memory/2026-08-25.md", "Session ID: target notes"),
+            ("k-daily", "memory/2026-08-25.md", "a daily note entry"),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO phase_signals(entry_key, light_hits) VALUES (?, 1)",
+        [("k-target",), ("k-mixed",), ("k-other",), ("k-loose",), ("k-daily",)],
+    )
     conn.executemany(
         "INSERT INTO ingest_checkpoints(state_key, agent_id, session_id, session_path, mtime_ms, size, content_hash, "
         "line_count, last_content_line, updated_at) VALUES (?, ?, ?, ?, 1, 1, 'h', 1, 1, 1)",
-        [(f"{agent}:sessions/{agent}/{sid}", agent, sid, f"sessions/{agent}/{sid}")
-         for sid in ("target", "other", "prefix-survivor")])
-    conn.executemany("INSERT INTO ingest_seen_hashes(scope, hash, seq) VALUES (?, ?, ?)",
-                     [(f"{agent}:target", "h1", 1), (f"{agent}:target", "h2", 2), (f"{agent}:other", "h3", 1),
-                      (f"{agent}:prefix-survivor", "h4", 1)])
-    conn.executemany("INSERT INTO memory_backups(created_at, content, content_hash) VALUES (?, ?, ?)",
-                     [(1, BACKUP_WITH_TARGET, sha256_hex(BACKUP_WITH_TARGET)),
-                      (2, BACKUP_UNRELATED, sha256_hex(BACKUP_UNRELATED))])
+        [
+            (f"{agent}:sessions/{agent}/{sid}", agent, sid, f"sessions/{agent}/{sid}")
+            for sid in ("target", "other", "prefix-survivor")
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO ingest_seen_hashes(scope, hash, seq) VALUES (?, ?, ?)",
+        [
+            (f"{agent}:target", "h1", 1),
+            (f"{agent}:target", "h2", 2),
+            (f"{agent}:other", "h3", 1),
+            (f"{agent}:prefix-survivor", "h4", 1),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO memory_backups(created_at, content, content_hash) VALUES (?, ?, ?)",
+        [
+            (1, BACKUP_WITH_TARGET, sha256_hex(BACKUP_WITH_TARGET)),
+            (2, BACKUP_UNRELATED, sha256_hex(BACKUP_UNRELATED)),
+        ],
+    )
     conn.executemany(
         "INSERT INTO curated_writes(relative_path, origin_class, observed_at, session_id, session_key) "
         "VALUES (?, 'agent', ?, ?, ?)",
-        [("MEMORY.md", 1787738401000, "target", "agent:main:main"),
-         ("memory/other.md", 1787738402000, "other", None)])
+        [
+            ("MEMORY.md", 1787738401000, "target", "agent:main:main"),
+            ("memory/other.md", 1787738402000, "other", None),
+        ],
+    )
     for c in CHUNKS:
         cid = chunk_id(c.path, 1, c.text)
         cur = conn.execute(
             "INSERT INTO memory_index_chunks(id, path, source, start_line, end_line, hash, model, text, session_id, "
             "updated_at) VALUES (?, ?, ?, 1, 1, ?, 'hashing', ?, ?, 1)",
-            (cid, c.path, c.source, sha256_hex(c.text), c.text, c.session_id))
+            (cid, c.path, c.source, sha256_hex(c.text), c.text, c.session_id),
+        )
         rowid = cur.lastrowid
-        conn.execute("INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at) "
-                     "VALUES (?, ?, ?, 1)", (cid, c.origin_class, c.session_kind))
+        conn.execute(
+            "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at) "
+            "VALUES (?, ?, ?, 1)",
+            (cid, c.origin_class, c.session_kind),
+        )
         conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", (rowid, c.text))
         if c.vector:
-            conn.execute("INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, 'hashing', 2, ?)",
-                         (rowid, b"\x00" * 8))
-        conn.execute("INSERT OR IGNORE INTO memory_index_sources(path, source, hash, mtime, size, session_id) "
-                     "VALUES (?, ?, 'h', 1, 1, ?)", (c.path, c.source, c.session_id))
-    conn.executemany("INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, updated_at) "
-                     "VALUES ('hashing', 'hashing', '', ?, x'00', 1)", [(f"h{i}",) for i in range(3)])
+            conn.execute(
+                "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, 'hashing', 2, ?)",
+                (rowid, b"\x00" * 8),
+            )
+        conn.execute(
+            "INSERT OR IGNORE INTO memory_index_sources(path, source, hash, mtime, size, session_id) "
+            "VALUES (?, ?, 'h', 1, 1, ?)",
+            (c.path, c.source, c.session_id),
+        )
+    conn.executemany(
+        "INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, updated_at) "
+        "VALUES ('hashing', 'hashing', '', ?, x'00', 1)",
+        [(f"h{i}",) for i in range(3)],
+    )

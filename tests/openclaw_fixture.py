@@ -157,8 +157,18 @@ CREATE TABLE session_transcript_archives (
 ) STRICT;
 """
 
-OBSERVATION_TELEGRAM = {"type": "observation", "pluginId": "telegram", "accountId": "default", "senderKind": "human"}
-OBSERVATION_DISCORD = {"type": "observation", "pluginId": "discord", "accountId": "work", "senderKind": "human"}
+OBSERVATION_TELEGRAM = {
+    "type": "observation",
+    "pluginId": "telegram",
+    "accountId": "default",
+    "senderKind": "human",
+}
+OBSERVATION_DISCORD = {
+    "type": "observation",
+    "pluginId": "discord",
+    "accountId": "work",
+    "senderKind": "human",
+}
 PROFILE = {"type": "profile"}
 
 
@@ -168,15 +178,33 @@ def dumps(value: Any) -> str:
 
 def navigation_json(size: int) -> str:
     """The smallest navigation record the transcript_events CHECK accepts (required with zstd)."""
-    return dumps({"version": 1, "report": {"kind": "canonical"}, "navigation": {}, "reset": {}, "model": {},
-                  "modelBytes": size, "modelWithoutCheckpointBytes": size, "withoutCustomDataBytes": size})
+    return dumps(
+        {
+            "version": 1,
+            "report": {"kind": "canonical"},
+            "navigation": {},
+            "reset": {},
+            "model": {},
+            "modelBytes": size,
+            "modelWithoutCheckpointBytes": size,
+            "withoutCustomDataBytes": size,
+        }
+    )
 
 
 def external_delivery(channel: str, account: str, to: str, chat_type: str) -> dict[str, Any]:
-    return {"kind": "external",
-            "route": {"channel": channel, "accountId": account, "target": {"to": to, "chatType": chat_type}},
-            "context": {"channel": channel, "to": to, "accountId": account},
-            "origin": {"provider": channel, "surface": channel, "chatType": chat_type, "to": to, "accountId": account}}
+    return {
+        "kind": "external",
+        "route": {"channel": channel, "accountId": account, "target": {"to": to, "chatType": chat_type}},
+        "context": {"channel": channel, "to": to, "accountId": account},
+        "origin": {
+            "provider": channel,
+            "surface": channel,
+            "chatType": chat_type,
+            "to": to,
+            "accountId": account,
+        },
+    }
 
 
 def message_event(msg: Msg, parent: str | None, ts_ms: int) -> dict[str, Any]:
@@ -188,8 +216,13 @@ def message_event(msg: Msg, parent: str | None, ts_ms: int) -> dict[str, Any]:
         meta["senderIsOwner"] = True
     if meta:
         body["__openclaw"] = meta
-    return {"type": "message", "id": str(uuid.uuid4()), "parentId": parent,
-            "timestamp": "2026-11-29T18:57:58.203Z", "message": body}
+    return {
+        "type": "message",
+        "id": str(uuid.uuid4()),
+        "parentId": parent,
+        "timestamp": "2026-11-29T18:57:58.203Z",
+        "message": body,
+    }
 
 
 class OpenClawDbBuilder:
@@ -223,8 +256,15 @@ class OpenClawDbBuilder:
 
     # -- upsertSessionEntry ----------------------------------------------------------------------
 
-    def upsert_entry(self, key: str, entry: dict[str, Any], *, reason: str = "initial",
-                     previous_session_id: str | None = None, scope: str = "conversation") -> None:
+    def upsert_entry(
+        self,
+        key: str,
+        entry: dict[str, Any],
+        *,
+        reason: str = "initial",
+        previous_session_id: str | None = None,
+        scope: str = "conversation",
+    ) -> None:
         """Writes the entry JSON and projects the current window, as OpenClaw's writer does:
         hook column gmail|webhook (email persisted as webhook), provenance 1, channel and account
         from an external delivery route, created_at = sessionStartedAt."""
@@ -243,8 +283,17 @@ class OpenClawDbBuilder:
                 "ON CONFLICT(session_key) DO UPDATE SET current_session_id = excluded.current_session_id, "
                 "entry_json = excluded.entry_json, updated_at = excluded.updated_at, "
                 "created_via = excluded.created_via, spawned_by = excluded.spawned_by, label = excluded.label",
-                (key, sid, dumps(entry), updated, started, entry.get("createdVia"), entry.get("spawnedBy"),
-                 entry.get("label")))
+                (
+                    key,
+                    sid,
+                    dumps(entry),
+                    updated,
+                    started,
+                    entry.get("createdVia"),
+                    entry.get("spawnedBy"),
+                    entry.get("label"),
+                ),
+            )
             self.conn.execute(
                 "INSERT INTO session_windows(session_id, session_key, previous_session_id, reason, session_scope, "
                 "created_at, updated_at, session_entry_provenance, hook_external_content_source, chat_type, channel, "
@@ -252,39 +301,82 @@ class OpenClawDbBuilder:
                 "ON CONFLICT(session_id) DO UPDATE SET updated_at = excluded.updated_at, "
                 "hook_external_content_source = excluded.hook_external_content_source, "
                 "chat_type = excluded.chat_type, channel = excluded.channel, account_id = excluded.account_id",
-                (sid, key, previous_session_id, reason, scope, started, updated, column, entry.get("chatType"),
-                 route.get("channel"), route.get("accountId"), entry.get("spawnedBy"), entry.get("label")))
+                (
+                    sid,
+                    key,
+                    previous_session_id,
+                    reason,
+                    scope,
+                    started,
+                    updated,
+                    column,
+                    entry.get("chatType"),
+                    route.get("channel"),
+                    route.get("accountId"),
+                    entry.get("spawnedBy"),
+                    entry.get("label"),
+                ),
+            )
 
-    def add_window(self, key: str, sid: str, *, created_at: int, provenance: int = 0, hook_column: str | None = None,
-                   chat_type: str | None = None, channel: str | None = None, reason: str = "initial") -> None:
+    def add_window(
+        self,
+        key: str,
+        sid: str,
+        *,
+        created_at: int,
+        provenance: int = 0,
+        hook_column: str | None = None,
+        chat_type: str | None = None,
+        channel: str | None = None,
+        reason: str = "initial",
+    ) -> None:
         """A window row written directly (older or imported rows: provenance 0 unless given)."""
         self.conn.execute(
             "INSERT INTO session_windows(session_id, session_key, reason, created_at, updated_at, "
             "session_entry_provenance, hook_external_content_source, chat_type, channel) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, key, reason, created_at, created_at, provenance, hook_column, chat_type, channel))
+            (sid, key, reason, created_at, created_at, provenance, hook_column, chat_type, channel),
+        )
 
     def entry(self, sid: str, started: int, **fields: Any) -> dict[str, Any]:
-        return {"sessionId": sid, "updatedAt": started + 600_000, "sessionStartedAt": started,
-                "lastInteractionAt": started + 600_000, **fields}
+        return {
+            "sessionId": sid,
+            "updatedAt": started + 600_000,
+            "sessionStartedAt": started,
+            "lastInteractionAt": started + 600_000,
+            **fields,
+        }
 
     # -- appendSessionTranscriptMessageByIdentity --------------------------------------------------
 
-    def append(self, sid: str, messages: list[Msg], *, zstd: bool = False, conn: Any = None) -> list[dict[str, Any]]:
+    def append(
+        self, sid: str, messages: list[Msg], *, zstd: bool = False, conn: Any = None
+    ) -> list[dict[str, Any]]:
         """Appends events (a v4 header first if the transcript is empty) in one transaction;
         returns the events written."""
         db = conn or self.conn
         with db:
             db.execute("BEGIN IMMEDIATE")
-            last = db.execute("SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)).fetchone()[0]
+            last = db.execute(
+                "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (sid,)
+            ).fetchone()[0]
             events: list[dict[str, Any]] = []
             if last is None:
-                events.append({"type": "session", "version": 4, "id": sid, "timestamp": "2026-11-29T18:57:58.203Z",
-                               "cwd": "/tmp"})
+                events.append(
+                    {
+                        "type": "session",
+                        "version": 4,
+                        "id": sid,
+                        "timestamp": "2026-11-29T18:57:58.203Z",
+                        "cwd": "/tmp",
+                    }
+                )
                 parent = None
             else:
-                row = db.execute("SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ? "
-                                 "AND seq = ?", (sid, last)).fetchone()
+                row = db.execute(
+                    "SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ? AND seq = ?",
+                    (sid, last),
+                ).fetchone()
                 prev = json.loads(row[0] if row[0] is not None else zstandard.decompress(row[1]))
                 parent = prev.get("id") if prev.get("type") == "message" else None
             for i, msg in enumerate(messages):
@@ -295,10 +387,14 @@ class OpenClawDbBuilder:
             start = 0 if last is None else last + 1
             self.insert_events(sid, start, [dumps(e) for e in events], zstd=zstd, conn=db)
             now = int(time.time() * 1000)
-            db.execute("UPDATE session_windows SET transcript_updated_at = ? WHERE session_id = ?", (now, sid))
+            db.execute(
+                "UPDATE session_windows SET transcript_updated_at = ? WHERE session_id = ?", (now, sid)
+            )
         return events
 
-    def insert_events(self, sid: str, start_seq: int, texts: list[str], *, zstd: bool = False, conn: Any = None) -> None:
+    def insert_events(
+        self, sid: str, start_seq: int, texts: list[str], *, zstd: bool = False, conn: Any = None
+    ) -> None:
         """Raw event rows (for events a test wants byte for byte)."""
         db = conn or self.conn
         now = int(time.time() * 1000)
@@ -306,12 +402,24 @@ class OpenClawDbBuilder:
         for offset, text in enumerate(texts):
             raw = text.encode()
             if zstd:
-                rows.append((sid, start_seq + offset, None, now, zstandard.compress(raw), len(raw),
-                             navigation_json(len(raw))))
+                rows.append(
+                    (
+                        sid,
+                        start_seq + offset,
+                        None,
+                        now,
+                        zstandard.compress(raw),
+                        len(raw),
+                        navigation_json(len(raw)),
+                    )
+                )
             else:
                 rows.append((sid, start_seq + offset, text, now, None, None, None))
-        db.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, "
-                       "event_utf8_bytes, navigation_json) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, "
+            "event_utf8_bytes, navigation_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
 
     # -- recordSessionParticipant --------------------------------------------------------------------
 
@@ -319,12 +427,22 @@ class OpenClawDbBuilder:
         self.conn.execute(
             "INSERT INTO session_participants(session_key, identity_namespace, actor_id, contribution_count, "
             "first_prompted_at, last_prompted_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (key, dumps(namespace), actor_id, count, self.base_ms, self.base_ms))
+            (key, dumps(namespace), actor_id, count, self.base_ms, self.base_ms),
+        )
 
     # -- convenience -------------------------------------------------------------------------------
 
-    def session(self, key: str, sid: str, messages: list[Msg], *, started: int | None = None, zstd: bool = False,
-                participants: tuple[tuple[dict[str, Any], str], ...] = (), **entry_fields: Any) -> list[dict[str, Any]]:
+    def session(
+        self,
+        key: str,
+        sid: str,
+        messages: list[Msg],
+        *,
+        started: int | None = None,
+        zstd: bool = False,
+        participants: tuple[tuple[dict[str, Any], str], ...] = (),
+        **entry_fields: Any,
+    ) -> list[dict[str, Any]]:
         """A live session: entry, projected window, transcript events, participant rows."""
         self.upsert_entry(key, self.entry(sid, self.base_ms if started is None else started, **entry_fields))
         events = self.append(sid, messages, zstd=zstd)
@@ -332,8 +450,16 @@ class OpenClawDbBuilder:
             self.add_participant(key, namespace, actor)
         return events
 
-    def archive(self, sid: str, key: str, reason: str, lines: list[dict[str, Any]], *, encoding: str = "identity",
-                created_at: int | None = None) -> str:
+    def archive(
+        self,
+        sid: str,
+        key: str,
+        reason: str,
+        lines: list[dict[str, Any]],
+        *,
+        encoding: str = "identity",
+        created_at: int | None = None,
+    ) -> str:
         """A retained transcript generation; returns its archive name."""
         jsonl = "".join(dumps(line) + "\n" for line in lines).encode()
         blob = zstandard.compress(jsonl) if encoding == "zstd" else jsonl
@@ -343,17 +469,35 @@ class OpenClawDbBuilder:
         self.conn.execute(
             "INSERT INTO session_transcript_archives(session_id, generation, session_key, reason, encoding, "
             "archive_blob, archive_sha256, archive_name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, str(uuid.uuid4()), key, reason, encoding, blob, hashlib.sha256(blob).hexdigest(), name, created))
+            (
+                sid,
+                str(uuid.uuid4()),
+                key,
+                reason,
+                encoding,
+                blob,
+                hashlib.sha256(blob).hexdigest(),
+                name,
+                created,
+            ),
+        )
         return name
 
     def delete_session(self, key: str, *, encoding: str = "identity", created_at: int | None = None) -> None:
         """`openclaw sessions delete`: archive each window's transcript (reason deleted), then
         drop the key (windows, events and participants cascade)."""
-        windows = [r[0] for r in self.conn.execute("SELECT session_id FROM session_windows WHERE session_key = ?",
-                                                   (key,))]
+        windows = [
+            r[0]
+            for r in self.conn.execute("SELECT session_id FROM session_windows WHERE session_key = ?", (key,))
+        ]
         for sid in windows:
-            lines = [json.loads(t if t is not None else zstandard.decompress(z)) for t, z in self.conn.execute(
-                "SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ? ORDER BY seq", (sid,))]
+            lines = [
+                json.loads(t if t is not None else zstandard.decompress(z))
+                for t, z in self.conn.execute(
+                    "SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ? ORDER BY seq",
+                    (sid,),
+                )
+            ]
             self.archive(sid, key, "deleted", lines, encoding=encoding, created_at=created_at)
         self.conn.execute("DELETE FROM session_nodes WHERE session_key = ?", (key,))
 
@@ -382,77 +526,196 @@ def populate(b: OpenClawDbBuilder) -> dict[str, Any]:
         keys[name] = key
         events[sid(n)] = b.session(key, sid(n), messages, **kw)
 
-    live("direct", b.key("main"), 1, [
-        Msg("user", "Please remember that the boiler service is booked for Tuesday morning."),
-        Msg("assistant", "Noted: the boiler service is booked for Tuesday morning."),
-        Msg("toolResult", "Weather page text fetched from the network", owner=False,
-            extra={"resultContentSource": "network"}),
-        Msg("assistant", "The forecast page says it will rain all week long.", extra={"turnTainted": True}),
-        Msg("user", "Heartbeat check: anything pending for the owner today?", owner=False,
-            extra={"provenance": {"kind": "internal_system"}}),
-    ], started=t, chatType="direct", delivery=external_delivery("telegram", "default", "1001", "direct"),
-        participants=((PROFILE, "owner"),))
-    live("group", b.key("telegram:group:-100555"), 0xd, [
-        Msg("user", "Team dinner is booked at Trattoria Roma for Friday 19:30.",
-            extra={"senderId": "tg:1001", "senderIdentity": {**OBSERVATION_TELEGRAM, "id": "tg:1001"}}),
-        Msg("user", "I would rather go somewhere with vegetarian options please.", owner=False,
-            extra={"senderId": "tg:2002", "senderIdentity": {**OBSERVATION_TELEGRAM, "id": "tg:2002"}}),
-        Msg("assistant", "Dinner at Trattoria Roma, Friday 19:30; vegetarian options requested."),
-    ], started=t + HOUR_MS, chatType="group", delivery=external_delivery("telegram", "default", "-100555", "group"),
-        participants=((OBSERVATION_TELEGRAM, "tg:1001"), (OBSERVATION_TELEGRAM, "tg:2002"),
-                      (OBSERVATION_DISCORD, "tg:2002"), (PROFILE, "alice")))
-    live("gmail", b.key("hook:gmail:msg-19a4"), 5, [
-        Msg("user", "New mail from the landlord: the rent goes up in March.", owner=False),
-        Msg("assistant", "Summarised the landlord's mail about the rent increase."),
-    ], started=t + 2 * HOUR_MS, zstd=True, hookExternalContentSource="gmail", delivery={"kind": "internal"})
-    live("email", b.key("hook:imap-7"), 6, [Msg("user", "IMAP mail: the dentist moved the appointment.", owner=False)],
-         started=t + 3 * HOUR_MS, hookExternalContentSource="email", delivery={"kind": "internal"})
-    live("webhook", b.key("hook:webhook:deploy"), 7, [Msg("user", "Deploy hook: build 4411 is green.", owner=False)],
-         started=t + 4 * HOUR_MS, hookExternalContentSource="webhook", delivery={"kind": "internal"})
+    live(
+        "direct",
+        b.key("main"),
+        1,
+        [
+            Msg("user", "Please remember that the boiler service is booked for Tuesday morning."),
+            Msg("assistant", "Noted: the boiler service is booked for Tuesday morning."),
+            Msg(
+                "toolResult",
+                "Weather page text fetched from the network",
+                owner=False,
+                extra={"resultContentSource": "network"},
+            ),
+            Msg(
+                "assistant", "The forecast page says it will rain all week long.", extra={"turnTainted": True}
+            ),
+            Msg(
+                "user",
+                "Heartbeat check: anything pending for the owner today?",
+                owner=False,
+                extra={"provenance": {"kind": "internal_system"}},
+            ),
+        ],
+        started=t,
+        chatType="direct",
+        delivery=external_delivery("telegram", "default", "1001", "direct"),
+        participants=((PROFILE, "owner"),),
+    )
+    live(
+        "group",
+        b.key("telegram:group:-100555"),
+        0xD,
+        [
+            Msg(
+                "user",
+                "Team dinner is booked at Trattoria Roma for Friday 19:30.",
+                extra={"senderId": "tg:1001", "senderIdentity": {**OBSERVATION_TELEGRAM, "id": "tg:1001"}},
+            ),
+            Msg(
+                "user",
+                "I would rather go somewhere with vegetarian options please.",
+                owner=False,
+                extra={"senderId": "tg:2002", "senderIdentity": {**OBSERVATION_TELEGRAM, "id": "tg:2002"}},
+            ),
+            Msg("assistant", "Dinner at Trattoria Roma, Friday 19:30; vegetarian options requested."),
+        ],
+        started=t + HOUR_MS,
+        chatType="group",
+        delivery=external_delivery("telegram", "default", "-100555", "group"),
+        participants=(
+            (OBSERVATION_TELEGRAM, "tg:1001"),
+            (OBSERVATION_TELEGRAM, "tg:2002"),
+            (OBSERVATION_DISCORD, "tg:2002"),
+            (PROFILE, "alice"),
+        ),
+    )
+    live(
+        "gmail",
+        b.key("hook:gmail:msg-19a4"),
+        5,
+        [
+            Msg("user", "New mail from the landlord: the rent goes up in March.", owner=False),
+            Msg("assistant", "Summarised the landlord's mail about the rent increase."),
+        ],
+        started=t + 2 * HOUR_MS,
+        zstd=True,
+        hookExternalContentSource="gmail",
+        delivery={"kind": "internal"},
+    )
+    live(
+        "email",
+        b.key("hook:imap-7"),
+        6,
+        [Msg("user", "IMAP mail: the dentist moved the appointment.", owner=False)],
+        started=t + 3 * HOUR_MS,
+        hookExternalContentSource="email",
+        delivery={"kind": "internal"},
+    )
+    live(
+        "webhook",
+        b.key("hook:webhook:deploy"),
+        7,
+        [Msg("user", "Deploy hook: build 4411 is green.", owner=False)],
+        started=t + 4 * HOUR_MS,
+        hookExternalContentSource="webhook",
+        delivery={"kind": "internal"},
+    )
 
     # gmail hook key reset once: both windows stay; the old generation is also archived (reset).
     keys["gmail_reset"] = key = b.key("hook:gmail:msg-20b1")
-    events[sid(8)] = b.session(key, sid(8), [Msg("user", "Old mail thread about the car insurance renewal.",
-                                                 owner=False)], started=t + 5 * HOUR_MS,
-                               hookExternalContentSource="gmail", delivery={"kind": "internal"})
-    b.upsert_entry(key, b.entry(sid(9), t + 6 * HOUR_MS, hookExternalContentSource="gmail",
-                                delivery={"kind": "internal"}), reason="reset", previous_session_id=sid(8))
-    events[sid(9)] = b.append(sid(9), [Msg("user", "New mail thread about the car insurance quote.", owner=False)])
+    events[sid(8)] = b.session(
+        key,
+        sid(8),
+        [Msg("user", "Old mail thread about the car insurance renewal.", owner=False)],
+        started=t + 5 * HOUR_MS,
+        hookExternalContentSource="gmail",
+        delivery={"kind": "internal"},
+    )
+    b.upsert_entry(
+        key,
+        b.entry(sid(9), t + 6 * HOUR_MS, hookExternalContentSource="gmail", delivery={"kind": "internal"}),
+        reason="reset",
+        previous_session_id=sid(8),
+    )
+    events[sid(9)] = b.append(
+        sid(9), [Msg("user", "New mail thread about the car insurance quote.", owner=False)]
+    )
     b.archive(sid(8), key, "reset", events[sid(8)], created_at=t + 6 * HOUR_MS)
 
     # email hook key reset once: the old window keeps only the coarse `webhook` column.
     keys["email_reset"] = key = b.key("hook:imap-8")
-    events[sid(0xa)] = b.session(key, sid(0xa), [Msg("user", "IMAP mail: the library book is overdue.", owner=False)],
-                                 started=t + 7 * HOUR_MS, hookExternalContentSource="email")
-    b.upsert_entry(key, b.entry(sid(0xb), t + 8 * HOUR_MS, hookExternalContentSource="email"),
-                   reason="reset", previous_session_id=sid(0xa))
-    events[sid(0xb)] = b.append(sid(0xb), [Msg("user", "IMAP mail: the library renewed the book.", owner=False)])
+    events[sid(0xA)] = b.session(
+        key,
+        sid(0xA),
+        [Msg("user", "IMAP mail: the library book is overdue.", owner=False)],
+        started=t + 7 * HOUR_MS,
+        hookExternalContentSource="email",
+    )
+    b.upsert_entry(
+        key,
+        b.entry(sid(0xB), t + 8 * HOUR_MS, hookExternalContentSource="email"),
+        reason="reset",
+        previous_session_id=sid(0xA),
+    )
+    events[sid(0xB)] = b.append(
+        sid(0xB), [Msg("user", "IMAP mail: the library renewed the book.", owner=False)]
+    )
 
     # An older entry without a hook field; extra windows: one not projected by the entry writer
     # (provenance 0, column gmail: untrusted) and one projected (provenance 1, gmail: trusted).
     keys["legacy"] = key = b.key("hook:gmail:legacy")
-    events[sid(0xc)] = b.session(key, sid(0xc), [Msg("user", "Legacy hook session text for testing.", owner=False)],
-                                 started=t + 9 * HOUR_MS)
-    b.add_window(key, sid(0xe), created_at=t + 9 * HOUR_MS + 1, provenance=0, hook_column="gmail")
+    events[sid(0xC)] = b.session(
+        key,
+        sid(0xC),
+        [Msg("user", "Legacy hook session text for testing.", owner=False)],
+        started=t + 9 * HOUR_MS,
+    )
+    b.add_window(key, sid(0xE), created_at=t + 9 * HOUR_MS + 1, provenance=0, hook_column="gmail")
     b.add_window(key, sid(0x10), created_at=t + 9 * HOUR_MS + 2, provenance=1, hook_column="gmail")
     b.add_window(key, sid(0x17), created_at=t + 9 * HOUR_MS + 3, provenance=1, hook_column="webhook")
 
-    live("cron", b.key("cron:nightly-digest"), 0x11, [Msg("user", "Cron preamble: write the nightly digest now.")],
-         started=t + 10 * HOUR_MS, createdVia="cron")
-    live("heartbeat", b.key("main:heartbeat"), 0x12, [Msg("user", "Heartbeat: check the owner's inbox status.")],
-         started=t + 11 * HOUR_MS)
-    live("subagent", b.key("subagent:research-1"), 0x13, [Msg("user", "Research the cheapest train to Leeds.")],
-         started=t + 12 * HOUR_MS)
-    live("spawned", b.key("task:pack-list"), 0x14, [Msg("user", "Make a packing list for the Leeds trip.")],
-         started=t + 13 * HOUR_MS, spawnedBy=b.key("main"))
-    live("narrative", b.key("dreaming-narrative-memory-core-v2-light"), 0x15,
-         [Msg("user", "Write the dream diary narrative for today.")], started=t + 14 * HOUR_MS)
+    live(
+        "cron",
+        b.key("cron:nightly-digest"),
+        0x11,
+        [Msg("user", "Cron preamble: write the nightly digest now.")],
+        started=t + 10 * HOUR_MS,
+        createdVia="cron",
+    )
+    live(
+        "heartbeat",
+        b.key("main:heartbeat"),
+        0x12,
+        [Msg("user", "Heartbeat: check the owner's inbox status.")],
+        started=t + 11 * HOUR_MS,
+    )
+    live(
+        "subagent",
+        b.key("subagent:research-1"),
+        0x13,
+        [Msg("user", "Research the cheapest train to Leeds.")],
+        started=t + 12 * HOUR_MS,
+    )
+    live(
+        "spawned",
+        b.key("task:pack-list"),
+        0x14,
+        [Msg("user", "Make a packing list for the Leeds trip.")],
+        started=t + 13 * HOUR_MS,
+        spawnedBy=b.key("main"),
+    )
+    live(
+        "narrative",
+        b.key("dreaming-narrative-memory-core-v2-light"),
+        0x15,
+        [Msg("user", "Write the dream diary narrative for today.")],
+        started=t + 14 * HOUR_MS,
+    )
 
     # A deleted channel session: only its zstd archive remains.
     keys["deleted"] = key = b.key("discord:channel:c0proj")
-    events[sid(0x16)] = b.session(key, sid(0x16), [Msg("user", "Project channel: the launch moved to May.")],
-                                  started=t + 15 * HOUR_MS, zstd=True, chatType="channel",
-                                  delivery=external_delivery("discord", "work", "c0proj", "channel"),
-                                  participants=((OBSERVATION_DISCORD, "dc:77"),))
+    events[sid(0x16)] = b.session(
+        key,
+        sid(0x16),
+        [Msg("user", "Project channel: the launch moved to May.")],
+        started=t + 15 * HOUR_MS,
+        zstd=True,
+        chatType="channel",
+        delivery=external_delivery("discord", "work", "c0proj", "channel"),
+        participants=((OBSERVATION_DISCORD, "dc:77"),),
+    )
     b.delete_session(key, encoding="zstd", created_at=t + 16 * HOUR_MS)
     return {"events": events, "keys": keys}

@@ -15,11 +15,27 @@ from daemon.sessions.model import SessionInfo
 from daemon.settings import ExcludeSessions
 
 
-def session(sid: str = "s1", *, hook: str | None = None, channel: str | None = None, chat: str | None = None,
-            kind: str = "interactive", key: str = "agent:main:main", narrative: bool = False) -> SessionInfo:
-    return SessionInfo(agent_id="main", session_id=sid, session_key=key, session_kind=kind,  # type: ignore[arg-type]
-                       chat_type=chat, channel=channel, hook_source=hook, generated_by_narrative=narrative,
-                       locator=f"/x/{sid}.jsonl")
+def session(
+    sid: str = "s1",
+    *,
+    hook: str | None = None,
+    channel: str | None = None,
+    chat: str | None = None,
+    kind: str = "interactive",
+    key: str = "agent:main:main",
+    narrative: bool = False,
+) -> SessionInfo:
+    return SessionInfo(
+        agent_id="main",
+        session_id=sid,
+        session_key=key,
+        session_kind=kind,  # type: ignore[arg-type]
+        chat_type=chat,
+        channel=channel,
+        hook_source=hook,
+        generated_by_narrative=narrative,
+        locator=f"/x/{sid}.jsonl",
+    )
 
 
 POLICY = AdmissionPolicy(frozenset({"gmail", "email"}), frozenset({"discord"}), frozenset({"group"}))

@@ -68,11 +68,19 @@ def test_noop_job_returns_a_result_of_the_size_asked_for() -> None:
 def test_bench_cli_runs_a_baseline_scenario_and_writes_json_rows(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     env = {**os.environ, "MEMORYD_BENCH_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "bench", "--scale", "tiny", "--only", "erase", "--json", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--scale", "tiny", "--only", "erase", "--json", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(out.read_text())
     baseline = next(r for r in rows if r["figure"].startswith("baseline: indexed UPDATE"))
     assert baseline["median"] > 0 and baseline["peak_rss_mb"] > 0
-    assert all({"scenario", "figure", "median", "baseline", "ratio", "target", "pass"} <= set(r) for r in rows)
+    assert all(
+        {"scenario", "figure", "median", "baseline", "ratio", "target", "pass"} <= set(r) for r in rows
+    )
     assert "erase" in proc.stdout and "baseline" in proc.stdout

@@ -14,12 +14,29 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="ne
 
 
 def test_a_short_fault_campaign_keeps_every_invariant(capsys):
-    code = main(["--rounds", "5", "--seconds", "0.4", "--seed", "5", "--job-timeout", "2", "--forget-rate", "0.8",
-                 "--erase-rate", "0.6"])
+    code = main(
+        [
+            "--rounds",
+            "5",
+            "--seconds",
+            "0.4",
+            "--seed",
+            "5",
+            "--job-timeout",
+            "2",
+            "--forget-rate",
+            "0.8",
+            "--erase-rate",
+            "0.6",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
-    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
-            if line.startswith("| ") and "measure" not in line}
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in out.splitlines()
+        if line.startswith("| ") and "measure" not in line
+    }
     assert rows["rounds"] == "5" and rows["violations"] == "0"
     assert int(rows["daemon kills (SIGKILL)"]) + int(rows["Redis restarts (nosave)"]) >= 2
     assert int(rows["invariant checks"]) >= 8
@@ -29,6 +46,7 @@ def test_a_short_fault_campaign_keeps_every_invariant(capsys):
 
 
 # --- regressions of bugs the campaign found ------------------------------------------------------
+
 
 async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs_once(redis, unique):
     """Found by bench/chaos.py: Redis restarted without persistence while a forget ran, the client
@@ -55,10 +73,20 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
 
     queue = f"memoryd:queue:chaos-{unique}"
     job_id = f"slow:{unique}"
-    pool = ArqRedis(ConnectionPool.from_url(REDIS_URL), job_serializer=serialize, job_deserializer=deserialize)
-    worker = MemorydWorker(functions=[func(slow, name="slow")], queue_name=queue, redis_pool=pool, poll_delay=0.01,
-                           handle_signals=False, job_serializer=serialize, job_deserializer=deserialize,
-                           keep_result=60, ctx={})
+    pool = ArqRedis(
+        ConnectionPool.from_url(REDIS_URL), job_serializer=serialize, job_deserializer=deserialize
+    )
+    worker = MemorydWorker(
+        functions=[func(slow, name="slow")],
+        queue_name=queue,
+        redis_pool=pool,
+        poll_delay=0.01,
+        handle_signals=False,
+        job_serializer=serialize,
+        job_deserializer=deserialize,
+        keep_result=60,
+        ctx={},
+    )
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.main)
@@ -88,7 +116,8 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
 
 
 async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_erased_session(
-        tmp_path, sessions_root, unique, redis):
+    tmp_path, sessions_root, unique, redis
+):
     """Found by bench/chaos.py (erase receipts failing verification at
     `ingest_checkpoints.session_id`): the sweep after an erasure wrote an excluded `forgotten`
     checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
@@ -103,10 +132,20 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
 
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", "the violet mongoose launches on Friday")],
-          participants=[{"actorId": "nora"}], chatType="direct")
-    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", "the orchard rota changes on Monday")],
-          participants=[{"actorId": "omar"}], chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "sess-nora-1",
+        [Msg("user", "the violet mongoose launches on Friday")],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        [Msg("user", "the orchard rota changes on Monday")],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         assert (await run_ingest_sweep(rt)).messages_staged == 2
     receipt = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
@@ -116,14 +155,17 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     async with agent_runtime(settings, "main", redis=redis) as rt:
         again = await run_ingest_sweep(rt)
         rows = await rt.require_store().read(
-            lambda conn: conn.execute("SELECT session_id, excluded_reason FROM ingest_checkpoints").fetchall())
+            lambda conn: conn.execute("SELECT session_id, excluded_reason FROM ingest_checkpoints").fetchall()
+        )
     assert again.messages_staged == 0 and again.sessions_excluded.get("forgotten") == 1  # still excluded
     assert rows == [("sess-omar-1", None)]  # omar's checkpoint stays; none names the erased session
     verification = await run_verify(settings, redis, VerifySubject(ids=("sess-nora-1",)))
     assert verification.verified, verification
 
 
-async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record(tmp_path, sessions_root, unique, redis):
+async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record(
+    tmp_path, sessions_root, unique, redis
+):
     """Found by bench/chaos.py (erase receipts failing verification at
     `memory_session_tombstones.session_id`): a forget naming a session an erasure had already
     recorded as `hmac:` only added a plain record beside it, putting the erased id back in clear."""
@@ -141,10 +183,20 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
 
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", "the violet mongoose launches on Friday")],
-          participants=[{"actorId": "nora"}], chatType="direct")
-    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", "the orchard rota changes on Monday")],
-          participants=[{"actorId": "omar"}], chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "sess-nora-1",
+        [Msg("user", "the violet mongoose launches on Friday")],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        [Msg("user", "the orchard rota changes on Monday")],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
     assert (await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
@@ -153,8 +205,12 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1", "sess-omar-1"]))
         secret = rt.secret()
         store = rt.require_store()
-        records = {s for (s,) in await store.read(
-            lambda conn: conn.execute("SELECT session_id FROM memory_session_tombstones").fetchall())}
+        records = {
+            s
+            for (s,) in await store.read(
+                lambda conn: conn.execute("SELECT session_id FROM memory_session_tombstones").fetchall()
+            )
+        }
         forgotten = await store.read(forgotten_ids, ["sess-nora-1", "sess-omar-1"], secret)
     assert records == {hashed_session_ref(secret, "sess-nora-1"), "sess-omar-1"}  # omar's is new, and plain
     assert forgotten == {"sess-nora-1", "sess-omar-1"}

@@ -76,7 +76,9 @@ def test_a_line_longer_than_a_chunk_is_split_not_dropped() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet="ab \n", max_size=300), max_size=40), st.integers(16, 64), st.integers(0, 30))
+@given(
+    st.lists(st.text(alphabet="ab \n", max_size=300), max_size=40), st.integers(16, 64), st.integers(0, 30)
+)
 def test_windows_cover_every_line_and_respect_the_size(texts: list[str], tokens: int, overlap: int) -> None:
     lines = [(i + 1, t.replace("\n", " ")) for i, t in enumerate(texts)]
     windows = window_lines(lines, tokens, overlap)
@@ -95,19 +97,28 @@ def _line(role: str, content, **meta) -> bytes:
 
 
 def test_transcript_lines_carry_origin_classes() -> None:
-    rendered = render_transcript([
-        json.dumps({"type": "session", "version": 3, "id": "s"}).encode(),
-        _line("user", "owner says hello there", senderIsOwner=True),
-        _line("assistant", [{"type": "text", "text": "agent replies"}]),
-        _line("toolResult", [{"type": "text", "text": "fetched page"}], resultContentSource="network"),
-        _line("assistant", "tainted summary of a web page"),
-        _line("user", "someone else in the group"),
-        _line("assistant", "a reply to a stranger"),
-        _line("user", "scaffolding prompt", provenance="internal_system"),
-        b"{not json",
-    ], fallback_ms=1)
+    rendered = render_transcript(
+        [
+            json.dumps({"type": "session", "version": 3, "id": "s"}).encode(),
+            _line("user", "owner says hello there", senderIsOwner=True),
+            _line("assistant", [{"type": "text", "text": "agent replies"}]),
+            _line("toolResult", [{"type": "text", "text": "fetched page"}], resultContentSource="network"),
+            _line("assistant", "tainted summary of a web page"),
+            _line("user", "someone else in the group"),
+            _line("assistant", "a reply to a stranger"),
+            _line("user", "scaffolding prompt", provenance="internal_system"),
+            b"{not json",
+        ],
+        fallback_ms=1,
+    )
     assert [(line.line_number, line.origin_class) for line in rendered.lines] == [
-        (2, "owner"), (3, "agent"), (5, "untrusted"), (6, "untrusted"), (7, "untrusted"), (8, "system")]
+        (2, "owner"),
+        (3, "agent"),
+        (5, "untrusted"),
+        (6, "untrusted"),
+        (7, "untrusted"),
+        (8, "system"),
+    ]
     assert rendered.lines[0].text == "User: owner says hello there"
     assert rendered.malformed == 1
     assert not rendered.system_only
@@ -119,11 +130,14 @@ def test_a_transcript_of_scaffolding_only_is_system_only() -> None:
 
 
 def test_session_chunk_provenance_is_the_least_trusted_line_and_newest_time() -> None:
-    rendered = render_transcript([
-        _line("user", "owner line", senderIsOwner=True),
-        _line("assistant", "agent line"),
-        _line("user", "stranger line"),
-    ], 1)
+    rendered = render_transcript(
+        [
+            _line("user", "owner line", senderIsOwner=True),
+            _line("assistant", "agent line"),
+            _line("user", "stranger line"),
+        ],
+        1,
+    )
     [(chunk, prov)] = chunk_session(rendered.lines, "interactive", 400, 80)
     assert (chunk.start_line, chunk.end_line) == (1, 3)
     assert prov.origin_class == "untrusted"

@@ -32,7 +32,11 @@ def test_every_command_and_option_has_help_text() -> None:
         if not (cmd.help or "").strip():
             gaps.append(f"{name}: no description")
         for param in cmd.params:
-            if isinstance(param, click.Option) and not (param.help or "").strip() and "--help" not in param.opts:
+            if (
+                isinstance(param, click.Option)
+                and not (param.help or "").strip()
+                and "--help" not in param.opts
+            ):
                 gaps.append(f"{name} {'/'.join(param.opts)}: no help")
     assert gaps == [], "\n".join(gaps)
 

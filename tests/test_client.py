@@ -49,8 +49,9 @@ async def test_identical_requests_are_one_job_and_a_request_id_makes_another(set
         first = await client.enqueue_forget({"agent": agent, "participants": ["omar"], "sessions": ["s1"]})
         # Field order does not matter: the id hashes the validated, canonical payload.
         second = await client.enqueue_forget({"sessions": ["s1"], "participants": ["omar"], "agent": agent})
-        third = await client.enqueue_forget({"agent": agent, "participants": ["omar"], "sessions": ["s1"]},
-                                            request_id="again")
+        third = await client.enqueue_forget(
+            {"agent": agent, "participants": ["omar"], "sessions": ["s1"]}, request_id="again"
+        )
         job_ids.extend([first.job_id, third.job_id])
     assert second.job_id == first.job_id and second.deduplicated
     assert third.job_id != first.job_id and not third.deduplicated
@@ -77,15 +78,27 @@ async def test_waiting_for_an_unknown_job_fails_clearly(settings):
 
 def _cli(config, *args):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "daemon.cli", "--config", str(config), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when_bad(tmp_path, routed, redis_url,
-                                                                                      settings):
+def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when_bad(
+    tmp_path, routed, redis_url, settings
+):
     agent, queue, job_ids = routed
-    cfg = write_config(tmp_path / "c.toml", state_dir=tmp_path / "state", sessions_root=tmp_path / "sessions",
-                       redis_url=redis_url, host_id=settings.daemon.host_id)
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
     bad = _cli(cfg, "enqueue", "forget", "--agent", agent)
     assert bad.returncode == 2
     assert "requires a session, hook source, or participant selector" in bad.stderr
@@ -113,9 +126,16 @@ def test_status_json_works_without_a_daemon(tmp_path, redis_url, unique):
     from tests.builders import Msg, SessionStoreBuilder
 
     agent = f"a{unique}"
-    SessionStoreBuilder(tmp_path / "sessions", agent).add("k1", "s1", [Msg("user", "hello there, remember this")])
-    cfg = write_config(tmp_path / "c.toml", state_dir=tmp_path / "state", sessions_root=tmp_path / "sessions",
-                       redis_url=redis_url, host_id=f"h{unique}")
+    SessionStoreBuilder(tmp_path / "sessions", agent).add(
+        "k1", "s1", [Msg("user", "hello there, remember this")]
+    )
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=redis_url,
+        host_id=f"h{unique}",
+    )
     out = _cli(cfg, "status", "--json")
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)

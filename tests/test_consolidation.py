@@ -38,8 +38,13 @@ class ModelServer:
                 server.requests.append({"path": self.path, "body": body})
                 payload = json.loads(body["messages"][1]["content"])
                 status, content = server.reply(payload)
-                data = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
+                data = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+                    }
+                ).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -74,19 +79,35 @@ def honest_model(payload: dict[str, Any]) -> tuple[int, str]:
     for c in payload["candidates"]:
         same = [e for e in entries if normalize_fact(e) == normalize_fact(c["text"])]
         if same:
-            ops.append({"candidateKey": c["key"], "action": "merged", "resultEntry": c["resultEntry"],
-                        "priorEntries": same})
+            ops.append(
+                {
+                    "candidateKey": c["key"],
+                    "action": "merged",
+                    "resultEntry": c["resultEntry"],
+                    "priorEntries": same,
+                }
+            )
             lines = [c["resultEntry"] if ln in same else ln for ln in lines]
         else:
-            ops.append({"candidateKey": c["key"], "action": "added", "resultEntry": c["resultEntry"],
-                        "priorEntries": []})
+            ops.append(
+                {
+                    "candidateKey": c["key"],
+                    "action": "added",
+                    "resultEntry": c["resultEntry"],
+                    "priorEntries": [],
+                }
+            )
             lines.append(c["resultEntry"])
     return 200, json.dumps({"memory": "\n".join(lines), "operations": ops})
 
 
 def with_model(tmp_path: Path, sessions_root: Path, unique: str, url: str):
-    return make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                         dreaming={"consolidation": {"base_url": url, "timeout_s": 5}})
+    return make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        dreaming={"consolidation": {"base_url": url, "timeout_s": 5}},
+    )
 
 
 async def _seed(rt) -> tuple[str, str]:
@@ -98,19 +119,23 @@ async def _seed(rt) -> tuple[str, str]:
     plain = await run_promote(rt, OPEN_GATES)  # no model configured yet for this workspace's first entry
     assert [p.entry_key for p in plain.promoted] == [old]
     memory = rt.paths.workspace / "MEMORY.md"
-    memory.write_text(memory.read_text() + "\n- the boiler is serviced in March\n- Nora prefers tea\n"
-                      "- the wifi password rotates monthly\n")
+    memory.write_text(
+        memory.read_text() + "\n- the boiler is serviced in March\n- Nora prefers tea\n"
+        "- the wifi password rotates monthly\n"
+    )
     new = s.add("User: the deploy window is friday.", ["b"], day="2026-11-22")
     await stage(rt, s)
     return old, new
 
 
 async def test_a_model_merge_rewrites_memory_and_the_survivor_inherits_every_origin(
-        tmp_path, sessions_root, unique, redis):
+    tmp_path, sessions_root, unique, redis
+):
     with ModelServer(honest_model) as server:
         settings = with_model(tmp_path, sessions_root, unique, server.url)
-        async with runtime(make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}),
-                           redis) as rt:
+        async with runtime(
+            make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}), redis
+        ) as rt:
             old, new = await _seed(rt)
             before = (rt.paths.workspace / "MEMORY.md").read_text()
         async with runtime(settings, redis) as rt:
@@ -120,8 +145,15 @@ async def test_a_model_merge_rewrites_memory_and_the_survivor_inherits_every_ori
             assert report.consolidation == {"added": 0, "merged": 1, "superseded": 0}
             assert promotion_keys_in(text) == [new]
             assert "The deploy window is Friday." not in text  # the prior entry and its marker are gone
-            assert "## Consolidated Memory (" in text and "Source: memory/.dreams/session-corpus/2026-11-22.txt#L1-L1" in text
-            for kept in ("- the boiler is serviced in March", "- Nora prefers tea", "- the wifi password rotates monthly"):
+            assert (
+                "## Consolidated Memory (" in text
+                and "Source: memory/.dreams/session-corpus/2026-11-22.txt#L1-L1" in text
+            )
+            for kept in (
+                "- the boiler is serviced in March",
+                "- Nora prefers tea",
+                "- the wifi password rotates monthly",
+            ):
                 assert kept in text
             assert await rt.store.read(origin_sessions, new) == ["a", "b"]
             backups = await rt.store.read(list_preimages)
@@ -139,30 +171,47 @@ def _merged_plan(payload: dict[str, Any], **change: Any) -> dict[str, Any]:
 
 
 BAD_PLANS["added_with_prior_entries"] = (
-    lambda p: (200, json.dumps(_merged_plan(p, action="added"))), "added with prior entries")
+    lambda p: (200, json.dumps(_merged_plan(p, action="added"))),
+    "added with prior entries",
+)
 BAD_PLANS["authored_result_entry"] = (
     lambda p: (200, json.dumps(_merged_plan(p, resultEntry="- the deploy window is Thursday now"))),
-    "resultEntry differs")
+    "resultEntry differs",
+)
 BAD_PLANS["missing_operation"] = (
-    lambda p: (200, json.dumps({**_merged_plan(p), "operations": []})), "exactly one per candidate")
+    lambda p: (200, json.dumps({**_merged_plan(p), "operations": []})),
+    "exactly one per candidate",
+)
 BAD_PLANS["merge_of_another_fact"] = (
-    lambda p: (200, json.dumps(_merged_plan(p, priorEntries=["- Nora prefers tea"]))), "another fact")
+    lambda p: (200, json.dumps(_merged_plan(p, priorEntries=["- Nora prefers tea"]))),
+    "another fact",
+)
 BAD_PLANS["memory_drops_an_unrelated_entry"] = (
-    lambda p: (200, json.dumps({**_merged_plan(p), "memory": _merged_plan(p)["memory"].replace(
-        "- Nora prefers tea\n", "")})), "does not equal")
+    lambda p: (
+        200,
+        json.dumps(
+            {**_merged_plan(p), "memory": _merged_plan(p)["memory"].replace("- Nora prefers tea\n", "")}
+        ),
+    ),
+    "does not equal",
+)
 BAD_PLANS["not_json"] = (lambda p: (200, "Sure! Here is the memory: ..."), "not JSON")
 BAD_PLANS["server_error"] = (lambda p: (500, "{}"), "model call failed")
 BAD_PLANS["superseded_without_lineage"] = (
-    lambda p: (200, json.dumps(_merged_plan(p, action="superseded"))), "without a supersedesKey")
+    lambda p: (200, json.dumps(_merged_plan(p, action="superseded"))),
+    "without a supersedesKey",
+)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_PLANS))
 async def test_an_invalid_model_plan_is_rejected_and_promotion_falls_back_to_append(
-        case, tmp_path, sessions_root, unique, redis):
+    case, tmp_path, sessions_root, unique, redis
+):
     reply, reason = BAD_PLANS[case]
     with ModelServer(reply) as server:
-        async with runtime(make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}),
-                           redis) as rt:
+        async with runtime(
+            make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}), redis
+        ) as rt:
             old, new = await _seed(rt)
             before = (rt.paths.workspace / "MEMORY.md").read_text()
         async with runtime(with_model(tmp_path, sessions_root, unique, server.url), redis) as rt:
@@ -191,7 +240,8 @@ async def test_untrusted_candidates_never_reach_the_prompt(tmp_path, sessions_ro
 
 
 async def test_a_memory_edit_during_the_model_call_falls_back_and_keeps_the_edit(
-        tmp_path, sessions_root, unique, redis):
+    tmp_path, sessions_root, unique, redis
+):
     memory_path: list[Path] = []
 
     def editing_model(payload: dict[str, Any]) -> tuple[int, str]:
@@ -199,8 +249,9 @@ async def test_a_memory_edit_during_the_model_call_falls_back_and_keeps_the_edit
         return honest_model(payload)
 
     with ModelServer(editing_model) as server:
-        async with runtime(make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}),
-                           redis) as rt:
+        async with runtime(
+            make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}), redis
+        ) as rt:
             old, new = await _seed(rt)
             memory_path.append(rt.paths.workspace / "MEMORY.md")
         async with runtime(with_model(tmp_path, sessions_root, unique, server.url), redis) as rt:

@@ -28,7 +28,9 @@ def _metric(port: int, name: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
-async def test_two_daemons_never_purge_one_workspace_at_the_same_time(tmp_path: Path, redis, redis_url, unique):
+async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
+    tmp_path: Path, redis, redis_url, unique
+):
     agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
     sessions_root = tmp_path / "sessions"
     builder = SessionStoreBuilder(sessions_root, agent)
@@ -37,8 +39,13 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(tmp_path: 
     daemons: list[DaemonProcess] = []
     try:
         for i, host in enumerate(hosts):  # one state directory (one workspace), two hosts' daemons
-            cfg = write_config(tmp_path / f"{host}.toml", state_dir=tmp_path / "state", sessions_root=sessions_root,
-                               redis_url=redis_url, host_id=host)
+            cfg = write_config(
+                tmp_path / f"{host}.toml",
+                state_dir=tmp_path / "state",
+                sessions_root=sessions_root,
+                redis_url=redis_url,
+                host_id=host,
+            )
             notify = NotifySocket(tmp_path / f"n{i}.sock")
             daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log").start())
             notify.wait_for("READY=1")
@@ -47,8 +54,14 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(tmp_path: 
         async with MemorydClient.connect(settings) as client:
             lock = WorkspaceLock(redis, settings.workspace_for(agent), wait_s=5)
             async with lock.hold():
-                jobs = [await client.enqueue(FORGET, ForgetRequest(agent=agent, sessions=[sid]).model_dump(mode="json"),
-                                             queue=queue_name(host)) for sid, host in zip(["s-one", "s-two"], hosts, strict=True)]
+                jobs = [
+                    await client.enqueue(
+                        FORGET,
+                        ForgetRequest(agent=agent, sessions=[sid]).model_dump(mode="json"),
+                        queue=queue_name(host),
+                    )
+                    for sid, host in zip(["s-one", "s-two"], hosts, strict=True)
+                ]
                 for job in jobs:
                     await _wait_state(client, job.job_id, "running")
                 await anyio.sleep(1.0)
@@ -77,8 +90,19 @@ def own_redis(tmp_path: Path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", str(tmp_path)]
+    args = [
+        "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(tmp_path),
+    ]
 
     class Server:
         proc: subprocess.Popen[bytes] | None = None
@@ -111,8 +135,14 @@ async def test_daemon_survives_a_redis_restart_and_reports_it(tmp_path: Path, ow
     agent, host = f"a{unique}", f"h{unique}"
     sessions_root = tmp_path / "sessions"
     SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", _conversation("orchard"))
-    cfg = write_config(tmp_path / "d.toml", state_dir=tmp_path / "state", sessions_root=sessions_root,
-                       redis_url=own_redis.url, host_id=host, extra="")
+    cfg = write_config(
+        tmp_path / "d.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=own_redis.url,
+        host_id=host,
+        extra="",
+    )
     cfg.write_text(cfg.read_text().replace("max_jobs = 4", "max_jobs = 4\nredis_retry_max_s = 0.5"))
     notify = NotifySocket(tmp_path / "n.sock")
     daemon = DaemonProcess(cfg, notify, tmp_path / "d.log").start()

@@ -24,14 +24,22 @@ from daemon.service import arq_pool
 from daemon.status import CheckpointRow, summarize
 from tests.daemon_harness import cleanup_redis
 
-PLAN = (Schedule(INGEST_SWEEP, 300), Schedule(INDEX_SYNC, 60), Schedule(RETENTION_SWEEP, 3600, per_agent=False))
+PLAN = (
+    Schedule(INGEST_SWEEP, 300),
+    Schedule(INDEX_SYNC, 60),
+    Schedule(RETENTION_SWEEP, 3600, per_agent=False),
+)
 
 
 def test_every_schedule_is_due_at_start_with_ids_naming_family_target_and_slot():
     items = due(1000.0, PLAN, ["b", "a"], "host1", {})
-    assert [i.job_id for i in items] == ["ingest_sweep:a:sched:3", "ingest_sweep:b:sched:3",
-                                         "index_sync:a:sched:16", "index_sync:b:sched:16",
-                                         "retention_sweep:host1:sched:0"]
+    assert [i.job_id for i in items] == [
+        "ingest_sweep:a:sched:3",
+        "ingest_sweep:b:sched:3",
+        "index_sync:a:sched:16",
+        "index_sync:b:sched:16",
+        "retention_sweep:host1:sched:0",
+    ]
     assert items[-1].agent is None  # host-wide
     assert items[0].previous_job_id == "ingest_sweep:a:sched:2"
 
@@ -77,8 +85,12 @@ def _row(sid: str, mtime: int, size: int, reason: str | None = None, at: int = 1
 
 
 def test_status_counts_admitted_excluded_by_reason_and_lag():
-    rows = [_row("s1", 10, 100, at=5), _row("s2", 10, 100, "channel:signal", at=7),
-            _row("s3", 10, 100, "hookExternalContentSource:webhook", at=6), _row("s4", 10, 100, at=3)]
+    rows = [
+        _row("s1", 10, 100, at=5),
+        _row("s2", 10, 100, "channel:signal", at=7),
+        _row("s3", 10, 100, "hookExternalContentSource:webhook", at=6),
+        _row("s4", 10, 100, at=3),
+    ]
     live = {"s1": (10, 100), "s2": (11, 120), "s3": (10, 100), "s4": (10, 150), "s5": (1, 1), "s6": None}
     summary = summarize(rows, live)
     assert summary.live == 6
@@ -110,8 +122,11 @@ def test_notifier_speaks_the_sd_notify_protocol(tmp_path: Path, abstract: bool):
     n.watchdog()
     assert receiver.recv(4096) == b"WATCHDOG=1"
     n.stopping("draining", 12.5)
-    assert receiver.recv(4096).decode().split("\n") == ["STOPPING=1", "STATUS=draining",
-                                                        "EXTEND_TIMEOUT_USEC=12500000"]
+    assert receiver.recv(4096).decode().split("\n") == [
+        "STOPPING=1",
+        "STATUS=draining",
+        "EXTEND_TIMEOUT_USEC=12500000",
+    ]
     n.close()
     receiver.close()
 
@@ -137,8 +152,10 @@ def test_job_ids_are_deterministic_and_payloads_plain_json():
     assert a == request_job_id("forget", {"sessions": ["x"], "agent": "m"})
     assert a != request_job_id("forget", {"agent": "m", "sessions": ["y"]})
     raw = serialize({"r": ValueError("payload.x: unknown field"), "a": ({"k": 1},)})
-    assert orjson.loads(raw) == {"r": {"error": "ValueError", "message": "payload.x: unknown field"},
-                                 "a": [{"k": 1}]}
+    assert orjson.loads(raw) == {
+        "r": {"error": "ValueError", "message": "payload.x: unknown field"},
+        "a": [{"k": 1}],
+    }
     assert deserialize(raw)["a"] == [{"k": 1}]
     with pytest.raises(ValueError):
         deserialize(b"[1, 2]")

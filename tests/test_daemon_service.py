@@ -27,8 +27,10 @@ from tests.daemon_harness import REPO, DaemonProcess, NotifySocket, cleanup_redi
 
 
 def _conversation(word: str) -> list[Msg]:
-    return [Msg("user", f"Remember that the {word} rota changes every Tuesday for the ops team."),
-            Msg("assistant", f"Understood: the {word} rota changes every Tuesday for the ops team.")]
+    return [
+        Msg("user", f"Remember that the {word} rota changes every Tuesday for the ops team."),
+        Msg("assistant", f"Understood: the {word} rota changes every Tuesday for the ops team."),
+    ]
 
 
 @pytest.fixture
@@ -37,12 +39,28 @@ def world(tmp_path: Path, redis_url: str, unique: str):
     host = f"h{unique}"
     sessions_root = tmp_path / "sessions"
     builder = SessionStoreBuilder(sessions_root, agent)
-    builder.add(f"agent:{agent}:main", "s-one", _conversation("orchard"), chatType="direct",
-                participants=[{"actorId": "nora"}])
-    builder.add(f"agent:{agent}:signal:direct:omar", "s-two", _conversation("lighthouse"), chatType="direct",
-                participants=[{"actorId": "omar"}])
-    config = write_config(tmp_path / "memoryd.toml", state_dir=tmp_path / "state", sessions_root=sessions_root,
-                          redis_url=redis_url, host_id=host, grace_s=0.3)
+    builder.add(
+        f"agent:{agent}:main",
+        "s-one",
+        _conversation("orchard"),
+        chatType="direct",
+        participants=[{"actorId": "nora"}],
+    )
+    builder.add(
+        f"agent:{agent}:signal:direct:omar",
+        "s-two",
+        _conversation("lighthouse"),
+        chatType="direct",
+        participants=[{"actorId": "omar"}],
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+        grace_s=0.3,
+    )
     settings = load_settings(config)
     hosts = [host]
     daemons: list[DaemonProcess] = []
@@ -51,10 +69,20 @@ def world(tmp_path: Path, redis_url: str, unique: str):
         pass
 
     w = World()
-    w.agent, w.host, w.config, w.settings, w.tmp, w.hosts, w.daemons = agent, host, config, settings, tmp_path, hosts, daemons
+    w.agent, w.host, w.config, w.settings, w.tmp, w.hosts, w.daemons = (
+        agent,
+        host,
+        config,
+        settings,
+        tmp_path,
+        hosts,
+        daemons,
+    )
     w.redis_url = redis_url
 
-    def daemon(config: Path | None = None, notify: NotifySocket | None = None, name: str = "d") -> DaemonProcess:
+    def daemon(
+        config: Path | None = None, notify: NotifySocket | None = None, name: str = "d"
+    ) -> DaemonProcess:
         d = DaemonProcess(config or w.config, notify, tmp_path / f"{name}-{len(daemons)}.log").start()
         daemons.append(d)
         return d
@@ -75,8 +103,14 @@ async def _forgotten(settings, agent: str, sid: str) -> bool:
 
 def _cli(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "daemon.cli", "--config", str(config), *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 async def _wait_state(client: MemorydClient, job_id: str, state: str, timeout_s: float = 20.0) -> None:
@@ -95,7 +129,9 @@ async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_th
     assert "STATUS=serving 1 agent(s)" in ready
 
     # Another process (the CLI, through daemon.client) enqueues a forget and waits for the report.
-    done = _cli(world.config, "enqueue", "forget", "--agent", world.agent, "--session", "s-one", "--wait", "--json")
+    done = _cli(
+        world.config, "enqueue", "forget", "--agent", world.agent, "--session", "s-one", "--wait", "--json"
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["agentId"] == world.agent and report["dryRun"] is False
@@ -128,8 +164,14 @@ async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_th
 
 
 async def test_sigterm_lets_the_running_job_finish_within_the_grace(world, redis, tmp_path):
-    config = write_config(tmp_path / "grace.toml", state_dir=tmp_path / "state", sessions_root=tmp_path / "sessions",
-                          redis_url=world.redis_url, host_id=world.host, grace_s=20)
+    config = write_config(
+        tmp_path / "grace.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=world.redis_url,
+        host_id=world.host,
+        grace_s=20,
+    )
     notify = NotifySocket(tmp_path / "n.sock")
     daemon = world.daemon(config, notify)
     notify.wait_for("READY=1")
@@ -155,9 +197,13 @@ def test_daemon_refuses_to_start_without_redis_in_one_line(world, tmp_path):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = write_config(tmp_path / "noredis.toml", state_dir=tmp_path / "state",
-                          sessions_root=tmp_path / "sessions", redis_url=f"redis://127.0.0.1:{port}/0",
-                          host_id=world.host)
+    config = write_config(
+        tmp_path / "noredis.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=f"redis://127.0.0.1:{port}/0",
+        host_id=world.host,
+    )
     notify = NotifySocket(tmp_path / "n.sock")
     daemon = world.daemon(config, notify)
     assert daemon.wait(30) == 1
@@ -170,8 +216,13 @@ def test_daemon_refuses_to_start_without_redis_in_one_line(world, tmp_path):
 def test_daemon_refuses_to_start_on_an_unusable_state_dir_in_one_line(world, tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the state directory should be")
-    config = write_config(tmp_path / "badstate.toml", state_dir=blocker, sessions_root=tmp_path / "sessions",
-                          redis_url=world.redis_url, host_id=world.host)
+    config = write_config(
+        tmp_path / "badstate.toml",
+        state_dir=blocker,
+        sessions_root=tmp_path / "sessions",
+        redis_url=world.redis_url,
+        host_id=world.host,
+    )
     daemon = world.daemon(config, None)
     assert daemon.wait(30) == 1
     lines = daemon.log().strip().splitlines()

@@ -20,7 +20,8 @@ def _init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 def test_demo_init_writes_a_store_with_every_session_kind_and_a_config_pointing_into_it(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = _init(capsys, str(tmp_path / "demo"), "--redis-url", "redis://127.0.0.1:6379/15", "--json")
     assert code == 0
     report = json.loads(out)
@@ -30,7 +31,9 @@ def test_demo_init_writes_a_store_with_every_session_kind_and_a_config_pointing_
     assert settings.redis_url == "redis://127.0.0.1:6379/15"
     sessions, archives = [], []
     for agent in report["agents"]:
-        source = JsonSessionSource(agent["agent"], settings.sessions_root / "agents" / agent["agent"] / "sessions")
+        source = JsonSessionSource(
+            agent["agent"], settings.sessions_root / "agents" / agent["agent"] / "sessions"
+        )
         listing = source.list_sessions()
         assert listing.errors == () and len(listing.sessions) == agent["sessions"]
         sessions += listing.sessions
@@ -48,7 +51,8 @@ def test_demo_init_writes_a_store_with_every_session_kind_and_a_config_pointing_
 
 
 def test_demo_init_refuses_a_directory_that_holds_one_and_leaves_it_untouched(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "demo"
     assert _init(capsys, str(target))[0] == 0
     config = target / "memoryd.toml"
@@ -61,7 +65,9 @@ def test_demo_init_refuses_a_directory_that_holds_one_and_leaves_it_untouched(
     assert "# operator edit" not in config.read_text()
 
 
-def test_demo_init_prints_what_it_wrote_and_how_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_init_prints_what_it_wrote_and_how_to_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = _init(capsys, str(tmp_path / "d"))
     assert code == 0
     assert "main" in out and "ops" in out and str(tmp_path / "d" / "memoryd.toml") in out

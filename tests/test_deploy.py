@@ -42,8 +42,16 @@ def test_unit_is_a_hardened_notify_service_without_root():
     assert o["ProtectSystem"] == ["strict"]
     assert o["User"] == ["memoryd"] and "root" not in o.get("Group", [])
     assert o["NoNewPrivileges"] == ["yes"] and o["CapabilityBoundingSet"] == [""]
-    for key in ("PrivateTmp", "PrivateDevices", "ProtectKernelTunables", "ProtectKernelModules",
-                "ProtectControlGroups", "RestrictNamespaces", "RestrictSUIDSGID", "MemoryDenyWriteExecute"):
+    for key in (
+        "PrivateTmp",
+        "PrivateDevices",
+        "ProtectKernelTunables",
+        "ProtectKernelModules",
+        "ProtectControlGroups",
+        "RestrictNamespaces",
+        "RestrictSUIDSGID",
+        "MemoryDenyWriteExecute",
+    ):
         assert o[key] == ["yes"], key
     assert "@system-service" in o["SystemCallFilter"]
     assert o["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
@@ -52,7 +60,9 @@ def test_unit_is_a_hardened_notify_service_without_root():
 def test_every_hardening_option_of_the_unit_is_documented():
     doc = (REPO / "deploy" / "systemd.md").read_text()
     hardening = UNIT.read_text().split("# Hardening", 1)[1].split("[Install]")[0]
-    keys = {line.split("=", 1)[0] for line in hardening.splitlines() if "=" in line and not line.startswith("#")}
+    keys = {
+        line.split("=", 1)[0] for line in hardening.splitlines() if "=" in line and not line.startswith("#")
+    }
     missing = sorted(k for k in keys if f"`{k}=" not in doc and f"{k}=" not in doc)
     assert missing == []
 
@@ -94,9 +104,16 @@ def test_every_metric_named_by_alerts_and_dashboard_is_exported():
     assert named, "no memoryd metric found in the rules"
     assert sorted(named - exported.keys()) == []
     # The panels and alerts are all there.
-    for needed in ("memoryd_ingest_lag_sessions", "memoryd_sessions_excluded", "memoryd_jobs_by_state",
-                   "memoryd_purges_total", "memoryd_purged_artifacts_total", "memoryd_lock_wait_seconds_bucket",
-                   "memoryd_redis_up", "memoryd_last_sweep_success_timestamp_seconds"):
+    for needed in (
+        "memoryd_ingest_lag_sessions",
+        "memoryd_sessions_excluded",
+        "memoryd_jobs_by_state",
+        "memoryd_purges_total",
+        "memoryd_purged_artifacts_total",
+        "memoryd_lock_wait_seconds_bucket",
+        "memoryd_redis_up",
+        "memoryd_last_sweep_success_timestamp_seconds",
+    ):
         assert needed in named, needed
 
 
@@ -128,8 +145,11 @@ def production_redis(tmp_path: Path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen(["redis-server", str(REPO / "deploy" / "redis.conf"), "--port", str(port),
-                             "--dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        ["redis-server", str(REPO / "deploy" / "redis.conf"), "--port", str(port), "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -144,7 +164,9 @@ def production_redis(tmp_path: Path):
     proc.wait(10)
 
 
-async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(production_redis, tmp_path, unique):
+async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
+    production_redis, tmp_path, unique
+):
     from daemon.client import MemorydClient
     from daemon.forget.request import ForgetRequest
     from daemon.jobs import queue_name
@@ -155,19 +177,30 @@ async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(produ
     from tests.test_workers import run_jobs
 
     agent = f"a{unique}"
-    SessionStoreBuilder(tmp_path / "sessions", agent).add("k1", "s1", [Msg("user", "remember the harbour rota")])
-    settings = load_settings(None, state_dir=tmp_path / "state", sessions_root=tmp_path / "sessions",
-                             redis_url=production_redis, daemon={"host_id": f"h{unique}", "metrics_listen": None})
+    SessionStoreBuilder(tmp_path / "sessions", agent).add(
+        "k1", "s1", [Msg("user", "remember the harbour rota")]
+    )
+    settings = load_settings(
+        None,
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=production_redis,
+        daemon={"host_id": f"h{unique}", "metrics_listen": None},
+    )
     service = Service(settings, None)
     await service.start()  # ping, routing and host record
     await service._publish()
     try:
         async with MemorydClient.connect(settings) as client:
             job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s1"]))
-            await run_jobs(settings, queue_name(settings.daemon.host_id), frozenset({agent}))  # lock, Lua, store
+            await run_jobs(
+                settings, queue_name(settings.daemon.host_id), frozenset({agent})
+            )  # lock, Lua, store
             report = await client.wait(job.job_id, timeout_s=10)
             assert report.state == "complete", report.error
-            assert [j.job_id for j in await client.list_jobs(queue_name(settings.daemon.host_id))] == [job.job_id]
+            assert [j.job_id for j in await client.list_jobs(queue_name(settings.daemon.host_id))] == [
+                job.job_id
+            ]
         status = await collect_status(settings)
         assert status.daemon.redis == "ok" and status.agents[0].queue == queue_name(settings.daemon.host_id)
     finally:

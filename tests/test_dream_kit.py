@@ -43,18 +43,51 @@ class Stager:
         path.write_text(existing + f"[{self.agent}/sessions/{self.agent}/{session}#L{line_no}] {snippet}\n")
         return rel, existing.count("\n") + 1
 
-    def add(self, snippet: str, sessions: list[str] | tuple[str, ...] = ("s1",), *, origin: str = "owner",
-            key: str | None = None, day: str = "2026-11-20", signals: int = 3, queries: int = 3, days: int = 3,
-            last_ms: int | None = None, path: str | None = None, line: int | None = None,
-            session_classes: dict[str, str] | None = None) -> str:
+    def add(
+        self,
+        snippet: str,
+        sessions: list[str] | tuple[str, ...] = ("s1",),
+        *,
+        origin: str = "owner",
+        key: str | None = None,
+        day: str = "2026-11-20",
+        signals: int = 3,
+        queries: int = 3,
+        days: int = 3,
+        last_ms: int | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        session_classes: dict[str, str] | None = None,
+    ) -> str:
         key = key or f"memory:claim:{claim_hash(snippet)}"
         if path is None:
             path, line = self.corpus_line(day, sessions[0] if sessions else "none", snippet)
         last = NOW_MS - 3_600_000 if last_ms is None else last_ms
-        self.rows.append((key, path, line or 1, line or 1, snippet, 0, signals, 0, 0.58 * signals, 0.58,
-                          last - DAY_MS, last, json.dumps([f"q{i}" for i in range(queries)]),
-                          json.dumps([f"2026-11-{10 + i:02d}" for i in range(days)]), "[]", origin,
-                          "interactive", last, claim_hash(snippet), None, None))
+        self.rows.append(
+            (
+                key,
+                path,
+                line or 1,
+                line or 1,
+                snippet,
+                0,
+                signals,
+                0,
+                0.58 * signals,
+                0.58,
+                last - DAY_MS,
+                last,
+                json.dumps([f"q{i}" for i in range(queries)]),
+                json.dumps([f"2026-11-{10 + i:02d}" for i in range(days)]),
+                "[]",
+                origin,
+                "interactive",
+                last,
+                claim_hash(snippet),
+                None,
+                None,
+            )
+        )
         for sid in sessions:
             cls = (session_classes or {}).get(sid, origin)
             self.origins.append((key, self.agent, sid, f"agent:{self.agent}:{sid}", cls, last))
@@ -63,9 +96,12 @@ class Stager:
     def flush(self, conn) -> None:
         conn.executemany(
             "INSERT INTO memory_entry_origins(entry_key, agent_id, session_id, session_key, origin_class, "
-            "observed_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", self.origins)
-        conn.executemany(f"INSERT INTO short_term_entries({', '.join(COLUMNS)}) "
-                         f"VALUES ({','.join('?' * 21)})", self.rows)
+            "observed_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            self.origins,
+        )
+        conn.executemany(
+            f"INSERT INTO short_term_entries({', '.join(COLUMNS)}) VALUES ({','.join('?' * 21)})", self.rows
+        )
         self.rows, self.origins = [], []
 
 
@@ -81,39 +117,75 @@ async def stage(rt, stager: Stager) -> None:
 
 
 def origin_sessions(conn, key: str) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT session_id FROM memory_entry_origins WHERE entry_key = ? ORDER BY session_id", (key,))]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT session_id FROM memory_entry_origins WHERE entry_key = ? ORDER BY session_id", (key,)
+        )
+    ]
 
 
-def entry(key: str, snippet: str, *, origin: str = "owner", signals: int = 3, queries: int = 3, days: int = 3,
-          age_days: float = 0.1, sessions: tuple[str, ...] = ("s1",)) -> StagedEntry:
+def entry(
+    key: str,
+    snippet: str,
+    *,
+    origin: str = "owner",
+    signals: int = 3,
+    queries: int = 3,
+    days: int = 3,
+    age_days: float = 0.1,
+    sessions: tuple[str, ...] = ("s1",),
+) -> StagedEntry:
     last = NOW_MS - int(age_days * DAY_MS)
     return StagedEntry(
-        entry_key=key, path="memory/.dreams/session-corpus/2026-11-20.txt", start_line=1, end_line=1,
-        snippet=snippet, recall_count=0, daily_count=signals, grounded_count=0, total_score=0.58 * signals,
-        max_score=0.58, first_recalled_at=last, last_recalled_at=last,
-        query_hashes=tuple(f"q{i}" for i in range(queries)), recall_days=tuple(f"d{i}" for i in range(days)),
-        concept_tags=(), origin_class=origin, session_kind="interactive", observed_at=last, claim_hash=None,
-        project_key=None, promoted_at=None,
-        origins=tuple(EntryOrigin(key, "main", s, None, origin, last) for s in sessions))
+        entry_key=key,
+        path="memory/.dreams/session-corpus/2026-11-20.txt",
+        start_line=1,
+        end_line=1,
+        snippet=snippet,
+        recall_count=0,
+        daily_count=signals,
+        grounded_count=0,
+        total_score=0.58 * signals,
+        max_score=0.58,
+        first_recalled_at=last,
+        last_recalled_at=last,
+        query_hashes=tuple(f"q{i}" for i in range(queries)),
+        recall_days=tuple(f"d{i}" for i in range(days)),
+        concept_tags=(),
+        origin_class=origin,
+        session_kind="interactive",
+        observed_at=last,
+        claim_hash=None,
+        project_key=None,
+        promoted_at=None,
+        origins=tuple(EntryOrigin(key, "main", s, None, origin, last) for s in sessions),
+    )
 
 
 THRESHOLDS = Thresholds.resolve(DreamingSettings(), None)
 
 
 def test_untrusted_and_system_entries_are_refused_before_any_gate():
-    ranking = rank_candidates([entry("a", "User: the deploy window is Friday", origin="untrusted", signals=20),
-                               entry("b", "User: the heartbeat prompt says hello", origin="system", signals=20)],
-                              Thresholds.resolve(DreamingSettings(), OPEN_GATES), NOW_MS)
+    ranking = rank_candidates(
+        [
+            entry("a", "User: the deploy window is Friday", origin="untrusted", signals=20),
+            entry("b", "User: the heartbeat prompt says hello", origin="system", signals=20),
+        ],
+        Thresholds.resolve(DreamingSettings(), OPEN_GATES),
+        NOW_MS,
+    )
     assert ranking.candidates == ()
     assert {(r.entry_key, r.reason) for r in ranking.rejections} == {("a", "untrusted"), ("b", "untrusted")}
 
 
 def test_each_gate_holds_back_what_fails_it():
-    entries = [entry("few", "User: few signals here today", signals=2),
-               entry("narrow", "User: one query only for this", queries=1),
-               entry("old", "User: stale fact from last quarter", age_days=45),
-               entry("ok", "User: the orchard rota changes on Monday", signals=12, queries=6, days=4)]
+    entries = [
+        entry("few", "User: few signals here today", signals=2),
+        entry("narrow", "User: one query only for this", queries=1),
+        entry("old", "User: stale fact from last quarter", age_days=45),
+        entry("ok", "User: the orchard rota changes on Monday", signals=12, queries=6, days=4),
+    ]
     ranking = rank_candidates(entries, THRESHOLDS, NOW_MS)
     reasons = {r.entry_key: r.reason for r in ranking.rejections}
     assert reasons == {"few": "min_recall_count", "narrow": "min_unique_queries", "old": "too_old"}
@@ -122,31 +194,58 @@ def test_each_gate_holds_back_what_fails_it():
 
 
 def test_score_gate_uses_the_reference_weights():
-    ranking = rank_candidates([entry("weak", "User: weak evidence claim text", signals=3, queries=3, days=1)],
-                              THRESHOLDS, NOW_MS)
+    ranking = rank_candidates(
+        [entry("weak", "User: weak evidence claim text", signals=3, queries=3, days=1)], THRESHOLDS, NOW_MS
+    )
     assert [r.reason for r in ranking.rejections] == ["min_score"]
-    relaxed = rank_candidates([entry("weak", "User: weak evidence claim text", signals=3, queries=3, days=1)],
-                              Thresholds.resolve(DreamingSettings(), PromotionGates(min_score=0.4)), NOW_MS)
+    relaxed = rank_candidates(
+        [entry("weak", "User: weak evidence claim text", signals=3, queries=3, days=1)],
+        Thresholds.resolve(DreamingSettings(), PromotionGates(min_score=0.4)),
+        NOW_MS,
+    )
     c = relaxed.candidates[0]
     s = c.signals
-    assert abs(c.score - (0.30 * s.relevance + 0.24 * s.frequency + 0.15 * s.diversity + 0.15 * s.recency
-                          + 0.10 * s.consolidation + 0.06 * s.conceptual + s.phase_boost)) < 1e-9
+    assert (
+        abs(
+            c.score
+            - (
+                0.30 * s.relevance
+                + 0.24 * s.frequency
+                + 0.15 * s.diversity
+                + 0.15 * s.recency
+                + 0.10 * s.consolidation
+                + 0.06 * s.conceptual
+                + s.phase_boost
+            )
+        )
+        < 1e-9
+    )
 
 
 def test_same_claim_from_two_entries_coalesces_and_keeps_every_origin():
-    ranking = rank_candidates([entry("k1", "User: The deploy window is Friday.", sessions=("s1",)),
-                               entry("k2", "Assistant: the deploy   window is friday.", sessions=("s2",))],
-                              Thresholds.resolve(DreamingSettings(), OPEN_GATES), NOW_MS)
+    ranking = rank_candidates(
+        [
+            entry("k1", "User: The deploy window is Friday.", sessions=("s1",)),
+            entry("k2", "Assistant: the deploy   window is friday.", sessions=("s2",)),
+        ],
+        Thresholds.resolve(DreamingSettings(), OPEN_GATES),
+        NOW_MS,
+    )
     (c,) = ranking.candidates
     assert c.member_keys == ("k1", "k2") and c.session_ids == ("s1", "s2")
 
 
 def test_parse_entries_reads_markers_and_lineage_above_each_entry():
-    text = ("# Long-Term Memory\n\n<!-- memoryd-lineage:L1 -->\n<!-- memoryd-promotion:k1 -->\n- first\n"
-            "  - detail\n\n<!-- openclaw-memory-promotion:k2 -->\n- second\n- untracked\n")
+    text = (
+        "# Long-Term Memory\n\n<!-- memoryd-lineage:L1 -->\n<!-- memoryd-promotion:k1 -->\n- first\n"
+        "  - detail\n\n<!-- openclaw-memory-promotion:k2 -->\n- second\n- untracked\n"
+    )
     entries = parse_entries(text)
     assert [(e.keys, e.lineage_key, e.text, e.has_continuation) for e in entries] == [
-        (("k1",), "L1", "- first", True), (("k2",), None, "- second", False), ((), None, "- untracked", False)]
+        (("k1",), "L1", "- first", True),
+        (("k2",), None, "- second", False),
+        ((), None, "- untracked", False),
+    ]
 
 
 def test_append_stays_within_budget_and_leaves_the_rest_eligible():
@@ -168,8 +267,11 @@ def test_appended_entries_parse_back_with_their_markers_and_keep_existing_text(e
     from daemon.ingest.dreaming.promote import entry_text
 
     original = "".join(f"- {t}\n" for t in existing)
-    items = [AppendItem(f"memory:claim:{i:012x}", f"- {text}")
-             for i, s in enumerate(snippets) if (text := entry_text(s, 640)) is not None]
+    items = [
+        AppendItem(f"memory:claim:{i:012x}", f"- {text}")
+        for i, s in enumerate(snippets)
+        if (text := entry_text(s, 640)) is not None
+    ]
     new, appended = build_append(original, "Promoted", items, max_chars=100_000)
     assert new.startswith(original)
     parsed = {e.keys[0]: e.text for e in parse_entries(new) if e.keys}

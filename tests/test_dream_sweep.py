@@ -45,8 +45,9 @@ async def test_light_and_rem_blocks_track_every_quoted_session(settings, redis):
         theme = next(v for k, v in by_text.items() if "Theme: `orchard`" in k)
         assert theme == ["s1", "s2", "s3"]
         assert not (rt.paths.workspace / "MEMORY.md").exists()  # light and REM never write MEMORY.md
-        signals = await rt.store.read(lambda c: c.execute(
-            "SELECT SUM(light_hits), MAX(last_light_at) FROM phase_signals").fetchone())
+        signals = await rt.store.read(
+            lambda c: c.execute("SELECT SUM(light_hits), MAX(last_light_at) FROM phase_signals").fetchone()
+        )
         assert signals == (2, NOW_MS)
 
 
@@ -67,15 +68,23 @@ async def test_rerunning_a_phase_replaces_its_block_and_prunes_dropped_lines_lin
         assert diary.count("## Light Sleep") == 1
         dropped = [k for k, v in first.items() if "harbour" in v][0]
         assert await rt.store.read(origin_sessions, dropped) == []
-        hits = await rt.store.read(lambda c: c.execute("SELECT light_hits FROM phase_signals ORDER BY 1").fetchall())
+        hits = await rt.store.read(
+            lambda c: c.execute("SELECT light_hits FROM phase_signals ORDER BY 1").fetchall()
+        )
         assert hits == [(1,), (1,)]  # a rerun on the same dreaming day adds no light hit
 
 
-async def test_a_full_sweep_uses_one_timestamp_and_only_deep_writes_memory(tmp_path, sessions_root, unique, redis):
+async def test_a_full_sweep_uses_one_timestamp_and_only_deep_writes_memory(
+    tmp_path, sessions_root, unique, redis
+):
     from tests.conftest import make_settings
 
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                             dreaming={"min_score": 0.5, "min_recall_count": 2, "min_unique_queries": 2})
+    settings = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        dreaming={"min_score": 0.5, "min_recall_count": 2, "min_unique_queries": 2},
+    )
     async with runtime(settings, redis) as rt:
         s = Stager(rt.paths.workspace)
         key = s.add("User: the orchard rota changes on Monday", ["s1"], signals=6, queries=4, days=3)
@@ -85,9 +94,12 @@ async def test_a_full_sweep_uses_one_timestamp_and_only_deep_writes_memory(tmp_p
         assert list(data) == ["agentId", "sweepAt", "phases", "light", "rem", "deep", "warnings"]
         assert data["phases"] == ["light", "rem", "deep"]
         assert [p.entry_key for p in report.deep.promoted] == [key]
-        promoted_at, light_at = await rt.store.read(lambda c: c.execute(
-            "SELECT e.promoted_at, s.last_light_at FROM short_term_entries e JOIN phase_signals s "
-            "USING (entry_key)").fetchone())
+        promoted_at, light_at = await rt.store.read(
+            lambda c: c.execute(
+                "SELECT e.promoted_at, s.last_light_at FROM short_term_entries e JOIN phase_signals s "
+                "USING (entry_key)"
+            ).fetchone()
+        )
         assert promoted_at == light_at == NOW_MS
         memory = (rt.paths.workspace / "MEMORY.md").read_text()
         assert promotion_keys_in(memory) == [key]

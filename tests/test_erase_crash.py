@@ -18,8 +18,12 @@ USER = "tenant:default:user:nora"
 
 
 def _plain_records(conn):
-    return [r[0] for r in conn.execute("SELECT session_id FROM memory_session_tombstones "
-                                       "WHERE session_id NOT LIKE 'hmac:%'")]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT session_id FROM memory_session_tombstones WHERE session_id NOT LIKE 'hmac:%'"
+        )
+    ]
 
 
 # (failpoint, whether the session is already a forgotten one when the crash happens)
@@ -33,14 +37,16 @@ STEPS = [
 
 
 @pytest.mark.parametrize(("step", "excluded"), STEPS)
-async def test_a_crash_at_each_step_converges_on_rerun(tmp_path, sessions_root, unique, redis, monkeypatch,
-                                                       step, excluded) -> None:
+async def test_a_crash_at_each_step_converges_on_rerun(
+    tmp_path, sessions_root, unique, redis, monkeypatch, step, excluded
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
     await service.write_object(settings, redis, USER, "nora keeps her spare key under the blue planter")
-    await service.write_object(settings, redis, "tenant:default:user:omar", "omar knows where the key is",
-                               provenance_parent=USER)
+    await service.write_object(
+        settings, redis, "tenant:default:user:omar", "omar knows where the key is", provenance_parent=USER
+    )
 
     monkeypatch.setenv(ENV_VAR, step)
     with pytest.raises(FailpointTriggered):

@@ -27,16 +27,28 @@ def child_scope(i: int) -> str:
 async def build_seed(settings, redis) -> str:
     parent = await service.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
     # A nested scope of the user, with an object of its own: part of the structural cascade.
-    await service.write_object(settings, redis, f"{USER}:session:own", "the user's own session note", now=T0 + 1)
-    await service.write_objects(settings, redis, [
-        ObjectWrite(child_scope(i), f"summary {i} of a conversation with subject {i}", provenance_parent=USER)
-        for i in range(CHILDREN)], now=T0 + 2)
+    await service.write_object(
+        settings, redis, f"{USER}:session:own", "the user's own session note", now=T0 + 1
+    )
+    await service.write_objects(
+        settings,
+        redis,
+        [
+            ObjectWrite(
+                child_scope(i), f"summary {i} of a conversation with subject {i}", provenance_parent=USER
+            )
+            for i in range(CHILDREN)
+        ],
+        now=T0 + 2,
+    )
     return parent.object_id
 
 
 def _rows(conn):
-    return conn.execute("SELECT object_id, scope, content, provenance_parent, provenance_hash, provenance_at "
-                        "FROM retention_objects ORDER BY object_id").fetchall()
+    return conn.execute(
+        "SELECT object_id, scope, content, provenance_parent, provenance_hash, provenance_at "
+        "FROM retention_objects ORDER BY object_id"
+    ).fetchall()
 
 
 async def dump_objects(settings) -> list[tuple]:
@@ -53,7 +65,9 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
     before = {r[0]: r for r in await dump_objects(settings)}
     assert sum(1 for r in before.values() if r[3] == USER and r[4] == parent_hash) == CHILDREN
 
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER, request_id="dsr-77"), now=T0 + DAY_MS)
+    receipt = await service.run_erase(
+        settings, redis, EraseRequest(scope=USER, request_id="dsr-77"), now=T0 + DAY_MS
+    )
 
     assert (receipt.state, receipt.provenance_rewritten, receipt.hold_blocked) == ("complete", CHILDREN, 0)
     assert receipt.structural_deleted == 2  # the user scope and its nested session scope
@@ -61,7 +75,11 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
     assert receipt.request_id == "dsr-77" and receipt.day == "2026-09-23"
     assert receipt.verified, receipt.verification
     assert {c.name: c.passed for c in receipt.verification.checks} == {  # type: ignore[union-attr]
-        "provenance_invariant": True, "derivability": True, "physical": True, "embeddings": True}
+        "provenance_invariant": True,
+        "derivability": True,
+        "physical": True,
+        "embeddings": True,
+    }
 
     after = await dump_objects(settings)
     assert len(after) == CHILDREN
@@ -96,7 +114,11 @@ async def test_a_dry_run_plans_the_same_counts_and_changes_nothing(settings, red
     before = await dump_objects(settings)
     preview = await service.run_erase(settings, redis, EraseRequest(scope=USER, dry_run=True))
     assert (preview.dry_run, preview.state, preview.provenance_rewritten, preview.structural_deleted) == (
-        True, "complete", CHILDREN, 2)
+        True,
+        "complete",
+        CHILDREN,
+        2,
+    )
     assert preview.verification is None
     assert await dump_objects(settings) == before
     assert (await service.list_receipts(settings)).receipts == []
@@ -109,8 +131,12 @@ async def test_one_held_child_refuses_the_erasure_and_changes_nothing(settings, 
 
     receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER))
 
-    assert (receipt.state, receipt.hold_blocked, receipt.provenance_rewritten, receipt.structural_deleted) == (
-        "refused", 1, 0, 0)
+    assert (
+        receipt.state,
+        receipt.hold_blocked,
+        receipt.provenance_rewritten,
+        receipt.structural_deleted,
+    ) == ("refused", 1, 0, 0)
     assert [(b.hold_id, b.provenance) for b in receipt.blocked] == [(hold.hold_id, 1)]
     assert await dump_objects(settings) == before  # nothing changed
     assert (await service.read_scope(settings, USER)).state == "live"
@@ -144,17 +170,25 @@ async def test_a_hold_on_a_nested_scope_keeps_it_and_its_ancestors_only(settings
     receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
     assert receipt.state == "partial" and receipt.provenance_rewritten == CHILDREN
     assert [o.content for o in (await service.read_scope(settings, f"{USER}:session:own")).objects] == [
-        "the user's own session note"]
+        "the user's own session note"
+    ]
     assert (await service.read_scope(settings, USER)).objects == []  # container kept, its content erased
 
 
 def test_cli_erase_under_a_hold_exits_3_and_prints_the_refused_receipt(tmp_path, capsys, redis_url) -> None:
     cfg = tmp_path / "memoryd.toml"
-    cfg.write_text(f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{tmp_path / "sessions"}"\n'
-                   f'redis_url = "{redis_url}"\n')
+    cfg.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{tmp_path / "sessions"}"\n'
+        f'redis_url = "{redis_url}"\n'
+    )
     base = ["--config", str(cfg)]
     assert main([*base, "mem", "write", "--scope", USER, "--content", PARENT_TEXT]) == 0
-    assert main([*base, "mem", "write", "--scope", child_scope(1), "--content", "c", "--provenance-parent", USER]) == 0
+    assert (
+        main(
+            [*base, "mem", "write", "--scope", child_scope(1), "--content", "c", "--provenance-parent", USER]
+        )
+        == 0
+    )
     assert main([*base, "hold", "add", "--scope", child_scope(1), "--reason", "case"]) == 0
     capsys.readouterr()
     assert main([*base, "erase", "--scope", USER, "--json"]) == 3

@@ -18,13 +18,27 @@ OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."
 
 
 def build_world(tmp_path, sessions_root, unique):
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                             index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}})
+    settings = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}},
+    )
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
-          participants=[{"actorId": "nora"}], chatType="direct")
-    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
-          participants=[{"actorId": "omar"}], chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "sess-nora-1",
+        [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     return settings
 
 
@@ -33,15 +47,23 @@ def _tombstones(conn):
 
 
 async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_records(
-        tmp_path, sessions_root, unique, redis) -> None:
+    tmp_path, sessions_root, unique, redis
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         staged = await run_ingest_sweep(rt)
         assert staged.messages_staged == 4
         await run_index_sync(rt)
-    await service.write_object(settings, redis, "tenant:default:user:nora", "nora's preferred courier is Blue Finch")
-    await service.write_object(settings, redis, "tenant:default:user:omar", "omar said nora recommended a courier",
-                               provenance_parent="tenant:default:user:nora")
+    await service.write_object(
+        settings, redis, "tenant:default:user:nora", "nora's preferred courier is Blue Finch"
+    )
+    await service.write_object(
+        settings,
+        redis,
+        "tenant:default:user:omar",
+        "omar said nora recommended a courier",
+        provenance_parent="tenant:default:user:nora",
+    )
 
     receipt = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
 
@@ -74,7 +96,9 @@ async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_recor
     assert rerun.state == "complete" and rerun.verified  # a rerun converges (forget is idempotent)
 
 
-async def test_a_hold_on_a_users_session_scope_blocks_its_forget(tmp_path, sessions_root, unique, redis) -> None:
+async def test_a_hold_on_a_users_session_scope_blocks_its_forget(
+    tmp_path, sessions_root, unique, redis
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
@@ -91,7 +115,8 @@ async def test_a_hold_on_a_users_session_scope_blocks_its_forget(tmp_path, sessi
 
 
 async def test_a_subject_for_forget_verify_ignores_plain_records_only_when_asked(
-        tmp_path, sessions_root, unique, redis) -> None:
+    tmp_path, sessions_root, unique, redis
+) -> None:
     from daemon.forget.request import ForgetRequest
     from daemon.forget.service import run_forget
 

@@ -24,14 +24,28 @@ NORA, OMAR = "tenant:default:user:nora", "tenant:default:user:omar"
 
 
 def build_world(tmp_path, sessions_root, unique):
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                             index={"sources": ["memory", "sessions"]},
-                             dreaming={"min_score": 0, "min_recall_count": 0, "min_unique_queries": 0})
+    settings = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        index={"sources": ["memory", "sessions"]},
+        dreaming={"min_score": 0, "min_recall_count": 0, "min_unique_queries": 0},
+    )
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT), Msg("user", SHARED_TEXT)],
-          participants=[{"actorId": "nora"}], chatType="direct")
-    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", OMAR_TEXT), Msg("user", SHARED_TEXT)],
-          participants=[{"actorId": "omar"}], chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "sess-nora-1",
+        [Msg("user", NORA_TEXT), Msg("user", SHARED_TEXT)],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        [Msg("user", OMAR_TEXT), Msg("user", SHARED_TEXT)],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     return settings
 
 
@@ -50,7 +64,8 @@ def session_ids(report) -> set[str | None]:
 
 
 async def test_expired_users_session_and_promoted_memory_leave_search_but_shared_memory_stays(
-        tmp_path, sessions_root, unique, redis) -> None:
+    tmp_path, sessions_root, unique, redis
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
@@ -75,13 +90,16 @@ async def test_expired_users_session_and_promoted_memory_leave_search_but_shared
 
 
 async def test_expired_user_is_unreadable_but_provenance_citing_it_stays_resolvable(
-        tmp_path, sessions_root, unique, redis) -> None:
+    tmp_path, sessions_root, unique, redis
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     past = now_ms() - 2 * DAY_MS
-    await service.write_object(settings, redis, NORA, "nora prefers the Blue Finch courier", retention_days=1,
-                               now=past)
-    child = await service.write_object(settings, redis, OMAR, "omar heard nora recommend a courier",
-                                       provenance_parent=NORA)
+    await service.write_object(
+        settings, redis, NORA, "nora prefers the Blue Finch courier", retention_days=1, now=past
+    )
+    child = await service.write_object(
+        settings, redis, OMAR, "omar heard nora recommend a courier", provenance_parent=NORA
+    )
     assert (await service.run_expire(settings, redis)).expired_scopes == 1
 
     read = await service.read_scope(settings, NORA)
@@ -96,7 +114,8 @@ async def test_expired_user_is_unreadable_but_provenance_citing_it_stays_resolva
 
 
 async def test_dreaming_and_promotion_skip_entries_of_an_expired_user_but_not_of_a_held_one(
-        tmp_path, sessions_root, unique, redis) -> None:
+    tmp_path, sessions_root, unique, redis
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
@@ -114,19 +133,26 @@ async def test_dreaming_and_promotion_skip_entries_of_an_expired_user_but_not_of
         assert promoted.rejected.get("expired") == 1  # nora's own entry; the shared one has omar too
         memory = (rt.paths.workspace / "MEMORY.md").read_text()
         assert "violet mongoose" not in memory
-        staged = await rt.store.read(lambda c: c.execute(
-            "SELECT count(*) FROM short_term_entries WHERE snippet LIKE '%violet mongoose%'").fetchone()[0])
+        staged = await rt.store.read(
+            lambda c: c.execute(
+                "SELECT count(*) FROM short_term_entries WHERE snippet LIKE '%violet mongoose%'"
+            ).fetchone()[0]
+        )
         assert staged == 1  # hidden, not deleted: expiry is not erasure
 
 
-async def test_a_session_of_an_expired_scope_is_not_newly_staged(tmp_path, sessions_root, unique, redis) -> None:
+async def test_a_session_of_an_expired_scope_is_not_newly_staged(
+    tmp_path, sessions_root, unique, redis
+) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     await expire_users(settings, redis, NORA)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         report = await run_ingest_sweep(rt)
         assert report.sessions_excluded == {REASON_EXPIRED: 1}
         assert report.messages_staged == 2  # omar's two messages only
-        snippets = await rt.store.read(lambda c: [r[0] for r in c.execute("SELECT snippet FROM short_term_entries")])
+        snippets = await rt.store.read(
+            lambda c: [r[0] for r in c.execute("SELECT snippet FROM short_term_entries")]
+        )
         assert not any("violet mongoose" in s for s in snippets)
 
 

@@ -47,21 +47,45 @@ async def preview(world: ForgetWorld, **selectors) -> ForgetReport:
 
 
 EXPECTED_ARTIFACTS = {
-    "memoryFiles": 3, "memoryEntries": 4, "memoryLines": 1, "sessionCorpusFiles": 2, "sessionCorpusLines": 3,
-    "indexChunks": 7, "indexSources": 3, "ftsRows": 7, "vectorRows": 6, "embeddingCacheRows": 3,
-    "shortTermEntries": 3, "seenHashScopes": 1, "backups": 1, "originRows": 3,
+    "memoryFiles": 3,
+    "memoryEntries": 4,
+    "memoryLines": 1,
+    "sessionCorpusFiles": 2,
+    "sessionCorpusLines": 3,
+    "indexChunks": 7,
+    "indexSources": 3,
+    "ftsRows": 7,
+    "vectorRows": 6,
+    "embeddingCacheRows": 3,
+    "shortTermEntries": 3,
+    "seenHashScopes": 1,
+    "backups": 1,
+    "originRows": 3,
 }
 
 
 async def test_preview_reports_every_artifact_kind_in_reference_order(world: ForgetWorld):
     report = await preview(world, sessions=["target"])
     data = report.model_dump(mode="json")
-    assert list(data) == ["agentId", "dryRun", "sessionIds", "participantMatches", "sessionResolutions", "entryKeys",
-                          "mixedLineageEntryKeys", "untargetableEntryKeys", "curatedWrites", "artifacts", "refusals"]
+    assert list(data) == [
+        "agentId",
+        "dryRun",
+        "sessionIds",
+        "participantMatches",
+        "sessionResolutions",
+        "entryKeys",
+        "mixedLineageEntryKeys",
+        "untargetableEntryKeys",
+        "curatedWrites",
+        "artifacts",
+        "refusals",
+    ]
     assert data["artifacts"] == EXPECTED_ARTIFACTS
     assert list(data["artifacts"]) == list(EXPECTED_ARTIFACTS)
     assert data["sessionIds"] == ["target"]
-    assert data["sessionResolutions"] == [{"sessionId": "target", "sessionKey": "agent:main:main", "source": "live"}]
+    assert data["sessionResolutions"] == [
+        {"sessionId": "target", "sessionKey": "agent:main:main", "source": "live"}
+    ]
     assert data["entryKeys"] == ["k-mixed", "k-target"]
     assert data["mixedLineageEntryKeys"] == ["k-mixed"]
     assert data["untargetableEntryKeys"] == ["k-untracked"]
@@ -85,8 +109,10 @@ async def test_dry_run_takes_no_lock_and_writes_nothing_not_even_a_schema(settin
 
 async def test_dry_run_on_an_existing_store_changes_no_row_and_no_revision(world: ForgetWorld):
     before_rev = await world.query("SELECT revision FROM memory_index_state")
-    counts_sql = ("SELECT (SELECT count(*) FROM memory_entry_origins), (SELECT count(*) FROM memory_index_chunks), "
-                  "(SELECT count(*) FROM short_term_entries), (SELECT count(*) FROM memory_session_tombstones)")
+    counts_sql = (
+        "SELECT (SELECT count(*) FROM memory_entry_origins), (SELECT count(*) FROM memory_index_chunks), "
+        "(SELECT count(*) FROM short_term_entries), (SELECT count(*) FROM memory_session_tombstones)"
+    )
     before = await world.query(counts_sql)
     await preview(world, sessions=["target"])
     assert await world.query(counts_sql) == before
@@ -129,10 +155,16 @@ async def test_index_chunks_fts_vectors_sources_and_embedding_cache_are_purged(w
     fts = await world.query("SELECT count(*) FROM memory_index_chunks_fts")
     assert fts == [(3,)]
     # no FTS row survives for a purged chunk: full-text search cannot find the forgotten words
-    assert await world.query("SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH "
-                             "'mongoose'") == []
-    vec_owners = await world.query("SELECT c.path FROM memory_index_vectors v JOIN memory_index_chunks c "
-                                   "ON c.rowid = v.chunk_rowid ORDER BY c.path")
+    assert (
+        await world.query(
+            "SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH 'mongoose'"
+        )
+        == []
+    )
+    vec_owners = await world.query(
+        "SELECT c.path FROM memory_index_vectors v JOIN memory_index_chunks c "
+        "ON c.rowid = v.chunk_rowid ORDER BY c.path"
+    )
     assert [p for (p,) in vec_owners] == ["USER.md", "sessions/main/other", "sessions/main/prefix-survivor"]
     assert await world.query("SELECT count(*) FROM memory_index_vectors") == [(3,)]
     assert await world.query("SELECT count(*) FROM memory_index_chunk_provenance") == [(3,)]
@@ -250,7 +282,8 @@ async def test_a_selector_matching_nothing_writes_nothing(world, redis):
 async def test_an_unresolved_explicit_id_is_still_recorded_as_forgotten(world, redis):
     report = await purge(world, redis, sessions=["never-seen"])
     assert [r.model_dump(mode="json") for r in report.sessionResolutions] == [
-        {"sessionId": "never-seen", "source": "unresolved"}]
+        {"sessionId": "never-seen", "source": "unresolved"}
+    ]
     assert await world.query("SELECT session_id FROM memory_session_tombstones") == [("never-seen",)]
 
 
@@ -262,7 +295,9 @@ async def test_run_forget_refuses_a_runtime_of_another_agent(world):
             await run_forget(rt, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
 
 
-async def test_settings_of_a_second_host_see_the_same_forgotten_records(world, redis, tmp_path, sessions_root):
+async def test_settings_of_a_second_host_see_the_same_forgotten_records(
+    world, redis, tmp_path, sessions_root
+):
     await purge(world, redis, sessions=["target"])
     twin = make_settings(tmp_path, sessions_root)  # same state dir, fresh settings object
     report = await forget(twin, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
@@ -291,8 +326,10 @@ async def test_human_summary_names_sessions_counts_and_retained_items(world):
     assert "Source sessions: 2" in text
     assert "Session corpus: 2 files, 4 lines" in text
     assert "Session resolution: other (live)" in text
-    assert ('Raw participant selector: omar: [{"domain":"signal","type":"remote","id":"omar"}]. '
-            "Matches select whole sessions across identity namespaces.") in text
+    assert (
+        'Raw participant selector: omar: [{"domain":"signal","type":"remote","id":"omar"}]. '
+        "Matches select whole sessions across identity namespaces."
+    ) in text
     assert "Mixed-lineage entry deleted whole" not in text  # both sessions of k-mixed are selected
     assert "Entry without targetable provenance: k-untracked" in text
     assert "Curated write retained: MEMORY.md (2026-08-26T10:00:01Z)" in text

@@ -37,19 +37,30 @@ def corpus_path(ms: int) -> str:
 def build(tmp_path: Path, sessions_root: Path, unique: str) -> tuple:
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "s-target", [Msg("user", TARGET_TEXT, ts=DAY1_MS),
-                                             Msg("assistant", "Noted: " + TARGET_TEXT, ts=DAY2_MS)],
-          participants=[{"actorId": "nora"}], chatType="direct")
-    b.add("agent:main:dm:omar", "s-other", [Msg("user", OTHER_TEXT, ts=DAY1_MS)],
-          participants=[{"actorId": "omar"}], chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "s-target",
+        [Msg("user", TARGET_TEXT, ts=DAY1_MS), Msg("assistant", "Noted: " + TARGET_TEXT, ts=DAY2_MS)],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "s-other",
+        [Msg("user", OTHER_TEXT, ts=DAY1_MS)],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     return settings, b
 
 
 async def records(settings, redis) -> list[tuple[str, str]]:
     async with agent_runtime(settings, "main", redis=redis) as rt:
         return await rt.require_store().read(
-            lambda conn: conn.execute("SELECT session_id, relative_path FROM corpus_session_files "
-                                      "ORDER BY 1, 2").fetchall())
+            lambda conn: conn.execute(
+                "SELECT session_id, relative_path FROM corpus_session_files ORDER BY 1, 2"
+            ).fetchall()
+        )
 
 
 async def sweep(settings, redis):
@@ -62,15 +73,23 @@ def corpus_text(settings) -> str:
     return "".join(p.read_text() for p in sorted(root.glob("*.txt"))) if root.exists() else ""
 
 
-async def test_ingest_records_every_corpus_file_a_session_was_appended_to(tmp_path, sessions_root, unique, redis):
+async def test_ingest_records_every_corpus_file_a_session_was_appended_to(
+    tmp_path, sessions_root, unique, redis
+):
     settings, _ = build(tmp_path, sessions_root, unique)
     await sweep(settings, redis)
-    assert await records(settings, redis) == sorted([
-        ("s-other", corpus_path(DAY1_MS)), ("s-target", corpus_path(DAY1_MS)), ("s-target", corpus_path(DAY2_MS))])
+    assert await records(settings, redis) == sorted(
+        [
+            ("s-other", corpus_path(DAY1_MS)),
+            ("s-target", corpus_path(DAY1_MS)),
+            ("s-target", corpus_path(DAY2_MS)),
+        ]
+    )
 
 
-async def test_forget_removes_the_sessions_lines_and_its_corpus_file_rows_only(tmp_path, sessions_root, unique,
-                                                                                redis):
+async def test_forget_removes_the_sessions_lines_and_its_corpus_file_rows_only(
+    tmp_path, sessions_root, unique, redis
+):
     settings, _ = build(tmp_path, sessions_root, unique)
     await sweep(settings, redis)
     report = await forget(settings, ForgetRequest(agent="main", sessions=["s-target"]), redis=redis)
@@ -93,8 +112,9 @@ async def test_erasure_leaves_no_corpus_file_row_naming_the_session(tmp_path, se
     assert not any("s-target" in value for row in rows for value in row)
 
 
-async def test_lines_appended_before_a_failed_ingest_commit_are_still_forgotten(tmp_path, sessions_root, unique,
-                                                                                 redis):
+async def test_lines_appended_before_a_failed_ingest_commit_are_still_forgotten(
+    tmp_path, sessions_root, unique, redis
+):
     """The record is written before the append: a crash between the append and the staging
     transaction leaves an unstaged line in a new file that forget still reads."""
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
@@ -106,14 +126,21 @@ async def test_lines_appended_before_a_failed_ingest_commit_are_still_forgotten(
 
     async with agent_runtime(settings, "main", redis=redis) as rt:
         store = rt.require_store()
-        await store.write(lambda conn: conn.execute(
-            "CREATE TRIGGER fail_staging BEFORE INSERT ON memory_entry_origins "
-            "BEGIN SELECT RAISE(ABORT, 'injected staging failure'); END"), fence=None)
+        await store.write(
+            lambda conn: conn.execute(
+                "CREATE TRIGGER fail_staging BEFORE INSERT ON memory_entry_origins "
+                "BEGIN SELECT RAISE(ABORT, 'injected staging failure'); END"
+            ),
+            fence=None,
+        )
         with pytest.raises(OperationFailed, match="ingest commit failed"):
             await run_ingest_sweep(rt)
         await store.write(lambda conn: conn.execute("DROP TRIGGER fail_staging"), fence=None)
-        unstaged = await store.read(lambda conn: conn.execute(
-            "SELECT count(*) FROM short_term_entries WHERE path = ?", (corpus_path(DAY2_MS),)).fetchone()[0])
+        unstaged = await store.read(
+            lambda conn: conn.execute(
+                "SELECT count(*) FROM short_term_entries WHERE path = ?", (corpus_path(DAY2_MS),)
+            ).fetchone()[0]
+        )
     assert unstaged == 0 and "new launch window" in corpus_text(settings)  # appended, never staged
     assert ("s-target", corpus_path(DAY2_MS)) in await records(settings, redis)  # reserved first
 
@@ -122,13 +149,17 @@ async def test_lines_appended_before_a_failed_ingest_commit_are_still_forgotten(
     assert "violet mongoose" not in text and "s-target" not in text and OTHER_TEXT[:30] in text
 
 
-async def test_a_session_without_records_has_every_corpus_file_scanned(tmp_path, sessions_root, unique, redis):
+async def test_a_session_without_records_has_every_corpus_file_scanned(
+    tmp_path, sessions_root, unique, redis
+):
     """Lines the store never recorded (written before it tracked them) are found by the full scan."""
     settings, _ = build(tmp_path, sessions_root, unique)
     await sweep(settings, redis)
     legacy = settings.workspace_for("main") / CORPUS / "2026-01-05.txt"
-    legacy.write_text("[main/sessions/main/s-legacy#L3] the heron code word is lantern\n"
-                      "[main/sessions/main/s-other#L9] an unrelated kept line of text\n")
+    legacy.write_text(
+        "[main/sessions/main/s-legacy#L3] the heron code word is lantern\n"
+        "[main/sessions/main/s-other#L9] an unrelated kept line of text\n"
+    )
     report = await forget(settings, ForgetRequest(agent="main", sessions=["s-legacy"]), redis=redis)
     assert report.sessionResolutions[0].source == "unresolved"
     assert report.artifacts.sessionCorpusLines == 1
@@ -142,9 +173,15 @@ def test_only_recorded_files_are_scanned_when_every_selected_session_has_records
     for name in ("2026-08-22.txt", "2026-08-23.txt", "2026-08-24.md", "notes.json"):
         (corpus_dir / name).write_text("x\n")
     (workspace / "memory" / "2026-08-22.txt").write_text("outside the corpus directory\n")
-    recorded = {"a": {f"{CORPUS}/2026-08-22.txt", f"{CORPUS}/gone.txt", "memory/2026-08-22.txt",
-                      f"{CORPUS}/../2026-08-22.txt"},
-                "b": {f"{CORPUS}/2026-08-24.md"}}
+    recorded = {
+        "a": {
+            f"{CORPUS}/2026-08-22.txt",
+            f"{CORPUS}/gone.txt",
+            "memory/2026-08-22.txt",
+            f"{CORPUS}/../2026-08-22.txt",
+        },
+        "b": {f"{CORPUS}/2026-08-24.md"},
+    }
     names = [p.name for p in corpus_files_to_scan(workspace, corpus_dir, {"a", "b"}, recorded)]
     assert names == ["2026-08-22.txt", "2026-08-24.md"]  # absent and out-of-directory paths are skipped
     every = ["2026-08-22.txt", "2026-08-23.txt", "2026-08-24.md"]
@@ -153,8 +190,9 @@ def test_only_recorded_files_are_scanned_when_every_selected_session_has_records
     assert corpus_files_to_scan(workspace, corpus_dir, set(), recorded) == []
 
 
-async def test_backfill_apply_records_its_corpus_files_and_forget_removes_them(tmp_path, sessions_root, unique,
-                                                                              redis):
+async def test_backfill_apply_records_its_corpus_files_and_forget_removes_them(
+    tmp_path, sessions_root, unique, redis
+):
     settings, _ = build(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         report = await run_backfill(rt, BackfillRequest(agent="main", mode="apply"))
@@ -189,15 +227,19 @@ def test_memory_files_under_a_corpus_subdirectory_are_still_listed(tmp_path):
     (corpus_dir / "2026-08-22.md").write_text("a corpus day file, left to the corpus scan\n")
     (workspace / "memory" / "2026-08-22.md").write_text("a daily note\n")
     assert [p.relative_to(workspace).as_posix() for p in list_memory_files(workspace, corpus_dir)] == [
-        "memory/2026-08-22.md"]
+        "memory/2026-08-22.md"
+    ]
     (corpus_dir / "notes").mkdir()
     (corpus_dir / "notes" / "kept.md").write_text("a memory file in an odd place\n")
     assert [p.relative_to(workspace).as_posix() for p in list_memory_files(workspace, corpus_dir)] == [
-        "memory/2026-08-22.md", f"{CORPUS}/notes/kept.md"]
+        "memory/2026-08-22.md",
+        f"{CORPUS}/notes/kept.md",
+    ]
 
 
 async def test_forget_removes_the_backfill_journal_rows_of_the_session_and_keeps_the_others(
-        tmp_path, sessions_root, unique, redis):
+    tmp_path, sessions_root, unique, redis
+):
     from daemon.agents import agent_paths
     from daemon.store.db import Store
 
@@ -208,7 +250,9 @@ async def test_forget_removes_the_backfill_journal_rows_of_the_session_and_keeps
     async def journal() -> list[tuple[str, str, str]]:
         store = await Store.open(agent_paths(settings, "main").db_path)
         try:
-            return await store.read(lambda c: c.execute("SELECT kind, key, payload FROM backfill_journal").fetchall())
+            return await store.read(
+                lambda c: c.execute("SELECT kind, key, payload FROM backfill_journal").fetchall()
+            )
         finally:
             await store.close()
 

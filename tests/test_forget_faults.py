@@ -28,9 +28,22 @@ from tests.forget_world import (
     ForgetWorld,
 )
 
-ZERO = {"memoryFiles": 0, "memoryEntries": 0, "memoryLines": 0, "sessionCorpusFiles": 0, "sessionCorpusLines": 0,
-        "indexChunks": 0, "indexSources": 0, "ftsRows": 0, "vectorRows": 0, "embeddingCacheRows": 0,
-        "shortTermEntries": 0, "seenHashScopes": 0, "backups": 0, "originRows": 0}
+ZERO = {
+    "memoryFiles": 0,
+    "memoryEntries": 0,
+    "memoryLines": 0,
+    "sessionCorpusFiles": 0,
+    "sessionCorpusLines": 0,
+    "indexChunks": 0,
+    "indexSources": 0,
+    "ftsRows": 0,
+    "vectorRows": 0,
+    "embeddingCacheRows": 0,
+    "shortTermEntries": 0,
+    "seenHashScopes": 0,
+    "backups": 0,
+    "originRows": 0,
+}
 
 STATE_SQL = {
     "origins": "SELECT entry_key, session_id FROM memory_entry_origins ORDER BY 1, 2",
@@ -79,7 +92,9 @@ async def purge(world: ForgetWorld, redis):
 
 async def assert_converges(world: ForgetWorld, redis, clean_state: dict) -> None:
     # the forgotten record is in force right after the failure
-    assert await world.query("SELECT session_id, reason FROM memory_session_tombstones") == [("target", "forgotten")]
+    assert await world.query("SELECT session_id, reason FROM memory_session_tombstones") == [
+        ("target", "forgotten")
+    ]
     await purge(world, redis)
     after = await state_of(world)
     assert after == clean_state
@@ -88,22 +103,29 @@ async def assert_converges(world: ForgetWorld, redis, clean_state: dict) -> None
 
 
 async def add_trigger(world: ForgetWorld, table: str, event: str) -> None:
-    await world.sql(lambda conn: conn.execute(
-        f"CREATE TRIGGER fault_{table} BEFORE {event} ON {table} BEGIN SELECT RAISE(ABORT, 'injected fault'); END"))
+    await world.sql(
+        lambda conn: conn.execute(
+            f"CREATE TRIGGER fault_{table} BEFORE {event} ON {table} BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+        )
+    )
 
 
 async def drop_trigger(world: ForgetWorld, table: str) -> None:
     await world.sql(lambda conn: conn.execute(f"DROP TRIGGER fault_{table}"))
 
 
-@pytest.mark.parametrize(("table", "event", "stage"), [
-    ("memory_index_chunks", "DELETE", "index purge"),
-    ("short_term_entries", "DELETE", "state purge"),
-    ("memory_backups", "UPDATE", "state purge"),  # rewrite preimages
-    ("memory_entry_origins", "DELETE", "origin purge"),
-])
+@pytest.mark.parametrize(
+    ("table", "event", "stage"),
+    [
+        ("memory_index_chunks", "DELETE", "index purge"),
+        ("short_term_entries", "DELETE", "state purge"),
+        ("memory_backups", "UPDATE", "state purge"),  # rewrite preimages
+        ("memory_entry_origins", "DELETE", "origin purge"),
+    ],
+)
 async def test_a_storage_failure_at_a_stage_leaves_the_exclusion_and_a_rerun_converges(
-        world, redis, clean_state, table, event, stage):
+    world, redis, clean_state, table, event, stage
+):
     await add_trigger(world, table, event)
     with pytest.raises(OperationFailed, match=f"{stage} failed: injected fault"):
         await purge(world, redis)
@@ -145,7 +167,9 @@ async def test_a_memory_file_changed_under_the_purge_fails_it_and_the_rerun_keep
     def user_edits_diary() -> None:
         (world.workspace / "DREAMS.md").write_text(world.read("DREAMS.md") + edit)
 
-    with pytest.raises(WriteConflict, match="DREAMS.md changed before the memory forget rewrite could commit"):
+    with pytest.raises(
+        WriteConflict, match="DREAMS.md changed before the memory forget rewrite could commit"
+    ):
         await _plan_under_lock(world, redis, user_edits_diary)
     assert world.read("MEMORY.md") == MEMORY_MD_AFTER  # files before it were committed
     assert await world.query("SELECT count(*) FROM memory_session_tombstones") == [(1,)]
@@ -156,7 +180,9 @@ async def test_a_memory_file_changed_under_the_purge_fails_it_and_the_rerun_keep
     assert preview.artifacts.model_dump() == ZERO
 
 
-async def test_a_corpus_file_changed_under_the_purge_fails_it_and_the_rerun_converges(world, redis, clean_state):
+async def test_a_corpus_file_changed_under_the_purge_fails_it_and_the_rerun_converges(
+    world, redis, clean_state
+):
     appended = "[main/sessions/main/target#L9] User: Appended by an external writer.\n"
 
     def writer_appends() -> None:
@@ -167,14 +193,26 @@ async def test_a_corpus_file_changed_under_the_purge_fails_it_and_the_rerun_conv
         await _plan_under_lock(world, redis, writer_appends)
     # corpus and origins are still the evidence of what is left
     assert "sessions/main/target#L2" in world.read(CORPUS_MIXED)
-    assert await world.query("SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'") == [(2,)]
+    assert await world.query("SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'") == [
+        (2,)
+    ]
     await assert_converges(world, redis, clean_state)
 
 
-@pytest.mark.parametrize("stage", ["forget.index", "forget.state", "forget.preimages", "forget.memory_files",
-                                   "forget.corpus", "forget.origins"])
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "forget.index",
+        "forget.state",
+        "forget.preimages",
+        "forget.memory_files",
+        "forget.corpus",
+        "forget.origins",
+    ],
+)
 async def test_a_failpoint_at_each_stage_leaves_the_exclusion_and_a_rerun_converges(
-        world, redis, clean_state, monkeypatch, stage):
+    world, redis, clean_state, monkeypatch, stage
+):
     monkeypatch.setenv(ENV_VAR, stage)
     with pytest.raises(FailpointTriggered):
         await purge(world, redis)

@@ -30,22 +30,33 @@ OPEN_GATES = PromotionGates(min_score=0, min_recall_count=0, min_unique_queries=
 
 # --- lineage changing between planning and a transaction -----------------------------------------
 
+
 async def test_a_lineage_change_after_planning_applies_nothing_and_the_replan_covers_it(
-        settings, sessions_root, redis):
+    settings, sessions_root, redis
+):
     world = await ForgetWorld(settings, sessions_root).build()
     async with agent_runtime(settings, "main", redis=redis) as rt, rt.lock().hold() as lease:
         catalog = await read_catalog(rt)
         selection = select_sessions(catalog.sessions, catalog.archives, Selectors(("target",), (), ()))
         plan = await plan_for(rt, catalog, selection)
         # another writer (another agent sharing the workspace) records a new entry of the session
-        await rt.require_store().write(lambda conn: conn.execute(
-            "INSERT INTO memory_entry_origins VALUES ('k-late', 'main', 'target', NULL, 'owner', 1)"), fence=None)
+        await rt.require_store().write(
+            lambda conn: conn.execute(
+                "INSERT INTO memory_entry_origins VALUES ('k-late', 'main', 'target', NULL, 'owner', 1)"
+            ),
+            fence=None,
+        )
         (world.workspace / "MEMORY.md").write_text(
-            world.read("MEMORY.md") + "<!-- memoryd-promotion:k-late -->\n- A late entry.\n")
-        outcome = await apply_plan(rt.require_store(), rt.paths.workspace, plan, lease.fence, tombstoned=False)
+            world.read("MEMORY.md") + "<!-- memoryd-promotion:k-late -->\n- A late entry.\n"
+        )
+        outcome = await apply_plan(
+            rt.require_store(), rt.paths.workspace, plan, lease.fence, tombstoned=False
+        )
         assert not outcome.complete
     # nothing of the stale plan was applied
-    assert world.read("memory/2026-08-25.md") is not None and "Session ID: target" in world.read("memory/2026-08-25.md")
+    assert world.read("memory/2026-08-25.md") is not None and "Session ID: target" in world.read(
+        "memory/2026-08-25.md"
+    )
     assert await world.query("SELECT count(*) FROM memory_index_chunks") == [(10,)]
     report = await forget(settings, ForgetRequest(agent="main", sessions=["target"]), redis=redis)
     assert "k-late" in report.entryKeys
@@ -56,24 +67,35 @@ async def test_the_apply_loop_replans_under_the_same_lock_when_lineage_moves(set
     world = await ForgetWorld(settings, sessions_root).build()
     # A writer that records a new entry of the session right as the forgotten record lands (a
     # trigger, so it happens between planning and the purge transactions, every time).
-    await world.sql(lambda conn: conn.execute(
-        "CREATE TRIGGER late_writer AFTER INSERT ON memory_session_tombstones BEGIN "
-        "INSERT INTO memory_entry_origins VALUES ('k-late', 'main', NEW.session_id, NULL, 'owner', 1); END"))
+    await world.sql(
+        lambda conn: conn.execute(
+            "CREATE TRIGGER late_writer AFTER INSERT ON memory_session_tombstones BEGIN "
+            "INSERT INTO memory_entry_origins VALUES ('k-late', 'main', NEW.session_id, NULL, 'owner', 1); END"
+        )
+    )
     (world.workspace / "MEMORY.md").write_text(
-        world.read("MEMORY.md") + "<!-- memoryd-promotion:k-late -->\n- A late entry.\n")
+        world.read("MEMORY.md") + "<!-- memoryd-promotion:k-late -->\n- A late entry.\n"
+    )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         report = await run_forget(rt, ForgetRequest(agent="main", sessions=["target"]))
     assert "k-late" in report.entryKeys  # the report is the re-plan's
     assert "A late entry." not in world.read("MEMORY.md")
-    assert await world.query("SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'") == [(0,)]
+    assert await world.query("SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'") == [
+        (0,)
+    ]
     assert await world.query("SELECT count(*) FROM memory_session_tombstones") == [(1,)]
 
 
 # --- ingestion and indexing in flight ---------------------------------------------------------------
 
+
 def _pipeline_settings(tmp_path: Path, sessions_root: Path, unique: str):
-    return make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                         index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}})
+    return make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}},
+    )
 
 
 def _two_sessions(sessions_root: Path) -> SessionStoreBuilder:
@@ -86,9 +108,12 @@ def _two_sessions(sessions_root: Path) -> SessionStoreBuilder:
 async def target_chunk_hashes(settings) -> set[str]:
     """Content hashes (embedding-cache keys) of every indexed chunk holding target text."""
     async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:
-        rows = await rt.require_store().read(lambda conn: conn.execute(
-            "SELECT hash FROM memory_index_chunks WHERE session_id = 'target' OR text LIKE ?",
-            (f"%{WORD}%",)).fetchall())
+        rows = await rt.require_store().read(
+            lambda conn: conn.execute(
+                "SELECT hash FROM memory_index_chunks WHERE session_id = 'target' OR text LIKE ?",
+                (f"%{WORD}%",),
+            ).fetchall()
+        )
     return {h for (h,) in rows}
 
 
@@ -106,18 +131,29 @@ async def assert_nothing_of_target(settings, target_hashes: set[str] = frozenset
 
         def rows(conn):
             return {
-                "origins": conn.execute("SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'")
-                .fetchone()[0],
-                "staged": conn.execute("SELECT count(*) FROM short_term_entries WHERE snippet LIKE ?",
-                                       (f"%{WORD}%",)).fetchone()[0],
-                "chunks": conn.execute("SELECT count(*) FROM memory_index_chunks WHERE session_id = 'target' "
-                                       "OR text LIKE ?", (f"%{WORD}%",)).fetchone()[0],
-                "fts": conn.execute("SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts "
-                                    "MATCH ?", (WORD,)).fetchone()[0],
-                "tombstone": conn.execute("SELECT count(*) FROM memory_session_tombstones WHERE session_id = "
-                                          "'target'").fetchone()[0],
-                "cached": sum(conn.execute("SELECT count(*) FROM memory_embedding_cache WHERE hash = ?", (h,))
-                              .fetchone()[0] for h in target_hashes),
+                "origins": conn.execute(
+                    "SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'"
+                ).fetchone()[0],
+                "staged": conn.execute(
+                    "SELECT count(*) FROM short_term_entries WHERE snippet LIKE ?", (f"%{WORD}%",)
+                ).fetchone()[0],
+                "chunks": conn.execute(
+                    "SELECT count(*) FROM memory_index_chunks WHERE session_id = 'target' OR text LIKE ?",
+                    (f"%{WORD}%",),
+                ).fetchone()[0],
+                "fts": conn.execute(
+                    "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?",
+                    (WORD,),
+                ).fetchone()[0],
+                "tombstone": conn.execute(
+                    "SELECT count(*) FROM memory_session_tombstones WHERE session_id = 'target'"
+                ).fetchone()[0],
+                "cached": sum(
+                    conn.execute(
+                        "SELECT count(*) FROM memory_embedding_cache WHERE hash = ?", (h,)
+                    ).fetchone()[0]
+                    for h in target_hashes
+                ),
             }
 
         got = await store.read(rows)
@@ -129,7 +165,8 @@ async def assert_nothing_of_target(settings, target_hashes: set[str] = frozenset
 
 
 async def test_a_session_forgotten_while_an_ingest_sweep_is_in_flight_is_never_staged(
-        tmp_path, sessions_root, redis, unique):
+    tmp_path, sessions_root, redis, unique
+):
     settings = _pipeline_settings(tmp_path, sessions_root, unique)
     _two_sessions(sessions_root)
     held, go = anyio.Event(), anyio.Event()
@@ -157,7 +194,8 @@ async def test_a_session_forgotten_while_an_ingest_sweep_is_in_flight_is_never_s
 
 
 async def test_an_index_run_prepared_before_a_purge_cannot_publish_the_forgotten_session(
-        tmp_path, sessions_root, redis, unique):
+    tmp_path, sessions_root, redis, unique
+):
     settings = _pipeline_settings(tmp_path, sessions_root, unique)
     _two_sessions(sessions_root)
     async with agent_runtime(settings, "main", redis=redis) as rt:
@@ -173,7 +211,8 @@ async def test_an_index_run_prepared_before_a_purge_cannot_publish_the_forgotten
 
 
 async def test_after_a_purge_ingest_dream_backfill_and_index_force_restore_none_of_it(
-        tmp_path, sessions_root, redis, unique):
+    tmp_path, sessions_root, redis, unique
+):
     settings = _pipeline_settings(tmp_path, sessions_root, unique)
     builder = _two_sessions(sessions_root)
     transcripts = {p.name: p.read_bytes() for p in builder.dir.iterdir()}

@@ -9,7 +9,9 @@ from daemon.forget.refs import references_session
 from daemon.forget.scrub import Selection, has_history_highlights, scrub_corpus, scrub_memory
 from daemon.markers import promotion_key
 
-SEL = Selection("main", frozenset({"target"}), frozenset({"k1"}), ("User: Please remember violet-mongoose-42.",))
+SEL = Selection(
+    "main", frozenset({"target"}), frozenset({"k1"}), ("User: Please remember violet-mongoose-42.",)
+)
 
 
 def test_entry_with_lineage_marker_and_indented_continuation_is_removed():
@@ -60,12 +62,18 @@ def test_history_highlights_are_detected_for_a_refusal():
 
 
 def test_a_six_character_corpus_snippet_is_never_collected():
-    out = scrub_corpus("[main/sessions/main/target#L4] shorty\n[main/sessions/main/target#L5]  exactly-12ch \n",
-                       "main", {"target"})
+    out = scrub_corpus(
+        "[main/sessions/main/target#L4] shorty\n[main/sessions/main/target#L5]  exactly-12ch \n",
+        "main",
+        {"target"},
+    )
     assert out.removed_lines == 2
     assert out.snippets == ("exactly-12ch",)
     line = "a memory line that says shorty"
-    assert scrub_memory(line, Selection("main", frozenset({"target"}), frozenset(), out.snippets)).content == line
+    assert (
+        scrub_memory(line, Selection("main", frozenset({"target"}), frozenset(), out.snippets)).content
+        == line
+    )
 
 
 def test_the_snippet_limit_counts_utf16_units():
@@ -81,12 +89,19 @@ def test_a_corpus_file_left_blank_is_removed():
 
 # --- properties --------------------------------------------------------------------------------
 
-MARKERS = ["<!-- memoryd-promotion:k1 -->", "<!-- memoryd-promotion:k2 -->", "<!-- memoryd-lineage:k0 -->",
-           "<!-- openclaw-memory-promotion:k1 -->"]
+MARKERS = [
+    "<!-- memoryd-promotion:k1 -->",
+    "<!-- memoryd-promotion:k2 -->",
+    "<!-- memoryd-lineage:k0 -->",
+    "<!-- openclaw-memory-promotion:k1 -->",
+]
 REFS = ["Session ID: target", "Session ID: other", "## main:target", "sessions/main/target", "- main:prefix"]
 line_st = st.one_of(
-    st.sampled_from(MARKERS + REFS + ["", "  indented", "- row", "# H", "## H2", "User: Please remember "
-                                      "violet-mongoose-42.", "shorty"]),
+    st.sampled_from(
+        MARKERS
+        + REFS
+        + ["", "  indented", "- row", "# H", "## H2", "User: Please remember violet-mongoose-42.", "shorty"]
+    ),
     st.text(alphabet=st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=30),
 )
 doc_st = st.lists(line_st, max_size=25).map("\n".join)
@@ -123,8 +138,7 @@ def test_an_empty_selection_changes_nothing(text):
 @settings(max_examples=300, deadline=None)
 @given(doc_st)
 def test_text_without_markers_references_or_quotes_is_kept_verbatim(text):
-    lines = [ln for ln in text.split("\n")
-             if "<!--" not in ln and "target" not in ln and "violet" not in ln]
+    lines = [ln for ln in text.split("\n") if "<!--" not in ln and "target" not in ln and "violet" not in ln]
     clean = "\n".join(lines)
     assert scrub_memory(clean, SEL).content == clean
 
@@ -132,7 +146,8 @@ def test_text_without_markers_references_or_quotes_is_kept_verbatim(text):
 corpus_line_st = st.builds(
     lambda sid, body: f"[main/sessions/main/{sid}#L1] {body}",
     st.sampled_from(["target", "other", "prefix-survivor", "target.jsonl", "TARGET"]),
-    st.text(alphabet=st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)), max_size=40))
+    st.text(alphabet=st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)), max_size=40),
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,10 +22,18 @@ from daemon.sessions.model import ArchiveInfo, Participant, SessionInfo
 PROFILE = (("type", "profile"),)
 
 
-def live(sid: str, key: str | None, *, created: int = 1000, hook: str | None = None,
-         actors: tuple[str, ...] = ()) -> SessionInfo:
-    return SessionInfo("main", sid, key, "interactive", hook_source=hook, created_at=created,
-                       participants=tuple(Participant(a, PROFILE) for a in actors))
+def live(
+    sid: str, key: str | None, *, created: int = 1000, hook: str | None = None, actors: tuple[str, ...] = ()
+) -> SessionInfo:
+    return SessionInfo(
+        "main",
+        sid,
+        key,
+        "interactive",
+        hook_source=hook,
+        created_at=created,
+        participants=tuple(Participant(a, PROFILE) for a in actors),
+    )
 
 
 def arc(sid: str, key: str | None, created: int | None = 500) -> ArchiveInfo:
@@ -100,8 +108,13 @@ def test_participant_matches_list_distinct_identities_per_actor():
     ]
 
 
-@given(st.lists(st.sampled_from(["w1", "w2", "g1", "W1", "w", "w1 ", "agent:main", "prefix", "PREFIX"]),
-                min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.sampled_from(["w1", "w2", "g1", "W1", "w", "w1 ", "agent:main", "prefix", "PREFIX"]),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_selection_is_exact_equality_on_ids_and_keys(values):
     selection = select_sessions(SESSIONS, ARCHIVES, sel(values))
     for t in selection.targets:
@@ -118,7 +131,9 @@ def test_transcript_file_names_reduce_to_their_session_id():
     assert session_id_from_file_name("prefix.jsonl.other") is None
     assert session_id_from_file_name("target.jsonl.reset.yesterday") is None
     assert session_id_from_file_name("p.checkpoint.abc.jsonl") is None
-    assert references_session("sessions/main/target.jsonl.reset.2026-08-25T10-00-00.000Z.zst", "main", {"target"})
+    assert references_session(
+        "sessions/main/target.jsonl.reset.2026-08-25T10-00-00.000Z.zst", "main", {"target"}
+    )
     assert references_session("main:sessions/main/target", "main", {"target"})
     assert references_session("main:target", "main", {"target"})
     assert not references_session("ops:target", "main", {"target"})
@@ -126,6 +141,7 @@ def test_transcript_file_names_reduce_to_their_session_id():
 
 
 # --- the request -------------------------------------------------------------------------------
+
 
 def test_a_request_without_a_selector_is_a_usage_error():
     with pytest.raises(UsageError, match="requires a session, hook source, or participant"):
@@ -161,6 +177,7 @@ def test_request_rejects_a_bad_agent_id():
 
 # --- the command --------------------------------------------------------------------------------
 
+
 def _cli() -> click.Group:
     @click.group()
     def root() -> None:
@@ -178,8 +195,9 @@ def _write_config(tmp_path: Path, sessions_root: Path) -> CliState:
 
 def test_cli_without_a_selector_exits_2_with_one_line(tmp_path, sessions_root):
     runner = CliRunner()
-    result = runner.invoke(_cli(), ["forget", "--agent", "main", "--dry-run"],
-                           obj=_write_config(tmp_path, sessions_root))
+    result = runner.invoke(
+        _cli(), ["forget", "--agent", "main", "--dry-run"], obj=_write_config(tmp_path, sessions_root)
+    )
     assert isinstance(result.exception, UsageError)
     assert result.exception.exit_code == 2
     assert "\n" not in str(result.exception)
@@ -189,8 +207,9 @@ def test_cli_dry_run_prints_json_report_and_a_human_summary(tmp_path, sessions_r
     store_builder.add("agent:main:main", "s1", [], participants=[{"actorId": "omar"}])
     state = _write_config(tmp_path, sessions_root)
     runner = CliRunner()
-    result = runner.invoke(_cli(), ["forget", "--agent", "main", "--participant", "omar", "--dry-run", "--json"],
-                           obj=state)
+    result = runner.invoke(
+        _cli(), ["forget", "--agent", "main", "--participant", "omar", "--dry-run", "--json"], obj=state
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["sessionIds"] == ["s1"] and data["dryRun"] is True

@@ -21,15 +21,27 @@ OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."
 @pytest.fixture
 def config(tmp_path: Path, sessions_root: Path, unique: str) -> Path:
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT)], participants=[{"actorId": "nora"}],
-          chatType="direct")
-    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", OMAR_TEXT)], participants=[{"actorId": "omar"}],
-          chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "sess-nora-1",
+        [Msg("user", NORA_TEXT)],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        [Msg("user", OMAR_TEXT)],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     path = tmp_path / "memoryd.toml"
-    path.write_text(f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
-                    f'redis_url = "{REDIS_URL}"\n\n[daemon]\nhost_id = "test-{unique}"\n\n'
-                    '[index]\nsources = ["memory", "sessions"]\n\n'
-                    '[dreaming]\nmin_score = 0\nmin_recall_count = 0\nmin_unique_queries = 0\n')
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n\n[daemon]\nhost_id = "test-{unique}"\n\n'
+        '[index]\nsources = ["memory", "sessions"]\n\n'
+        "[dreaming]\nmin_score = 0\nmin_recall_count = 0\nmin_unique_queries = 0\n"
+    )
     return path
 
 
@@ -49,7 +61,8 @@ def derive_everything(capsys: pytest.CaptureFixture[str], config: Path) -> Path:
 
 
 def test_forget_verify_reports_verified_after_purging_an_ingested_promoted_indexed_session(
-        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     memory = derive_everything(capsys, config)
 
     out = run(capsys, config, "forget", "--agent", "main", "--session", "sess-nora-1", "--verify")
@@ -66,7 +79,8 @@ def test_forget_verify_reports_verified_after_purging_an_ingested_promoted_index
 
 
 def test_a_fresh_verify_fails_when_the_forgotten_text_is_planted_back_into_memory(
-        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     memory = derive_everything(capsys, config)
     first = run(capsys, config, "forget", "--agent", "main", "--session", "sess-nora-1", "--verify")
     assert first["verification"]["verified"] is True
@@ -81,17 +95,32 @@ def test_a_fresh_verify_fails_when_the_forgotten_text_is_planted_back_into_memor
     assert any("MEMORY.md" in loc for loc in derivability["locations"])
 
 
-def test_forget_without_verify_keeps_the_reference_fields_only(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_forget_without_verify_keeps_the_reference_fields_only(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run(capsys, config, "ingest", "--agent", "main")
     out = run(capsys, config, "forget", "--agent", "main", "--session", "sess-nora-1")
     assert list(out)[-1] == "refusals" and "verification" not in out
 
 
 def test_verify_with_dry_run_is_a_usage_error_and_changes_nothing(
-        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run(capsys, config, "ingest", "--agent", "main")
-    code = main(["--config", str(config), "forget", "--agent", "main", "--session", "sess-nora-1", "--dry-run",
-                 "--verify", "--json"])
+    code = main(
+        [
+            "--config",
+            str(config),
+            "forget",
+            "--agent",
+            "main",
+            "--session",
+            "sess-nora-1",
+            "--dry-run",
+            "--verify",
+            "--json",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "--verify" in err and "--dry-run" in err

@@ -28,10 +28,35 @@ from tests.builders import conversation
 EXAMPLES = 500
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-TRICKS = ["..", ".", "../x", "x/..", "a/b", "a\\b", "/abs", "~", "~root", "x\x00", "x\n", "..\u2215x", "\u2024\u2024",
-          "%2e%2e", "x" * 600, "", " ", "CON", "-rf", ".hidden", "a..b", "\udcff"]
-ids = st.one_of(st.sampled_from(TRICKS), st.text(max_size=40),
-                st.lists(st.sampled_from(TRICKS + ["a", "/", "."]), max_size=5).map("".join))
+TRICKS = [
+    "..",
+    ".",
+    "../x",
+    "x/..",
+    "a/b",
+    "a\\b",
+    "/abs",
+    "~",
+    "~root",
+    "x\x00",
+    "x\n",
+    "..\u2215x",
+    "\u2024\u2024",
+    "%2e%2e",
+    "x" * 600,
+    "",
+    " ",
+    "CON",
+    "-rf",
+    ".hidden",
+    "a..b",
+    "\udcff",
+]
+ids = st.one_of(
+    st.sampled_from(TRICKS),
+    st.text(max_size=40),
+    st.lists(st.sampled_from(TRICKS + ["a", "/", "."]), max_size=5).map("".join),
+)
 
 
 @FUZZ
@@ -61,6 +86,7 @@ def test_an_accepted_agent_id_keeps_its_state_under_the_state_dir(value):
 
 # --- symlinks where memoryd writes -------------------------------------------------------------
 
+
 def test_a_symlinked_parent_inside_the_workspace_is_refused_and_its_target_untouched(tmp_path):
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     ws.mkdir()
@@ -76,7 +102,8 @@ def test_a_symlinked_parent_inside_the_workspace_is_refused_and_its_target_untou
 
 
 async def test_a_symlinked_corpus_directory_fails_the_sweep_and_writes_nothing_through_it(
-        settings, store_builder, redis):
+    settings, store_builder, redis
+):
     store_builder.add("agent:main:main", "s1", conversation("orchard", "s1", 4))
     outside = settings.state_dir.parent / "outside-corpus"
     outside.mkdir()
@@ -90,14 +117,16 @@ async def test_a_symlinked_corpus_directory_fails_the_sweep_and_writes_nothing_t
             assert "symlink" in str(exc)
         else:
             assert report.messages_staged == 0 and any("symlink" in e for e in report.errors)
-        staged = await rt.require_store().read(lambda c: c.execute("SELECT count(*) FROM short_term_entries")
-                                               .fetchone()[0])
+        staged = await rt.require_store().read(
+            lambda c: c.execute("SELECT count(*) FROM short_term_entries").fetchone()[0]
+        )
     assert list(outside.iterdir()) == []
     assert staged == 0  # nothing staged whose corpus line could not be written
 
 
 async def test_a_symlinked_memory_file_is_skipped_by_forget_and_its_target_untouched(
-        settings, store_builder, redis):
+    settings, store_builder, redis
+):
     store_builder.add("agent:main:main", "s1", conversation("orchard", "s1", 4))
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
@@ -113,6 +142,7 @@ async def test_a_symlinked_memory_file_is_skipped_by_forget_and_its_target_untou
     assert outside.read_text() == text and (ws / "MEMORY.md").is_symlink()
     # the forgotten record was committed first, so the session stays excluded after the refusal
     async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:
-        rows = await rt.require_store().read(lambda c: c.execute(
-            "SELECT session_id FROM memory_session_tombstones").fetchall())
+        rows = await rt.require_store().read(
+            lambda c: c.execute("SELECT session_id FROM memory_session_tombstones").fetchall()
+        )
     assert rows == [("s1",)]

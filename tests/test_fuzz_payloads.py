@@ -23,20 +23,82 @@ from workers.base import JobPayloadError, parse_payload
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-MODELS = {"forget": ForgetRequest, "erase": EraseRequest, "expire": ExpireRequest, "ingest_sweep": SweepRequest,
-          "index_sync": IndexRequest, "dream": DreamRequest, "backfill": BackfillRequest}
-FIELDS = ["agent", "sessions", "participants", "hook_sources", "since", "dry_run", "scope", "allow_partial",
-          "request_id", "force", "phases", "from_day", "to_day", "limit_days", "mode", "__class__", "extra"]
-TRICKS = ["main", "../main", "..", "main/../x", "/etc", "a\\b", "x\x00", "a\ud800", "\udcff", " main", "main\n",
-          "tenant:t", "user:u", "session:s", "object:o", "user:../u", "session:a/b", "2026-08-25", "9999-99-99",
-          "1e999", "-1", "", "light", "apply", "preview", "x" * 700]
-scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
-           | st.floats() | st.text(max_size=16) | st.sampled_from(TRICKS))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                      | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=10)
-payloads = st.one_of(values, st.dictionaries(st.sampled_from(FIELDS), values, max_size=6),
-                     st.dictionaries(st.sampled_from(FIELDS), st.sampled_from(TRICKS), max_size=4)
-                     .map(lambda d: {"agent": "main", **d}))
+MODELS = {
+    "forget": ForgetRequest,
+    "erase": EraseRequest,
+    "expire": ExpireRequest,
+    "ingest_sweep": SweepRequest,
+    "index_sync": IndexRequest,
+    "dream": DreamRequest,
+    "backfill": BackfillRequest,
+}
+FIELDS = [
+    "agent",
+    "sessions",
+    "participants",
+    "hook_sources",
+    "since",
+    "dry_run",
+    "scope",
+    "allow_partial",
+    "request_id",
+    "force",
+    "phases",
+    "from_day",
+    "to_day",
+    "limit_days",
+    "mode",
+    "__class__",
+    "extra",
+]
+TRICKS = [
+    "main",
+    "../main",
+    "..",
+    "main/../x",
+    "/etc",
+    "a\\b",
+    "x\x00",
+    "a\ud800",
+    "\udcff",
+    " main",
+    "main\n",
+    "tenant:t",
+    "user:u",
+    "session:s",
+    "object:o",
+    "user:../u",
+    "session:a/b",
+    "2026-08-25",
+    "9999-99-99",
+    "1e999",
+    "-1",
+    "",
+    "light",
+    "apply",
+    "preview",
+    "x" * 700,
+]
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats()
+    | st.text(max_size=16)
+    | st.sampled_from(TRICKS)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
+payloads = st.one_of(
+    values,
+    st.dictionaries(st.sampled_from(FIELDS), values, max_size=6),
+    st.dictionaries(st.sampled_from(FIELDS), st.sampled_from(TRICKS), max_size=4).map(
+        lambda d: {"agent": "main", **d}
+    ),
+)
 
 
 def _check_accepted(job: str, request) -> None:
@@ -63,9 +125,16 @@ def test_every_job_payload_validates_or_fails_with_one_line_naming_the_job(job, 
 
 
 @FUZZ
-@given(payload=st.dictionaries(st.sampled_from(["agent", "sessions", "participants", "hook_sources", "since"]),
-                               st.one_of(st.sampled_from(TRICKS), st.lists(st.one_of(
-                                   st.sampled_from(TRICKS), st.text(max_size=10)), max_size=3)), max_size=5))
+@given(
+    payload=st.dictionaries(
+        st.sampled_from(["agent", "sessions", "participants", "hook_sources", "since"]),
+        st.one_of(
+            st.sampled_from(TRICKS),
+            st.lists(st.one_of(st.sampled_from(TRICKS), st.text(max_size=10)), max_size=3),
+        ),
+        max_size=5,
+    )
+)
 def test_forget_requests_from_the_cli_or_client_are_safe_or_a_usage_error(payload):
     try:
         request = ForgetRequest.parse(payload)
@@ -76,8 +145,14 @@ def test_forget_requests_from_the_cli_or_client_are_safe_or_a_usage_error(payloa
 
 
 @FUZZ
-@given(raw=st.one_of(st.binary(max_size=120), st.sampled_from(
-    [b"[" * 3000, b'{"a": 1e999}', b'{"a": "\\ud800"}', b"\x80\x04K\x01.", b'{"f": "forget"}\x00'])))
+@given(
+    raw=st.one_of(
+        st.binary(max_size=120),
+        st.sampled_from(
+            [b"[" * 3000, b'{"a": 1e999}', b'{"a": "\\ud800"}', b"\x80\x04K\x01.", b'{"f": "forget"}\x00']
+        ),
+    )
+)
 def test_job_bytes_decode_as_a_json_object_or_raise_value_error(raw):
     try:
         value = deserialize(raw)
@@ -100,7 +175,10 @@ def test_a_pickled_job_is_never_unpickled(obj):
 def test_a_lone_surrogate_in_a_selector_is_a_usage_error_not_a_crash_at_enqueue():
     """Regression: `memoryd forget --session` with invalid UTF-8 in argv (a lone surrogate after
     Python's decoding) passed validation, then failed serializing the job id with a TypeError."""
-    for payload in ({"agent": "main", "sessions": ["s\udcff"]}, {"agent": "main", "participants": ["\ud800"]},
-                    {"agent": "main", "hook_sources": ["gmail\udc80"]}):
+    for payload in (
+        {"agent": "main", "sessions": ["s\udcff"]},
+        {"agent": "main", "participants": ["\ud800"]},
+        {"agent": "main", "hook_sources": ["gmail\udc80"]},
+    ):
         with pytest.raises(UsageError, match="surrogate"):
             ForgetRequest.parse(payload)

@@ -20,14 +20,36 @@ FRAGMENTS = [
     "[main/sessions/main/other#L3] User: The orchard rota changes on Monday.",
     "[main/sessions/main/target-2#L1] User: A session whose id extends the target's.",
     "[main/sessions/main/target.jsonl.reset.2026-08-25T10-00-00.000Z#L3] User: Archived words here.",
-    "<!-- memoryd-promotion:k1 -->", "<!-- memoryd-lineage:k0 -->", "<!-- openclaw-memory-promotion:k2 -->",
-    "<!-- memoryd-promotion: -->", "- an entry line", "  continued", "## Session ID: target", "# Heading",
-    "- Session ID: other; notes", "main:target", "sessions/main/target", "Session ID:target;x",
-    "\r", "\x00", "\ud800", "\u2028", "\u2029", "\x85", "\t", " ", "[", "]", "#L", "sessions/main/",
+    "<!-- memoryd-promotion:k1 -->",
+    "<!-- memoryd-lineage:k0 -->",
+    "<!-- openclaw-memory-promotion:k2 -->",
+    "<!-- memoryd-promotion: -->",
+    "- an entry line",
+    "  continued",
+    "## Session ID: target",
+    "# Heading",
+    "- Session ID: other; notes",
+    "main:target",
+    "sessions/main/target",
+    "Session ID:target;x",
+    "\r",
+    "\x00",
+    "\ud800",
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\t",
+    " ",
+    "[",
+    "]",
+    "#L",
+    "sessions/main/",
 ]
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=20)), max_size=30).flatmap(
-    lambda parts: st.lists(st.sampled_from(["\n", "\r\n", "", " "]), min_size=len(parts), max_size=len(parts))
-    .map(lambda seps: "".join(p + s for p, s in zip(parts, seps, strict=True))))
+    lambda parts: st.lists(
+        st.sampled_from(["\n", "\r\n", "", " "]), min_size=len(parts), max_size=len(parts)
+    ).map(lambda seps: "".join(p + s for p, s in zip(parts, seps, strict=True)))
+)
 id_sets = st.frozensets(st.one_of(st.sampled_from(IDS), st.text(min_size=1, max_size=8)), max_size=3)
 
 
@@ -57,14 +79,22 @@ def test_a_memory_scrub_with_nothing_selected_changes_nothing(content):
 
 
 @FUZZ
-@given(content=texts, ids=id_sets, keys=st.frozensets(st.sampled_from(["k0", "k1", "k2", "", " "]), max_size=3),
-       snippets=st.lists(st.sampled_from(["violet-mongoose-42", "orchard rota changes", "\ud800 lone"]), max_size=2))
+@given(
+    content=texts,
+    ids=id_sets,
+    keys=st.frozensets(st.sampled_from(["k0", "k1", "k2", "", " "]), max_size=3),
+    snippets=st.lists(
+        st.sampled_from(["violet-mongoose-42", "orchard rota changes", "\ud800 lone"]), max_size=2
+    ),
+)
 def test_a_memory_scrub_only_deletes_whole_lines_and_leaves_no_selected_marker(content, ids, keys, snippets):
     sel = Selection("main", ids, keys, tuple(snippets))
     result = scrub_memory(content, sel)
     before = content.split("\n")
     after = result.content.split("\n") if result.content else []  # every line removed
     assert _is_subsequence(after, before)
-    assert not set(promotion_keys_on_lines(result.content.replace("\r\n", "\n"))) & {k.strip() for k in keys if k.strip()}
+    assert not set(promotion_keys_on_lines(result.content.replace("\r\n", "\n"))) & {
+        k.strip() for k in keys if k.strip()
+    }
     assert not any(s in line for s in snippets for line in after)
     assert len(before) - len(after) >= result.removed_lines

@@ -19,28 +19,82 @@ from daemon.ids import session_id_problem
 from daemon.sessions.json_store import JsonSessionSource
 
 EXAMPLES = 300
-FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
-PATH_TRICKS = ["../escape", "..", ".", "a/b", "a\\b", "/etc/passwd", "x\x00y", "ok\nnewline", "", " ",
-               "..hidden", "sess..ion", "\u202e", "ses\u2028sion", "x" * 600, "normal-id", "CON", "a.jsonl"]
-json_scalar = (st.none() | st.booleans() | st.integers(min_value=-(10**40), max_value=10**40)
-               | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12) | st.sampled_from(PATH_TRICKS))
-json_values = st.one_of(json_scalar, st.lists(json_scalar, max_size=2),
-                        st.dictionaries(st.text(max_size=6), json_scalar, max_size=2))
+PATH_TRICKS = [
+    "../escape",
+    "..",
+    ".",
+    "a/b",
+    "a\\b",
+    "/etc/passwd",
+    "x\x00y",
+    "ok\nnewline",
+    "",
+    " ",
+    "..hidden",
+    "sess..ion",
+    "\u202e",
+    "ses\u2028sion",
+    "x" * 600,
+    "normal-id",
+    "CON",
+    "a.jsonl",
+]
+json_scalar = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | st.sampled_from(PATH_TRICKS)
+)
+json_values = st.one_of(
+    json_scalar,
+    st.lists(json_scalar, max_size=2),
+    st.dictionaries(st.text(max_size=6), json_scalar, max_size=2),
+)
 
 
 @st.composite
 def session_entries(draw):
-    entry = draw(st.dictionaries(st.sampled_from(
-        ["sessionKind", "chatType", "channel", "hookExternalContentSource", "createdAt", "updatedAt",
-         "participants", "origin", "delivery", "spawnedBy", "accountId", "sessionStartedAt"]), json_values,
-        max_size=4))
+    entry = draw(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "sessionKind",
+                    "chatType",
+                    "channel",
+                    "hookExternalContentSource",
+                    "createdAt",
+                    "updatedAt",
+                    "participants",
+                    "origin",
+                    "delivery",
+                    "spawnedBy",
+                    "accountId",
+                    "sessionStartedAt",
+                ]
+            ),
+            json_values,
+            max_size=4,
+        )
+    )
     if draw(st.booleans()):
         entry["sessionId"] = draw(st.one_of(st.sampled_from(PATH_TRICKS), json_scalar))
     if draw(st.booleans()):
-        entry["participants"] = draw(st.lists(st.one_of(json_values, st.fixed_dictionaries(
-            {"actorId": json_scalar, "namespace": json_values})), max_size=3))
+        entry["participants"] = draw(
+            st.lists(
+                st.one_of(
+                    json_values, st.fixed_dictionaries({"actorId": json_scalar, "namespace": json_values})
+                ),
+                max_size=3,
+            )
+        )
     return entry
 
 
@@ -67,9 +121,25 @@ def _check_listing(source: JsonSessionSource) -> None:
 
 
 @FUZZ
-@given(data=st.one_of(st.binary(max_size=200), st.sampled_from(
-    [b"[" * 2000, b"{" * 2000, b'{"a": 1e999}', b'{"k": "\\ud800"}', b"\xef\xbb\xbf{}", b"{}\x00", b"null",
-     b"[]", b'"x"', b"\r\n{\r\n}\r\n"])))
+@given(
+    data=st.one_of(
+        st.binary(max_size=200),
+        st.sampled_from(
+            [
+                b"[" * 2000,
+                b"{" * 2000,
+                b'{"a": 1e999}',
+                b'{"k": "\\ud800"}',
+                b"\xef\xbb\xbf{}",
+                b"{}\x00",
+                b"null",
+                b"[]",
+                b'"x"',
+                b"\r\n{\r\n}\r\n",
+            ]
+        ),
+    )
+)
 def test_random_bytes_as_sessions_json_fail_with_one_line_naming_the_file(tmp_path, data):
     source = _source(tmp_path)
     source.store_path.write_bytes(data)
@@ -88,18 +158,37 @@ def test_hostile_entries_are_listed_safely_or_skipped_with_a_reason(tmp_path, st
     source.store_path.write_text(json.dumps(store))
     _check_listing(source)
     listed = {s.session_id for s in source.list_sessions().sessions}
-    valid = {e.get("sessionId") for e in store.values() if isinstance(e, dict)
-             and session_id_problem(e.get("sessionId")) is None}
+    valid = {
+        e.get("sessionId")
+        for e in store.values()
+        if isinstance(e, dict) and session_id_problem(e.get("sessionId")) is None
+    }
     assert listed == valid  # every valid record listed, every invalid one skipped
 
 
 @FUZZ
-@given(names=st.lists(st.one_of(st.sampled_from(
-    ["x.jsonl.reset.2026-08-25T10-00-00.000Z", "..jsonl.deleted.2026-08-25T10-00-00Z",
-     "a..b.jsonl.reset.2026-08-25T10-00-00Z.zst", "y.jsonl.deleted.9999-99-99T99-99-99.999Z",
-     "p.checkpoint.abc.jsonl", "z.jsonl.reset.2026-08-25T10-00-00.000Z.zst"]),
-    st.text(alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)),
-            min_size=1, max_size=40)), max_size=6))
+@given(
+    names=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "x.jsonl.reset.2026-08-25T10-00-00.000Z",
+                    "..jsonl.deleted.2026-08-25T10-00-00Z",
+                    "a..b.jsonl.reset.2026-08-25T10-00-00Z.zst",
+                    "y.jsonl.deleted.9999-99-99T99-99-99.999Z",
+                    "p.checkpoint.abc.jsonl",
+                    "z.jsonl.reset.2026-08-25T10-00-00.000Z.zst",
+                ]
+            ),
+            st.text(
+                alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)),
+                min_size=1,
+                max_size=40,
+            ),
+        ),
+        max_size=6,
+    )
+)
 def test_archive_names_never_yield_an_unsafe_session_id(tmp_path, names):
     source = _source(tmp_path)
     for name in names:

@@ -27,18 +27,35 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[Hea
 
 # Pieces that hurt parsers: separators, NUL, surrogate escapes, deep nesting, huge numbers.
 HOSTILE_PIECES = [
-    b"\n", b"\r\n", b"\r", b"\x00", b"\\u0000", b'"\\ud800"', b'"\\udfff\\ud800"', b"\xed\xa0\x80",
-    b"\xff\xfe", b"[" * 1100, b"{" * 600, b"1e999999", b"-1e400", b"123456789012345678901234567890123",
+    b"\n",
+    b"\r\n",
+    b"\r",
+    b"\x00",
+    b"\\u0000",
+    b'"\\ud800"',
+    b'"\\udfff\\ud800"',
+    b"\xed\xa0\x80",
+    b"\xff\xfe",
+    b"[" * 1100,
+    b"{" * 600,
+    b"1e999999",
+    b"-1e400",
+    b"123456789012345678901234567890123",
     b'{"type":"message","message":{"role":"user","content":"hi there friend","timestamp":1e308}}',
     b'{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"a\\u2028b"}]}}',
     b'{"type":"message","message":{"role":"user","content":"x\\u0000y","timestamp":"nan"}}',
     b'{"type":"message","timestamp":"0001-01-01T00:00:00+23:59","message":{"role":"user","content":"t"}}',
     b'{"type":"message","message":{"role":"user","content":"z","timestamp":99999999999999999999999}}',
-    b'{"type":"unknown-future"}', b'{"type":"message","message":[]}', b"[]", b"null", b'"str"',
+    b'{"type":"unknown-future"}',
+    b'{"type":"message","message":[]}',
+    b"[]",
+    b"null",
+    b'"str"',
 ]
 
-hostile_bytes = st.lists(
-    st.one_of(st.binary(max_size=64), st.sampled_from(HOSTILE_PIECES)), max_size=24).map(b"".join)
+hostile_bytes = st.lists(st.one_of(st.binary(max_size=64), st.sampled_from(HOSTILE_PIECES)), max_size=24).map(
+    b"".join
+)
 
 
 def _lines(data: bytes, max_line_bytes: int) -> list[bytes]:
@@ -91,24 +108,48 @@ def test_every_hostile_line_is_exported_counted_or_ignored_and_never_raises(data
 
 # Flat junk of every JSON type: deep structures are covered by the byte-level test above.
 json_values = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30), st.floats(allow_nan=False),
-    st.text(max_size=12), st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.sampled_from(["kind", "type", "text"]), st.text(max_size=4), max_size=2))
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["kind", "type", "text"]), st.text(max_size=4), max_size=2),
+)
 
 
 @st.composite
 def message_entries(draw):
     message = {
         "role": draw(st.sampled_from(["user", "assistant", "toolResult", "system", 7, None])),
-        "content": draw(st.one_of(json_values, st.text(max_size=40),
-                                  st.lists(st.fixed_dictionaries({"type": st.just("text"),
-                                                                   "text": st.text(max_size=30)}), max_size=3))),
+        "content": draw(
+            st.one_of(
+                json_values,
+                st.text(max_size=40),
+                st.lists(
+                    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=30)}), max_size=3
+                ),
+            )
+        ),
         "timestamp": draw(json_values),
-        "__openclaw": draw(st.one_of(json_values, st.fixed_dictionaries({
-            "senderIsOwner": json_values, "turnTainted": json_values, "resultContentSource": json_values}))),
+        "__openclaw": draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {
+                        "senderIsOwner": json_values,
+                        "turnTainted": json_values,
+                        "resultContentSource": json_values,
+                    }
+                ),
+            )
+        ),
     }
-    entry = {"type": draw(st.sampled_from(["message", "session", "custom", "x"])), "message": message,
-             "timestamp": draw(st.one_of(json_values, st.text(max_size=30)))}
+    entry = {
+        "type": draw(st.sampled_from(["message", "session", "custom", "x"])),
+        "message": message,
+        "timestamp": draw(st.one_of(json_values, st.text(max_size=30))),
+    }
     return json.dumps(entry).encode()
 
 
@@ -138,8 +179,10 @@ def test_carry_decode_of_any_stored_text_never_raises(text):
 
 # --- the whole sweep over a hostile transcript (real store, real Redis lock) -----------------------
 
+
 async def test_a_sweep_over_a_hostile_transcript_stages_the_good_lines_and_counts_the_rest(
-        settings, store_builder, redis):
+    settings, store_builder, redis
+):
     """Regression: a message timestamp beyond year 9999 (9e15 ms, or an ISO date with an offset)
     made day bucketing raise, failing every sweep of the agent."""
     from daemon.context import agent_runtime
@@ -152,8 +195,10 @@ async def test_a_sweep_over_a_hostile_transcript_stages_the_good_lines_and_count
     store_builder.append("hostile", good_tail, start_index=4)
     with path.open("ab") as fh:
         fh.write(b"\n".join(HOSTILE_PIECES) + b"\n")
-        fh.write(b'{"type":"message","timestamp":"9999-12-31T23:59:59-23:59","message":'
-                 b'{"role":"user","content":"An offset past year 9999 is no timestamp at all."}}\n')
+        fh.write(
+            b'{"type":"message","timestamp":"9999-12-31T23:59:59-23:59","message":'
+            b'{"role":"user","content":"An offset past year 9999 is no timestamp at all."}}\n'
+        )
     before = path.read_bytes()
     async with agent_runtime(settings, "main", redis=redis) as rt:
         report = await run_ingest_sweep(rt)

@@ -72,8 +72,11 @@ def endpoint() -> Iterator[tuple[str, _Endpoint]]:
 async def test_openai_embedder_batches_and_retries_a_server_error(endpoint, monkeypatch) -> None:
     url, state = endpoint
     monkeypatch.setenv("TEST_EMBED_KEY", "sk-test")
-    embedder = OpenAIEmbedder(EmbeddingSettings(provider="openai", base_url=url, batch_size=2, max_retries=2,
-                                                api_key_env="TEST_EMBED_KEY"))
+    embedder = OpenAIEmbedder(
+        EmbeddingSettings(
+            provider="openai", base_url=url, batch_size=2, max_retries=2, api_key_env="TEST_EMBED_KEY"
+        )
+    )
     vectors = await embedder.embed(["a", "bb", "ccc"])
     assert state.batches == [["a", "bb"], ["ccc"]]
     assert state.auth[0] == "Bearer sk-test"

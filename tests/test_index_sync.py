@@ -28,8 +28,13 @@ MEMORY = """# Long-Term Memory
 
 
 def _settings(tmp_path: Path, sessions_root: Path, unique: str, **index: Any):
-    return make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                         agents={AGENT: {"workspace": str(tmp_path / "ws")}}, index=index)
+    return make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        agents={AGENT: {"workspace": str(tmp_path / "ws")}},
+        index=index,
+    )
 
 
 def _write(ws: Path, rel: str, text: str) -> Path:
@@ -50,25 +55,32 @@ def _counts(conn, where: str = "1=1", args: tuple = ()) -> dict[str, int]:
     rowids = f"SELECT rowid FROM memory_index_chunks WHERE {where}"
     return {
         "chunks": conn.execute(f"SELECT count(*) FROM memory_index_chunks WHERE {where}", args).fetchone()[0],
-        "fts": conn.execute(f"SELECT count(*) FROM memory_index_chunks_fts WHERE rowid IN ({rowids})",
-                            args).fetchone()[0],
-        "vectors": conn.execute(f"SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})",
-                                args).fetchone()[0],
-        "provenance": conn.execute(f"SELECT count(*) FROM memory_index_chunk_provenance WHERE chunk_id IN ({ids})",
-                                   args).fetchone()[0],
+        "fts": conn.execute(
+            f"SELECT count(*) FROM memory_index_chunks_fts WHERE rowid IN ({rowids})", args
+        ).fetchone()[0],
+        "vectors": conn.execute(
+            f"SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})", args
+        ).fetchone()[0],
+        "provenance": conn.execute(
+            f"SELECT count(*) FROM memory_index_chunk_provenance WHERE chunk_id IN ({ids})", args
+        ).fetchone()[0],
     }
 
 
 def _fts_hits(conn, word: str) -> int:
-    return conn.execute("SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?",
-                        (f'"{word}"',)).fetchone()[0]
+    return conn.execute(
+        "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?", (f'"{word}"',)
+    ).fetchone()[0]
 
 
 def _session_text_rows(conn, sid: str) -> dict[str, int]:
     return {
-        "chunks": conn.execute("SELECT count(*) FROM memory_index_chunks WHERE session_id = ?", (sid,)).fetchone()[0],
-        "sources": conn.execute("SELECT count(*) FROM memory_index_sources WHERE session_id = ?",
-                                (sid,)).fetchone()[0],
+        "chunks": conn.execute(
+            "SELECT count(*) FROM memory_index_chunks WHERE session_id = ?", (sid,)
+        ).fetchone()[0],
+        "sources": conn.execute(
+            "SELECT count(*) FROM memory_index_sources WHERE session_id = ?", (sid,)
+        ).fetchone()[0],
         "fts": _fts_hits(conn, sid),
     }
 
@@ -84,17 +96,22 @@ async def test_memory_files_are_published_with_every_row_kind(redis, tmp_path, s
         store = rt.require_store()
         counts = await store.read(_counts)
         assert counts == {"chunks": 3, "fts": 3, "vectors": 3, "provenance": 3}
-        assert await store.read(lambda c: c.execute("SELECT count(*) FROM memory_embedding_cache").fetchone()[0]) == 3
-        assert await store.read(lambda c: c.execute(
-            "SELECT importance FROM memory_index_chunk_recall_metadata").fetchall()) == [(6,)]
-        assert await store.read(lambda c: sorted(c.execute(
-            "SELECT path, source, model FROM memory_index_sources").fetchall())) == [
-            ("MEMORY.md", "memory", "hashing-v1-d64"), ("memory/2026-11-20.md", "memory", "hashing-v1-d64")]
+        assert (
+            await store.read(lambda c: c.execute("SELECT count(*) FROM memory_embedding_cache").fetchone()[0])
+            == 3
+        )
+        assert await store.read(
+            lambda c: c.execute("SELECT importance FROM memory_index_chunk_recall_metadata").fetchall()
+        ) == [(6,)]
+        assert await store.read(
+            lambda c: sorted(c.execute("SELECT path, source, model FROM memory_index_sources").fetchall())
+        ) == [("MEMORY.md", "memory", "hashing-v1-d64"), ("memory/2026-11-20.md", "memory", "hashing-v1-d64")]
         assert report.revision_after > report.revision_before
 
 
 async def test_unchanged_files_are_not_rewritten_and_changed_ones_replace_their_rows(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     settings = _settings(tmp_path, sessions_root, unique)
     path = _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
@@ -114,12 +131,18 @@ async def test_unchanged_files_are_not_rewritten_and_changed_ones_replace_their_
 
 
 async def test_session_forgotten_after_preparation_publishes_nothing_and_says_why(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     builder = SessionStoreBuilder(sessions_root, AGENT)
     builder.add("agent:main:one", "sess-keep", conversation("orchard", "sess-keep"))
     builder.add("agent:main:two", "sess-gone", conversation("lighthouse", "sess-gone"))
-    settings = _settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"],
-                         embedding={"provider": "hashing", "dims": 64})
+    settings = _settings(
+        tmp_path,
+        sessions_root,
+        unique,
+        sources=["memory", "sessions"],
+        embedding={"provider": "hashing", "dims": 64},
+    )
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         store = rt.require_store()
@@ -130,7 +153,9 @@ async def test_session_forgotten_after_preparation_publishes_nothing_and_says_wh
 
         # A forget runs between preparation (and embedding) and publication.
         async with rt.lock().hold() as lease:
-            await store.write(record_tombstones, AGENT, ["sess-gone"], int(time.time() * 1000), fence=lease.fence)
+            await store.write(
+                record_tombstones, AGENT, ["sess-gone"], int(time.time() * 1000), fence=lease.fence
+            )
 
         report = await publish_index(rt, prepared)
         assert not report.ok
@@ -139,8 +164,14 @@ async def test_session_forgotten_after_preparation_publishes_nothing_and_says_wh
         assert "forgotten while indexing" in note.reason and "nothing of it was published" in note.reason
         assert await store.read(_session_text_rows, "sess-gone") == {"chunks": 0, "sources": 0, "fts": 0}
         marks = ",".join("?" * len(gone_hashes))
-        assert await store.read(lambda c: c.execute(
-            f"SELECT count(*) FROM memory_embedding_cache WHERE hash IN ({marks})", gone_hashes).fetchone()[0]) == 0
+        assert (
+            await store.read(
+                lambda c: c.execute(
+                    f"SELECT count(*) FROM memory_embedding_cache WHERE hash IN ({marks})", gone_hashes
+                ).fetchone()[0]
+            )
+            == 0
+        )
         # everything else was published
         assert (await store.read(_session_text_rows, "sess-keep"))["chunks"] > 0
         assert report.files.indexed == 2
@@ -152,14 +183,17 @@ async def test_session_forgotten_after_preparation_publishes_nothing_and_says_wh
 
 
 async def test_memory_file_changed_while_indexing_is_not_published_and_is_retried(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     settings = _settings(tmp_path, sessions_root, unique)
     path = _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         prepared = await prepare_index(rt)
         path.write_text(MEMORY.replace("green tea", "black coffee"))  # e.g. a forget scrub
         report = await publish_index(rt, prepared)
-        assert [n.reason for n in report.discarded] == ["memory source changed while indexing; retried on the next run"]
+        assert [n.reason for n in report.discarded] == [
+            "memory source changed while indexing; retried on the next run"
+        ]
         store = rt.require_store()
         assert await store.read(_fts_hits, "green") == 0
         retry = await run_index_sync(rt)
@@ -168,28 +202,38 @@ async def test_memory_file_changed_while_indexing_is_not_published_and_is_retrie
 
 
 async def test_rebuild_prepared_before_a_purge_is_discarded_by_the_revision_fence(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     settings = _settings(tmp_path, sessions_root, unique)
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         store = rt.require_store()
         await run_index_sync(rt)
-        before = await store.read(lambda c: c.execute("SELECT id FROM memory_index_chunks ORDER BY id").fetchall())
+        before = await store.read(
+            lambda c: c.execute("SELECT id FROM memory_index_chunks ORDER BY id").fetchall()
+        )
         prepared = await prepare_index(rt, force=True)
         async with rt.lock().hold() as lease:  # a purge of an unrelated session moves the fence
             await store.write(record_tombstones, AGENT, ["other"], 1, fence=lease.fence)
         report = await publish_index(rt, prepared)
         assert not report.ok and report.files.indexed == 0
         assert all("rebuild discarded" in n.reason for n in report.discarded)
-        assert await store.read(lambda c: c.execute("SELECT id FROM memory_index_chunks ORDER BY id").fetchall()) \
+        assert (
+            await store.read(lambda c: c.execute("SELECT id FROM memory_index_chunks ORDER BY id").fetchall())
             == before
-        assert await store.read(lambda c: c.execute(
-            "SELECT value FROM memory_index_meta WHERE key = 'dirty'").fetchone()) is not None
+        )
+        assert (
+            await store.read(
+                lambda c: c.execute("SELECT value FROM memory_index_meta WHERE key = 'dirty'").fetchone()
+            )
+            is not None
+        )
         assert (await run_index_sync(rt, force=True)).ok
 
 
 async def test_force_removes_rows_of_forgotten_and_internal_sessions_without_reindexing(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     builder = SessionStoreBuilder(sessions_root, AGENT)
     builder.add("agent:main:a", "sess-live", conversation("orchard", "sess-live"))
     builder.add("agent:main:b", "sess-forgot", conversation("lighthouse", "sess-forgot"))
@@ -215,18 +259,31 @@ async def test_force_removes_rows_of_forgotten_and_internal_sessions_without_rei
         assert (await store.read(_session_text_rows, "sess-live"))["chunks"] > 0
 
 
-async def test_internal_and_system_only_transcripts_are_never_indexed(redis, tmp_path, sessions_root, unique) -> None:
+async def test_internal_and_system_only_transcripts_are_never_indexed(
+    redis, tmp_path, sessions_root, unique
+) -> None:
     builder = SessionStoreBuilder(sessions_root, AGENT)
     builder.add("agent:main:heartbeat", "sess-hb", conversation("pulse", "sess-hb"), kind="heartbeat")
     builder.add("agent:main:dreaming-narrative-light", "sess-narr", conversation("dream", "sess-narr"))
-    builder.add("agent:main:sys", "sess-sys", [Msg("user", "scaffold prompt for checks", owner=False,
-                                                   extra={"provenance": "internal_system"})])
+    builder.add(
+        "agent:main:sys",
+        "sess-sys",
+        [Msg("user", "scaffold prompt for checks", owner=False, extra={"provenance": "internal_system"})],
+    )
     settings = _settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
     async with _runtime(settings, redis) as rt:
         report = await run_index_sync(rt)
         assert {n.session_id: n.reason for n in report.skipped} == {
-            "sess-hb": "heartbeat", "sess-narr": "dreaming-narrative", "sess-sys": "system-only transcript"}
-        assert await rt.require_store().read(_counts) == {"chunks": 0, "fts": 0, "vectors": 0, "provenance": 0}
+            "sess-hb": "heartbeat",
+            "sess-narr": "dreaming-narrative",
+            "sess-sys": "system-only transcript",
+        }
+        assert await rt.require_store().read(_counts) == {
+            "chunks": 0,
+            "fts": 0,
+            "vectors": 0,
+            "provenance": 0,
+        }
 
 
 async def test_cached_embeddings_are_reused_on_a_rebuild(redis, tmp_path, sessions_root, unique) -> None:
@@ -236,22 +293,37 @@ async def test_cached_embeddings_are_reused_on_a_rebuild(redis, tmp_path, sessio
         await run_index_sync(rt)
         rebuild = await run_index_sync(rt, force=True)
         assert (rebuild.embeddings_computed, rebuild.embeddings_cached) == (0, 2)
-        assert await rt.require_store().read(_counts) == {"chunks": 2, "fts": 2, "vectors": 2, "provenance": 2}
+        assert await rt.require_store().read(_counts) == {
+            "chunks": 2,
+            "fts": 2,
+            "vectors": 2,
+            "provenance": 2,
+        }
 
 
-async def test_purge_chunks_removes_every_derived_row_in_one_call(redis, tmp_path, sessions_root, unique) -> None:
+async def test_purge_chunks_removes_every_derived_row_in_one_call(
+    redis, tmp_path, sessions_root, unique
+) -> None:
     settings = _settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         store = rt.require_store()
         await run_index_sync(rt)
-        ids = await store.read(lambda c: [r[0] for r in c.execute(
-            "SELECT id FROM memory_index_chunks WHERE text LIKE '%lighthouse%'")])
+        ids = await store.read(
+            lambda c: [
+                r[0] for r in c.execute("SELECT id FROM memory_index_chunks WHERE text LIKE '%lighthouse%'")
+            ]
+        )
         revision = await store.read(current_revision)
         async with rt.lock().hold() as lease:
             counts = await store.write(purge_chunks, ids + ["no-such-chunk"], fence=lease.fence)
-        assert (counts.chunks, counts.fts_rows, counts.vector_rows, counts.provenance_rows, counts.recall_rows) \
-            == (1, 1, 1, 1, 1)
+        assert (
+            counts.chunks,
+            counts.fts_rows,
+            counts.vector_rows,
+            counts.provenance_rows,
+            counts.recall_rows,
+        ) == (1, 1, 1, 1, 1)
         assert await store.read(_fts_hits, "lighthouse") == 0
         assert await store.read(_counts) == {"chunks": 1, "fts": 1, "vectors": 1, "provenance": 1}
         assert await store.read(current_revision) > revision

@@ -14,15 +14,23 @@ from tests.conftest import REDIS_URL
 
 @pytest.fixture
 def config(tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder) -> Path:
-    store_builder.add("agent:main:main", "direct-1", conversation("orchard", "direct-1"), chatType="direct",
-                      participants=[{"actorId": "nora"}])
-    store_builder.add("hook:webhook:b1", "hook-1", conversation("pipeline", "hook-1"),
-                      hookExternalContentSource="webhook")
+    store_builder.add(
+        "agent:main:main",
+        "direct-1",
+        conversation("orchard", "direct-1"),
+        chatType="direct",
+        participants=[{"actorId": "nora"}],
+    )
+    store_builder.add(
+        "hook:webhook:b1", "hook-1", conversation("pipeline", "hook-1"), hookExternalContentSource="webhook"
+    )
     store_builder.add("agent:main:evil", "../../etc/passwd", write_transcript=False)
     path = tmp_path / "memoryd.toml"
-    path.write_text(f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
-                    f'redis_url = "{REDIS_URL}"\n\n[memory_policy.exclude_sessions]\n'
-                    'hook_external_content_sources = ["webhook"]\n')
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n\n[memory_policy.exclude_sessions]\n'
+        'hook_external_content_sources = ["webhook"]\n'
+    )
     return path
 
 
@@ -32,22 +40,32 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 
 def test_sessions_lists_metadata_with_admission_and_names_refused_ids(
-        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = run_json(capsys, "--config", str(config), "sessions", "--agent", "main", "--limit", "all", "--json")
     assert list(out) == ["agentId", "total", "shown", "sessions", "archives", "errors"]
     rows = {s["sessionId"]: s for s in out["sessions"]}
     assert rows["hook-1"]["excludedReason"] == "hookExternalContentSource:webhook"
     assert rows["direct-1"]["excludedReason"] is None and rows["direct-1"]["participants"] == ["nora"]
     assert any("../../etc/passwd" in e for e in out["errors"])
-    limited = run_json(capsys, "--config", str(config), "sessions", "--agent", "main", "--limit", "1", "--json")
+    limited = run_json(
+        capsys, "--config", str(config), "sessions", "--agent", "main", "--limit", "1", "--json"
+    )
     assert (limited["total"], limited["shown"]) == (2, 1)
 
 
 def test_ingest_then_checkpoints_show_what_was_read_and_what_was_kept_out(
-        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     report = run_json(capsys, "--config", str(config), "ingest", "--agent", "main", "--json")
-    assert list(report)[:6] == ["agentId", "sessionsSeen", "sessionsScanned", "sessionsUnchanged",
-                                "sessionsExcluded", "sessionsMissing"]
+    assert list(report)[:6] == [
+        "agentId",
+        "sessionsSeen",
+        "sessionsScanned",
+        "sessionsUnchanged",
+        "sessionsExcluded",
+        "sessionsMissing",
+    ]
     assert report["sessionsExcluded"] == {"hookExternalContentSource:webhook": 1}
     assert report["messagesStaged"] == 4
     cps = run_json(capsys, "--config", str(config), "checkpoints", "--agent", "main", "--json")
@@ -59,7 +77,8 @@ def test_ingest_then_checkpoints_show_what_was_read_and_what_was_kept_out(
 
 
 def test_bad_agent_id_and_bad_limit_exit_2_naming_the_input(
-        config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["--config", str(config), "checkpoints", "--agent", "../etc"]) == 2
     assert "'../etc'" in capsys.readouterr().err
     assert main(["--config", str(config), "sessions", "--agent", "main", "--limit", "zero"]) == 2
@@ -67,7 +86,8 @@ def test_bad_agent_id_and_bad_limit_exit_2_naming_the_input(
 
 
 def test_checkpoints_of_an_agent_never_swept_is_empty_and_creates_nothing(
-        config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = run_json(capsys, "--config", str(config), "checkpoints", "--agent", "main", "--json")
     assert out == {"agentId": "main", "checkpoints": []}
     assert not (tmp_path / "state" / "agents" / "main" / "memory.sqlite").exists()

@@ -8,10 +8,22 @@ from daemon.sessions.model import Fingerprint
 
 
 def checkpoint(**kw: object) -> Checkpoint:
-    base: dict[str, object] = dict(state_key="main:sessions/main/s", agent_id="main", session_id="s",
-                                   session_key="k", session_path="sessions/main/s", mtime_ms=100, size=500,
-                                   content_hash="abc", line_count=7, last_content_line=5, at_end=True,
-                                   carry="owner", excluded_reason=None, updated_at=1)
+    base: dict[str, object] = dict(
+        state_key="main:sessions/main/s",
+        agent_id="main",
+        session_id="s",
+        session_key="k",
+        session_path="sessions/main/s",
+        mtime_ms=100,
+        size=500,
+        content_hash="abc",
+        line_count=7,
+        last_content_line=5,
+        at_end=True,
+        carry="owner",
+        excluded_reason=None,
+        updated_at=1,
+    )
     base.update(kw)
     return Checkpoint(**base)  # type: ignore[arg-type]
 
@@ -23,7 +35,10 @@ def test_a_missing_transcript_is_absent() -> None:
 def test_no_checkpoint_or_an_excluded_one_means_a_full_scan() -> None:
     fp = Fingerprint(100, 500)
     assert plan_scan(None, fp).action is ScanAction.RESCAN
-    assert plan_scan(checkpoint(content_hash="", excluded_reason="channel:discord"), fp).action is ScanAction.RESCAN
+    assert (
+        plan_scan(checkpoint(content_hash="", excluded_reason="channel:discord"), fp).action
+        is ScanAction.RESCAN
+    )
 
 
 def test_same_stat_and_a_finished_cursor_is_unchanged() -> None:
@@ -32,8 +47,13 @@ def test_same_stat_and_a_finished_cursor_is_unchanged() -> None:
 
 def test_a_grown_file_resumes_from_the_cursor_with_the_prefix_hash() -> None:
     plan = plan_scan(checkpoint(), Fingerprint(150, 900))
-    assert (plan.action, plan.start_line, plan.expected_hash, plan.produced, plan.carry) == \
-           (ScanAction.RESUME, 7, "abc", 5, "owner")
+    assert (plan.action, plan.start_line, plan.expected_hash, plan.produced, plan.carry) == (
+        ScanAction.RESUME,
+        7,
+        "abc",
+        5,
+        "owner",
+    )
 
 
 def test_a_cursor_left_short_by_a_cap_resumes_even_with_the_same_stat() -> None:

@@ -43,9 +43,12 @@ async def idle_listing(settings: Settings, redis: Redis) -> None:
 
 
 async def test_a_policy_edit_applies_to_the_next_sweep_of_an_unchanged_listing(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
-    store_builder.add("hook:gmail:1", "mail", conversation("invoice", "mail"), hookExternalContentSource="gmail")
+    store_builder.add(
+        "hook:gmail:1", "mail", conversation("invoice", "mail"), hookExternalContentSource="gmail"
+    )
     open_settings = make_settings(tmp_path, sessions_root)
     strict_settings = make_settings(tmp_path, sessions_root, memory_policy=POLICY)
     await idle_listing(strict_settings, redis)
@@ -60,7 +63,8 @@ async def test_a_policy_edit_applies_to_the_next_sweep_of_an_unchanged_listing(
 
 
 async def test_a_session_forgotten_after_the_listing_went_idle_is_excluded_as_forgotten(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     store_builder.add("agent:main:other", "erased", conversation("secret", "erased"))
@@ -77,7 +81,9 @@ async def test_a_session_forgotten_after_the_listing_went_idle_is_excluded_as_fo
 
 def _raw(settings: Settings) -> sqlite3.Connection:  # type: ignore[name-defined]
     # Another process's connection: nothing of this process's caches sees its writes.
-    return sqlite3.connect(str(settings.state_dir / "agents" / "main" / "memory.sqlite"), isolation_level=None)
+    return sqlite3.connect(
+        str(settings.state_dir / "agents" / "main" / "memory.sqlite"), isolation_level=None
+    )
 
 
 def _token(settings: Settings) -> int:
@@ -89,17 +95,20 @@ def _token(settings: Settings) -> int:
 
 
 async def test_every_kind_of_checkpoint_write_replaces_the_token(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     await sweep(settings, redis)
     tokens = [_token(settings)]
     conn = _raw(settings)
-    for sql in ("UPDATE ingest_checkpoints SET updated_at = updated_at + 1",
-                "INSERT INTO ingest_checkpoints SELECT 'x' || state_key, agent_id, session_id, session_key, "
-                "session_path, mtime_ms, size, content_hash, line_count, last_content_line, at_end, carry, "
-                "excluded_reason, updated_at FROM ingest_checkpoints",
-                "DELETE FROM ingest_checkpoints WHERE state_key LIKE 'x%'"):
+    for sql in (
+        "UPDATE ingest_checkpoints SET updated_at = updated_at + 1",
+        "INSERT INTO ingest_checkpoints SELECT 'x' || state_key, agent_id, session_id, session_key, "
+        "session_path, mtime_ms, size, content_hash, line_count, last_content_line, at_end, carry, "
+        "excluded_reason, updated_at FROM ingest_checkpoints",
+        "DELETE FROM ingest_checkpoints WHERE state_key LIKE 'x%'",
+    ):
         conn.execute(sql)
         tokens.append(_token(settings))
     conn.close()
@@ -109,7 +118,8 @@ async def test_every_kind_of_checkpoint_write_replaces_the_token(
 
 
 async def test_a_checkpoint_changed_by_another_process_is_read_again(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     store_builder.add("agent:main:other", "second", conversation("desk", "second"))
@@ -126,7 +136,8 @@ async def test_a_checkpoint_changed_by_another_process_is_read_again(
 
 
 async def test_a_recreated_database_never_reuses_the_old_stamps(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     await idle_listing(settings, redis)
@@ -143,9 +154,11 @@ def test_a_version_1_store_gains_the_token_and_its_triggers(tmp_path: Path) -> N
 
     conn = sqlite3.connect(str(tmp_path / "v1.sqlite"), isolation_level=None)
     conn.executescript(f"BEGIN; {MIGRATIONS[0][1]}; PRAGMA user_version = 1; COMMIT;")
-    conn.execute("INSERT INTO ingest_checkpoints (state_key, agent_id, session_id, session_path, mtime_ms, size, "
-                 "content_hash, line_count, last_content_line, updated_at) "
-                 "VALUES ('main:sessions/main/a', 'main', 'a', 'sessions/main/a', 1, 2, 'h', 3, 3, 4)")
+    conn.execute(
+        "INSERT INTO ingest_checkpoints (state_key, agent_id, session_id, session_path, mtime_ms, size, "
+        "content_hash, line_count, last_content_line, updated_at) "
+        "VALUES ('main:sessions/main/a', 'main', 'a', 'sessions/main/a', 1, 2, 'h', 3, 3, 4)"
+    )
     assert migrate_connection(conn) >= 2
     before = conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0]
     conn.execute("UPDATE ingest_checkpoints SET size = 5")
@@ -155,7 +168,8 @@ def test_a_version_1_store_gains_the_token_and_its_triggers(tmp_path: Path) -> N
 
 
 async def test_a_listing_the_source_did_not_keep_leaves_no_decided_entry_behind(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     import gc
 
     from daemon.ingest import sweep as sweep_module

@@ -33,8 +33,9 @@ def render(kind: str, i: int) -> bytes:
     return json.dumps({"type": "message", "message": {**body, "timestamp": 1_700_000_000_000 + i}}).encode()
 
 
-def scan_all(source: JsonSessionSource, session: SessionInfo, previous: Checkpoint | None, seen: set[str],
-             chunk: int) -> tuple[list[Candidate], Checkpoint]:
+def scan_all(
+    source: JsonSessionSource, session: SessionInfo, previous: Checkpoint | None, seen: set[str], chunk: int
+) -> tuple[list[Candidate], Checkpoint]:
     fp = source.fingerprint(session)
     assert fp is not None
     plan = plan_scan(previous, fp)
@@ -50,16 +51,35 @@ def scan_all(source: JsonSessionSource, session: SessionInfo, previous: Checkpoi
     finally:
         scanner.close()
     cur = scanner.cursor()
-    cp = Checkpoint("main:sessions/main/s", "main", "s", None, "sessions/main/s", fp.mtime_ms, fp.size,
-                    cur.content_hash, cur.line_count, cur.produced, cur.at_end, cur.carry, None, 0)
+    cp = Checkpoint(
+        "main:sessions/main/s",
+        "main",
+        "s",
+        None,
+        "sessions/main/s",
+        fp.mtime_ms,
+        fp.size,
+        cur.content_hash,
+        cur.line_count,
+        cur.produced,
+        cur.at_end,
+        cur.carry,
+        None,
+        0,
+    )
     return out, cp
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kinds=st.lists(ROLES, min_size=1, max_size=30), cuts=st.lists(st.integers(0, 30), max_size=4),
-       chunk=st.integers(1, 5), partial=st.booleans())
-def test_scanning_after_each_append_equals_one_scan_of_the_whole(kinds: list[str], cuts: list[int], chunk: int,
-                                                                  partial: bool) -> None:
+@given(
+    kinds=st.lists(ROLES, min_size=1, max_size=30),
+    cuts=st.lists(st.integers(0, 30), max_size=4),
+    chunk=st.integers(1, 5),
+    partial=st.booleans(),
+)
+def test_scanning_after_each_append_equals_one_scan_of_the_whole(
+    kinds: list[str], cuts: list[int], chunk: int, partial: bool
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         path = directory / "s.jsonl"
@@ -68,20 +88,23 @@ def test_scanning_after_each_append_equals_one_scan_of_the_whole(kinds: list[str
         lines = [render(k, i) for i, k in enumerate(kinds)]
         data = b"".join(line + b"\n" for line in lines)
         # Appends land at arbitrary byte offsets, including mid-line (a writer caught half way).
-        offsets = sorted({min(len(data), c * 7 if partial else sum(len(x) + 1 for x in lines[:c])) for c in cuts})
+        offsets = sorted(
+            {min(len(data), c * 7 if partial else sum(len(x) + 1 for x in lines[:c])) for c in cuts}
+        )
         path.write_bytes(b"")
         staged: list[Candidate] = []
         previous: Checkpoint | None = None
         seen: set[str] = set()
         for end in [*offsets, len(data)]:
             with path.open("ab") as fh:
-                fh.write(data[path.stat().st_size:end])
+                fh.write(data[path.stat().st_size : end])
             os.utime(path, ns=(0, path.stat().st_mtime_ns + 1_000_000))
             found, previous = scan_all(source, session, previous, seen, chunk)
             staged += found
         once, _ = scan_all(source, session, None, set(), 1000)
-        assert [(c.line_number, c.snippet, c.origin_class) for c in staged] == \
-               [(c.line_number, c.snippet, c.origin_class) for c in once]
+        assert [(c.line_number, c.snippet, c.origin_class) for c in staged] == [
+            (c.line_number, c.snippet, c.origin_class) for c in once
+        ]
 
 
 def test_a_rewritten_prefix_is_detected_and_rescanned(tmp_path: Path) -> None:
@@ -106,4 +129,4 @@ def test_a_rewritten_prefix_is_detected_and_rescanned(tmp_path: Path) -> None:
 def test_truncation_counts_utf16_units_like_the_reference(text: str, limit: int) -> None:
     cut = truncate_utf16(text, limit)
     assert text.startswith(cut) and utf16_len(cut) <= limit
-    assert cut == text or utf16_len(text[:len(cut) + 1]) > limit
+    assert cut == text or utf16_len(text[: len(cut) + 1]) > limit

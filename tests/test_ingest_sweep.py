@@ -25,8 +25,13 @@ from daemon.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 
-POLICY = {"exclude_sessions": {"hook_external_content_sources": ["gmail", "email"], "channels": ["discord"],
-                               "chat_types": ["group"]}}
+POLICY = {
+    "exclude_sessions": {
+        "hook_external_content_sources": ["gmail", "email"],
+        "channels": ["discord"],
+        "chat_types": ["group"],
+    }
+}
 
 
 def policy_settings(tmp_path: Path, sessions_root: Path, **overrides: Any) -> Settings:
@@ -51,13 +56,17 @@ def corpus_text(settings: Settings, agent: str = "main") -> str:
 
 
 def staged_rows(conn: Any) -> list[tuple]:
-    return conn.execute("SELECT entry_key, path, start_line, snippet, origin_class, daily_count "
-                        "FROM short_term_entries ORDER BY entry_key").fetchall()
+    return conn.execute(
+        "SELECT entry_key, path, start_line, snippet, origin_class, daily_count "
+        "FROM short_term_entries ORDER BY entry_key"
+    ).fetchall()
 
 
 def origin_rows(conn: Any) -> list[tuple]:
-    return conn.execute("SELECT entry_key, session_id, session_key, origin_class FROM memory_entry_origins "
-                        "ORDER BY entry_key, session_id").fetchall()
+    return conn.execute(
+        "SELECT entry_key, session_id, session_key, origin_class FROM memory_entry_origins "
+        "ORDER BY entry_key, session_id"
+    ).fetchall()
 
 
 def make_fifo(path: Path) -> None:
@@ -99,24 +108,42 @@ class FifoWatch:
 
 
 async def test_only_admitted_interactive_sessions_are_read_and_excluded_ones_record_why(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = policy_settings(tmp_path, sessions_root)
     b = store_builder
     b.add("agent:main:main", "admitted", conversation("orchard", "admitted"), chatType="direct")
     excluded = {
-        "gmail-hook": ("hook:gmail:1", {"hookExternalContentSource": "gmail"}, "hookExternalContentSource:gmail"),
-        "email-hook": ("hook:email:2", {"hookExternalContentSource": "email"}, "hookExternalContentSource:email"),
-        "discord-dm": ("agent:main:discord:direct:x", {"channel": "discord", "chatType": "direct"},
-                       "channel:discord"),
-        "group-chat": ("agent:main:slack:group:r", {"channel": "slack", "chatType": "group"}, "chatType:group"),
+        "gmail-hook": (
+            "hook:gmail:1",
+            {"hookExternalContentSource": "gmail"},
+            "hookExternalContentSource:gmail",
+        ),
+        "email-hook": (
+            "hook:email:2",
+            {"hookExternalContentSource": "email"},
+            "hookExternalContentSource:email",
+        ),
+        "discord-dm": (
+            "agent:main:discord:direct:x",
+            {"channel": "discord", "chatType": "direct"},
+            "channel:discord",
+        ),
+        "group-chat": (
+            "agent:main:slack:group:r",
+            {"channel": "slack", "chatType": "group"},
+            "chatType:group",
+        ),
         "forgotten-one": ("agent:main:telegram:direct:y", {"chatType": "direct"}, "forgotten"),
     }
     for sid, (key, meta, _) in excluded.items():
         b.add(key, sid, write_transcript=False, **meta)
         make_fifo(b.dir / f"{sid}.jsonl")
-    ineligible = {"cron-run": ("cron:digest", {"sessionKind": "cron"}, "sessionKind:cron"),
-                  "narrative": ("agent:main:dreaming-narrative-light-1", {}, "dreamingNarrative"),
-                  "admitted.checkpoint.0b1c": ("agent:main:twin", {}, "checkpointTwin")}
+    ineligible = {
+        "cron-run": ("cron:digest", {"sessionKind": "cron"}, "sessionKind:cron"),
+        "narrative": ("agent:main:dreaming-narrative-light-1", {}, "dreamingNarrative"),
+        "admitted.checkpoint.0b1c": ("agent:main:twin", {}, "checkpointTwin"),
+    }
     for sid, (key, meta, _) in ineligible.items():
         b.add(key, sid, write_transcript=False, **meta)
         make_fifo(b.dir / f"{sid}.jsonl")
@@ -131,7 +158,9 @@ async def test_only_admitted_interactive_sessions_are_read_and_excluded_ones_rec
     assert report.sessions_seen == 9
     assert report.sessions_scanned == 1
     assert report.messages_staged == 4
-    assert report.sessions_excluded == {reason: 1 for _, _, reason in [*excluded.values(), *ineligible.values()]}
+    assert report.sessions_excluded == {
+        reason: 1 for _, _, reason in [*excluded.values(), *ineligible.values()]
+    }
     checkpoints = await read(settings, load_checkpoints, "main")
     by_sid = {cp.session_id: cp for cp in checkpoints.values()}
     for sid, (key, _, reason) in excluded.items():
@@ -145,8 +174,11 @@ async def test_only_admitted_interactive_sessions_are_read_and_excluded_ones_rec
 
 
 async def test_lifting_a_rule_makes_the_excluded_session_eligible_again(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
-    store_builder.add("hook:gmail:1", "mail", conversation("invoice", "mail"), hookExternalContentSource="gmail")
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
+    store_builder.add(
+        "hook:gmail:1", "mail", conversation("invoice", "mail"), hookExternalContentSource="gmail"
+    )
     first = await sweep(policy_settings(tmp_path, sessions_root), redis)
     assert first.sessions_excluded == {"hookExternalContentSource:gmail": 1} and first.messages_staged == 0
     again = await sweep(policy_settings(tmp_path, sessions_root), redis)
@@ -159,7 +191,8 @@ async def test_lifting_a_rule_makes_the_excluded_session_eligible_again(
 
 
 async def test_a_forgotten_session_stays_excluded_whatever_the_policy(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     store_builder.add("agent:main:other", "erased", conversation("secret", "erased"))
@@ -173,12 +206,19 @@ async def test_a_forgotten_session_stays_excluded_whatever_the_policy(
 
 
 async def test_appending_stages_only_the_new_messages(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "s1", conversation("garden", "s1", 4))
     assert (await sweep(settings, redis)).messages_staged == 4
-    store_builder.append("s1", [Msg("user", "Also remember the shed key is under the blue pot."),
-                                Msg("assistant", "Got it, the shed key is under the blue pot.")], 4)
+    store_builder.append(
+        "s1",
+        [
+            Msg("user", "Also remember the shed key is under the blue pot."),
+            Msg("assistant", "Got it, the shed key is under the blue pot."),
+        ],
+        4,
+    )
     report = await sweep(settings, redis)
     assert (report.messages_staged, report.sessions_scanned, report.sessions_rewritten) == (2, 1, 0)
     lines = corpus_text(settings).splitlines()
@@ -192,7 +232,8 @@ async def test_appending_stages_only_the_new_messages(
 
 
 async def test_an_unchanged_resweep_costs_a_stat_not_a_read_and_stages_nothing(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     path = store_builder.add("agent:main:main", "s1", conversation("kiln", "s1", 4))
     await sweep(settings, redis)
@@ -207,14 +248,21 @@ async def test_an_unchanged_resweep_costs_a_stat_not_a_read_and_stages_nothing(
 
 
 async def test_a_rewrite_rescans_and_seen_hashes_prevent_duplicates(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     msgs = conversation("pier", "s1", 4)
     store_builder.add("agent:main:main", "s1", msgs)
     await sweep(settings, redis)
     # Rewritten: the first two messages kept as they were, the rest replaced by new ones.
-    store_builder.write_transcript("s1", msgs[:2] + [Msg("user", "Actually the pier closes at nine tonight."),
-                                                     Msg("assistant", "Noted, the pier closes at nine.")])
+    store_builder.write_transcript(
+        "s1",
+        msgs[:2]
+        + [
+            Msg("user", "Actually the pier closes at nine tonight."),
+            Msg("assistant", "Noted, the pier closes at nine."),
+        ],
+    )
     report = await sweep(settings, redis)
     assert report.sessions_rewritten == 1 and report.messages_staged == 2
     lines = corpus_text(settings).splitlines()
@@ -222,7 +270,8 @@ async def test_a_rewrite_rescans_and_seen_hashes_prevent_duplicates(
 
 
 async def test_a_deleted_transcript_removes_its_checkpoint_and_so_does_an_unlisted_session(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "gone", conversation("attic", "gone"))
     store_builder.add("agent:main:b", "unlisted", conversation("cellar", "unlisted"))
@@ -238,22 +287,38 @@ async def test_a_deleted_transcript_removes_its_checkpoint_and_so_does_an_unlist
 
 
 async def test_bad_lines_are_skipped_and_counted_and_the_sweep_completes(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     path = store_builder.add("agent:main:main", "messy", conversation("quarry", "messy", 2))
-    good = json.dumps({"type": "message", "message": {"role": "user", "content": "The quarry gate code is 7719.",
-                                                      "__openclaw": {"senderIsOwner": True}}}).encode()
+    good = json.dumps(
+        {
+            "type": "message",
+            "message": {
+                "role": "user",
+                "content": "The quarry gate code is 7719.",
+                "__openclaw": {"senderIsOwner": True},
+            },
+        }
+    ).encode()
     with path.open("ab") as fh:
         fh.write(b'{"type":"message", broken\n')
         fh.write(b'{"type":"message","message":{"role":"user","content":"caf\xe9 latin-1"}}\n')
-        fh.write(b'{"type":"message","message":{"role":"user","content":"' + b"x" * (20 * 1024 * 1024) + b'"}}\n')
+        fh.write(
+            b'{"type":"message","message":{"role":"user","content":"' + b"x" * (20 * 1024 * 1024) + b'"}}\n'
+        )
         fh.write(b'{"type":"message","message":{"role":"user","content":"nul\x00here"}}\n')
         fh.write(json.dumps({"type": "hologram", "payload": 1}).encode() + b"\n")
         fh.write(good + b"\n")
     store_builder.add("agent:main:b", "clean", conversation("meadow", "clean", 2))
     report = await sweep(settings, redis)
-    assert report.lines_skipped == {"invalidUtf8": 1, "malformedJson": 1, "nulByte": 1, "oversizedLine": 1,
-                                    "unknownEntryType": 1}
+    assert report.lines_skipped == {
+        "invalidUtf8": 1,
+        "malformedJson": 1,
+        "nulByte": 1,
+        "oversizedLine": 1,
+        "unknownEntryType": 1,
+    }
     assert report.messages_staged == 5 and report.errors == []
     text = corpus_text(settings)
     assert "quarry gate code is 7719" in text and "meadow" in text
@@ -261,11 +326,20 @@ async def test_bad_lines_are_skipped_and_counted_and_the_sweep_completes(
 
 
 async def test_an_unfinished_last_line_is_left_for_the_next_sweep(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     path = store_builder.add("agent:main:main", "live", conversation("tide", "live", 2))
-    line = json.dumps({"type": "message", "message": {"role": "user", "content": "The tide table is on the door.",
-                                                      "__openclaw": {"senderIsOwner": True}}}).encode()
+    line = json.dumps(
+        {
+            "type": "message",
+            "message": {
+                "role": "user",
+                "content": "The tide table is on the door.",
+                "__openclaw": {"senderIsOwner": True},
+            },
+        }
+    ).encode()
     with path.open("ab") as fh:
         fh.write(line[:25])  # a writer is mid-line
     first = await sweep(settings, redis)
@@ -279,7 +353,8 @@ async def test_an_unfinished_last_line_is_left_for_the_next_sweep(
 
 
 async def test_an_unsafe_session_id_is_refused_with_an_error_naming_it(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "fine", conversation("bridge", "fine"))
     store_builder.add("agent:main:evil", "../../etc/passwd", write_transcript=False)
@@ -292,9 +367,11 @@ async def test_an_unsafe_session_id_is_refused_with_an_error_naming_it(
 
 
 async def test_caps_spread_work_over_sweeps_and_every_message_is_staged_once(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
-    settings = make_settings(tmp_path, sessions_root, ingest={"max_messages_per_sweep": 10,
-                                                              "max_messages_per_file": 4})
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
+    settings = make_settings(
+        tmp_path, sessions_root, ingest={"max_messages_per_sweep": 10, "max_messages_per_file": 4}
+    )
     for sid in ("a", "b", "c"):
         store_builder.add(f"agent:main:{sid}", sid, conversation(f"topic-{sid}", sid, 10))
     first = await sweep(settings, redis)
@@ -308,8 +385,12 @@ async def test_caps_spread_work_over_sweeps_and_every_message_is_staged_once(
 
 
 async def test_small_commit_batches_give_the_same_result_as_one(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    sessions_root: Path,
+    store_builder: SessionStoreBuilder,
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for sid in ("a", "b"):
         store_builder.add(f"agent:main:{sid}", sid, conversation(f"bay-{sid}", sid, 7))
     one = make_settings(tmp_path / "one", sessions_root)
@@ -320,13 +401,20 @@ async def test_small_commit_batches_give_the_same_result_as_one(
     assert report.messages_staged == 14
     assert corpus_text(one) == corpus_text(many)
     assert await read(one, staged_rows) == await read(many, staged_rows)
-    cps_one = {k: (c.content_hash, c.line_count, c.at_end) for k, c in (await read(one, load_checkpoints, "main")).items()}
-    cps_many = {k: (c.content_hash, c.line_count, c.at_end) for k, c in (await read(many, load_checkpoints, "main")).items()}
+    cps_one = {
+        k: (c.content_hash, c.line_count, c.at_end)
+        for k, c in (await read(one, load_checkpoints, "main")).items()
+    }
+    cps_many = {
+        k: (c.content_hash, c.line_count, c.at_end)
+        for k, c in (await read(many, load_checkpoints, "main")).items()
+    }
     assert cps_one == cps_many
 
 
 async def test_a_session_forgotten_mid_sweep_is_never_staged(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:a", "keep", conversation("harbor", "keep"))
     store_builder.add("agent:main:b", "doomed", conversation("vault", "doomed"))
@@ -357,9 +445,9 @@ async def test_a_session_forgotten_mid_sweep_is_never_staged(
     assert cps["doomed"].excluded_reason == "forgotten" and cps["doomed"].content_hash == ""
 
 
-
 async def test_a_sweep_that_cannot_get_the_lock_in_time_fails_clearly_and_writes_nothing(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root, lock={"wait_s": 0.3})
     store_builder.add("agent:main:main", "s1", conversation("loft", "s1"))
     async with agent_runtime(settings, "main", redis=redis) as rt:
@@ -376,14 +464,19 @@ async def test_a_sweep_that_cannot_get_the_lock_in_time_fails_clearly_and_writes
 
 
 async def test_a_commit_that_fails_midway_leaves_nothing_half_staged_and_the_rerun_converges(
-        tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis) -> None:
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "s1", conversation("silo", "s1", 6))
     async with agent_runtime(settings, "main", redis=False) as rt:
         # Fault injection by a real trigger: the checkpoint write, the last step of the commit, fails.
-        await rt.require_store().write(lambda c: c.execute(
-            "CREATE TRIGGER inject_fault BEFORE INSERT ON ingest_checkpoints "
-            "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"), fence=None)
+        await rt.require_store().write(
+            lambda c: c.execute(
+                "CREATE TRIGGER inject_fault BEFORE INSERT ON ingest_checkpoints "
+                "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+            ),
+            fence=None,
+        )
     with pytest.raises(OperationFailed, match="injected fault"):
         await sweep(settings, redis)
     assert await read(settings, staged_rows) == [] and await read(settings, origin_rows) == []

@@ -65,10 +65,13 @@ async def test_stale_holder_cannot_commit_after_takeover(redis: Redis, tmp_path:
         lease1 = await first._acquire()  # simulate a holder that stopped renewing
         await redis.delete(first.redis_key)  # its lease expired
         async with WorkspaceLock(redis, tmp_path / "ws").hold() as lease2:
-            await store.write(lambda c: c.execute("INSERT INTO store_meta VALUES ('k', 'new')"),
-                              fence=lease2.fence)
+            await store.write(
+                lambda c: c.execute("INSERT INTO store_meta VALUES ('k', 'new')"), fence=lease2.fence
+            )
         with pytest.raises(FencedOut):
-            await store.write(lambda c: c.execute("UPDATE store_meta SET value = 'stale'"), fence=lease1.fence)
+            await store.write(
+                lambda c: c.execute("UPDATE store_meta SET value = 'stale'"), fence=lease1.fence
+            )
         value = await store.read(lambda c: c.execute("SELECT value FROM store_meta").fetchone()[0])
         assert value == "new"
     finally:

@@ -41,8 +41,10 @@ def agent(tmp_path: Path) -> tuple[Any, OpenClawDbBuilder]:
 
 
 def tree_state(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def preview(settings: Any, **selectors: Any) -> ForgetReport:
@@ -57,27 +59,48 @@ GMAIL_RESET = "agent:main:hook:gmail:msg-20b1"
 DELETED = "agent:main:discord:channel:c0proj"
 
 
-@pytest.mark.parametrize(("selectors", "expected", "why"), [
-    ({"sessions": [sid(5)]}, {(sid(5), "live")}, "a session id selects its window"),
-    ({"sessions": [sid(5).upper()]}, {(sid(5).upper(), "unresolved")}, "ids are case-sensitive"),
-    ({"sessions": [sid(5)[:-1]]}, {(sid(5)[:-1], "unresolved")}, "a prefix never selects a longer id"),
-    ({"sessions": [GMAIL_RESET]}, {(sid(8), "live"), (sid(9), "live")},
-     "a key selects every live window under it; its archive of a live window adds nothing"),
-    ({"sessions": [DELETED]}, {(sid(0x16), "archived")}, "a deleted session's key selects its archive"),
-    ({"sessions": [sid(0x16)]}, {(sid(0x16), "archived")}, "and so does its id"),
-    ({"sessions": [DELETED.replace("c0proj", "C0PROJ")]}, {(DELETED.replace("c0proj", "C0PROJ"), "unresolved")},
-     "stored keys are canonical lower case; selection is exact"),
-    ({"hook_sources": ["gmail"]}, {(sid(n), "live") for n in (5, 8, 9, 0x10)},
-     "gmail: current entries' gmail plus gmail columns written by the entry writer (provenance 1)"),
-    ({"hook_sources": ["email"]}, {(sid(6), "live"), (sid(0xb), "live")},
-     "email: only current entries; an older window's coarse webhook column never matches email"),
-    ({"hook_sources": ["webhook"]}, {(sid(7), "live")},
-     "webhook: only the current entry that says webhook; webhook columns are never used to match"),
-    ({"participants": ["tg:2002"]}, {(sid(0xd), "live")}, "a participant id matches in any namespace"),
-    ({"participants": ["dc:77"]}, set(), "participants match live metadata only, not archives"),
-    ({"sessions": [sid(1)], "hook_sources": ["webhook"], "participants": ["alice"]},
-     {(sid(1), "live"), (sid(7), "live"), (sid(0xd), "live")}, "selectors combine with OR"),
-])
+@pytest.mark.parametrize(
+    ("selectors", "expected", "why"),
+    [
+        ({"sessions": [sid(5)]}, {(sid(5), "live")}, "a session id selects its window"),
+        ({"sessions": [sid(5).upper()]}, {(sid(5).upper(), "unresolved")}, "ids are case-sensitive"),
+        ({"sessions": [sid(5)[:-1]]}, {(sid(5)[:-1], "unresolved")}, "a prefix never selects a longer id"),
+        (
+            {"sessions": [GMAIL_RESET]},
+            {(sid(8), "live"), (sid(9), "live")},
+            "a key selects every live window under it; its archive of a live window adds nothing",
+        ),
+        ({"sessions": [DELETED]}, {(sid(0x16), "archived")}, "a deleted session's key selects its archive"),
+        ({"sessions": [sid(0x16)]}, {(sid(0x16), "archived")}, "and so does its id"),
+        (
+            {"sessions": [DELETED.replace("c0proj", "C0PROJ")]},
+            {(DELETED.replace("c0proj", "C0PROJ"), "unresolved")},
+            "stored keys are canonical lower case; selection is exact",
+        ),
+        (
+            {"hook_sources": ["gmail"]},
+            {(sid(n), "live") for n in (5, 8, 9, 0x10)},
+            "gmail: current entries' gmail plus gmail columns written by the entry writer (provenance 1)",
+        ),
+        (
+            {"hook_sources": ["email"]},
+            {(sid(6), "live"), (sid(0xB), "live")},
+            "email: only current entries; an older window's coarse webhook column never matches email",
+        ),
+        (
+            {"hook_sources": ["webhook"]},
+            {(sid(7), "live")},
+            "webhook: only the current entry that says webhook; webhook columns are never used to match",
+        ),
+        ({"participants": ["tg:2002"]}, {(sid(0xD), "live")}, "a participant id matches in any namespace"),
+        ({"participants": ["dc:77"]}, set(), "participants match live metadata only, not archives"),
+        (
+            {"sessions": [sid(1)], "hook_sources": ["webhook"], "participants": ["alice"]},
+            {(sid(1), "live"), (sid(7), "live"), (sid(0xD), "live")},
+            "selectors combine with OR",
+        ),
+    ],
+)
 def test_forget_selection_on_an_openclaw_database(agent, selectors, expected, why):
     settings, _ = agent
     report = preview(settings, **selectors)
@@ -91,7 +114,12 @@ def test_since_filters_on_window_created_at_without_making_known_selectors_unres
     report = preview(settings, hook_sources=["gmail"], sessions=[sid(5), DELETED], since=since)
     # sid 5 (created base+2h) is known, so it is filtered out rather than reported unresolved;
     # the deleted session's archive (created base+16h) passes.
-    assert resolved(report) == {(sid(8), "live"), (sid(9), "live"), (sid(0x10), "live"), (sid(0x16), "archived")}
+    assert resolved(report) == {
+        (sid(8), "live"),
+        (sid(9), "live"),
+        (sid(0x10), "live"),
+        (sid(0x16), "archived"),
+    }
 
 
 def test_participant_matches_list_every_identity_namespace_of_the_actor(agent):
@@ -100,7 +128,9 @@ def test_participant_matches_list_every_identity_namespace_of_the_actor(agent):
     matches = {m.actorId: m.identities for m in report.participantMatches}
     assert [m.actorId for m in report.participantMatches] == ["alice", "nobody", "tg:2002"]  # code-unit order
     assert sorted(matches["tg:2002"], key=lambda i: i["pluginId"]) == [
-        {**OBSERVATION_DISCORD, "id": "tg:2002"}, {**OBSERVATION_TELEGRAM, "id": "tg:2002"}]
+        {**OBSERVATION_DISCORD, "id": "tg:2002"},
+        {**OBSERVATION_TELEGRAM, "id": "tg:2002"},
+    ]
     assert matches["nobody"] == []
 
 
@@ -119,16 +149,18 @@ def test_admission_is_decided_from_session_rows_without_reading_any_transcript_e
     settings, builder = agent
     statements: list[str] = []
     src = OpenClawSessionSource("main", builder.path, trace=statements.append)
-    policy = AdmissionPolicy.from_settings(ExcludeSessions(hook_external_content_sources=["gmail", "email"],
-                                                           channels=["telegram"]))
-    decisions = {s.session_id: admission_reason(s, policy, forgotten={sid(7)})
-                 for s in src.list_sessions().sessions}
+    policy = AdmissionPolicy.from_settings(
+        ExcludeSessions(hook_external_content_sources=["gmail", "email"], channels=["telegram"])
+    )
+    decisions = {
+        s.session_id: admission_reason(s, policy, forgotten={sid(7)}) for s in src.list_sessions().sessions
+    }
     assert not any("transcript_events" in s for s in statements)
     assert decisions[sid(5)] == decisions[sid(8)] == decisions[sid(0x10)] == "hookExternalContentSource:gmail"
-    assert decisions[sid(6)] == decisions[sid(0xb)] == "hookExternalContentSource:email"
-    assert decisions[sid(0xa)] is None  # only the coarse webhook column: never matches email
-    assert decisions[sid(0xe)] is None  # an untrusted gmail column
-    assert decisions[sid(1)] == decisions[sid(0xd)] == "channel:telegram"
+    assert decisions[sid(6)] == decisions[sid(0xB)] == "hookExternalContentSource:email"
+    assert decisions[sid(0xA)] is None  # only the coarse webhook column: never matches email
+    assert decisions[sid(0xE)] is None  # an untrusted gmail column
+    assert decisions[sid(1)] == decisions[sid(0xD)] == "channel:telegram"
     assert decisions[sid(7)] == "forgotten"
     assert decisions[sid(0x11)] == "sessionKind:cron"
     assert decisions[sid(0x15)] == "dreamingNarrative"

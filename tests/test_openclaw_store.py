@@ -54,8 +54,10 @@ def read_events(src: OpenClawSessionSource, session: Any) -> list[dict[str, Any]
 
 def dir_state(path: Path) -> dict[str, tuple[str, int]]:
     """Every file beside the database: name -> (sha256, mtime_ns)."""
-    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(path.iterdir())}
+    return {
+        p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(path.iterdir())
+    }
 
 
 def read_everything(src: OpenClawSessionSource) -> None:
@@ -76,8 +78,9 @@ def test_lists_every_live_window_and_not_the_deleted_session(built):
     builder, _ = built
     listing = source(builder).list_sessions()
     ids = [s.session_id for s in listing.sessions]
-    expected = [sid(n) for n in (1, 0xd, 5, 6, 7, 8, 9, 0xa, 0xb, 0xc, 0xe, 0x10, 0x17,
-                                  0x11, 0x12, 0x13, 0x14, 0x15)]
+    expected = [
+        sid(n) for n in (1, 0xD, 5, 6, 7, 8, 9, 0xA, 0xB, 0xC, 0xE, 0x10, 0x17, 0x11, 0x12, 0x13, 0x14, 0x15)
+    ]
     assert ids == expected  # ordered by created_at, then id
     assert sid(0x16) not in ids
     assert listing.errors == ()
@@ -87,28 +90,31 @@ def test_lists_every_live_window_and_not_the_deleted_session(built):
 def test_window_metadata_comes_from_the_window_row_and_the_entry(built):
     builder, _ = built
     src = source(builder)
-    group = by_id(src)[sid(0xd)]
+    group = by_id(src)[sid(0xD)]
     assert group.session_key == "agent:main:telegram:group:-100555"
     assert (group.chat_type, group.channel, group.account_id) == ("group", "telegram", "default")
     assert group.created_at == builder.base_ms + HOUR_MS  # the window's created_at = sessionStartedAt
     assert group.updated_at == builder.base_ms + HOUR_MS + 600_000
     assert group.session_kind == "interactive" and group.hook_source is None
-    assert group.locator == sid(0xd) and src.transcript_location(group) is None
-    assert group.session_path == f"sessions/main/{sid(0xd)}"
+    assert group.locator == sid(0xD) and src.transcript_location(group) is None
+    assert group.session_path == f"sessions/main/{sid(0xD)}"
     gmail = by_id(src)[sid(5)]
     assert (gmail.chat_type, gmail.channel, gmail.account_id) == (None, None, None)  # internal delivery
 
 
 def test_participant_identity_is_the_namespace_json_plus_the_actor_id(built):
     builder, _ = built
-    group = by_id(source(builder))[sid(0xd)]
+    group = by_id(source(builder))[sid(0xD)]
     identities = sorted(json.dumps(p.identity(), sort_keys=True) for p in group.participants)
-    expected = sorted(json.dumps(x, sort_keys=True) for x in [
-        {**OBSERVATION_TELEGRAM, "id": "tg:1001"},
-        {**OBSERVATION_TELEGRAM, "id": "tg:2002"},
-        {**OBSERVATION_DISCORD, "id": "tg:2002"},  # the same raw id in another namespace
-        {"type": "profile", "id": "alice"},
-    ])
+    expected = sorted(
+        json.dumps(x, sort_keys=True)
+        for x in [
+            {**OBSERVATION_TELEGRAM, "id": "tg:1001"},
+            {**OBSERVATION_TELEGRAM, "id": "tg:2002"},
+            {**OBSERVATION_DISCORD, "id": "tg:2002"},  # the same raw id in another namespace
+            {"type": "profile", "id": "alice"},
+        ]
+    )
     assert identities == expected
     assert by_id(source(builder))[sid(1)].participants[0].identity() == {"type": "profile", "id": "owner"}
 
@@ -124,33 +130,39 @@ def test_every_window_of_a_key_carries_the_key_participants(tmp_path):
     assert [p.actor_id for p in sessions["w2"].participants] == ["tg:9"]
 
 
-@pytest.mark.parametrize(("n", "expected", "why"), [
-    (5, "gmail", "current window: the entry's gmail"),
-    (6, "email", "current window: the entry's email (persisted in the column as webhook)"),
-    (7, "webhook", "current window: the entry's webhook"),
-    (8, "gmail", "older window of a reset key: column gmail with session_entry_provenance=1"),
-    (9, "gmail", "the key's current window after the reset"),
-    (0xa, None, "older window whose column is the coarse webhook (was email): never trusted"),
-    (0xb, "email", "current window after the reset: the entry's email"),
-    (0xc, None, "current window of an entry without a hook source, column empty"),
-    (0xe, None, "column gmail but session_entry_provenance=0: not trusted"),
-    (0x10, "gmail", "column gmail with session_entry_provenance=1"),
-    (0x17, None, "column webhook with session_entry_provenance=1: still not trusted"),
-    (1, None, "ordinary chat"),
-])
+@pytest.mark.parametrize(
+    ("n", "expected", "why"),
+    [
+        (5, "gmail", "current window: the entry's gmail"),
+        (6, "email", "current window: the entry's email (persisted in the column as webhook)"),
+        (7, "webhook", "current window: the entry's webhook"),
+        (8, "gmail", "older window of a reset key: column gmail with session_entry_provenance=1"),
+        (9, "gmail", "the key's current window after the reset"),
+        (0xA, None, "older window whose column is the coarse webhook (was email): never trusted"),
+        (0xB, "email", "current window after the reset: the entry's email"),
+        (0xC, None, "current window of an entry without a hook source, column empty"),
+        (0xE, None, "column gmail but session_entry_provenance=0: not trusted"),
+        (0x10, "gmail", "column gmail with session_entry_provenance=1"),
+        (0x17, None, "column webhook with session_entry_provenance=1: still not trusted"),
+        (1, None, "ordinary chat"),
+    ],
+)
 def test_hook_source_follows_the_documented_selection_rule(built, n, expected, why):
     builder, _ = built
     assert by_id(source(builder))[sid(n)].hook_source == expected, why
 
 
-@pytest.mark.parametrize(("n", "kind", "narrative"), [
-    (1, "interactive", False),
-    (0x11, "cron", False),  # agent:main:cron:… (and createdVia cron)
-    (0x12, "heartbeat", False),  # …:heartbeat
-    (0x13, "subagent", False),  # agent:main:subagent:…
-    (0x14, "subagent", False),  # spawnedBy on the entry / spawned_by column
-    (0x15, "interactive", True),  # dreaming narrative: flagged, never ingested
-])
+@pytest.mark.parametrize(
+    ("n", "kind", "narrative"),
+    [
+        (1, "interactive", False),
+        (0x11, "cron", False),  # agent:main:cron:… (and createdVia cron)
+        (0x12, "heartbeat", False),  # …:heartbeat
+        (0x13, "subagent", False),  # agent:main:subagent:…
+        (0x14, "subagent", False),  # spawnedBy on the entry / spawned_by column
+        (0x15, "interactive", True),  # dreaming narrative: flagged, never ingested
+    ],
+)
 def test_session_kind_comes_from_the_key_and_the_entry(built, n, kind, narrative):
     builder, _ = built
     s = by_id(source(builder))[sid(n)]
@@ -168,8 +180,15 @@ def test_cron_kind_from_the_created_via_column_alone(tmp_path):
 def test_bad_rows_are_reported_in_one_line_and_the_rest_is_read(tmp_path):
     b = OpenClawDbBuilder(tmp_path)
     b.session(b.key("ok"), "good", [Msg("user", "fine")])
-    b.session(b.key("broken"), "kept", [Msg("user", "entry json damaged")], participants=((OBSERVATION_TELEGRAM, "tg:5"),))
-    b.conn.execute("UPDATE session_nodes SET entry_json = '{not json' WHERE session_key = ?", (b.key("broken"),))
+    b.session(
+        b.key("broken"),
+        "kept",
+        [Msg("user", "entry json damaged")],
+        participants=((OBSERVATION_TELEGRAM, "tg:5"),),
+    )
+    b.conn.execute(
+        "UPDATE session_nodes SET entry_json = '{not json' WHERE session_key = ?", (b.key("broken"),)
+    )
     b.conn.execute("UPDATE session_participants SET identity_namespace = '[oops'")
     b.upsert_entry(b.key("badid"), b.entry("../escape", b.base_ms))
     b.close()
@@ -196,7 +215,7 @@ def test_listing_and_archives_read_no_transcript_event(built):
 # -- transcripts -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n", [1, 0xd, 5])  # 5 is stored zstd-compressed
+@pytest.mark.parametrize("n", [1, 0xD, 5])  # 5 is stored zstd-compressed
 def test_transcript_yields_each_event_in_seq_order(built, n):
     builder, scenario = built
     src = source(builder)
@@ -231,8 +250,15 @@ def test_an_oversized_event_is_an_oversized_line_and_reading_goes_on(tmp_path):
     b = OpenClawDbBuilder(tmp_path)
     b.upsert_entry(b.key("big"), b.entry("big", b.base_ms))
     huge = json.dumps({"type": "message", "blob": "x" * (4 * 1024 * 1024)})
-    b.insert_events("big", 0, [json.dumps({"type": "session", "version": 4, "id": "big"}), huge,
-                               json.dumps({"type": "message", "id": "after"})])
+    b.insert_events(
+        "big",
+        0,
+        [
+            json.dumps({"type": "session", "version": 4, "id": "big"}),
+            huge,
+            json.dumps({"type": "message", "id": "after"}),
+        ],
+    )
     b.close()
     src = source(b)
     with src.open_transcript(by_id(src)["big"]) as lines:
@@ -247,12 +273,30 @@ def test_an_oversized_event_is_an_oversized_line_and_reading_goes_on(tmp_path):
 def test_an_undecodable_zstd_event_is_counted_as_malformed_and_reading_goes_on(tmp_path):
     b = OpenClawDbBuilder(tmp_path)
     b.session(b.key("z"), "z", [Msg("user", "before the damaged event")], zstd=True)
-    b.conn.execute("INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, "
-                   "event_utf8_bytes, navigation_json) VALUES ('z', 2, NULL, 0, ?, 40, ?)",
-                   (b"\x28\xb5\x2f\xfd garbage", navigation_json(40)))
-    b.insert_events("z", 3, [json.dumps({"type": "message", "id": "after", "parentId": None,
-                                         "message": {"role": "user", "content": "after the damaged event",
-                                                     "__openclaw": {"senderIsOwner": True}}})], zstd=True)
+    b.conn.execute(
+        "INSERT INTO transcript_events(session_id, seq, event_json, created_at, event_zstd, "
+        "event_utf8_bytes, navigation_json) VALUES ('z', 2, NULL, 0, ?, 40, ?)",
+        (b"\x28\xb5\x2f\xfd garbage", navigation_json(40)),
+    )
+    b.insert_events(
+        "z",
+        3,
+        [
+            json.dumps(
+                {
+                    "type": "message",
+                    "id": "after",
+                    "parentId": None,
+                    "message": {
+                        "role": "user",
+                        "content": "after the damaged event",
+                        "__openclaw": {"senderIsOwner": True},
+                    },
+                }
+            )
+        ],
+        zstd=True,
+    )
     b.close()
     src = source(b)
     with src.open_transcript(by_id(src)["z"]) as lines:
@@ -273,7 +317,7 @@ def test_line_provenance_is_classified_as_openclaw_does(built):
         direct = [x.origin_class for x in iter_exported(lines, skipped)]
     # owner turn, agent reply, (network tool result not exported), tainted reply, internal system line
     assert direct == ["owner", "agent", "untrusted", "system"]
-    with src.open_transcript(sessions[sid(0xd)]) as lines:
+    with src.open_transcript(sessions[sid(0xD)]) as lines:
         group = [x.origin_class for x in iter_exported(lines, skipped)]
     # owner tg:1001, non-owner tg:2002, assistant answering the non-owner turn
     assert group == ["owner", "untrusted", "untrusted"]
@@ -307,7 +351,9 @@ def test_fingerprint_follows_the_transcript_revision_and_size(tmp_path):
     first = src.fingerprint(session)
     assert first is not None
     assert first.size == sum(len(json.dumps(e, separators=(",", ":")).encode()) + 1 for e in events)
-    revision = b.conn.execute("SELECT transcript_updated_at FROM session_windows WHERE session_id='fp'").fetchone()[0]
+    revision = b.conn.execute(
+        "SELECT transcript_updated_at FROM session_windows WHERE session_id='fp'"
+    ).fetchone()[0]
     assert first.mtime_ms == revision
     assert src.fingerprint(session) == first  # unchanged transcript, same fingerprint
     time.sleep(0.002)
@@ -360,8 +406,10 @@ def test_the_connection_is_read_only_and_query_only(built):
     src = source(builder, trace=statements.append)
     src.list_sessions()
     assert "PRAGMA query_only = ON" in statements
-    assert not any(s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "REPLACE"))
-                   for s in statements)
+    assert not any(
+        s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "REPLACE"))
+        for s in statements
+    )
 
 
 # -- concurrent writer ---------------------------------------------------------------------------
@@ -394,7 +442,9 @@ def test_reads_stay_whole_while_another_connection_keeps_appending(tmp_path):
         try:
             i = 0
             while not stop.is_set():
-                b.append("busy", [Msg("user", f"burst {i}.{j}") for j in range(5)], zstd=i % 2 == 1, conn=writer)
+                b.append(
+                    "busy", [Msg("user", f"burst {i}.{j}") for j in range(5)], zstd=i % 2 == 1, conn=writer
+                )
                 i += 1
         except BaseException as exc:  # surfaced by the assertion below
             errors.append(exc)

@@ -18,22 +18,30 @@ from tests.builders import Msg
 from tests.conftest import make_settings
 from tests.openclaw_fixture import OpenClawDbBuilder, populate, sid
 
-EXCLUDED_BY_POLICY = [sid(n) for n in (5, 6, 8, 9, 0xb, 0x10)]  # gmail / email hook sessions
+EXCLUDED_BY_POLICY = [sid(n) for n in (5, 6, 8, 9, 0xB, 0x10)]  # gmail / email hook sessions
 NEVER_INGESTED = [sid(n) for n in (0x11, 0x12, 0x13, 0x14, 0x15)]  # cron, heartbeat, subagents, narrative
 
 
 def tree_state(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 async def test_a_sweep_reads_no_event_of_an_excluded_session_and_stages_the_admitted(
-        tmp_path, sessions_root, redis, unique):
+    tmp_path, sessions_root, redis, unique
+):
     builder = OpenClawDbBuilder(sessions_root)
     populate(builder)
     builder.close()
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                             memory_policy={"exclude_sessions": {"hook_external_content_sources": ["gmail", "email"]}})
+    settings = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        memory_policy={"exclude_sessions": {"hook_external_content_sources": ["gmail", "email"]}},
+    )
     before = tree_state(sessions_root)
     statements: list[str] = []
     async with agent_runtime(settings, "main", redis=redis) as rt:
@@ -57,10 +65,18 @@ async def test_a_sweep_reads_no_event_of_an_excluded_session_and_stages_the_admi
     assert tree_state(sessions_root) == before  # OpenClaw's files, byte for byte
 
 
-async def test_an_unchanged_database_is_not_reread_and_an_append_is_resumed(tmp_path, sessions_root, redis, unique):
+async def test_an_unchanged_database_is_not_reread_and_an_append_is_resumed(
+    tmp_path, sessions_root, redis, unique
+):
     builder = OpenClawDbBuilder(sessions_root)
-    builder.session(builder.key("main"), "chat", [Msg("user", "The spare key is under the blue flowerpot."),
-                                                  Msg("assistant", "Noted: the spare key is under the blue flowerpot.")])
+    builder.session(
+        builder.key("main"),
+        "chat",
+        [
+            Msg("user", "The spare key is under the blue flowerpot."),
+            Msg("assistant", "Noted: the spare key is under the blue flowerpot."),
+        ],
+    )
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
     async with agent_runtime(settings, "main", redis=redis) as rt:
         first = await run_ingest_sweep(rt)
@@ -75,7 +91,9 @@ async def test_an_unchanged_database_is_not_reread_and_an_append_is_resumed(tmp_
     assert corpus.count("alarm code") == 1 and corpus.count("spare key") == 2
 
 
-async def test_a_forgotten_openclaw_session_is_neither_reread_nor_restaged(tmp_path, sessions_root, redis, unique):
+async def test_a_forgotten_openclaw_session_is_neither_reread_nor_restaged(
+    tmp_path, sessions_root, redis, unique
+):
     builder = OpenClawDbBuilder(sessions_root)
     populate(builder)
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
@@ -83,8 +101,10 @@ async def test_a_forgotten_openclaw_session_is_neither_reread_nor_restaged(tmp_p
         await run_ingest_sweep(rt)
         assert "Trattoria Roma" in "".join(p.read_text() for p in rt.paths.corpus_dir.glob("*.txt"))
     report = await forget(settings, ForgetRequest(agent="main", participants=["tg:2002"]), redis=redis)
-    assert report.sessionIds == [sid(0xd)]
-    builder.append(sid(0xd), [Msg("user", "Trattoria Roma also wants a deposit by Thursday.")])  # OpenClaw goes on
+    assert report.sessionIds == [sid(0xD)]
+    builder.append(
+        sid(0xD), [Msg("user", "Trattoria Roma also wants a deposit by Thursday.")]
+    )  # OpenClaw goes on
     statements: list[str] = []
     async with agent_runtime(settings, "main", redis=redis) as rt:
         rt.sessions = OpenClawSessionSource("main", builder.path, trace=statements.append)
@@ -92,22 +112,27 @@ async def test_a_forgotten_openclaw_session_is_neither_reread_nor_restaged(tmp_p
         corpus = "".join(p.read_text() for p in rt.paths.corpus_dir.glob("*.txt"))
     builder.close()
     assert again.sessions_excluded.get("forgotten") == 1
-    assert not any(sid(0xd) in s for s in statements if "transcript_events" in s)
+    assert not any(sid(0xD) in s for s in statements if "transcript_events" in s)
     assert "Trattoria" not in corpus and "deposit" not in corpus
 
 
 async def test_index_force_reads_live_and_archived_transcripts_without_writing_them(
-        tmp_path, sessions_root, redis, unique):
+    tmp_path, sessions_root, redis, unique
+):
     builder = OpenClawDbBuilder(sessions_root)
     populate(builder)
     builder.close()
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                             index={"sources": ["memory", "sessions"]})
+    settings = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        index={"sources": ["memory", "sessions"]},
+    )
     before = tree_state(sessions_root)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_index_sync(rt, force=True)
         live = await run_search(rt, "Trattoria Roma")
         archived = await run_search(rt, "launch moved to May")
-    assert [r.session_id for r in live.results] == [sid(0xd)]
+    assert [r.session_id for r in live.results] == [sid(0xD)]
     assert [r.session_id for r in archived.results] == [sid(0x16)]  # the deleted session's zstd archive
     assert tree_state(sessions_root) == before

@@ -28,8 +28,11 @@ async def test_promoted_entries_are_marked_and_their_origins_name_exactly_their_
             assert lines[i + 1].startswith("- User: the " + snippet)
         assert await rt.store.read(origin_sessions, k1) == ["s1"]
         assert await rt.store.read(origin_sessions, k2) == ["s2", "s3"]
-        promoted = await rt.store.read(lambda c: c.execute(
-            "SELECT entry_key FROM short_term_entries WHERE promoted_at IS NOT NULL ORDER BY 1").fetchall())
+        promoted = await rt.store.read(
+            lambda c: c.execute(
+                "SELECT entry_key FROM short_term_entries WHERE promoted_at IS NOT NULL ORDER BY 1"
+            ).fetchall()
+        )
         assert [r[0] for r in promoted] == sorted([k1, k2])
         assert (rt.paths.workspace / "MEMORY.md").stat().st_mode & 0o777 == 0o600
 
@@ -37,7 +40,9 @@ async def test_promoted_entries_are_marked_and_their_origins_name_exactly_their_
 async def test_a_claim_staged_twice_is_written_once_with_the_union_of_origins(settings, redis):
     async with runtime(settings, redis) as rt:
         s = Stager(rt.paths.workspace)
-        k1 = s.add("User: The deploy window is Friday.", ["s1"], key="memory:claim:aaa", last_ms=NOW_MS - 7_200_000)
+        k1 = s.add(
+            "User: The deploy window is Friday.", ["s1"], key="memory:claim:aaa", last_ms=NOW_MS - 7_200_000
+        )
         k2 = s.add("Assistant: the deploy window is friday.", ["s2"], key="memory:claim:bbb")
         await stage(rt, s)
         report = await run_promote(rt, OPEN_GATES)
@@ -79,10 +84,16 @@ async def test_a_session_forgotten_while_the_sweep_runs_is_never_promoted(settin
         report = await publish_promotion(rt, plan)
         text = (rt.paths.workspace / "MEMORY.md").read_text()
         assert [p.entry_key for p in report.promoted] == [keep]
-        assert {(x.entry_key, x.reason) for x in report.skipped} == {(doomed, "forgotten"), (shared, "forgotten")}
+        assert {(x.entry_key, x.reason) for x in report.skipped} == {
+            (doomed, "forgotten"),
+            (shared, "forgotten"),
+        }
         assert "vault" not in text and "standup" not in text
-        unpromoted = await rt.store.read(lambda c: c.execute(
-            "SELECT COUNT(*) FROM short_term_entries WHERE promoted_at IS NULL").fetchone()[0])
+        unpromoted = await rt.store.read(
+            lambda c: c.execute(
+                "SELECT COUNT(*) FROM short_term_entries WHERE promoted_at IS NULL"
+            ).fetchone()[0]
+        )
         assert unpromoted == 2
 
 
@@ -106,10 +117,14 @@ async def test_a_concurrent_memory_edit_is_detected_and_nothing_is_lost(settings
         assert [p.entry_key for p in report.promoted] == [key]
 
 
-async def test_a_failed_commit_rolls_back_reserved_lineage_and_a_rerun_converges(settings, redis, monkeypatch):
+async def test_a_failed_commit_rolls_back_reserved_lineage_and_a_rerun_converges(
+    settings, redis, monkeypatch
+):
     async with runtime(settings, redis) as rt:
         s = Stager(rt.paths.workspace)
-        k1 = s.add("User: The deploy window is Friday.", ["s1"], key="memory:claim:aaa", last_ms=NOW_MS - 7_200_000)
+        k1 = s.add(
+            "User: The deploy window is Friday.", ["s1"], key="memory:claim:aaa", last_ms=NOW_MS - 7_200_000
+        )
         s.add("User: the deploy window is friday.", ["s2"], key="memory:claim:bbb")
         await stage(rt, s)
         monkeypatch.setenv(ENV_VAR, "dream.promote.commit")
@@ -136,8 +151,10 @@ async def test_a_changed_or_missing_source_snippet_is_skipped(settings, redis):
         (rt.paths.workspace / "memory/.dreams/session-corpus/2026-11-21.txt").unlink()
         report = await run_promote(rt, OPEN_GATES)
         assert [p.entry_key for p in report.promoted] == [moved]
-        assert {(x.entry_key, x.reason) for x in report.skipped} == {(changed, "source_changed"),
-                                                                       (missing, "source_missing")}
+        assert {(x.entry_key, x.reason) for x in report.skipped} == {
+            (changed, "source_changed"),
+            (missing, "source_missing"),
+        }
         assert "session-corpus/2026-11-20.txt:1-1" in (rt.paths.workspace / "MEMORY.md").read_text()
 
 
@@ -178,8 +195,14 @@ async def test_daily_note_entries_are_promoted_without_lineage_rows(settings, re
         note.parent.mkdir(parents=True, exist_ok=True)
         note.write_text("# Planning\n\n- Ship the gateway refactor before December\n")
         s = Stager(rt.paths.workspace)
-        key = s.add("Planning > Ship the gateway refactor before December", [], origin="agent",
-                    key="memory:memory/2026-11-20-planning.md:3:3", path="memory/2026-11-20-planning.md", line=3)
+        key = s.add(
+            "Planning > Ship the gateway refactor before December",
+            [],
+            origin="agent",
+            key="memory:memory/2026-11-20-planning.md:3:3",
+            path="memory/2026-11-20-planning.md",
+            line=3,
+        )
         await stage(rt, s)
         report = await run_promote(rt, OPEN_GATES)
         assert [p.entry_key for p in report.promoted] == [key] and report.promoted[0].session_ids == []
@@ -215,8 +238,12 @@ async def test_a_symlinked_memory_file_is_refused_and_its_target_untouched(setti
 async def test_entries_beyond_the_size_budget_stay_eligible(tmp_path, sessions_root, unique, redis):
     from tests.conftest import make_settings
 
-    small = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                          dreaming={"memory_file_max_chars": 1000})
+    small = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        dreaming={"memory_file_max_chars": 1000},
+    )
     async with runtime(small, redis) as rt:
         s = Stager(rt.paths.workspace)
         keys = [s.add(f"User: fact number {i} " + "x" * 200, [f"s{i}"]) for i in range(4)]
@@ -224,6 +251,9 @@ async def test_entries_beyond_the_size_budget_stay_eligible(tmp_path, sessions_r
         report = await run_promote(rt, OPEN_GATES)
         assert len(report.promoted) == 2 and {x.reason for x in report.skipped} == {"budget"}
         assert len((rt.paths.workspace / "MEMORY.md").read_text()) <= 1000
-        waiting = await rt.store.read(lambda c: c.execute(
-            "SELECT COUNT(*) FROM short_term_entries WHERE promoted_at IS NULL").fetchone()[0])
+        waiting = await rt.store.read(
+            lambda c: c.execute(
+                "SELECT COUNT(*) FROM short_term_entries WHERE promoted_at IS NULL"
+            ).fetchone()[0]
+        )
         assert waiting == 2 and len(keys) == 4

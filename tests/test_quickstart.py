@@ -41,16 +41,29 @@ def _read_until(proc: subprocess.Popen[str], patterns: list[str], timeout_s: flo
 
 
 def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw_jobs(
-        tmp_path: Path, redis_url: str, unique: str) -> None:
+    tmp_path: Path, redis_url: str, unique: str
+) -> None:
     host = f"test-qs-{unique}"
-    env = {**os.environ, "MEMORYD_DEMO_DIR": str(tmp_path / "demo"), "MEMORYD_REDIS_URL": redis_url,
-           "MEMORYD_DAEMON__HOST_ID": host, "MEMORYD_DAEMON__METRICS_LISTEN": f"127.0.0.1:{_free_port()}",
-           # Sweep every second: scheduled job ids are per agent and interval slot, and another
-           # run of this test in the same slot (same Redis, same demo agent names) would own the slot.
-           "MEMORYD_INGEST__INTERVAL_S": "1", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "MEMORYD_DEMO_DIR": str(tmp_path / "demo"),
+        "MEMORYD_REDIS_URL": redis_url,
+        "MEMORYD_DAEMON__HOST_ID": host,
+        "MEMORYD_DAEMON__METRICS_LISTEN": f"127.0.0.1:{_free_port()}",
+        # Sweep every second: scheduled job ids are per agent and interval slot, and another
+        # run of this test in the same slot (same Redis, same demo agent names) would own the slot.
+        "MEMORYD_INGEST__INTERVAL_S": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     env.pop("MEMORYD_CONFIG", None)
-    proc = subprocess.Popen(["bash", "deploy/quickstart.sh", "--skip-setup"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        ["bash", "deploy/quickstart.sh", "--skip-setup"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         swept = [rf"job ingest_sweep:{agent}:\S+ ingest_sweep complete" for agent in ("main", "ops")]
         log = _read_until(proc, swept, 60)
@@ -64,8 +77,9 @@ def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw
         jobs_md = (ROOT / "docs" / "jobs.md").read_text()
         code = re.search(r"<!-- example: raw-client -->\n```python\n(.*?)```", jobs_md, re.S)
         assert code
-        example = subprocess.run([sys.executable, "-c", code[1]], env=env, capture_output=True, text=True,
-                                 timeout=60)
+        example = subprocess.run(
+            [sys.executable, "-c", code[1]], env=env, capture_output=True, text=True, timeout=60
+        )
         assert example.returncode == 0, example.stderr
         assert example.stdout.startswith("ok ") and '"sessionIds": ["sig-omar-0001"]' in example.stdout
     finally:

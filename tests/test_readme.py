@@ -31,9 +31,13 @@ def test_readme_names_two_commands_that_exist() -> None:
         assert script.is_file() and script.read_text().startswith("#!/usr/bin/env bash")
 
 
-def test_readme_tour_runs_in_order_on_the_example_store(tmp_path: Path, redis_url: str,
-                                                         capsys: pytest.CaptureFixture[str],
-                                                         monkeypatch: pytest.MonkeyPatch, unique: str) -> None:
+def test_readme_tour_runs_in_order_on_the_example_store(
+    tmp_path: Path,
+    redis_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    unique: str,
+) -> None:
     assert main(["demo", "init", str(tmp_path / "demo"), "--redis-url", redis_url]) == 0
     monkeypatch.setenv("MEMORYD_DAEMON__HOST_ID", f"test-{unique}")
     outputs: dict[str, str] = {}

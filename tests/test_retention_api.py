@@ -23,8 +23,9 @@ USER = "tenant:t:user:u1"
 async def test_writing_creates_missing_ancestors_and_reads_return_provenance(settings, redis) -> None:
     parent = await service.write_object(settings, redis, USER, "Nora prefers tea in the afternoon", now=T0)
     assert parent.created_scopes == ["tenant:t", USER]
-    child = await service.write_object(settings, redis, "tenant:t:user:u2:session:s1", "a derived note",
-                                       provenance_parent=USER, now=T0 + 5)
+    child = await service.write_object(
+        settings, redis, "tenant:t:user:u2:session:s1", "a derived note", provenance_parent=USER, now=T0 + 5
+    )
     assert child.created_scopes == ["tenant:t:user:u2", "tenant:t:user:u2:session:s1"]
     assert child.provenance is not None
     assert child.provenance.parent_hash == content_hash("  NORA prefers tea in the afternoon ")  # normalized
@@ -63,7 +64,9 @@ async def test_bad_writes_name_the_field_and_change_nothing(settings, redis) -> 
 async def test_a_longer_child_ttl_is_clamped_to_the_parents_and_the_response_says_so(settings, redis) -> None:
     parent = await service.write_object(settings, redis, USER, "p", retention_days=10, now=T0)
     assert parent.expires_at == T0 + 10 * DAY_MS and not parent.clamped
-    child = await service.write_object(settings, redis, f"{USER}:session:s", "c", retention_days=30, now=T0 + 1)
+    child = await service.write_object(
+        settings, redis, f"{USER}:session:s", "c", retention_days=30, now=T0 + 1
+    )
     assert child.clamped and child.expires_at == T0 + 10 * DAY_MS
     assert "clamped to its parent tenant:t:user:u1" in child.notes[0]
     inherited = await service.write_object(settings, redis, f"{USER}:session:s2", "c2", now=T0 + 2)
@@ -75,9 +78,12 @@ async def test_a_longer_child_ttl_is_clamped_to_the_parents_and_the_response_say
 
 
 async def test_expiry_hides_reads_but_keeps_provenance_resolvable(settings, redis) -> None:
-    await service.write_object(settings, redis, USER, "the secret recipe uses cardamom", retention_days=1, now=T0)
-    child = await service.write_object(settings, redis, "tenant:t:user:u2", "cites the recipe",
-                                       provenance_parent=USER, now=T0 + 1)
+    await service.write_object(
+        settings, redis, USER, "the secret recipe uses cardamom", retention_days=1, now=T0
+    )
+    child = await service.write_object(
+        settings, redis, "tenant:t:user:u2", "cites the recipe", provenance_parent=USER, now=T0 + 1
+    )
     before = await service.run_expire(settings, redis, now=T0 + DAY_MS - 1)
     assert before.expired_scopes == 0
     report = await service.run_expire(settings, redis, now=T0 + DAY_MS)
@@ -98,7 +104,9 @@ async def test_expiry_hides_reads_but_keeps_provenance_resolvable(settings, redi
     gate = await service.load_gate(settings)
     session = SessionInfo("main", "s-9", "k", "interactive", participants=(Participant("u1"),))
     other = SessionInfo("main", "s-8", "k2", "interactive", participants=(Participant("u2"),))
-    settings_t = settings.model_copy(update={"retention": settings.retention.model_copy(update={"tenant": "t"})})
+    settings_t = settings.model_copy(
+        update={"retention": settings.retention.model_copy(update={"tenant": "t"})}
+    )
     gate = service.RetentionGate(settings_t, gate.expired)
     assert gate.hides_session(session) and not gate.hides_session(other)
     again = await service.run_expire(settings, redis, now=T0 + 5 * DAY_MS)
@@ -106,7 +114,9 @@ async def test_expiry_hides_reads_but_keeps_provenance_resolvable(settings, redi
 
 
 async def test_held_scopes_are_not_expired(settings, redis) -> None:
-    await service.write_object(settings, redis, "tenant:t:user:held", "kept for litigation", retention_days=1, now=T0)
+    await service.write_object(
+        settings, redis, "tenant:t:user:held", "kept for litigation", retention_days=1, now=T0
+    )
     await service.write_object(settings, redis, "tenant:t:user:free", "ordinary", retention_days=1, now=T0)
     await service.write_object(settings, redis, "tenant:t:user:parent", "p", retention_days=1, now=T0)
     await service.write_object(settings, redis, "tenant:t:user:parent:session:s", "held child", now=T0)
@@ -137,11 +147,14 @@ async def test_holds_are_listed_released_and_a_missing_one_is_a_usage_error(sett
         await service.add_hold(settings, redis, USER, " ")
 
 
-async def test_purge_after_expiry_deletes_data_and_neutralises_edges_citing_it(tmp_path, sessions_root, redis) -> None:
+async def test_purge_after_expiry_deletes_data_and_neutralises_edges_citing_it(
+    tmp_path, sessions_root, redis
+) -> None:
     settings = make_settings(tmp_path, sessions_root, retention={"expired_purge_after_days": 1})
     await service.write_object(settings, redis, USER, "expired subject text", retention_days=1, now=T0)
-    child = await service.write_object(settings, redis, "tenant:t:user:u2", "derived", provenance_parent=USER,
-                                       now=T0 + 1)
+    child = await service.write_object(
+        settings, redis, "tenant:t:user:u2", "derived", provenance_parent=USER, now=T0 + 1
+    )
     first = await service.run_expire(settings, redis, now=T0 + DAY_MS)
     assert (first.expired_scopes, first.purged_objects) == (1, 0)
     purge = await service.run_expire(settings, redis, now=T0 + 2 * DAY_MS)
@@ -161,8 +174,10 @@ def _cli(capsys, settings_path: str, *args: str) -> tuple[int, object]:
 
 def test_cli_contract_commands_exit_zero_with_json(tmp_path, capsys, redis_url) -> None:
     cfg = tmp_path / "memoryd.toml"
-    cfg.write_text(f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{tmp_path / "sessions"}"\n'
-                   f'redis_url = "{redis_url}"\n')
+    cfg.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{tmp_path / "sessions"}"\n'
+        f'redis_url = "{redis_url}"\n'
+    )
     code, written = _cli(capsys, str(cfg), "mem", "write", "--scope", USER, "--content", "a note", "--json")
     assert code == 0 and isinstance(written, dict) and written["scope"] == USER
     code, read = _cli(capsys, str(cfg), "mem", "read", "--scope", USER, "--json")

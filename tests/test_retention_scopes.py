@@ -23,8 +23,11 @@ from daemon.retention.scopes import (
 from daemon.retention.store import CitingEdge, HoldRow, ObjectRow, ScopeRow
 from daemon.sessions.model import Participant, SessionInfo
 
-component = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FFF, blacklist_categories=("Cc", "Cs")), min_size=1, max_size=20).filter(
-    lambda s: s == s.strip())
+component = st.text(
+    st.characters(min_codepoint=33, max_codepoint=0x2FFF, blacklist_categories=("Cc", "Cs")),
+    min_size=1,
+    max_size=20,
+).filter(lambda s: s == s.strip())
 
 
 @given(st.lists(component, min_size=1, max_size=4))
@@ -48,17 +51,20 @@ def test_structural_children_sort_inside_the_parents_key_range(ids: list[str], s
     assert not (low < lookalike.key < high) or lookalike.key.startswith(parent.key + ":")
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("", "empty scope"),
-    ("user:u1", "level 1 must be 'tenant'"),
-    ("tenant:t:session:s", "level 2 must be 'user'"),
-    ("tenant:t:user", "pairs"),
-    ("tenant:t:user:u:session:s:object:o:extra:x", "deepest"),
-    ("tenant::user:u", "tenant id is empty"),
-    ("tenant:t:user:a%zz", "'%'"),
-    ("tenant:t:user:a%3ab", "'%'"),  # only the canonical upper-case escape is accepted
-    ("tenant:t:user:bad\x01id", "control character"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty scope"),
+        ("user:u1", "level 1 must be 'tenant'"),
+        ("tenant:t:session:s", "level 2 must be 'user'"),
+        ("tenant:t:user", "pairs"),
+        ("tenant:t:user:u:session:s:object:o:extra:x", "deepest"),
+        ("tenant::user:u", "tenant id is empty"),
+        ("tenant:t:user:a%zz", "'%'"),
+        ("tenant:t:user:a%3ab", "'%'"),  # only the canonical upper-case escape is accepted
+        ("tenant:t:user:bad\x01id", "control character"),
+    ],
+)
 def test_bad_scopes_are_refused_with_a_message_naming_the_problem(text: str, problem: str) -> None:
     with pytest.raises(UsageError, match="scope") as info:
         parse_scope(text)
@@ -93,26 +99,36 @@ def test_covering_finds_a_hold_on_the_scope_or_an_ancestor_only() -> None:
 
 
 def test_expiry_skips_held_scopes_and_parents_of_held_scopes() -> None:
-    plan = plan_expiry(["tenant:t:user:a", "tenant:t:user:b", "tenant:t:user:b:session:s", "tenant:t:user:c"],
-                       ["tenant:t:user:b:session:s", "tenant:t:user:c"])
+    plan = plan_expiry(
+        ["tenant:t:user:a", "tenant:t:user:b", "tenant:t:user:b:session:s", "tenant:t:user:c"],
+        ["tenant:t:user:b:session:s", "tenant:t:user:c"],
+    )
     assert plan.expire == ("tenant:t:user:a",)
     assert set(plan.held) == {"tenant:t:user:b", "tenant:t:user:b:session:s", "tenant:t:user:c"}
 
 
 def _session(participants: list[Participant], sid: str = "s-1") -> SessionInfo:
-    return SessionInfo(agent_id="main", session_id=sid, session_key="k", session_kind="interactive",
-                       participants=tuple(participants))
+    return SessionInfo(
+        agent_id="main",
+        session_id=sid,
+        session_key="k",
+        session_kind="interactive",
+        participants=tuple(participants),
+    )
 
 
 def test_a_session_maps_to_its_first_non_agent_participant(settings) -> None:
     bot = Participant("helper", (("senderKind", "bot"),))
     self_ = Participant("main")
     nora = Participant("tg:nora")
-    assert session_scope(settings, _session([bot, self_, nora])) == "tenant:default:user:tg%3Anora:session:s-1"
+    assert (
+        session_scope(settings, _session([bot, self_, nora])) == "tenant:default:user:tg%3Anora:session:s-1"
+    )
     assert session_scope(settings, _session([bot])) == "tenant:default"
 
 
 # --- the three-way plan -----------------------------------------------------------------------
+
 
 def _obj(oid: str, scope: str) -> ObjectRow:
     return ObjectRow(oid, scope, "text", "h", 1, None, None, None)
@@ -120,14 +136,23 @@ def _obj(oid: str, scope: str) -> ObjectRow:
 
 def _snapshot(holds: list[str], sessions: tuple[SessionTarget, ...] = ()) -> ErasureSnapshot:
     target = "tenant:t:user:u"
-    scopes = tuple(ScopeRow(s, None, 1, None, None, None) for s in
-                   [target, f"{target}:session:a", f"{target}:session:b"])
+    scopes = tuple(
+        ScopeRow(s, None, 1, None, None, None) for s in [target, f"{target}:session:a", f"{target}:session:b"]
+    )
     objects = (_obj("o-u", target), _obj("o-a", f"{target}:session:a"), _obj("o-b", f"{target}:session:b"))
-    citing = (CitingEdge("c1", "tenant:t:user:x:session:1", target),
-              CitingEdge("c2", "tenant:t:user:y:session:2", f"{target}:session:a"),
-              CitingEdge("o-b", f"{target}:session:b", target))  # inside the subtree: deleted, not rewritten
-    return ErasureSnapshot(target, scopes, objects, citing,
-                           tuple(HoldRow(f"hold-{i}", h, "r", 1) for i, h in enumerate(holds)), sessions)
+    citing = (
+        CitingEdge("c1", "tenant:t:user:x:session:1", target),
+        CitingEdge("c2", "tenant:t:user:y:session:2", f"{target}:session:a"),
+        CitingEdge("o-b", f"{target}:session:b", target),
+    )  # inside the subtree: deleted, not rewritten
+    return ErasureSnapshot(
+        target,
+        scopes,
+        objects,
+        citing,
+        tuple(HoldRow(f"hold-{i}", h, "r", 1) for i, h in enumerate(holds)),
+        sessions,
+    )
 
 
 def test_without_holds_the_plan_deletes_the_subtree_and_rewrites_only_outside_children() -> None:

@@ -38,8 +38,13 @@ MEMORY = """# Long-Term Memory
 
 
 def _settings(tmp_path: Path, sessions_root: Path, unique: str, **index: Any):
-    return make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                         agents={AGENT: {"workspace": str(tmp_path / "ws")}}, index=index)
+    return make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        agents={AGENT: {"workspace": str(tmp_path / "ws")}},
+        index=index,
+    )
 
 
 def _memory(tmp_path: Path, text: str = MEMORY) -> Path:
@@ -50,13 +55,18 @@ def _memory(tmp_path: Path, text: str = MEMORY) -> Path:
 
 
 async def test_promoted_memory_is_found_by_its_words_with_lines_and_provenance(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     settings = _settings(tmp_path, sessions_root, unique)
     _memory(tmp_path)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
         async with rt.lock().hold() as lease:  # the entry was promoted from an agent-class line
-            await rt.require_store().write(record_origins, AGENT, [
-                EntryOrigin("memory:rota", AGENT, "sess-1", None, "agent", 5)], fence=lease.fence)
+            await rt.require_store().write(
+                record_origins,
+                AGENT,
+                [EntryOrigin("memory:rota", AGENT, "sess-1", None, "agent", 5)],
+                fence=lease.fence,
+            )
         await run_index_sync(rt)
         report = await run_search(rt, "lighthouse rota")
     assert report.mode == "fts" and not report.stale
@@ -67,7 +77,8 @@ async def test_promoted_memory_is_found_by_its_words_with_lines_and_provenance(
 
 
 async def test_the_hashing_embedder_finds_memory_by_meaning_where_words_do_not_match(
-        redis, tmp_path, sessions_root, unique) -> None:
+    redis, tmp_path, sessions_root, unique
+) -> None:
     _memory(tmp_path)
     query = "deployment schedules"
     fts_only = _settings(tmp_path, sessions_root, unique)
@@ -89,23 +100,27 @@ async def test_a_forgotten_sessions_text_is_never_returned(redis, tmp_path, sess
     builder = SessionStoreBuilder(sessions_root, AGENT)
     builder.add("agent:main:one", "sess-gone", conversation("lighthouse", "sess-gone"))
     builder.add("agent:main:two", "sess-kept", conversation("lighthouse", "sess-kept"))
-    settings = _settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"],
-                         embedding={"provider": "hashing"})
+    settings = _settings(
+        tmp_path, sessions_root, unique, sources=["memory", "sessions"], embedding={"provider": "hashing"}
+    )
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
         await run_index_sync(rt)
         before = await run_search(rt, "lighthouse rota sess-gone")
         assert {h.session_id for h in before.results} >= {"sess-gone"}
         # Forgotten, and its rows not purged yet: search must already hide it.
         async with rt.lock().hold() as lease:
-            await rt.require_store().write(record_tombstones, AGENT, ["sess-gone"], int(time.time() * 1000),
-                                           fence=lease.fence)
+            await rt.require_store().write(
+                record_tombstones, AGENT, ["sess-gone"], int(time.time() * 1000), fence=lease.fence
+            )
         for query in ("lighthouse rota sess-gone", "lighthouse", "sess-gone team"):
             report = await run_search(rt, query, limit=50)
             assert all(h.session_id != "sess-gone" and "sess-gone" not in h.snippet for h in report.results)
         assert any(h.session_id == "sess-kept" for h in (await run_search(rt, "lighthouse")).results)
 
 
-async def test_search_reports_stale_when_the_index_lags_the_files(redis, tmp_path, sessions_root, unique) -> None:
+async def test_search_reports_stale_when_the_index_lags_the_files(
+    redis, tmp_path, sessions_root, unique
+) -> None:
     settings = _settings(tmp_path, sessions_root, unique)
     path = _memory(tmp_path)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
@@ -120,7 +135,8 @@ async def test_search_reports_stale_when_the_index_lags_the_files(redis, tmp_pat
 
 
 async def test_a_very_common_query_ranks_a_bounded_candidate_set(
-        redis, tmp_path, sessions_root, unique, monkeypatch) -> None:
+    redis, tmp_path, sessions_root, unique, monkeypatch
+) -> None:
     import daemon.index.search as search
 
     monkeypatch.setattr(search, "FTS_CANDIDATE_CAP", 50)
@@ -155,9 +171,12 @@ async def test_vector_backends_return_the_same_neighbours(tmp_path) -> None:
         conn.executemany(
             "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
             "updated_at) VALUES (?, ?, 'm.md', 'memory', 1, 1, ?, 'm', ?, 0)",
-            [(i + 1, f"c{i}", f"h{i}", t) for i, t in enumerate(texts)])
-        conn.executemany("INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, 'm', 64, ?)",
-                         [(i + 1, to_blob(embedder.embed_one(t))) for i, t in enumerate(texts)])
+            [(i + 1, f"c{i}", f"h{i}", t) for i, t in enumerate(texts)],
+        )
+        conn.executemany(
+            "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, 'm', 64, ?)",
+            [(i + 1, to_blob(embedder.embed_one(t))) for i, t in enumerate(texts)],
+        )
 
     await store.write(fill, fence=None)
     query = embedder.embed_one("lighthouse duty")
@@ -171,9 +190,11 @@ async def test_vector_backends_return_the_same_neighbours(tmp_path) -> None:
 def test_cli_index_and_search_print_json(tmp_path, sessions_root, unique, redis_url) -> None:
     _memory(tmp_path)
     config = tmp_path / "memoryd.toml"
-    config.write_text(f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
-                      f'redis_url = "{redis_url}"\n[daemon]\nhost_id = "test-{unique}"\n'
-                      f'[agents.{AGENT}]\nworkspace = "{tmp_path / "ws"}"\n')
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{redis_url}"\n[daemon]\nhost_id = "test-{unique}"\n'
+        f'[agents.{AGENT}]\nworkspace = "{tmp_path / "ws"}"\n'
+    )
 
     @click.group()
     @click.pass_context

@@ -47,14 +47,19 @@ def _modes(root: Path) -> dict[str, int]:
 
 
 async def test_everything_the_pipeline_writes_is_private_even_under_a_loose_umask(
-        tmp_path, sessions_root, redis, unique):
+    tmp_path, sessions_root, redis, unique
+):
     """Regression: `mkdir(parents=True, mode=0o700)` left every parent it created at 0755
     (state_dir/agents, the workspace, memory/, memory/.dreams)."""
     builder = SessionStoreBuilder(sessions_root, "main")
     builder.add("agent:main:main", "s1", conversation("orchard", "s1", 6))
     builder.add("agent:main:b", "s2", conversation("violet", "s2", 6))
-    s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"t-{unique}"},
-                      index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}})
+    s = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"t-{unique}"},
+        index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}},
+    )
     old = os.umask(0o022)
     try:
         check_state_dir(s.state_dir)
@@ -82,8 +87,13 @@ def test_no_module_of_the_daemon_or_its_workers_can_unpickle():
     offenders = []
     for path in sorted((REPO / "daemon").rglob("*.py")) + sorted((REPO / "workers").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in banned]
     assert offenders == []
 
@@ -91,7 +101,10 @@ def test_no_module_of_the_daemon_or_its_workers_can_unpickle():
 def test_the_worker_and_client_speak_json_only(tmp_path):
     kwargs = worker_kwargs(load_settings(None, state_dir=tmp_path), "q", {})
     assert kwargs["job_serializer"] is serialize and kwargs["job_deserializer"] is deserialize
-    assert deserialize(serialize({"f": "forget", "a": [{"agent": "main"}]})) == {"f": "forget", "a": [{"agent": "main"}]}
+    assert deserialize(serialize({"f": "forget", "a": [{"agent": "main"}]})) == {
+        "f": "forget",
+        "a": [{"agent": "main"}],
+    }
 
 
 async def test_an_enqueued_job_is_stored_in_redis_as_plain_json(settings, redis, unique):
@@ -105,13 +118,20 @@ async def test_an_enqueued_job_is_stored_in_redis_as_plain_json(settings, redis,
         await redis.delete(f"arq:job:{job.job_id}", queue)
 
 
-passwords = st.text(alphabet=st.characters(blacklist_characters="@/?#&:", blacklist_categories=("Cs", "Cc")),
-                    min_size=4, max_size=20).filter(lambda p: p.strip() == p and "*" not in p)
+passwords = st.text(
+    alphabet=st.characters(blacklist_characters="@/?#&:", blacklist_categories=("Cs", "Cc")),
+    min_size=4,
+    max_size=20,
+).filter(lambda p: p.strip() == p and "*" not in p)
 
 
 @settings(max_examples=200, deadline=None)
-@given(password=passwords, user=st.sampled_from(["", "memoryd", "default"]),
-       form=st.sampled_from(["creds", "query"]), scheme=st.sampled_from(["redis", "rediss", "unix"]))
+@given(
+    password=passwords,
+    user=st.sampled_from(["", "memoryd", "default"]),
+    form=st.sampled_from(["creds", "query"]),
+    scheme=st.sampled_from(["redis", "rediss", "unix"]),
+)
 def test_a_redis_password_never_survives_redaction(password, user, form, scheme):
     if form == "creds":
         url = f"{scheme}://{user}:{password}@127.0.0.1:6380/0"
@@ -135,12 +155,23 @@ async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_pat
     secret_word, secret_actor = f"lilac{unique}words", f"actor-{unique}-private"
     sessions_root = tmp_path / "sessions"
     builder = SessionStoreBuilder(sessions_root, agent)
-    builder.add(f"agent:{agent}:main", f"sess-{unique}-one",
-                [Msg("user", f"Remember that the {secret_word} code opens the shed."),
-                 Msg("assistant", f"Noted: the {secret_word} code opens the shed.")],
-                participants=[{"actorId": secret_actor}])
-    config = write_config(tmp_path / "memoryd.toml", state_dir=tmp_path / "state", sessions_root=sessions_root,
-                          redis_url=redis_url, host_id=host, grace_s=0.5)
+    builder.add(
+        f"agent:{agent}:main",
+        f"sess-{unique}-one",
+        [
+            Msg("user", f"Remember that the {secret_word} code opens the shed."),
+            Msg("assistant", f"Noted: the {secret_word} code opens the shed."),
+        ],
+        participants=[{"actorId": secret_actor}],
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+        grace_s=0.5,
+    )
     s = load_settings(config)
     notify = NotifySocket(tmp_path / "notify.sock")
     daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
@@ -152,8 +183,9 @@ async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_pat
             assert (await client.wait(ingest.job_id, timeout_s=60)).state == "complete"
             ok = await client.enqueue_forget(ForgetRequest(agent=agent, participants=[secret_actor]))
             # Another tool enqueues a payload the model rejects; its error names the bad value.
-            bad = await client.enqueue(FORGET, {"agent": agent, "sessions": [f"sess-{unique}-one/../x"]},
-                                       queue=queue_name(host))
+            bad = await client.enqueue(
+                FORGET, {"agent": agent, "sessions": [f"sess-{unique}-one/../x"]}, queue=queue_name(host)
+            )
             job_ids += [ingest.job_id, ok.job_id, bad.job_id]
             done = await client.wait(ok.job_id, timeout_s=60)
             failed = await client.wait(bad.job_id, timeout_s=60)

@@ -25,11 +25,31 @@ PASSWORD = "s3cret-pass-word"
 @pytest.fixture
 def acl_server(tmp_path):
     """Default user off; `memoryd` may use only the keys and commands it needs."""
-    server = PrivateRedis(tmp_path / "acl", extra_args=(
-        "--user", "default", "off",
-        "--user", "memoryd", "on", f">{PASSWORD}", "~memoryd:*", "~arq:*", "&*", "+@all", "-@admin", "-@dangerous",
-        "--user", "memoryd-ro", "on", f">{PASSWORD}", "~*", "+@read"),
-        cli_args=("--user", "admin-none", "--pass", "x")).start()
+    server = PrivateRedis(
+        tmp_path / "acl",
+        extra_args=(
+            "--user",
+            "default",
+            "off",
+            "--user",
+            "memoryd",
+            "on",
+            f">{PASSWORD}",
+            "~memoryd:*",
+            "~arq:*",
+            "&*",
+            "+@all",
+            "-@admin",
+            "-@dangerous",
+            "--user",
+            "memoryd-ro",
+            "on",
+            f">{PASSWORD}",
+            "~*",
+            "+@read",
+        ),
+        cli_args=("--user", "admin-none", "--pass", "x"),
+    ).start()
     yield server
     server.proc.kill()  # its own child: the default user is off, so `shutdown` cannot be sent
     server.proc.wait(5)
@@ -37,8 +57,11 @@ def acl_server(tmp_path):
 
 @pytest.fixture
 def auth_server(tmp_path):
-    server = PrivateRedis(tmp_path / "auth", extra_args=("--requirepass", PASSWORD),
-                          cli_args=("-a", PASSWORD, "--no-auth-warning")).start()
+    server = PrivateRedis(
+        tmp_path / "auth",
+        extra_args=("--requirepass", PASSWORD),
+        cli_args=("-a", PASSWORD, "--no-auth-warning"),
+    ).start()
     yield server
     server.stop()
 
@@ -63,7 +86,9 @@ async def test_an_acl_user_with_only_memoryd_keys_can_hold_the_lock_and_enqueue(
         assert (await client.job(job.job_id)).state == "queued"
 
 
-@pytest.mark.parametrize("creds", [f"memoryd:wrong-{PASSWORD}", f"nobody:{PASSWORD}", f"memoryd-ro:{PASSWORD}"])
+@pytest.mark.parametrize(
+    "creds", [f"memoryd:wrong-{PASSWORD}", f"nobody:{PASSWORD}", f"memoryd-ro:{PASSWORD}"]
+)
 async def test_a_refused_acl_login_or_a_read_only_user_is_a_clear_error(acl_server, tmp_path, creds):
     url = _url(acl_server, creds)  # a wrong password, an unknown user, a user without PING
     with pytest.raises(OperationFailed) as err:
@@ -87,15 +112,53 @@ def _tls_files(d: Path) -> dict[str, Path]:
     d.mkdir(parents=True)
     files = {k: d / f"{k}.pem" for k in ("ca", "ca-key", "cert", "key")}
     run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True, timeout=60)  # noqa: E731
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=memoryd-test-ca",
-        "-keyout", str(files["ca-key"]), "-out", str(files["ca"]))
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=memoryd-test-ca",
+        "-keyout",
+        str(files["ca-key"]),
+        "-out",
+        str(files["ca"]),
+    )
     csr = d / "server.csr"
-    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", str(files["key"]),
-        "-out", str(csr))
+    run(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        str(files["key"]),
+        "-out",
+        str(csr),
+    )
     ext = d / "ext.cnf"
     ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run("x509", "-req", "-in", str(csr), "-CA", str(files["ca"]), "-CAkey", str(files["ca-key"]),
-        "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(files["cert"]))
+    run(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(files["ca"]),
+        "-CAkey",
+        str(files["ca-key"]),
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        str(ext),
+        "-out",
+        str(files["cert"]),
+    )
     return files
 
 
@@ -103,18 +166,35 @@ def _tls_files(d: Path) -> dict[str, Path]:
 async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentials(tmp_path):
     tls = _tls_files(tmp_path / "tls")
     port = PrivateRedis(tmp_path / "x").port
-    server = PrivateRedis(tmp_path / "tls-server", port=port, extra_args=(
-        "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(tls["cert"]),
-        "--tls-key-file", str(tls["key"]), "--tls-ca-cert-file", str(tls["ca"]), "--tls-auth-clients", "no",
-        "--requirepass", PASSWORD))
+    server = PrivateRedis(
+        tmp_path / "tls-server",
+        port=port,
+        extra_args=(
+            "--port",
+            "0",
+            "--tls-port",
+            str(port),
+            "--tls-cert-file",
+            str(tls["cert"]),
+            "--tls-key-file",
+            str(tls["key"]),
+            "--tls-ca-cert-file",
+            str(tls["ca"]),
+            "--tls-auth-clients",
+            "no",
+            "--requirepass",
+            PASSWORD,
+        ),
+    )
     # `--port 0` after ours: the plain port is off, only TLS listens on `port`.
     try:
         server.start()
     except RuntimeError:
         pytest.skip("this redis-server was built without TLS")
     try:
-        url = (f"rediss://default:{PASSWORD}@127.0.0.1:{port}/0"
-               f"?ssl_cert_reqs=required&ssl_ca_certs={tls['ca']}")
+        url = (
+            f"rediss://default:{PASSWORD}@127.0.0.1:{port}/0?ssl_cert_reqs=required&ssl_ca_certs={tls['ca']}"
+        )
         redis = await connect_redis(url)
         try:
             async with WorkspaceLock(redis, tmp_path / "ws", wait_s=1).hold() as lease:
@@ -142,17 +222,40 @@ def test_a_daemon_whose_acl_user_cannot_register_refuses_to_start_with_one_line(
 
     from tests.daemon_harness import REPO, write_config
 
-    server = PrivateRedis(tmp_path / "ping-only", extra_args=(
-        "--user", "default", "off", "--user", "pinger", "on", f">{PASSWORD}", "~*", "+ping", "+hello", "+client")
+    server = PrivateRedis(
+        tmp_path / "ping-only",
+        extra_args=(
+            "--user",
+            "default",
+            "off",
+            "--user",
+            "pinger",
+            "on",
+            f">{PASSWORD}",
+            "~*",
+            "+ping",
+            "+hello",
+            "+client",
+        ),
     ).start()
     try:
-        config = write_config(tmp_path / "memoryd.toml", state_dir=tmp_path / "state",
-                              sessions_root=tmp_path / "sessions", redis_url=_url(server, f"pinger:{PASSWORD}"),
-                              host_id="ping-only")
+        config = write_config(
+            tmp_path / "memoryd.toml",
+            state_dir=tmp_path / "state",
+            sessions_root=tmp_path / "sessions",
+            redis_url=_url(server, f"pinger:{PASSWORD}"),
+            host_id="ping-only",
+        )
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("NOTIFY_SOCKET", None)
-        done = subprocess.run([sys.executable, "-m", "daemon.cli", "--config", str(config), "run"], cwd=REPO,
-                              env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "daemon.cli", "--config", str(config), "run"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         server.proc.kill()
         server.proc.wait(5)
@@ -166,9 +269,21 @@ async def test_a_lease_whose_fence_cannot_be_drawn_fails_as_a_redis_outage(tmp_p
     """Found by bench/chaos.py: Redis went away between taking the lease and drawing its fence,
     and the forget failed with a raw `ConnectionError` (not a memoryd error). Reproduced with an
     ACL user that may SET and GET but not run scripts."""
-    server = PrivateRedis(tmp_path / "no-scripts", extra_args=(
-        "--user", "default", "off",
-        "--user", "noscript", "on", f">{PASSWORD}", "~*", "+@all", "-@scripting")).start()
+    server = PrivateRedis(
+        tmp_path / "no-scripts",
+        extra_args=(
+            "--user",
+            "default",
+            "off",
+            "--user",
+            "noscript",
+            "on",
+            f">{PASSWORD}",
+            "~*",
+            "+@all",
+            "-@scripting",
+        ),
+    ).start()
     try:
         redis = await connect_redis(_url(server, f"noscript:{PASSWORD}"))
         try:

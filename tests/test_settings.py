@@ -30,8 +30,13 @@ def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_policy_values_are_trimmed_and_empty_dropped(tmp_path: Path) -> None:
     cfg = tmp_path / "m.toml"
-    cfg.write_text('[memory_policy.exclude_sessions]\nhook_external_content_sources = [" gmail ", "", "email"]\n')
-    assert load_settings(cfg).memory_policy.exclude_sessions.hook_external_content_sources == ["gmail", "email"]
+    cfg.write_text(
+        '[memory_policy.exclude_sessions]\nhook_external_content_sources = [" gmail ", "", "email"]\n'
+    )
+    assert load_settings(cfg).memory_policy.exclude_sessions.hook_external_content_sources == [
+        "gmail",
+        "email",
+    ]
 
 
 def test_config_check_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,8 +14,14 @@ PROBE = "import daemon.allocator as a, daemon; print(a.tune_allocator())"
 
 
 def _probe(**env: str) -> str:
-    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
-                            env={**os.environ, **env}, cwd=Path(__file__).resolve().parents[1])
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+        cwd=Path(__file__).resolve().parents[1],
+    )
     return result.stdout.strip()
 
 

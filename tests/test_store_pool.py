@@ -119,7 +119,9 @@ async def test_a_file_another_connection_rewrote_gets_a_fresh_store_that_sees_it
         assert before is not None and await before.read(_notes) == ["one"]
     await _write(db, "two")
     async with await Store.open(db) as other:  # VACUUM goes to the WAL; the checkpoint rewrites the file
-        await other.run(lambda conn: (conn.execute("VACUUM"), conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")))
+        await other.run(
+            lambda conn: (conn.execute("VACUUM"), conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        )
 
     async with pool.checkout(db, readonly=True) as after:
         assert after is not None and after is not before

@@ -65,15 +65,26 @@ class World:
 
 @pytest.fixture
 async def world(tmp_path, sessions_root, unique, redis) -> World:
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"},
-                             index={"embedding": {"provider": "hashing"}})
+    settings = make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        index={"embedding": {"provider": "hashing"}},
+    )
     SessionStoreBuilder(sessions_root, "main").add(
-        "agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT)], participants=[{"actorId": "nora"}])
+        "agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT)], participants=[{"actorId": "nora"}]
+    )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
     await service.write_object(settings, redis, USER, SECRET, now=T0)
-    child = await service.write_object(settings, redis, "tenant:default:user:omar", "omar used the same courier",
-                                       provenance_parent=USER, now=T0 + 1)
+    child = await service.write_object(
+        settings,
+        redis,
+        "tenant:default:user:omar",
+        "omar used the same courier",
+        provenance_parent=USER,
+        now=T0 + 1,
+    )
     request = EraseRequest(scope=USER)
     _, subject = await service.plan_erase(settings, request)
     receipt = await service.run_erase(settings, redis, request)
@@ -88,22 +99,32 @@ def _failing(verification, check: str) -> list[str]:
 
 
 async def _plant_retention_row(w: World) -> Callable[[], Awaitable[None]]:
-    await w.retention_sql("INSERT INTO retention_objects(object_id, scope, content, content_hash, created_at) "
-                          "VALUES ('obj-plant', 'tenant:default:user:omar', ?, 'x', 1)", f"copied: {SECRET}")
+    await w.retention_sql(
+        "INSERT INTO retention_objects(object_id, scope, content, content_hash, created_at) "
+        "VALUES ('obj-plant', 'tenant:default:user:omar', ?, 'x', 1)",
+        f"copied: {SECRET}",
+    )
     return lambda: w.retention_sql("DELETE FROM retention_objects WHERE object_id = 'obj-plant'")
 
 
 async def _plant_edge_hash(w: World) -> Callable[[], Awaitable[None]]:
-    await w.retention_sql("UPDATE retention_objects SET provenance_hash = ? WHERE object_id = ?",
-                          content_hash(SECRET)[:16], w.child_id)
-    return lambda: w.retention_sql("UPDATE retention_objects SET provenance_hash = NULL WHERE object_id = ?",
-                                   w.child_id)
+    await w.retention_sql(
+        "UPDATE retention_objects SET provenance_hash = ? WHERE object_id = ?",
+        content_hash(SECRET)[:16],
+        w.child_id,
+    )
+    return lambda: w.retention_sql(
+        "UPDATE retention_objects SET provenance_hash = NULL WHERE object_id = ?", w.child_id
+    )
 
 
 async def _plant_edge_time(w: World) -> Callable[[], Awaitable[None]]:
-    await w.retention_sql("UPDATE retention_objects SET provenance_at = ? WHERE object_id = ?", T0, w.child_id)
-    return lambda: w.retention_sql("UPDATE retention_objects SET provenance_at = ? WHERE object_id = ?",
-                                   T0 - T0 % 86_400_000, w.child_id)
+    await w.retention_sql(
+        "UPDATE retention_objects SET provenance_at = ? WHERE object_id = ?", T0, w.child_id
+    )
+    return lambda: w.retention_sql(
+        "UPDATE retention_objects SET provenance_at = ? WHERE object_id = ?", T0 - T0 % 86_400_000, w.child_id
+    )
 
 
 async def _plant_memory_file(w: World) -> Callable[[], Awaitable[None]]:
@@ -111,6 +132,7 @@ async def _plant_memory_file(w: World) -> Callable[[], Awaitable[None]]:
 
     async def undo() -> None:
         w.workspace_file("MEMORY.md", None)
+
     return undo
 
 
@@ -120,68 +142,96 @@ async def _plant_corpus_line(w: World) -> Callable[[], Awaitable[None]]:
 
     async def undo() -> None:
         w.workspace_file(rel, None)
+
     return undo
 
 
 async def _plant_staged_entry(w: World) -> Callable[[], Awaitable[None]]:
-    await w.agent_sql("INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, "
-                      "first_recalled_at, last_recalled_at, origin_class, observed_at) "
-                      "VALUES ('k-plant', 'memory/x.txt', 1, 1, ?, 1, 1, 'owner', 1)", f"User: {NORA_TEXT}")
+    await w.agent_sql(
+        "INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, "
+        "first_recalled_at, last_recalled_at, origin_class, observed_at) "
+        "VALUES ('k-plant', 'memory/x.txt', 1, 1, ?, 1, 1, 'owner', 1)",
+        f"User: {NORA_TEXT}",
+    )
     return lambda: w.agent_sql("DELETE FROM short_term_entries WHERE entry_key = 'k-plant'")
 
 
 async def _plant_claim_hash(w: World) -> Callable[[], Awaitable[None]]:
-    await w.agent_sql("INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, "
-                      "first_recalled_at, last_recalled_at, origin_class, observed_at, claim_hash) "
-                      "VALUES ('k-plant', 'memory/x.txt', 1, 1, 'unrelated words', 1, 1, 'owner', 1, ?)",
-                      claim_hash(NORA_TEXT))
+    await w.agent_sql(
+        "INSERT INTO short_term_entries(entry_key, path, start_line, end_line, snippet, "
+        "first_recalled_at, last_recalled_at, origin_class, observed_at, claim_hash) "
+        "VALUES ('k-plant', 'memory/x.txt', 1, 1, 'unrelated words', 1, 1, 'owner', 1, ?)",
+        claim_hash(NORA_TEXT),
+    )
     return lambda: w.agent_sql("DELETE FROM short_term_entries WHERE entry_key = 'k-plant'")
 
 
 async def _plant_index_row(w: World) -> Callable[[], Awaitable[None]]:
-    await w.agent_sql("INSERT INTO memory_index_chunks(id, path, start_line, end_line, hash, model, text, updated_at) "
-                      "VALUES ('c-plant', 'MEMORY.md', 1, 2, 'h', 'fts-only', ?, 1)", SECRET)
+    await w.agent_sql(
+        "INSERT INTO memory_index_chunks(id, path, start_line, end_line, hash, model, text, updated_at) "
+        "VALUES ('c-plant', 'MEMORY.md', 1, 2, 'h', 'fts-only', ?, 1)",
+        SECRET,
+    )
     return lambda: w.agent_sql("DELETE FROM memory_index_chunks WHERE id = 'c-plant'")
 
 
 async def _plant_cache_row(w: World) -> Callable[[], Awaitable[None]]:
     # The embedding cache is keyed by sha256 of the chunk text: the key alone confirms the text.
-    await w.agent_sql("INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, updated_at) "
-                      "VALUES ('hashing', 'm', 'local', ?, x'00000000', 1)",
-                      hashlib.sha256(SECRET.encode()).hexdigest())
+    await w.agent_sql(
+        "INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, updated_at) "
+        "VALUES ('hashing', 'm', 'local', ?, x'00000000', 1)",
+        hashlib.sha256(SECRET.encode()).hexdigest(),
+    )
     return lambda: w.agent_sql("DELETE FROM memory_embedding_cache WHERE provider = 'hashing'")
 
 
 async def _plant_preimage(w: World) -> Callable[[], Awaitable[None]]:
-    await w.agent_sql("INSERT INTO memory_backups(created_at, content, content_hash) VALUES (1, ?, 'h')",
-                      f"# Memory\n- {SECRET}\n")
+    await w.agent_sql(
+        "INSERT INTO memory_backups(created_at, content, content_hash) VALUES (1, ?, 'h')",
+        f"# Memory\n- {SECRET}\n",
+    )
     return lambda: w.agent_sql("DELETE FROM memory_backups")
 
 
 async def _plant_plain_record(w: World) -> Callable[[], Awaitable[None]]:
-    await w.agent_sql("INSERT INTO memory_session_tombstones(session_id, agent_id, reason, created_at) "
-                      "VALUES ('sess-nora-1', 'main', 'forgotten', 1)")
+    await w.agent_sql(
+        "INSERT INTO memory_session_tombstones(session_id, agent_id, reason, created_at) "
+        "VALUES ('sess-nora-1', 'main', 'forgotten', 1)"
+    )
     return lambda: w.agent_sql("DELETE FROM memory_session_tombstones WHERE session_id = 'sess-nora-1'")
 
 
 PLANTS = {
     "retention_row": (_plant_retention_row, "derivability", "retention:retention_objects.content"),
     "provenance_hash": (_plant_edge_hash, "derivability", "retention:retention_objects.provenance_hash"),
-    "provenance_sub_day_time": (_plant_edge_time, "derivability", "retention:retention_objects.provenance_at"),
+    "provenance_sub_day_time": (
+        _plant_edge_time,
+        "derivability",
+        "retention:retention_objects.provenance_at",
+    ),
     "memory_file": (_plant_memory_file, "derivability", "agent main:workspace/MEMORY.md"),
-    "corpus_line": (_plant_corpus_line, "derivability",
-                    "agent main:workspace/memory/.dreams/session-corpus/2026-09-22.txt"),
+    "corpus_line": (
+        _plant_corpus_line,
+        "derivability",
+        "agent main:workspace/memory/.dreams/session-corpus/2026-09-22.txt",
+    ),
     "staged_entry": (_plant_staged_entry, "derivability", "agent main:short_term_entries.snippet"),
     "staged_claim_hash": (_plant_claim_hash, "derivability", "agent main:short_term_entries.claim_hash"),
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
     "preimage": (_plant_preimage, "derivability", "agent main:memory_backups.content"),
-    "plain_forgotten_record": (_plant_plain_record, "derivability", "agent main:memory_session_tombstones.session_id"),
+    "plain_forgotten_record": (
+        _plant_plain_record,
+        "derivability",
+        "agent main:memory_session_tombstones.session_id",
+    ),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(PLANTS))
-async def test_the_verifier_fails_for_erased_data_planted_in_each_artifact_kind(world: World, redis, kind) -> None:
+async def test_the_verifier_fails_for_erased_data_planted_in_each_artifact_kind(
+    world: World, redis, kind
+) -> None:
     plant, check, location = PLANTS[kind]
     undo = await plant(world)
     failed = await service.run_verify(world.settings, redis, world.subject)
@@ -196,7 +246,8 @@ async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(
     undo = await _plant_edge_time(world)
     failed = await service.run_verify(world.settings, redis)
     assert "retention:retention_objects: tombstoned provenance keeps a sub-day time" in _failing(
-        failed, "provenance_invariant")
+        failed, "provenance_invariant"
+    )
     await undo()
     assert (await service.run_verify(world.settings, redis)).verified
 
@@ -204,8 +255,11 @@ async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(
 async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(world: World, redis) -> None:
     snippet = snippets([SECRET])[0]
     vector = HashingEmbedder(world.settings.index.embedding.dims).embed_one(snippet)
-    await world.agent_sql("INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, "
-                          "updated_at) VALUES ('hashing', 'm', 'local', 'opaque', ?, 1)", to_blob(vector))
+    await world.agent_sql(
+        "INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, "
+        "updated_at) VALUES ('hashing', 'm', 'local', 'opaque', ?, 1)",
+        to_blob(vector),
+    )
     failed = await service.run_verify(world.settings, redis, world.subject)
     assert "agent main:memory_embedding_cache.embedding" in _failing(failed, "embeddings")
     await world.agent_sql("DELETE FROM memory_embedding_cache WHERE hash = 'opaque'")
@@ -266,14 +320,18 @@ async def test_verify_with_an_unknown_receipt_is_a_usage_error(settings, redis) 
         await service.run_verify(settings, redis, receipt_id="rcpt-missing")
 
 
-async def test_the_verify_command_exits_1_when_a_check_fails_and_0_when_all_pass(world: World, redis, tmp_path) -> None:
+async def test_the_verify_command_exits_1_when_a_check_fails_and_0_when_all_pass(
+    world: World, redis, tmp_path
+) -> None:
     import anyio
 
     from daemon.cli import main
 
     cfg = tmp_path / "memoryd.toml"
-    cfg.write_text(f'state_dir = "{world.settings.state_dir}"\nsessions_root = "{world.settings.sessions_root}"\n'
-                   f'redis_url = "{world.settings.redis_url}"\n')
+    cfg.write_text(
+        f'state_dir = "{world.settings.state_dir}"\nsessions_root = "{world.settings.sessions_root}"\n'
+        f'redis_url = "{world.settings.redis_url}"\n'
+    )
     undo = await _plant_edge_time(world)
     assert await anyio.to_thread.run_sync(main, ["--config", str(cfg), "verify", "--json"]) == 1
     await undo()

@@ -54,7 +54,9 @@ class Served:
 
     async def run(self, function: str, payload: dict[str, Any]) -> JobReport:
         async with MemorydClient.connect(self.settings) as client:
-            job = await client.enqueue(function, payload, queue=self.queue, request_id=f"r{len(self.job_ids)}")
+            job = await client.enqueue(
+                function, payload, queue=self.queue, request_id=f"r{len(self.job_ids)}"
+            )
             self.job_ids.append(job.job_id)
             report = await client.wait(job.job_id, timeout_s=60)
         assert report.state == "complete", report.error
@@ -70,15 +72,31 @@ class Served:
 
 @pytest.fixture
 async def served(tmp_path, sessions_root, unique, redis, redis_url) -> AsyncIterator[Served]:
-    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}", "poll_delay_s": 0.05})
+    settings = make_settings(
+        tmp_path, sessions_root, daemon={"host_id": f"test-{unique}", "poll_delay_s": 0.05}
+    )
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add("agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
-          participants=[{"actorId": "nora"}], chatType="direct")
-    b.add("agent:main:dm:omar", "sess-omar-1", [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
-          participants=[{"actorId": "omar"}], chatType="direct")
+    b.add(
+        "agent:main:dm:nora",
+        "sess-nora-1",
+        [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
+        participants=[{"actorId": "nora"}],
+        chatType="direct",
+    )
+    b.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
+        participants=[{"actorId": "omar"}],
+        chatType="direct",
+    )
     queue = queue_name(settings.daemon.host_id)
     pool = arq_pool(settings, queue)
-    ctx: dict[str, Any] = {"settings": settings, "agents": frozenset({"main"}), "host_id": settings.daemon.host_id}
+    ctx: dict[str, Any] = {
+        "settings": settings,
+        "agents": frozenset({"main"}),
+        "host_id": settings.daemon.host_id,
+    }
     worker = MemorydWorker(**worker_kwargs(settings, queue, ctx), redis_pool=pool)
     it = Served(settings, worker, asyncio.create_task(worker.main()), queue)
     try:
@@ -92,8 +110,10 @@ async def served(tmp_path, sessions_root, unique, redis, redis_url) -> AsyncIter
 
 async def test_jobs_on_one_agent_reuse_the_stores_the_worker_keeps_open(served):
     await served.run(INGEST_SWEEP, {"agent": "main"})
-    previews = [await served.run(FORGET, {"agent": "main", "participants": [who], "dry_run": True})
-                for who in ("nora", "nora", "omar")]
+    previews = [
+        await served.run(FORGET, {"agent": "main", "participants": [who], "dry_run": True})
+        for who in ("nora", "nora", "omar")
+    ]
 
     assert [p.result["sessionIds"] for p in previews] == [["sess-nora-1"], ["sess-nora-1"], ["sess-omar-1"]]
     assert previews[0].result == previews[1].result
@@ -148,7 +168,10 @@ async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served
     after = await served.run(FORGET, {"agent": "main", "participants": ["nora"], "dry_run": True})
     assert after.result["artifacts"]["shortTermEntries"] == 0  # the preview sees the erasure
     applied = await served.run(FORGET, {"agent": "main", "participants": ["omar"]})
-    assert applied.result["sessionIds"] == ["sess-omar-1"] and applied.result["artifacts"]["shortTermEntries"] == 2
+    assert (
+        applied.result["sessionIds"] == ["sess-omar-1"]
+        and applied.result["artifacts"]["shortTermEntries"] == 2
+    )
     again = await served.run(FORGET, {"agent": "main", "participants": ["omar"], "dry_run": True})
     assert again.result["artifacts"]["shortTermEntries"] == 0
     assert served.worker.stores.idle == 2

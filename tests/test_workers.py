@@ -19,16 +19,25 @@ from workers.settings import MemorydWorker, worker_kwargs
 
 @pytest.fixture
 def world(settings: Settings, store_builder: SessionStoreBuilder, redis_url: str):
-    store_builder.add("agent:main:main", "s-one", [Msg("user", "Remember the orchard rota changes on Tuesdays."),
-                                                   Msg("assistant", "Noted: the orchard rota changes on Tuesdays.")],
-                      chatType="direct", participants=[{"actorId": "nora"}])
+    store_builder.add(
+        "agent:main:main",
+        "s-one",
+        [
+            Msg("user", "Remember the orchard rota changes on Tuesdays."),
+            Msg("assistant", "Noted: the orchard rota changes on Tuesdays."),
+        ],
+        chatType="direct",
+        participants=[{"actorId": "nora"}],
+    )
     queue = queue_name(settings.daemon.host_id)
     job_ids: list[str] = []
     yield settings, queue, job_ids
     cleanup_redis(redis_url, [settings.daemon.host_id], [], job_ids)
 
 
-async def run_jobs(settings: Settings, queue: str, agents: frozenset[str] = frozenset({"main"})) -> MemorydWorker:
+async def run_jobs(
+    settings: Settings, queue: str, agents: frozenset[str] = frozenset({"main"})
+) -> MemorydWorker:
     """Run the queue empty with the daemon's own worker configuration."""
     pool = arq_pool(settings, queue)
     ctx: dict[str, Any] = {"settings": settings, "agents": agents, "host_id": settings.daemon.host_id}
@@ -40,8 +49,9 @@ async def run_jobs(settings: Settings, queue: str, agents: frozenset[str] = froz
     return worker
 
 
-async def enqueue_and_run(settings: Settings, queue: str, job_ids: list[str], function: str,
-                          payload: Any, **kw: Any):
+async def enqueue_and_run(
+    settings: Settings, queue: str, job_ids: list[str], function: str, payload: Any, **kw: Any
+):
     async with MemorydClient.connect(settings) as client:
         job = await client.enqueue(function, payload, queue=queue, **kw)
         job_ids.append(job.job_id)
@@ -49,13 +59,28 @@ async def enqueue_and_run(settings: Settings, queue: str, job_ids: list[str], fu
         return await client.job(job.job_id)
 
 
-@pytest.mark.parametrize(("payload", "message"), [
-    ({"agent": "main", "sessions": ["s-one"], "bogus": True}, "JobPayloadError: forget: payload.bogus: unknown field"),
-    ({"agent": "main"}, "JobPayloadError: forget: memory forget requires a session, hook source, or participant"),
-    ({"agent": "../main", "sessions": ["s-one"]}, "JobPayloadError: forget: agent: invalid agent id '../main'"),
-    ({"agent": "main", "sessions": ["a/b"]}, "JobPayloadError: forget: sessions: invalid session id or key 'a/b'"),
-    (["main", "s-one"], "JobPayloadError: forget: payload must be a JSON object, got list"),
-])
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (
+            {"agent": "main", "sessions": ["s-one"], "bogus": True},
+            "JobPayloadError: forget: payload.bogus: unknown field",
+        ),
+        (
+            {"agent": "main"},
+            "JobPayloadError: forget: memory forget requires a session, hook source, or participant",
+        ),
+        (
+            {"agent": "../main", "sessions": ["s-one"]},
+            "JobPayloadError: forget: agent: invalid agent id '../main'",
+        ),
+        (
+            {"agent": "main", "sessions": ["a/b"]},
+            "JobPayloadError: forget: sessions: invalid session id or key 'a/b'",
+        ),
+        (["main", "s-one"], "JobPayloadError: forget: payload must be a JSON object, got list"),
+    ],
+)
 async def test_a_bad_forget_payload_fails_clearly_and_changes_nothing(world, payload, message):
     settings, queue, job_ids = world
     db_path = settings.state_dir / "agents" / "main" / "memory.sqlite"
@@ -70,9 +95,14 @@ async def test_a_bad_forget_payload_fails_clearly_and_changes_nothing(world, pay
 
 async def test_a_job_for_an_agent_this_host_does_not_serve_is_refused(world):
     settings, queue, job_ids = world
-    report = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "other", "sessions": ["s-one"]})
+    report = await enqueue_and_run(
+        settings, queue, job_ids, FORGET, {"agent": "other", "sessions": ["s-one"]}
+    )
     assert report.state == "failed"
-    assert report.error == f"AgentNotServed: forget: agent 'other' is not served by host {settings.daemon.host_id!r}"
+    assert (
+        report.error
+        == f"AgentNotServed: forget: agent 'other' is not served by host {settings.daemon.host_id!r}"
+    )
     assert not (settings.state_dir / "agents" / "other").exists()
 
 
@@ -97,7 +127,9 @@ async def test_a_rerun_of_the_same_forget_converges(world):
 async def test_jobs_travel_as_json_never_pickle(world, redis):
     settings, queue, job_ids = world
     async with MemorydClient.connect(settings) as client:
-        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue)
+        job = await client.enqueue(
+            FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue
+        )
         job_ids.append(job.job_id)
         raw = await redis.get(f"arq:job:{job.job_id}")
         assert orjson.loads(raw)["a"] == [{"agent": "main", "sessions": ["s-one"], "dry_run": True}]
@@ -111,7 +143,9 @@ async def test_erase_arguments_and_results_expire_with_the_erase_ttl(world, redi
     ttl_ms = settings.retention.erase_result_ttl_s * 1000
     payload = {"scope": f"user:u-{settings.daemon.host_id}", "dry_run": True}
     async with MemorydClient.connect(settings) as client:
-        job = await client.enqueue(ERASE, payload, queue=queue, expires_s=settings.retention.erase_result_ttl_s)
+        job = await client.enqueue(
+            ERASE, payload, queue=queue, expires_s=settings.retention.erase_result_ttl_s
+        )
         job_ids.append(job.job_id)
         assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= ttl_ms
         await run_jobs(settings, queue)
@@ -136,15 +170,24 @@ async def test_an_erase_given_up_before_running_keeps_its_result_only_for_the_er
 
 # --- doorbells: the worker starts a rung job at once and rings when its result is stored ------
 
+
 async def test_a_finished_job_rings_its_done_bell_after_its_result_is_stored(world, redis):
     from daemon.constants import JOB_DONE_KEY
 
     settings, queue, job_ids = world
     # Own request ids: other tests run the same payloads (deterministic job ids) and ring too.
     rid = settings.daemon.host_id
-    ok = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "main", "sessions": ["s-one"],
-                                                                  "dry_run": True}, request_id=rid)
-    bad = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "main", "bogus": 1}, request_id=rid)
+    ok = await enqueue_and_run(
+        settings,
+        queue,
+        job_ids,
+        FORGET,
+        {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+        request_id=rid,
+    )
+    bad = await enqueue_and_run(
+        settings, queue, job_ids, FORGET, {"agent": "main", "bogus": 1}, request_id=rid
+    )
     try:
         assert ok.state == "complete" and bad.state == "failed"
         for report in (ok, bad):  # failed jobs ring too: a waiting client must see the failure
@@ -163,8 +206,12 @@ async def test_wait_is_woken_by_the_done_bell_not_by_its_poll(world, redis):
     settings, queue, job_ids = world
     # Polls so slow that only the ring can end the wait within the test's deadline.
     async with MemorydClient.connect(settings, poll_delay_s=60) as client:
-        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue,
-                                   request_id=settings.daemon.host_id)
+        job = await client.enqueue(
+            FORGET,
+            {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+            queue=queue,
+            request_id=settings.daemon.host_id,
+        )
         job_ids.append(job.job_id)
         got = []
 
@@ -187,10 +234,18 @@ async def test_wait_still_completes_by_polling_when_no_bell_rings(world, redis):
     settings, queue, job_ids = world
     # arq's plain Worker rings nothing (a daemon without the bells): the poll must find it.
     pool = arq_pool(settings, queue)
-    ctx: dict[str, Any] = {"settings": settings, "agents": frozenset({"main"}), "host_id": settings.daemon.host_id}
+    ctx: dict[str, Any] = {
+        "settings": settings,
+        "agents": frozenset({"main"}),
+        "host_id": settings.daemon.host_id,
+    }
     async with MemorydClient.connect(settings, poll_delay_s=0.05) as client:
-        job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue,
-                                   request_id=settings.daemon.host_id)
+        job = await client.enqueue(
+            FORGET,
+            {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+            queue=queue,
+            request_id=settings.daemon.host_id,
+        )
         job_ids.append(job.job_id)
         got = []
 
@@ -202,7 +257,9 @@ async def test_wait_still_completes_by_polling_when_no_bell_rings(world, redis):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(waiter)
                     await anyio.sleep(0.2)
-                    await Worker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool).main()
+                    await Worker(
+                        **{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool
+                    ).main()
         finally:
             await pool.aclose(close_connection_pool=True)
     assert got[0].state == "complete"
@@ -225,8 +282,12 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
     try:
         await anyio.sleep(0.5)  # its first poll has found nothing; it waits for a minute or a ring
         async with MemorydClient.connect(settings) as client:
-            job = await client.enqueue(FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True},
-                                       queue=queue, request_id=settings.daemon.host_id)
+            job = await client.enqueue(
+                FORGET,
+                {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+                queue=queue,
+                request_id=settings.daemon.host_id,
+            )
             job_ids.append(job.job_id)
             with anyio.fail_after(20):
                 report = await client.wait(job.job_id, timeout_s=20)

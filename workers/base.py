@@ -86,12 +86,14 @@ async def runtime(ctx: dict[str, Any], agent: str, *, readonly: bool = False) ->
     worker's pool when there is one."""
     stores: StorePool | None = ctx.get(STORES)
     if stores is None:
-        async with agent_runtime(settings_of(ctx), agent, readonly=readonly,
-                                 redis=False if readonly else ctx["redis"]) as rt:
+        async with agent_runtime(
+            settings_of(ctx), agent, readonly=readonly, redis=False if readonly else ctx["redis"]
+        ) as rt:
             yield rt
         return
-    async with pooled_runtime(settings_of(ctx), agent, stores, readonly=readonly,
-                              redis=None if readonly else ctx["redis"]) as rt:
+    async with pooled_runtime(
+        settings_of(ctx), agent, stores, readonly=readonly, redis=None if readonly else ctx["redis"]
+    ) as rt:
         yield rt
 
 
@@ -150,8 +152,14 @@ def observed(job: str) -> Callable[[JobFn], JobFn]:
                 metrics.JOBS_TOTAL.labels(family=job, outcome=outcome).inc()
                 if job in PURGE_JOBS and outcome != "retried":
                     metrics.PURGES.labels(family=job, outcome=outcome).inc()
-                log.info("job %s %s %s in %.3fs (try %s)", ctx.get("job_id"), job, outcome, elapsed,
-                         ctx.get("job_try"))
+                log.info(
+                    "job %s %s %s in %.3fs (try %s)",
+                    ctx.get("job_id"),
+                    job,
+                    outcome,
+                    elapsed,
+                    ctx.get("job_try"),
+                )
 
         return run
 
@@ -163,8 +171,12 @@ class RedactJobErrors(logging.Filter):
     the message and traceback may name sessions or people, so keep only the class."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.ERROR and isinstance(record.args, tuple) and len(record.args) == 4 \
-                and "failed" in str(record.msg):
+        if (
+            record.levelno >= logging.ERROR
+            and isinstance(record.args, tuple)
+            and len(record.args) == 4
+            and "failed" in str(record.msg)
+        ):
             record.args = (*record.args[:3], "(message in the job result)")
             record.exc_info = None
             record.exc_text = None

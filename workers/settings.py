@@ -41,7 +41,9 @@ MAX_TRIES = 5
 def functions(settings: Settings) -> list[Function]:
     out = []
     for fn in JOB_FUNCTIONS:
-        keep = settings.retention.erase_result_ttl_s if fn.__name__ == ERASE else settings.daemon.keep_result_s
+        keep = (
+            settings.retention.erase_result_ttl_s if fn.__name__ == ERASE else settings.daemon.keep_result_s
+        )
         out.append(func(fn, name=fn.__name__, keep_result=keep, max_tries=MAX_TRIES))  # type: ignore[arg-type]
     return out
 
@@ -139,10 +141,19 @@ class MemorydWorker(Worker):
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
         await super().start_jobs([j for j in job_ids if j.decode() not in running])
 
-    async def finish_job(self, job_id: str, finish: bool, result_data: bytes | None, result_timeout_s: float | None,
-                         keep_result_forever: bool, incr_score: int | None, keep_in_progress: float | None) -> None:
-        await super().finish_job(job_id, finish, result_data, result_timeout_s, keep_result_forever, incr_score,
-                                 keep_in_progress)
+    async def finish_job(
+        self,
+        job_id: str,
+        finish: bool,
+        result_data: bytes | None,
+        result_timeout_s: float | None,
+        keep_result_forever: bool,
+        incr_score: int | None,
+        keep_in_progress: float | None,
+    ) -> None:
+        await super().finish_job(
+            job_id, finish, result_data, result_timeout_s, keep_result_forever, incr_score, keep_in_progress
+        )
         if finish:  # not when the job goes back to the queue (cancelled by a drain, retried)
             await self._wake_waiters(job_id)
 

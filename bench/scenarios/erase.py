@@ -19,8 +19,12 @@ SUBJECT = f"{TENANT}:user:u-erased"
 
 
 def missing() -> str | None:
-    return entry_point_missing(ERASE, "daemon.retention.service:write_objects",
-                               "daemon.retention.request:EraseRequest", "daemon.redis_conn:connect_redis")
+    return entry_point_missing(
+        ERASE,
+        "daemon.retention.service:write_objects",
+        "daemon.retention.request:EraseRequest",
+        "daemon.redis_conn:connect_redis",
+    )
 
 
 async def _populate(settings: Any, others: int) -> None:
@@ -30,13 +34,23 @@ async def _populate(settings: Any, others: int) -> None:
     write_objects = entry("daemon.retention.service:write_objects")
     redis = await connect_redis(settings.redis_url)
     try:
-        items = [ObjectWrite(f"{SUBJECT}:session:s-0", "The erased subject's own note about the orchard budget.")]
-        items += [ObjectWrite(f"{TENANT}:user:u-{i % 50}:session:c-{i}", f"Derived note {i} citing a colleague.",
-                              provenance_parent=f"{SUBJECT}:session:s-0") for i in range(CHILDREN)]
-        items += [ObjectWrite(f"{TENANT}:user:u-{i % 50}:session:o-{i}", f"Unrelated note {i}.")
-                  for i in range(others)]
+        items = [
+            ObjectWrite(f"{SUBJECT}:session:s-0", "The erased subject's own note about the orchard budget.")
+        ]
+        items += [
+            ObjectWrite(
+                f"{TENANT}:user:u-{i % 50}:session:c-{i}",
+                f"Derived note {i} citing a colleague.",
+                provenance_parent=f"{SUBJECT}:session:s-0",
+            )
+            for i in range(CHILDREN)
+        ]
+        items += [
+            ObjectWrite(f"{TENANT}:user:u-{i % 50}:session:o-{i}", f"Unrelated note {i}.")
+            for i in range(others)
+        ]
         for start in range(0, len(items), 5_000):
-            await write_objects(settings, redis, items[start:start + 5_000])
+            await write_objects(settings, redis, items[start : start + 5_000])
     finally:
         await redis.aclose()
 
@@ -62,8 +76,10 @@ def run(ctx: Context) -> list[Row]:
     reason = missing()
     if reason:
         (base,) = ctx.interleaved(bare)
-        return [info(NAME, f"baseline: indexed UPDATE of {CHILDREN:,} provenance rows", "s", base),
-                not_available(NAME, figure, reason)]
+        return [
+            info(NAME, f"baseline: indexed UPDATE of {CHILDREN:,} provenance rows", "s", base),
+            not_available(NAME, figure, reason),
+        ]
 
     empty_sessions = ctx.scratch("no-sessions")
     receipts: list[Any] = []
@@ -77,7 +93,9 @@ def run(ctx: Context) -> list[Row]:
     plain, verified, base = ctx.interleaved(lambda: product(False), lambda: product(True), bare)
     rewritten = getattr(receipts[-1], "provenance_rewritten", None)
     note = f"receipt: provenance_rewritten={rewritten}; baseline: one indexed UPDATE of the same row count"
-    return [info(NAME, figure + ": time", "s", plain, base, note=note),
-            info(NAME, figure + ": rows/s", "row/s", [CHILDREN / s for s in plain], [CHILDREN / b for b in base]),
-            info(NAME, figure + ", with verification: time", "s", verified, base),
-            info(NAME, f"baseline: indexed UPDATE of {CHILDREN:,} provenance rows", "s", base)]
+    return [
+        info(NAME, figure + ": time", "s", plain, base, note=note),
+        info(NAME, figure + ": rows/s", "row/s", [CHILDREN / s for s in plain], [CHILDREN / b for b in base]),
+        info(NAME, figure + ", with verification: time", "s", verified, base),
+        info(NAME, f"baseline: indexed UPDATE of {CHILDREN:,} provenance rows", "s", base),
+    ]

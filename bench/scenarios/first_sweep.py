@@ -26,12 +26,16 @@ def run(ctx: Context) -> list[Row]:
     reason = missing()
     if reason:
         (base,) = ctx.interleaved(baseline)
-        return [info(NAME, "baseline: orjson parse of the same transcripts", "msg/s", base),
-                not_available(NAME, figure, reason)]
+        return [
+            info(NAME, "baseline: orjson parse of the same transcripts", "msg/s", base),
+            not_available(NAME, figure, reason),
+        ]
 
     def product() -> float:
         settings = ctx.settings(ctx.scratch("state"))
         return messages / timed(lambda: run_async(sweep_agents, settings, agents))
 
     prod, base = ctx.interleaved(product, baseline)
-    return [at_least(NAME, figure, "msg/s", prod, base, 0.5, note="baseline: orjson parse + field extraction")]
+    return [
+        at_least(NAME, figure, "msg/s", prod, base, 0.5, note="baseline: orjson parse + field extraction")
+    ]

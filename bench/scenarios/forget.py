@@ -22,8 +22,12 @@ from bench.scenarios._common import CONTEXT, FORGET, FORGET_REQUEST, INGEST, ent
 
 NAME = "forget"
 AGENT = "main"
-SIZES = {"tiny": (2_000, 8_000), "small": (10_000, 100_000), "medium": (10_000, 100_000, 1_000_000),
-         "large": (10_000, 100_000, 1_000_000)}
+SIZES = {
+    "tiny": (2_000, 8_000),
+    "small": (10_000, 100_000),
+    "medium": (10_000, 100_000, 1_000_000),
+    "large": (10_000, 100_000, 1_000_000),
+}
 OTHER_SESSIONS = 300  # sessions besides the target in the store the first sweep builds
 DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?=[^/]*$)")
 
@@ -62,31 +66,50 @@ def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int,
     workspace = state / "agents" / AGENT / "workspace"
     conn = connect(db)
     have = conn.execute("SELECT count(*) FROM memory_entry_origins").fetchone()[0]
-    origins = conn.execute("SELECT entry_key, agent_id, session_id, session_key, origin_class, observed_at "
-                           "FROM memory_entry_origins WHERE session_id != ?", (target,)).fetchall()
+    origins = conn.execute(
+        "SELECT entry_key, agent_id, session_id, session_key, origin_class, observed_at "
+        "FROM memory_entry_origins WHERE session_id != ?",
+        (target,),
+    ).fetchall()
     cols = [r[1] for r in conn.execute("PRAGMA table_info(short_term_entries)")]
-    staged = conn.execute(f"SELECT {', '.join(cols)} FROM short_term_entries WHERE entry_key IN "
-                          "(SELECT entry_key FROM memory_entry_origins WHERE session_id != ?)",
-                          (target,)).fetchall()
-    corpus_files = {p: (workspace / p).read_bytes() for p in {r[cols.index("path")] for r in staged}
-                    if (workspace / p).is_file()}
+    staged = conn.execute(
+        f"SELECT {', '.join(cols)} FROM short_term_entries WHERE entry_key IN "
+        "(SELECT entry_key FROM memory_entry_origins WHERE session_id != ?)",
+        (target,),
+    ).fetchall()
+    corpus_files = {
+        p: (workspace / p).read_bytes()
+        for p in {r[cols.index("path")] for r in staged}
+        if (workspace / p).is_file()
+    }
     if not origins:
         raise RuntimeError("the first sweep staged nothing outside the target session")
     # Which corpus files each copied session's lines are in, as ingestion records them.
     tracked = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'corpus_session_files'").fetchone()
-    records = conn.execute("SELECT session_id, relative_path FROM corpus_session_files WHERE session_id != ?",
-                           (target,)).fetchall() if tracked else []
+    records = (
+        conn.execute(
+            "SELECT session_id, relative_path FROM corpus_session_files WHERE session_id != ?", (target,)
+        ).fetchall()
+        if tracked
+        else []
+    )
     conn.execute("BEGIN")
     while have < total:
         copy += 1
-        rename = {p: DATE_RE.sub(lambda m, c=copy: str(date.fromisoformat(m[1]) - timedelta(days=31 * c)), p)
-                  for p in corpus_files}
+        rename = {
+            p: DATE_RE.sub(lambda m, c=copy: str(date.fromisoformat(m[1]) - timedelta(days=31 * c)), p)
+            for p in corpus_files
+        }
         suffix = f"-pad{copy}"
         rows = origins[: total - have]
-        conn.executemany("INSERT INTO memory_entry_origins VALUES (?, ?, ?, ?, ?, ?)",
-                         [(f"{r[0]}{suffix}", r[1], f"{r[2]}{suffix}", r[3], r[4], r[5]) for r in rows])
-        conn.executemany("INSERT OR IGNORE INTO corpus_session_files VALUES (?, ?)",
-                         [(f"{sid}{suffix}", rename.get(p, p)) for sid, p in records])
+        conn.executemany(
+            "INSERT INTO memory_entry_origins VALUES (?, ?, ?, ?, ?, ?)",
+            [(f"{r[0]}{suffix}", r[1], f"{r[2]}{suffix}", r[3], r[4], r[5]) for r in rows],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO corpus_session_files VALUES (?, ?)",
+            [(f"{sid}{suffix}", rename.get(p, p)) for sid, p in records],
+        )
         keys = {r[0] for r in rows}
         ki, pi = cols.index("entry_key"), cols.index("path")
         clones = []
@@ -96,8 +119,9 @@ def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int,
                 c[ki] = f"{c[ki]}{suffix}"
                 c[pi] = rename.get(c[pi], c[pi])
                 clones.append(c)
-        conn.executemany(f"INSERT INTO short_term_entries({', '.join(cols)}) VALUES "
-                         f"({', '.join('?' * len(cols))})", clones)
+        conn.executemany(
+            f"INSERT INTO short_term_entries({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", clones
+        )
         sub = re.compile(rb"(\[" + AGENT.encode() + rb"/sessions/" + AGENT.encode() + rb"/)([^#\]]+)(#L)")
         for p, data in corpus_files.items():
             (workspace / rename[p]).write_bytes(sub.sub(rb"\1\2" + suffix.encode() + rb"\3", data))
@@ -134,8 +158,12 @@ def run(ctx: Context) -> list[Row]:
     sizes = SIZES[ctx.scale]
     reason = missing()
     if reason:
-        return [not_available(NAME, f"forget {kind} of one session, {sizes[-1]:,} vs {sizes[0]:,} origin rows",
-                              reason) for kind in ("preview", "apply")]
+        return [
+            not_available(
+                NAME, f"forget {kind} of one session, {sizes[-1]:,} vs {sizes[0]:,} origin rows", reason
+            )
+            for kind in ("preview", "apply")
+        ]
     target = ctx.corpus.manifest.targets[AGENT]
     sessions_root = subset_sessions(ctx, target)
     base = ctx.scratch("base")
@@ -166,8 +194,17 @@ def run(ctx: Context) -> list[Row]:
                 first[kind] = samples
                 rows.append(info(NAME, f"forget {kind}, {have:,} origin rows", "s", samples))
             elif size == sizes[-1]:
-                rows.append(at_most(NAME, f"forget {kind}, {have:,} origin rows (vs {smallest:,})", "s", samples,
-                                    first[kind], 1.2, note="baseline: the same forget at the smallest store"))
+                rows.append(
+                    at_most(
+                        NAME,
+                        f"forget {kind}, {have:,} origin rows (vs {smallest:,})",
+                        "s",
+                        samples,
+                        first[kind],
+                        1.2,
+                        note="baseline: the same forget at the smallest store",
+                    )
+                )
             else:
                 rows.append(info(NAME, f"forget {kind}, {have:,} origin rows", "s", samples, first[kind]))
     return rows

@@ -33,8 +33,14 @@ TRIPS_PER_REP = {"tiny": 6, "small": 12, "medium": 15, "large": 15}
 
 
 def missing() -> str | None:
-    return entry_point_missing(CONTEXT, INGEST, FORGET, FORGET_REQUEST, "workers.settings:worker_kwargs",
-                               "daemon.client:MemorydClient")
+    return entry_point_missing(
+        CONTEXT,
+        INGEST,
+        FORGET,
+        FORGET_REQUEST,
+        "workers.settings:worker_kwargs",
+        "daemon.client:MemorydClient",
+    )
 
 
 async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float, int]:
@@ -49,8 +55,15 @@ async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float,
     return elapsed, len(orjson.dumps(report.model_dump(mode="json")))
 
 
-async def _round_trips(settings: Any, queue: str, payloads: dict[str, dict[str, Any]], result_bytes: int,
-                       trips: int, reps: int, warmup: int) -> dict[str, list[float]]:
+async def _round_trips(
+    settings: Any,
+    queue: str,
+    payloads: dict[str, dict[str, Any]],
+    result_bytes: int,
+    trips: int,
+    reps: int,
+    warmup: int,
+) -> dict[str, list[float]]:
     """Per repetition, the median of `trips` rounds of: no-op job, then per payload its job and
     its in-process run. Returns {"noop": [...], "<name>:job": [...], "<name>:local": [...]}."""
     from daemon.client import MemorydClient
@@ -69,7 +82,9 @@ async def _round_trips(settings: Any, queue: str, payloads: dict[str, dict[str, 
             if report.state != "complete":
                 raise RuntimeError(f"{function} job {report.state}: {report.error}")
             if parts:  # where the round trip went, from arq's own timestamps (ms resolution)
-                enq, start, end = (_ms(v) for v in (report.enqueued_at, report.started_at, report.finished_at))
+                enq, start, end = (
+                    _ms(v) for v in (report.enqueued_at, report.started_at, report.finished_at)
+                )
                 round_[f"{parts}:pickup"].append((start - enq) / 1000)
                 round_[f"{parts}:run"].append((end - start) / 1000)
                 round_[f"{parts}:seen"].append((seen_ms - end) / 1000)
@@ -126,19 +141,39 @@ def run(ctx: Context) -> list[Row]:
 
     noop_figure = f"no-op arq job round trip ({result_bytes:,} B result)"
     if reason:
-        return [info(NAME, noop_figure, "s", got["noop"]),
-                not_available(NAME, "forget job round trip (preview)", reason)]
+        return [
+            info(NAME, noop_figure, "s", got["noop"]),
+            not_available(NAME, "forget job round trip (preview)", reason),
+        ]
     rows: list[Row] = []
-    for name, figure in (("empty", "forget job round trip, empty selection (preview)"),
-                         ("session", "forget job round trip, one 100-message session (preview)")):
+    for name, figure in (
+        ("empty", "forget job round trip, empty selection (preview)"),
+        ("session", "forget job round trip, one 100-message session (preview)"),
+    ):
         job, local = got[f"{name}:job"], got[f"{name}:local"]
         baseline = [a + b for a, b in zip(got["noop"], local, strict=True)]
-        rows += [at_most(NAME, figure, "s", job, baseline, 1.0,
-                         note=f"{name}: baseline = no-op round trip + the same forget in-process; {_split(got, name)}"),
-                 info(NAME, "  the same forget in-process", "s", local)]
-    rows.append(info(NAME, f"  {noop_figure}", "s", got["noop"],
-                     note=f"no-op: {_split(got, 'noop')}; median of {trips} round trips per rep, worker in its own "
-                          "process (poll 10 ms), client woken by a push on completion, polling every 10 ms as a fallback"))
+        rows += [
+            at_most(
+                NAME,
+                figure,
+                "s",
+                job,
+                baseline,
+                1.0,
+                note=f"{name}: baseline = no-op round trip + the same forget in-process; {_split(got, name)}",
+            ),
+            info(NAME, "  the same forget in-process", "s", local),
+        ]
+    rows.append(
+        info(
+            NAME,
+            f"  {noop_figure}",
+            "s",
+            got["noop"],
+            note=f"no-op: {_split(got, 'noop')}; median of {trips} round trips per rep, worker in its own "
+            "process (poll 10 ms), client woken by a push on completion, polling every 10 ms as a fallback",
+        )
+    )
     return rows
 
 

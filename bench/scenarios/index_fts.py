@@ -62,8 +62,10 @@ def run(ctx: Context) -> list[Row]:
     if reason:
         chunks = transcript_chunks([p for a in agents for p in ctx.corpus.transcripts(a)])
         (base,) = ctx.interleaved(lambda: len(chunks) / timed(lambda: fts5_insert(bare_db, chunks)))
-        return [info(NAME, f"baseline: bare FTS5 insert of {len(chunks):,} transcript chunks", "chunk/s", base),
-                not_available(NAME, figure, reason)]
+        return [
+            info(NAME, f"baseline: bare FTS5 insert of {len(chunks):,} transcript chunks", "chunk/s", base),
+            not_available(NAME, figure, reason),
+        ]
 
     overrides = {"index": {"sources": ["memory", "sessions"], "embedding": {"provider": "none"}}}
     hashing = {"index": {"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}}}
@@ -88,11 +90,36 @@ def run(ctx: Context) -> list[Row]:
     # figure measured an FTS-only sync under another name.
     vectors = _count(ctx.workdir / "state", agents, "SELECT count(*) FROM memory_index_vectors")
     if vectors != len(chunks):
-        return [Row(NAME, "index sync, hashing embedder", None, None, None, "", False,
-                    note=f"the hashing sync stored {vectors} vectors for {len(chunks)} chunks")]
+        return [
+            Row(
+                NAME,
+                "index sync, hashing embedder",
+                None,
+                None,
+                None,
+                "",
+                False,
+                note=f"the hashing sync stored {vectors} vectors for {len(chunks)} chunks",
+            )
+        ]
     where = f"agent {', '.join(agents)}; baseline: executemany into a fresh contentless_delete FTS5 table, one txn"
-    return [at_least(NAME, f"index sync of {len(chunks):,} chunks, FTS only: chunks/s", "chunk/s", fts, base,
-                     0.5, note=where),
-            info(NAME, f"index sync of {len(chunks):,} chunks, hashing embedder ({dims} dims): chunks/s", "chunk/s",
-                 embedded, base, note=f"hashing: same chunks, vectors and embedding-cache rows written too; "
-                 f"{statistics.median(embedded) / statistics.median(fts):.2f}x the FTS-only rate")]
+    return [
+        at_least(
+            NAME,
+            f"index sync of {len(chunks):,} chunks, FTS only: chunks/s",
+            "chunk/s",
+            fts,
+            base,
+            0.5,
+            note=where,
+        ),
+        info(
+            NAME,
+            f"index sync of {len(chunks):,} chunks, hashing embedder ({dims} dims): chunks/s",
+            "chunk/s",
+            embedded,
+            base,
+            note=f"hashing: same chunks, vectors and embedding-cache rows written too; "
+            f"{statistics.median(embedded) / statistics.median(fts):.2f}x the FTS-only rate",
+        ),
+    ]

@@ -49,8 +49,10 @@ def run(ctx: Context) -> list[Row]:
     reason = missing()
     if reason:
         (base,) = ctx.interleaved(baseline)
-        return [info(NAME, "baseline: os.stat loop over the same transcripts", "s", base),
-                not_available(NAME, figure, reason)]
+        return [
+            info(NAME, "baseline: os.stat loop over the same transcripts", "s", base),
+            not_available(NAME, figure, reason),
+        ]
 
     settings = ctx.settings(ctx.scratch("state"), sessions_root=corpus.root)
     run_async(sweep_agents, settings, agents)  # the first sweep, not measured
@@ -63,5 +65,7 @@ def run(ctx: Context) -> list[Row]:
         return seconds
 
     prod, base = ctx.interleaved(product, baseline)
-    return [at_most(NAME, figure, "s", prod, base, 2.0, note="baseline: os.stat of every live transcript"),
-            limit(NAME, "transcripts opened by the re-sweep", "files", opened, 0)]
+    return [
+        at_most(NAME, figure, "s", prod, base, 2.0, note="baseline: os.stat of every live transcript"),
+        limit(NAME, "transcripts opened by the re-sweep", "files", opened, 0),
+    ]

@@ -27,8 +27,24 @@ def missing() -> str | None:
 
 def queries(text: _Text) -> list[str]:
     w = text.words
-    pairs = [(0, 1), (2, 3), (0, 16), (17, 18), (19, 21), (0, 20_000), (1, 400), (300, 700), (500, 900),
-             (2_000, 5_000), (8_000, 12_000), (20_000, 25_000), (22, 29_000), (4, 5), (6, 7), (15, 23)]
+    pairs = [
+        (0, 1),
+        (2, 3),
+        (0, 16),
+        (17, 18),
+        (19, 21),
+        (0, 20_000),
+        (1, 400),
+        (300, 700),
+        (500, 900),
+        (2_000, 5_000),
+        (8_000, 12_000),
+        (20_000, 25_000),
+        (22, 29_000),
+        (4, 5),
+        (6, 7),
+        (15, 23),
+    ]
     return [f"{w[a]} {w[b]}" for a, b in pairs]
 
 
@@ -62,16 +78,24 @@ def build_store(ctx: Context, n: int) -> tuple[Any, Path]:
             _insert(conn, batch)
             batch = []
     _insert(conn, batch)
-    conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) SELECT rowid, text FROM memory_index_chunks")
+    conn.execute(
+        "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT rowid, text FROM memory_index_chunks"
+    )
     conn.execute("COMMIT")
     return conn, db_path
 
 
 def _insert(conn: Any, rows: list[tuple[Any, ...]]) -> None:
-    conn.executemany("INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, "
-                     "model, text, updated_at) VALUES (?, ?, ?, 'memory', ?, ?, ?, 'fts-only', ?, ?)", rows)
-    conn.executemany("INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, "
-                     "observed_at) VALUES (?, 'owner', 'interactive', ?)", [(r[1], r[7]) for r in rows])
+    conn.executemany(
+        "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, "
+        "model, text, updated_at) VALUES (?, ?, ?, 'memory', ?, ?, ?, 'fts-only', ?, ?)",
+        rows,
+    )
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, "
+        "observed_at) VALUES (?, 'owner', 'interactive', ?)",
+        [(r[1], r[7]) for r in rows],
+    )
 
 
 def p95(values: list[float]) -> float:
@@ -88,16 +112,20 @@ def run(ctx: Context) -> list[Row]:
         times = []
         for q in qs:
             t0 = time.perf_counter()
-            conn.execute("SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ? "
-                         "LIMIT 10", (q,)).fetchall()
+            conn.execute(
+                "SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ? LIMIT 10",
+                (q,),
+            ).fetchall()
             times.append(time.perf_counter() - t0)
         return p95(times) * 1000
 
     reason = missing()
     if reason:
         (base,) = ctx.interleaved(bare)
-        return [info(NAME, f"baseline: unranked FTS5 match p95 at {n:,} chunks", "ms", base),
-                not_available(NAME, figure, reason)]
+        return [
+            info(NAME, f"baseline: unranked FTS5 match p95 at {n:,} chunks", "ms", base),
+            not_available(NAME, figure, reason),
+        ]
 
     settings = ctx.settings(ctx.workdir / "state")
     run_search = entry(SEARCH)
@@ -115,8 +143,16 @@ def run(ctx: Context) -> list[Row]:
 
     prod, base = ctx.interleaved(lambda: run_async(product_rep), bare)
     per_scale = ", ".join(f"{scale} {count:,}" for scale, count in CHUNKS.items())
-    return [limit(NAME, figure, "ms", prod, 50.0,
-                  note=f"{n:,} chunks at --scale {ctx.scale} (chunks per scale: {per_scale}; 1M is the issue's "
-                       f"target, run --scale medium --only search); {len(qs)} queries per rep, stop-word to rare "
-                       "pairs; FTS only"),
-            info(NAME, "baseline: unranked FTS5 match p95, same queries", "ms", base)]
+    return [
+        limit(
+            NAME,
+            figure,
+            "ms",
+            prod,
+            50.0,
+            note=f"{n:,} chunks at --scale {ctx.scale} (chunks per scale: {per_scale}; 1M is the issue's "
+            f"target, run --scale medium --only search); {len(qs)} queries per rep, stop-word to rare "
+            "pairs; FTS only",
+        ),
+        info(NAME, "baseline: unranked FTS5 match p95, same queries", "ms", base),
+    ]

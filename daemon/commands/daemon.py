@@ -17,24 +17,47 @@ from daemon.jobs import queue_name
 def _status_human(report: Any) -> str:
     d = report.daemon
     running = f"running (pid {d.pid})" if d.running else "not running"
-    head = (f"daemon {d.host_id}: {running}; "
-            f"queue {d.queue}; redis {d.redis} ({d.redis_url})")
-    rows = [[a.agent, a.last_sweep_at or "never", a.sessions, a.sessions_admitted,
-             ", ".join(f"{k}={v}" for k, v in a.sessions_excluded.items()) or "-", a.lag,
-             a.queue_depth if a.queue_depth is not None else "-", a.lock_holder or "-"] for a in report.agents]
+    head = f"daemon {d.host_id}: {running}; queue {d.queue}; redis {d.redis} ({d.redis_url})"
+    rows = [
+        [
+            a.agent,
+            a.last_sweep_at or "never",
+            a.sessions,
+            a.sessions_admitted,
+            ", ".join(f"{k}={v}" for k, v in a.sessions_excluded.items()) or "-",
+            a.lag,
+            a.queue_depth if a.queue_depth is not None else "-",
+            a.lock_holder or "-",
+        ]
+        for a in report.agents
+    ]
     body = table(["agent", "last sweep", "sessions", "admitted", "excluded", "lag", "queued", "lock"], rows)
     errors = [f"  {a.agent}: {e}" for a in report.agents for e in a.errors]
     return "\n".join([head, body] + (["problems:"] + errors if errors else []))
 
 
 def _jobs_human(jobs: list[Any]) -> str:
-    rows = [[j.job_id, j.state, j.tries or "-", j.enqueued_at or "-", j.finished_at or "-",
-             j.error or ("report" if j.result else "-")] for j in jobs]
+    rows = [
+        [
+            j.job_id,
+            j.state,
+            j.tries or "-",
+            j.enqueued_at or "-",
+            j.finished_at or "-",
+            j.error or ("report" if j.result else "-"),
+        ]
+        for j in jobs
+    ]
     return table(["job", "state", "tries", "enqueued", "finished", "outcome"], rows) if rows else "no jobs"
 
 
-def _enqueue_and_maybe_wait(state: CliState, action: Callable[[Any], Awaitable[Any]], wait: bool,
-                            timeout_s: float | None, as_json: bool) -> None:
+def _enqueue_and_maybe_wait(
+    state: CliState,
+    action: Callable[[Any], Awaitable[Any]],
+    wait: bool,
+    timeout_s: float | None,
+    as_json: bool,
+) -> None:
     from daemon.client import MemorydClient
 
     async def go() -> tuple[Any, Any]:
@@ -48,8 +71,10 @@ def _enqueue_and_maybe_wait(state: CliState, action: Callable[[Any], Awaitable[A
         if as_json:
             emit_json(job)
         else:
-            click.echo(job.job_id + (" (deduplicated: an identical request is already known)"
-                                     if job.deduplicated else ""))
+            click.echo(
+                job.job_id
+                + (" (deduplicated: an identical request is already known)" if job.deduplicated else "")
+            )
         return
     click.echo(f"job {job.job_id}: {report.state}", err=True)
     if report.state != "complete":
@@ -62,16 +87,28 @@ def _enqueue_and_maybe_wait(state: CliState, action: Callable[[Any], Awaitable[A
 
 
 wait_option = click.option("--wait", is_flag=True, help="Wait for the job and print its report.")
-timeout_option = click.option("--timeout", "timeout_s", type=float, default=None,
-                              help="With --wait: give up after this many seconds (exit 1).")
-request_id_option = click.option("--request-id", default=None,
-                                 help="Distinguish this request from an identical earlier one (else deduplicated).")
+timeout_option = click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=None,
+    help="With --wait: give up after this many seconds (exit 1).",
+)
+request_id_option = click.option(
+    "--request-id",
+    default=None,
+    help="Distinguish this request from an identical earlier one (else deduplicated).",
+)
 
 
 def register(cli: click.Group) -> None:
     @cli.command("run")
-    @click.option("--log-level", default="INFO", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
-                  help="Log level for the structured log on stderr.")
+    @click.option(
+        "--log-level",
+        default="INFO",
+        type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
+        help="Log level for the structured log on stderr.",
+    )
     @pass_state
     def run_cmd(state: CliState, log_level: str) -> None:
         """Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."""
@@ -95,7 +132,9 @@ def register(cli: click.Group) -> None:
         emit(run_async(collect_status, state.settings, agents), as_json, _status_human)
 
     @cli.command("jobs")
-    @click.option("--queue", default=None, help="Queue to list; default this host's (memoryd:queue:<host_id>).")
+    @click.option(
+        "--queue", default=None, help="Queue to list; default this host's (memoryd:queue:<host_id>)."
+    )
     @click.option("--limit", default=50, type=click.IntRange(min=0), help="Finished jobs to show at most.")
     @json_option
     @pass_state
@@ -123,14 +162,25 @@ def register(cli: click.Group) -> None:
     @timeout_option
     @json_option
     @pass_state
-    def enqueue_forget(state: CliState, agent_id: str, sessions: tuple[str, ...], participants: tuple[str, ...],
-                       hook_sources: tuple[str, ...], since: str | None, dry_run: bool, request_id: str | None,
-                       wait: bool, timeout_s: float | None, as_json: bool) -> None:
+    def enqueue_forget(
+        state: CliState,
+        agent_id: str,
+        sessions: tuple[str, ...],
+        participants: tuple[str, ...],
+        hook_sources: tuple[str, ...],
+        since: str | None,
+        dry_run: bool,
+        request_id: str | None,
+        wait: bool,
+        timeout_s: float | None,
+        as_json: bool,
+    ) -> None:
         """Enqueue a forget (same selectors as `memoryd forget`)."""
         # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
         request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
-        _enqueue_and_maybe_wait(state, lambda c: c.enqueue_forget(request, request_id=request_id),
-                                wait, timeout_s, as_json)
+        _enqueue_and_maybe_wait(
+            state, lambda c: c.enqueue_forget(request, request_id=request_id), wait, timeout_s, as_json
+        )
 
     @enqueue_group.command("erase")
     @erase_options("Your reference, copied to the receipt (a new one also makes a new job).")
@@ -139,12 +189,23 @@ def register(cli: click.Group) -> None:
     @timeout_option
     @json_option
     @pass_state
-    def enqueue_erase(state: CliState, scope: str, allow_partial: bool, request_id: str | None, dry_run: bool,
-                      queue: str | None, wait: bool, timeout_s: float | None, as_json: bool) -> None:
+    def enqueue_erase(
+        state: CliState,
+        scope: str,
+        allow_partial: bool,
+        request_id: str | None,
+        dry_run: bool,
+        queue: str | None,
+        wait: bool,
+        timeout_s: float | None,
+        as_json: bool,
+    ) -> None:
         """Enqueue an erasure (same flags as `memoryd erase`); its arguments and result are kept in
         Redis only retention.erase_result_ttl_s."""
         request = erase_request(scope, allow_partial, request_id, dry_run)
-        _enqueue_and_maybe_wait(state, lambda c: c.enqueue_erase(request, queue=queue), wait, timeout_s, as_json)
+        _enqueue_and_maybe_wait(
+            state, lambda c: c.enqueue_erase(request, queue=queue), wait, timeout_s, as_json
+        )
 
     @enqueue_group.command("ingest")
     @click.option("--agent", "agent_id", required=True, help="The agent to sweep.")
@@ -153,14 +214,21 @@ def register(cli: click.Group) -> None:
     @timeout_option
     @json_option
     @pass_state
-    def enqueue_ingest(state: CliState, agent_id: str, request_id: str | None, wait: bool,
-                       timeout_s: float | None, as_json: bool) -> None:
+    def enqueue_ingest(
+        state: CliState,
+        agent_id: str,
+        request_id: str | None,
+        wait: bool,
+        timeout_s: float | None,
+        as_json: bool,
+    ) -> None:
         """Enqueue an ingest sweep of one agent."""
         from daemon.ids import validate_agent_id
 
         validate_agent_id(agent_id)
-        _enqueue_and_maybe_wait(state, lambda c: c.enqueue_ingest(agent_id, request_id=request_id),
-                                wait, timeout_s, as_json)
+        _enqueue_and_maybe_wait(
+            state, lambda c: c.enqueue_ingest(agent_id, request_id=request_id), wait, timeout_s, as_json
+        )
 
     @enqueue_group.command("index")
     @click.option("--agent", "agent_id", required=True, help="The agent whose index to sync.")
@@ -170,12 +238,23 @@ def register(cli: click.Group) -> None:
     @timeout_option
     @json_option
     @pass_state
-    def enqueue_index(state: CliState, agent_id: str, force: bool, request_id: str | None, wait: bool,
-                      timeout_s: float | None, as_json: bool) -> None:
+    def enqueue_index(
+        state: CliState,
+        agent_id: str,
+        force: bool,
+        request_id: str | None,
+        wait: bool,
+        timeout_s: float | None,
+        as_json: bool,
+    ) -> None:
         """Enqueue an index sync of one agent."""
         from daemon.ids import validate_agent_id
 
         validate_agent_id(agent_id)
-        _enqueue_and_maybe_wait(state, lambda c: c.enqueue_index(agent_id, force=force, request_id=request_id),
-                                wait, timeout_s, as_json)
-
+        _enqueue_and_maybe_wait(
+            state,
+            lambda c: c.enqueue_index(agent_id, force=force, request_id=request_id),
+            wait,
+            timeout_s,
+            as_json,
+        )

@@ -12,20 +12,22 @@ from daemon.demo import DEFAULT_REDIS_URL, DemoReport, write_demo
 
 def _human(report: DemoReport) -> str:
     rows = [[a.agent, a.sessions, a.archives, a.sessions_dir] for a in report.agents]
-    return "\n".join([
-        f"wrote an example session store and config in {report.directory}",
-        "",
-        table(["agent", "sessions", "archives", "sessions dir"], rows),
-        "",
-        f"config:      {report.config}",
-        f"state dir:   {report.state_dir} (created on first use)",
-        f"redis:       {report.redis_url}",
-        f"admission:   hook sources kept out: {', '.join(report.excluded_hook_sources)}",
-        "",
-        "next:",
-        f"  memoryd --config {report.config} run",
-        f"  memoryd --config {report.config} ingest --agent main",
-    ])
+    return "\n".join(
+        [
+            f"wrote an example session store and config in {report.directory}",
+            "",
+            table(["agent", "sessions", "archives", "sessions dir"], rows),
+            "",
+            f"config:      {report.config}",
+            f"state dir:   {report.state_dir} (created on first use)",
+            f"redis:       {report.redis_url}",
+            f"admission:   hook sources kept out: {', '.join(report.excluded_hook_sources)}",
+            "",
+            "next:",
+            f"  memoryd --config {report.config} run",
+            f"  memoryd --config {report.config} ingest --agent main",
+        ]
+    )
 
 
 def register(cli: click.Group) -> None:
@@ -34,10 +36,15 @@ def register(cli: click.Group) -> None:
         """Example data to try memoryd without an agent."""
 
     @demo_group.command("init")
-    @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default="memoryd-demo",
-                    required=False)
-    @click.option("--redis-url", default=DEFAULT_REDIS_URL, show_default=True,
-                  help="Redis URL written into the example config.")
+    @click.argument(
+        "directory", type=click.Path(file_okay=False, path_type=Path), default="memoryd-demo", required=False
+    )
+    @click.option(
+        "--redis-url",
+        default=DEFAULT_REDIS_URL,
+        show_default=True,
+        help="Redis URL written into the example config.",
+    )
     @click.option("--force", is_flag=True, help="Rewrite the example even if DIRECTORY already holds one.")
     @json_option
     def init(directory: Path, redis_url: str, force: bool, as_json: bool) -> None:

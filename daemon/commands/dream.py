@@ -17,11 +17,17 @@ from daemon.settings import Settings
 
 
 def _promote_human(r: PromoteReport) -> str:
-    lines = [f"agent {r.agent_id}: {len(r.promoted)} promoted to {r.memory_path} ({r.mode}), "
-             f"{r.eligible} eligible of {r.considered} staged"]
+    lines = [
+        f"agent {r.agent_id}: {len(r.promoted)} promoted to {r.memory_path} ({r.mode}), "
+        f"{r.eligible} eligible of {r.considered} staged"
+    ]
     if r.promoted:
-        lines.append(table(["entry", "score", "sessions"],
-                           [[p.entry_key, f"{p.score:.3f}", ",".join(p.session_ids)] for p in r.promoted]))
+        lines.append(
+            table(
+                ["entry", "score", "sessions"],
+                [[p.entry_key, f"{p.score:.3f}", ",".join(p.session_ids)] for p in r.promoted],
+            )
+        )
     for s in r.skipped:
         lines.append(f"skipped {s.entry_key}: {s.reason}")
     if r.rejected:
@@ -45,14 +51,22 @@ def _dream_human(r: DreamReport) -> str:
 
 
 def _backfill_human(r: BackfillReport) -> str:
-    lines = [f"agent {r.agent_id}: backfill {r.mode}: {r.claims} claims from {r.candidates} messages "
-             f"in {len(r.days)} days ({r.sessions_scanned} sessions scanned)"]
+    lines = [
+        f"agent {r.agent_id}: backfill {r.mode}: {r.claims} claims from {r.candidates} messages "
+        f"in {len(r.days)} days ({r.sessions_scanned} sessions scanned)"
+    ]
     if r.days:
-        lines.append(table(["day", "sessions", "messages", "claims"],
-                           [[d.day, d.sessions, d.candidates, d.claims] for d in r.days]))
+        lines.append(
+            table(
+                ["day", "sessions", "messages", "claims"],
+                [[d.day, d.sessions, d.candidates, d.claims] for d in r.days],
+            )
+        )
     if r.mode in ("apply", "rem"):
-        lines.append(f"staged {r.staged_entries}, diary lines {r.diary_lines}, origin rows {r.origin_rows}"
-                     + (f", run {r.run_id}" if r.run_id is not None else ""))
+        lines.append(
+            f"staged {r.staged_entries}, diary lines {r.diary_lines}, origin rows {r.origin_rows}"
+            + (f", run {r.run_id}" if r.run_id is not None else "")
+        )
     if r.rolled_back_runs:
         lines.append("rolled back runs: " + ", ".join(str(i) for i in r.rolled_back_runs))
     lines.extend(f"warning: {w}" for w in r.warnings)
@@ -79,8 +93,13 @@ async def _backfill(settings: Settings, request: BackfillRequest) -> BackfillRep
 def register(cli: click.Group) -> None:
     @cli.command("dream")
     @agent_option
-    @click.option("--phase", type=click.Choice([*PHASES, "all"]), default="all", show_default=True,
-                  help="Run one phase, or light → REM → deep.")
+    @click.option(
+        "--phase",
+        type=click.Choice([*PHASES, "all"]),
+        default="all",
+        show_default=True,
+        help="Run one phase, or light → REM → deep.",
+    )
     @json_option
     @pass_state
     def dream(state: CliState, agent_id: str, phase: str, as_json: bool) -> None:
@@ -91,17 +110,29 @@ def register(cli: click.Group) -> None:
     @cli.command("promote")
     @agent_option
     @click.option("--min-score", type=click.FloatRange(min=0), default=None, help="Override the score gate.")
-    @click.option("--min-recall-count", type=click.IntRange(min=0), default=None,
-                  help="Override the recall-count gate.")
-    @click.option("--min-unique-queries", type=click.IntRange(min=0), default=None,
-                  help="Override the distinct-queries gate.")
+    @click.option(
+        "--min-recall-count", type=click.IntRange(min=0), default=None, help="Override the recall-count gate."
+    )
+    @click.option(
+        "--min-unique-queries",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Override the distinct-queries gate.",
+    )
     @json_option
     @pass_state
-    def promote(state: CliState, agent_id: str, min_score: float | None, min_recall_count: int | None,
-                min_unique_queries: int | None, as_json: bool) -> None:
+    def promote(
+        state: CliState,
+        agent_id: str,
+        min_score: float | None,
+        min_recall_count: int | None,
+        min_unique_queries: int | None,
+        as_json: bool,
+    ) -> None:
         """Rank staged entries and append those passing every gate to MEMORY.md (deep phase only)."""
-        gates = PromotionGates(min_score=min_score, min_recall_count=min_recall_count,
-                               min_unique_queries=min_unique_queries)
+        gates = PromotionGates(
+            min_score=min_score, min_recall_count=min_recall_count, min_unique_queries=min_unique_queries
+        )
         emit(run_async(_promote, state.settings, agent_id, gates), as_json, _promote_human)
 
     @cli.command("backfill")
@@ -114,14 +145,27 @@ def register(cli: click.Group) -> None:
     @click.option("--rollback", "rollback", is_flag=True, help="Undo earlier backfill runs.")
     @json_option
     @pass_state
-    def backfill(state: CliState, agent_id: str, from_day: str | None, to_day: str | None,
-                 limit_days: int | None, rem: bool, apply: bool, rollback: bool, as_json: bool) -> None:
+    def backfill(
+        state: CliState,
+        agent_id: str,
+        from_day: str | None,
+        to_day: str | None,
+        limit_days: int | None,
+        rem: bool,
+        apply: bool,
+        rollback: bool,
+        as_json: bool,
+    ) -> None:
         """Backfill memory from historical sessions. Preview (writes nothing) unless a mode is given."""
         chosen = [name for name, on in (("rem", rem), ("apply", apply), ("rollback", rollback)) if on]
         if len(chosen) > 1:
             raise click.UsageError(f"--{chosen[0]} cannot be combined with --{chosen[1]}")
-        fields: dict[str, Any] = {"agent": agent_id, "from_day": from_day, "to_day": to_day,
-                                  "mode": chosen[0] if chosen else "preview"}
+        fields: dict[str, Any] = {
+            "agent": agent_id,
+            "from_day": from_day,
+            "to_day": to_day,
+            "mode": chosen[0] if chosen else "preview",
+        }
         if limit_days is not None:
             fields["limit_days"] = limit_days
         request = BackfillRequest.parse_cli(fields)

@@ -18,51 +18,103 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def selector_options(fn: F) -> F:
     """The selector flags of a forget (`memoryd forget` and `memoryd enqueue forget`)."""
-    for option in reversed((
-        click.option("--session", "sessions", multiple=True, metavar="ID-OR-KEY",
-                     help="Session id or key (exact, case-sensitive); a key selects all its windows. Repeatable."),
-        click.option("--participant", "participants", multiple=True, metavar="ACTOR",
-                     help="Recorded actor id; selects whole live sessions. Repeatable."),
-        click.option("--hook-source", "hook_sources", multiple=True, metavar="SRC",
-                     help="Recorded hook source (gmail, email, webhook); live sessions. Repeatable."),
-        click.option("--since", default=None, metavar="DATE",
-                     help="Only sessions created at or after DATE (ISO date or date-time, or Unix ms)."),
-        click.option("--dry-run", is_flag=True, help="Report what would be removed; takes no lock, writes nothing."),
-    )):
+    for option in reversed(
+        (
+            click.option(
+                "--session",
+                "sessions",
+                multiple=True,
+                metavar="ID-OR-KEY",
+                help="Session id or key (exact, case-sensitive); a key selects all its windows. Repeatable.",
+            ),
+            click.option(
+                "--participant",
+                "participants",
+                multiple=True,
+                metavar="ACTOR",
+                help="Recorded actor id; selects whole live sessions. Repeatable.",
+            ),
+            click.option(
+                "--hook-source",
+                "hook_sources",
+                multiple=True,
+                metavar="SRC",
+                help="Recorded hook source (gmail, email, webhook); live sessions. Repeatable.",
+            ),
+            click.option(
+                "--since",
+                default=None,
+                metavar="DATE",
+                help="Only sessions created at or after DATE (ISO date or date-time, or Unix ms).",
+            ),
+            click.option(
+                "--dry-run", is_flag=True, help="Report what would be removed; takes no lock, writes nothing."
+            ),
+        )
+    ):
         fn = option(fn)
     return fn
 
 
-def forget_request(agent_id: str, sessions: tuple[str, ...], participants: tuple[str, ...],
-                   hook_sources: tuple[str, ...], since: str | None, dry_run: bool) -> ForgetRequest:
+def forget_request(
+    agent_id: str,
+    sessions: tuple[str, ...],
+    participants: tuple[str, ...],
+    hook_sources: tuple[str, ...],
+    since: str | None,
+    dry_run: bool,
+) -> ForgetRequest:
     """The request the selector flags describe (a bad one is a UsageError, exit 2)."""
-    return ForgetRequest.parse({"agent": agent_id, "sessions": list(sessions), "participants": list(participants),
-                                "hook_sources": list(hook_sources), "since": since, "dry_run": dry_run})
+    return ForgetRequest.parse(
+        {
+            "agent": agent_id,
+            "sessions": list(sessions),
+            "participants": list(participants),
+            "hook_sources": list(hook_sources),
+            "since": since,
+            "dry_run": dry_run,
+        }
+    )
 
 
 def register(cli: click.Group) -> None:
     @cli.command("forget")
     @agent_option
     @selector_options
-    @click.option("--verify", is_flag=True,
-                  help="After the purge, run the erasure verifier over the forgotten sessions' content, add its "
-                       "result to the report and exit 1 if it fails (not with --dry-run).")
+    @click.option(
+        "--verify",
+        is_flag=True,
+        help="After the purge, run the erasure verifier over the forgotten sessions' content, add its "
+        "result to the report and exit 1 if it fails (not with --dry-run).",
+    )
     @json_option
     @pass_state
-    def forget_cmd(state: CliState, agent_id: str, sessions: tuple[str, ...], participants: tuple[str, ...],
-                   hook_sources: tuple[str, ...], since: str | None, dry_run: bool, verify: bool,
-                   as_json: bool) -> None:
+    def forget_cmd(
+        state: CliState,
+        agent_id: str,
+        sessions: tuple[str, ...],
+        participants: tuple[str, ...],
+        hook_sources: tuple[str, ...],
+        since: str | None,
+        dry_run: bool,
+        verify: bool,
+        as_json: bool,
+    ) -> None:
         """Remove everything memoryd derived from the selected sessions and record them as forgotten.
 
         Deletes immediately unless --dry-run is given (there is no confirmation prompt).
         Source transcripts and archives are never touched.
         """
         if verify and dry_run:
-            raise UsageError("--verify: cannot be combined with --dry-run (a preview removes nothing to verify)")
+            raise UsageError(
+                "--verify: cannot be combined with --dry-run (a preview removes nothing to verify)"
+            )
         request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
         report: ForgetReport = run_async(forget_verified if verify else forget, state.settings, request)
         emit(report, as_json, render_human)
         if isinstance(report, VerifiedForgetReport) and not report.verification.verified:
             failed = ", ".join(c.name for c in report.verification.checks if not c.passed)
-            raise OperationFailed(f"forget --verify: the purge is done but the verifier failed ({failed}); "
-                                  "see the report's verification for where")
+            raise OperationFailed(
+                f"forget --verify: the purge is done but the verifier failed ({failed}); "
+                "see the report's verification for where"
+            )

@@ -15,10 +15,12 @@ from daemon.index.sync import run_index_sync
 
 def _index_human(report: IndexReport) -> str:
     f = report.files
-    lines = [f"agent {report.agent_id}: {f.indexed} indexed, {f.unchanged} unchanged, {f.removed} removed, "
-             f"{f.skipped} skipped, {f.discarded} discarded of {f.scanned} scanned; "
-             f"{report.chunks_written} chunks written, {report.chunks_removed} removed "
-             f"(model {report.model}, revision {report.revision_before} -> {report.revision_after})"]
+    lines = [
+        f"agent {report.agent_id}: {f.indexed} indexed, {f.unchanged} unchanged, {f.removed} removed, "
+        f"{f.skipped} skipped, {f.discarded} discarded of {f.scanned} scanned; "
+        f"{report.chunks_written} chunks written, {report.chunks_removed} removed "
+        f"(model {report.model}, revision {report.revision_before} -> {report.revision_after})"
+    ]
     notes = [[n.path, n.source, "discarded", n.reason] for n in report.discarded]
     notes += [[n.path, n.source, "removed", n.reason] for n in report.removed]
     if notes:
@@ -44,7 +46,9 @@ def _search_human(report: SearchReport) -> str:
 def register(cli: click.Group) -> None:
     @cli.command("index")
     @agent_option
-    @click.option("--force", is_flag=True, help="Rechunk every file; drop rows of forgotten and internal sessions.")
+    @click.option(
+        "--force", is_flag=True, help="Rechunk every file; drop rows of forgotten and internal sessions."
+    )
     @json_option
     @pass_state
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:

@@ -46,13 +46,29 @@ async def _sessions(settings: Settings, agent_id: str, limit: int | None) -> Ses
         policy = AdmissionPolicy.from_settings(settings.memory_policy.exclude_sessions)
         ordered = sorted(listing.sessions, key=lambda s: (-(s.updated_at or 0), s.session_id))
         shown = ordered if limit is None else ordered[:limit]
-        rows = [SessionRow(session_id=s.session_id, session_key=s.session_key, session_kind=s.session_kind,
-                           chat_type=s.chat_type, channel=s.channel, hook_external_content_source=s.hook_source,
-                           participants=[p.actor_id for p in s.participants], created_at=s.created_at,
-                           updated_at=s.updated_at, excluded_reason=admission_reason(s, policy, forgotten))
-                for s in shown]
-        return SessionsReport(agent_id=agent_id, total=len(ordered), shown=len(rows), sessions=rows,
-                              archives=len(rt.sessions.list_archives()), errors=list(listing.errors))
+        rows = [
+            SessionRow(
+                session_id=s.session_id,
+                session_key=s.session_key,
+                session_kind=s.session_kind,
+                chat_type=s.chat_type,
+                channel=s.channel,
+                hook_external_content_source=s.hook_source,
+                participants=[p.actor_id for p in s.participants],
+                created_at=s.created_at,
+                updated_at=s.updated_at,
+                excluded_reason=admission_reason(s, policy, forgotten),
+            )
+            for s in shown
+        ]
+        return SessionsReport(
+            agent_id=agent_id,
+            total=len(ordered),
+            shown=len(rows),
+            sessions=rows,
+            archives=len(rt.sessions.list_archives()),
+            errors=list(listing.errors),
+        )
 
 
 async def _ingest(settings: Settings, agent_id: str) -> IngestReport:
@@ -65,30 +81,53 @@ async def _checkpoints(settings: Settings, agent_id: str) -> CheckpointsReport:
         found = {}
         if rt.store is not None:
             found = await rt.store.read(
-                lambda conn: load_checkpoints(conn, agent_id) if table_exists(conn, "ingest_checkpoints") else {})
-        rows = [CheckpointRow(session_id=cp.session_id, session_key=cp.session_key, state_key=cp.state_key,
-                              fingerprint=FingerprintView(mtime_ms=cp.mtime_ms, size=cp.size,
-                                                          content_hash=cp.content_hash),
-                              cursor=CursorView(line_count=cp.line_count, last_content_line=cp.last_content_line,
-                                                at_end=cp.at_end),
-                              excluded_reason=cp.excluded_reason, updated_at=cp.updated_at)
-                for cp in found.values()]
+                lambda conn: (
+                    load_checkpoints(conn, agent_id) if table_exists(conn, "ingest_checkpoints") else {}
+                )
+            )
+        rows = [
+            CheckpointRow(
+                session_id=cp.session_id,
+                session_key=cp.session_key,
+                state_key=cp.state_key,
+                fingerprint=FingerprintView(mtime_ms=cp.mtime_ms, size=cp.size, content_hash=cp.content_hash),
+                cursor=CursorView(
+                    line_count=cp.line_count, last_content_line=cp.last_content_line, at_end=cp.at_end
+                ),
+                excluded_reason=cp.excluded_reason,
+                updated_at=cp.updated_at,
+            )
+            for cp in found.values()
+        ]
         return CheckpointsReport(agent_id=agent_id, checkpoints=rows)
 
 
 def _human_sessions(r: SessionsReport) -> str:
-    rows = [[s.session_id, s.session_key, s.session_kind, s.chat_type, s.channel, s.hook_external_content_source,
-             ",".join(s.participants), s.excluded_reason or "admitted"] for s in r.sessions]
+    rows = [
+        [
+            s.session_id,
+            s.session_key,
+            s.session_kind,
+            s.chat_type,
+            s.channel,
+            s.hook_external_content_source,
+            ",".join(s.participants),
+            s.excluded_reason or "admitted",
+        ]
+        for s in r.sessions
+    ]
     out = table(["session", "key", "kind", "chat", "channel", "hook", "participants", "admission"], rows)
     out += f"\n{r.shown} of {r.total} sessions; {r.archives} archives (never ingested)"
     return out + "".join(f"\nskipped: {e}" for e in r.errors)
 
 
 def _human_ingest(r: IngestReport) -> str:
-    lines = [f"agent {r.agent_id}: {r.sessions_seen} sessions seen, {r.sessions_scanned} scanned, "
-             f"{r.sessions_unchanged} unchanged, {sum(r.sessions_excluded.values())} excluded, "
-             f"{r.sessions_missing} missing, {r.sessions_deferred} deferred",
-             f"messages staged: {r.messages_staged}; checkpoints removed: {r.checkpoints_removed}"]
+    lines = [
+        f"agent {r.agent_id}: {r.sessions_seen} sessions seen, {r.sessions_scanned} scanned, "
+        f"{r.sessions_unchanged} unchanged, {sum(r.sessions_excluded.values())} excluded, "
+        f"{r.sessions_missing} missing, {r.sessions_deferred} deferred",
+        f"messages staged: {r.messages_staged}; checkpoints removed: {r.checkpoints_removed}",
+    ]
     lines += [f"excluded {reason}: {n}" for reason, n in r.sessions_excluded.items()]
     lines += [f"lines skipped ({kind}): {n}" for kind, n in r.lines_skipped.items()]
     lines += [f"error: {e}" for e in r.errors]
@@ -96,9 +135,18 @@ def _human_ingest(r: IngestReport) -> str:
 
 
 def _human_checkpoints(r: CheckpointsReport) -> str:
-    rows = [[c.session_id, c.session_key, c.fingerprint.mtime_ms, c.fingerprint.size,
-             c.fingerprint.content_hash[:12], f"{c.cursor.line_count}/{c.cursor.last_content_line}",
-             c.excluded_reason or ""] for c in r.checkpoints]
+    rows = [
+        [
+            c.session_id,
+            c.session_key,
+            c.fingerprint.mtime_ms,
+            c.fingerprint.size,
+            c.fingerprint.content_hash[:12],
+            f"{c.cursor.line_count}/{c.cursor.last_content_line}",
+            c.excluded_reason or "",
+        ]
+        for c in r.checkpoints
+    ]
     return table(["session", "key", "mtime_ms", "size", "hash", "lines/messages", "excluded"], rows)
 
 
@@ -128,4 +176,3 @@ def register(cli: click.Group) -> None:
     def checkpoints(state: CliState, agent_id: str, as_json: bool) -> None:
         """List ingestion checkpoints: fingerprint, cursor and why a session was kept out."""
         emit(run_async(_checkpoints, state.settings, agent_id), as_json, _human_checkpoints)
-

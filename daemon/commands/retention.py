@@ -34,13 +34,15 @@ def erase_options(request_id_help: str) -> Callable[[F], F]:
         for option in reversed(options):
             fn = option(fn)
         return fn
+
     return apply
 
 
 def erase_request(scope: str, allow_partial: bool, request_id: str | None, dry_run: bool) -> EraseRequest:
     """The request the erasure flags describe (a bad one is a UsageError, exit 2)."""
-    return EraseRequest.parse({"scope": scope, "allow_partial": allow_partial, "request_id": request_id,
-                               "dry_run": dry_run})
+    return EraseRequest.parse(
+        {"scope": scope, "allow_partial": allow_partial, "request_id": request_id, "dry_run": dry_run}
+    )
 
 
 def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -56,6 +58,7 @@ def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any,
 
 # --- human renderings ---------------------------------------------------------------------------
 
+
 def _write_human(r: WriteResult) -> str:
     lines = [f"Wrote {r.object_id} in {r.scope}"]
     if r.created_scopes:
@@ -70,26 +73,47 @@ def _write_human(r: WriteResult) -> str:
 def _read_human(r: ReadResult) -> str:
     if r.state != "live":
         return f"{r.scope}: {r.state}" + (f" (hidden by {r.hidden_by})" if r.hidden_by else "")
-    rows = [[o.object_id, o.content[:60], o.provenance.parent if o.provenance else "",
-             o.provenance.parent_state if o.provenance else ""] for o in r.objects]
+    rows = [
+        [
+            o.object_id,
+            o.content[:60],
+            o.provenance.parent if o.provenance else "",
+            o.provenance.parent_state if o.provenance else "",
+        ]
+        for o in r.objects
+    ]
     return table(["object", "content", "provenance", "parent"], rows)
 
 
 def _lineage_human(r: LineageReport) -> str:
-    rows = [[s.object_id, s.scope, s.object_state, s.provenance.parent if s.provenance else "",
-             s.provenance.parent_state if s.provenance else ""] for s in r.steps]
-    return table(["object", "scope", "state", "cites", "cited"], rows) + ("\n(truncated)" if r.truncated else "")
+    rows = [
+        [
+            s.object_id,
+            s.scope,
+            s.object_state,
+            s.provenance.parent if s.provenance else "",
+            s.provenance.parent_state if s.provenance else "",
+        ]
+        for s in r.steps
+    ]
+    return table(["object", "scope", "state", "cites", "cited"], rows) + (
+        "\n(truncated)" if r.truncated else ""
+    )
 
 
 def _holds_human(r: HoldList) -> str:
-    return table(["hold", "scope", "reason", "since (ms)"], [[h.hold_id, h.scope, h.reason, h.created_at]
-                                                             for h in r.holds])
+    return table(
+        ["hold", "scope", "reason", "since (ms)"],
+        [[h.hold_id, h.scope, h.reason, h.created_at] for h in r.holds],
+    )
 
 
 def _expire_human(r: ExpireReport) -> str:
-    return (f"Expired scopes: {r.expired_scopes}\nHeld (skipped): {r.held_skipped}\n"
-            f"Purged: {r.purged_objects} objects, {r.purged_scopes} scopes, "
-            f"{r.provenance_rewritten} provenance edges rewritten")
+    return (
+        f"Expired scopes: {r.expired_scopes}\nHeld (skipped): {r.held_skipped}\n"
+        f"Purged: {r.purged_objects} objects, {r.purged_scopes} scopes, "
+        f"{r.provenance_rewritten} provenance edges rewritten"
+    )
 
 
 def _verification_lines(v: Verification | None) -> list[str]:
@@ -104,26 +128,48 @@ def _verification_lines(v: Verification | None) -> list[str]:
 
 
 def _receipt_human(r: ErasureReceipt) -> str:
-    lines = [f"Erasure {r.receipt_id} ({r.day}): {r.state}" + (" [dry run]" if r.dry_run else ""),
-             f"Structural deleted: {r.structural_deleted}", f"Provenance rewritten: {r.provenance_rewritten}",
-             f"Hold blocked: {r.hold_blocked}"]
-    lines += [f"  blocked by {b.hold_id}: {b.structural} scopes, {b.provenance} provenance children, "
-              f"{b.sessions} sessions" for b in r.blocked]
+    lines = [
+        f"Erasure {r.receipt_id} ({r.day}): {r.state}" + (" [dry run]" if r.dry_run else ""),
+        f"Structural deleted: {r.structural_deleted}",
+        f"Provenance rewritten: {r.provenance_rewritten}",
+        f"Hold blocked: {r.hold_blocked}",
+    ]
+    lines += [
+        f"  blocked by {b.hold_id}: {b.structural} scopes, {b.provenance} provenance children, "
+        f"{b.sessions} sessions"
+        for b in r.blocked
+    ]
     a = r.artifacts
-    lines.append(f"Artifacts: {a.scopes} scopes, {a.objects} objects, {a.sessions} sessions, "
-                 f"{a.forgotten_records_hashed} hashed forgotten records, {a.curated_writes} curated writes")
+    lines.append(
+        f"Artifacts: {a.scopes} scopes, {a.objects} objects, {a.sessions} sessions, "
+        f"{a.forgotten_records_hashed} hashed forgotten records, {a.curated_writes} curated writes"
+    )
     if a.forget:
         lines.append("Forget: " + ", ".join(f"{k} {v}" for k, v in a.forget.items()))
     return "\n".join(lines + _verification_lines(r.verification))
 
 
 def _receipts_human(r: ReceiptList) -> str:
-    return table(["receipt", "day", "state", "structural", "rewritten", "blocked", "verified", "request"],
-                 [[x.receipt_id, x.day, x.state, x.structural_deleted, x.provenance_rewritten, x.hold_blocked,
-                   x.verified, x.request_id or ""] for x in r.receipts])
+    return table(
+        ["receipt", "day", "state", "structural", "rewritten", "blocked", "verified", "request"],
+        [
+            [
+                x.receipt_id,
+                x.day,
+                x.state,
+                x.structural_deleted,
+                x.provenance_rewritten,
+                x.hold_blocked,
+                x.verified,
+                x.request_id or "",
+            ]
+            for x in r.receipts
+        ],
+    )
 
 
 # --- commands -------------------------------------------------------------------------------------
+
 
 def register(cli: click.Group) -> None:
     @cli.group("mem")
@@ -133,14 +179,24 @@ def register(cli: click.Group) -> None:
     @mem.command("write")
     @click.option("--scope", required=True, help="Scope to write to (missing ancestors are created).")
     @click.option("--content", required=True, help="The memory text.")
-    @click.option("--provenance-parent", default=None, metavar="SCOPE", help="Scope this memory derives from.")
+    @click.option(
+        "--provenance-parent", default=None, metavar="SCOPE", help="Scope this memory derives from."
+    )
     @click.option("--retention-days", type=int, default=None, help="TTL in days (clamped to the parent's).")
     @json_option
     @pass_state
-    def mem_write(state: CliState, scope: str, content: str, provenance_parent: str | None,
-                  retention_days: int | None, as_json: bool) -> None:
+    def mem_write(
+        state: CliState,
+        scope: str,
+        content: str,
+        provenance_parent: str | None,
+        retention_days: int | None,
+        as_json: bool,
+    ) -> None:
         """Store one object in a scope, optionally citing the scope it derives from."""
-        result = _with_redis(state.settings, service.write_object, scope, content, provenance_parent, retention_days)
+        result = _with_redis(
+            state.settings, service.write_object, scope, content, provenance_parent, retention_days
+        )
         emit(result, as_json, _write_human)
 
     @mem.command("read")
@@ -152,7 +208,9 @@ def register(cli: click.Group) -> None:
         emit(run_async(service.read_scope, state.settings, scope), as_json, _read_human)
 
     @mem.command("lineage")
-    @click.option("--object", "object_id", required=True, metavar="ID", help="Object whose provenance chain to show.")
+    @click.option(
+        "--object", "object_id", required=True, metavar="ID", help="Object whose provenance chain to show."
+    )
     @json_option
     @pass_state
     def mem_lineage(state: CliState, object_id: str, as_json: bool) -> None:
@@ -165,7 +223,9 @@ def register(cli: click.Group) -> None:
 
     @hold.command("add")
     @click.option("--scope", required=True, help="Scope to hold; the hold covers everything under it.")
-    @click.option("--reason", required=True, help="Why the hold exists (e.g. a case number); shown in hold list.")
+    @click.option(
+        "--reason", required=True, help="Why the hold exists (e.g. a case number); shown in hold list."
+    )
     @json_option
     @pass_state
     def hold_add(state: CliState, scope: str, reason: str, as_json: bool) -> None:
@@ -200,8 +260,9 @@ def register(cli: click.Group) -> None:
     @erase_options("Your reference, copied to the receipt.")
     @json_option
     @pass_state
-    def erase(state: CliState, scope: str, allow_partial: bool, request_id: str | None, dry_run: bool,
-              as_json: bool) -> None:
+    def erase(
+        state: CliState, scope: str, allow_partial: bool, request_id: str | None, dry_run: bool, as_json: bool
+    ) -> None:
         """Erase a data subject: structural cascade, provenance rewrite, or hold-blocked refusal.
 
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
@@ -214,9 +275,11 @@ def register(cli: click.Group) -> None:
             receipt = _with_redis(state.settings, service.run_erase, request)
         emit(receipt, as_json, _receipt_human)
         if receipt.state == "refused":
-            raise RefusedError(f"erasure refused: {receipt.hold_blocked} item(s) under legal hold "
-                               f"({', '.join(b.hold_id for b in receipt.blocked)}); nothing was changed. "
-                               "Release the hold(s) or pass --allow-partial")
+            raise RefusedError(
+                f"erasure refused: {receipt.hold_blocked} item(s) under legal hold "
+                f"({', '.join(b.hold_id for b in receipt.blocked)}); nothing was changed. "
+                "Release the hold(s) or pass --allow-partial"
+            )
 
     @cli.command("receipts")
     @json_option
@@ -226,8 +289,13 @@ def register(cli: click.Group) -> None:
         emit(run_async(service.list_receipts, state.settings), as_json, _receipts_human)
 
     @cli.command("verify")
-    @click.option("--receipt", "receipt_id", default=None, metavar="ID",
-                  help="Record this run on a receipt (its verified flag can only go down).")
+    @click.option(
+        "--receipt",
+        "receipt_id",
+        default=None,
+        metavar="ID",
+        help="Record this run on a receipt (its verified flag can only go down).",
+    )
     @json_option
     @pass_state
     def verify(state: CliState, receipt_id: str | None, as_json: bool) -> None:

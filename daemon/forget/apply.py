@@ -37,8 +37,10 @@ from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store, tab
 from daemon.store.origins import delete_origins_for_entries
 from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
 
-RERUN_HINT = ("the forgotten records are in force and the remaining evidence is kept; "
-              "fix the cause and rerun the same forget")
+RERUN_HINT = (
+    "the forgotten records are in force and the remaining evidence is kept; "
+    "fix the cause and rerun the same forget"
+)
 
 
 class LineageChanged(Exception):
@@ -90,8 +92,10 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     _purge_backfill_journal(conn, plan)
     failpoint("forget.preimages")
     for b in plan.backup_rewrites:
-        cur = conn.execute("UPDATE memory_backups SET content = ?, content_hash = ? WHERE id = ? AND content_hash = ?",
-                           (b.content, b.content_hash, b.id, b.expected_hash))
+        cur = conn.execute(
+            "UPDATE memory_backups SET content = ?, content_hash = ? WHERE id = ? AND content_hash = ?",
+            (b.content, b.content_hash, b.id, b.expected_hash),
+        )
         if cur.rowcount != 1:
             raise LineageChanged  # the preimage was rotated or rewritten since planning
 
@@ -102,15 +106,26 @@ def _purge_backfill_journal(conn: Connection, plan: ForgetPlan) -> None:
     keys go with the staged state, so neither the text nor a later rollback outlives the purge."""
     if not table_exists(conn, "backfill_journal"):
         return
-    execute_in(conn, "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})",
-               sorted(plan.session_ids))
-    execute_in(conn, "DELETE FROM backfill_journal WHERE kind IN ('origin', 'staged_new', 'staged_prior', "
-               "'diary_key') AND key IN ({marks})", sorted(plan.lineage.entry_keys))
+    execute_in(
+        conn,
+        "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})",
+        sorted(plan.session_ids),
+    )
+    execute_in(
+        conn,
+        "DELETE FROM backfill_journal WHERE kind IN ('origin', 'staged_new', 'staged_prior', "
+        "'diary_key') AND key IN ({marks})",
+        sorted(plan.lineage.entry_keys),
+    )
     # Corpus lines carry their session in the citation; the journal has as many as backfill
     # appended, so this reads that history, never the store's origins or index.
-    doomed = [rowid for rowid, payload in conn.execute(
-        "SELECT rowid, payload FROM backfill_journal WHERE kind = 'corpus_line'")
-        if references_session(payload, plan.agent_id, plan.session_ids)]
+    doomed = [
+        rowid
+        for rowid, payload in conn.execute(
+            "SELECT rowid, payload FROM backfill_journal WHERE kind = 'corpus_line'"
+        )
+        if references_session(payload, plan.agent_id, plan.session_ids)
+    ]
     execute_in(conn, "DELETE FROM backfill_journal WHERE rowid IN ({marks})", doomed)
 
 
@@ -128,26 +143,44 @@ def _commit_files(workspace: Path, rewrites: Sequence[FileRewrite], stage: str) 
         failpoint(stage)
         name = Path(w.relative_path).name
         try:
-            commit_file(workspace / w.relative_path, w.content, expected_hash=w.expected_hash, root=workspace,
-                        conflict_message=f"{name} changed before the memory forget rewrite could commit; "
-                                         + RERUN_HINT)
+            commit_file(
+                workspace / w.relative_path,
+                w.content,
+                expected_hash=w.expected_hash,
+                root=workspace,
+                conflict_message=f"{name} changed before the memory forget rewrite could commit; "
+                + RERUN_HINT,
+            )
         except MemorydError:
             raise
         except OSError as exc:
-            raise OperationFailed(f"{w.relative_path}: forget rewrite failed: {exc.strerror or exc}; "
-                                  + RERUN_HINT) from None
+            raise OperationFailed(
+                f"{w.relative_path}: forget rewrite failed: {exc.strerror or exc}; " + RERUN_HINT
+            ) from None
 
 
-async def _write(store: Store, stage: str, fn: Callable[[Connection, ForgetPlan], object], plan: ForgetPlan,
-                 fence: FenceToken) -> None:
+async def _write(
+    store: Store,
+    stage: str,
+    fn: Callable[[Connection, ForgetPlan], object],
+    plan: ForgetPlan,
+    fence: FenceToken,
+) -> None:
     try:
         await store.write(fn, plan, fence=fence)
     except ANY_SQLITE_ERROR as exc:
         raise OperationFailed(f"forget: {stage} failed: {exc}; {RERUN_HINT}") from exc
 
 
-async def apply_plan(store: Store, workspace: Path, plan: ForgetPlan, fence: FenceToken, *,
-                     tombstoned: bool, secret: bytes | None = None) -> ApplyOutcome:
+async def apply_plan(
+    store: Store,
+    workspace: Path,
+    plan: ForgetPlan,
+    fence: FenceToken,
+    *,
+    tombstoned: bool,
+    secret: bytes | None = None,
+) -> ApplyOutcome:
     """Apply `plan`; `complete=False` means the lineage changed and the caller must re-plan.
 
     `tombstoned` says a previous round already committed the forgotten records; `secret` (the
@@ -158,8 +191,10 @@ async def apply_plan(store: Store, workspace: Path, plan: ForgetPlan, fence: Fen
             try:
                 await store.write(_mark, plan, int(time.time() * 1000), secret, fence=fence)
             except ANY_SQLITE_ERROR as exc:
-                raise OperationFailed(f"forget: recording forgotten sessions failed: {exc}; nothing was "
-                                      "removed, fix the cause and rerun the same forget") from exc
+                raise OperationFailed(
+                    f"forget: recording forgotten sessions failed: {exc}; nothing was "
+                    "removed, fix the cause and rerun the same forget"
+                ) from exc
             tombstoned = True
         if not plan.index.empty:
             await _write(store, "index purge", _purge_index, plan, fence=fence)

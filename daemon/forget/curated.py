@@ -32,7 +32,9 @@ def is_curated_path(relative_path: str) -> bool:
     return relative_path in ("MEMORY.md", "USER.md") or relative_path.startswith("memory/")
 
 
-def merge_curated(observed: Iterable[CuratedWrite], from_transcripts: Iterable[CuratedWrite]) -> list[CuratedWrite]:
+def merge_curated(
+    observed: Iterable[CuratedWrite], from_transcripts: Iterable[CuratedWrite]
+) -> list[CuratedWrite]:
     out: dict[str, CuratedWrite] = {}
     for w in observed:
         out.setdefault(w.relative_path, w)
@@ -116,8 +118,11 @@ def transcript_writes(lines: Iterable[bytes], workspace: str) -> list[CuratedWri
         if not isinstance(content, list):
             continue
         for item in content:
-            if not (isinstance(item, dict) and item.get("type") in _TOOL_CALL_TYPES
-                    and item.get("name") in _WRITE_TOOLS):
+            if not (
+                isinstance(item, dict)
+                and item.get("type") in _TOOL_CALL_TYPES
+                and item.get("name") in _WRITE_TOOLS
+            ):
                 continue
             args = _arguments(item)
             if args is None:

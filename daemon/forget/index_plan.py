@@ -59,21 +59,35 @@ class IndexPlan:
         return not (self.chunk_ids or self.source_ids or self.clear_embedding_cache)
 
 
-def plan_index(chunks: Iterable[ChunkRow], sources: Iterable[SourceRow], *, sel: Selection,
-               changed_paths: Collection[str], removed_paths: Collection[str],
-               excluded_session_ids: Collection[str], embedding_cache_rows: int) -> IndexPlan:
+def plan_index(
+    chunks: Iterable[ChunkRow],
+    sources: Iterable[SourceRow],
+    *,
+    sel: Selection,
+    changed_paths: Collection[str],
+    removed_paths: Collection[str],
+    excluded_session_ids: Collection[str],
+    embedding_cache_rows: int,
+) -> IndexPlan:
     chunk_list = list(chunks)
     changed = set(changed_paths)
     for c in chunk_list:
         if c.source == "memory" and c.path not in changed and scrub_memory(c.text, sel).content != c.text:
             changed.add(c.path)
     any_selected = bool(sel.session_ids)
-    selected = [c for c in chunk_list if c.path in changed or _selects_transcript(c, sel, any_selected,
-                                                                                 excluded_session_ids)]
+    selected = [
+        c
+        for c in chunk_list
+        if c.path in changed or _selects_transcript(c, sel, any_selected, excluded_session_ids)
+    ]
     removed_session_paths = {c.path for c in selected if c.source == "sessions"}
     gone = set(removed_paths)
-    chosen_sources = [s for s in sources if s.path in gone or (
-        s.source == "sessions" and (s.path in removed_session_paths or s.session_id in sel.session_ids))]
+    chosen_sources = [
+        s
+        for s in sources
+        if s.path in gone
+        or (s.source == "sessions" and (s.path in removed_session_paths or s.session_id in sel.session_ids))
+    ]
     return IndexPlan(
         chunk_ids=tuple(sorted(c.id for c in selected)),
         chunk_rowids=tuple(sorted(c.rowid for c in selected)),
@@ -90,8 +104,10 @@ def _selects_transcript(c: ChunkRow, sel: Selection, any_selected: bool, exclude
         return True
     if c.source != "sessions" or not any_selected:
         return False
-    return (c.session_id in sel.session_ids
-            or c.origin_class == "system"
-            or (c.session_kind or "unknown") in INTERNAL_SESSION_KINDS
-            or c.session_id in excluded
-            or references_session(c.path, sel.agent_id, excluded))
+    return (
+        c.session_id in sel.session_ids
+        or c.origin_class == "system"
+        or (c.session_kind or "unknown") in INTERNAL_SESSION_KINDS
+        or c.session_id in excluded
+        or references_session(c.path, sel.agent_id, excluded)
+    )

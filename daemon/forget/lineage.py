@@ -44,8 +44,9 @@ def lineage_identity(rows: Iterable[OriginRow]) -> str:
     return orjson.dumps([[r.entry_key, r.session_id] for r in rows]).decode()
 
 
-def read_lineage(conn: Connection, agent_id: str, session_ids: Collection[str],
-                 carried_keys: Collection[str] = ()) -> Lineage:
+def read_lineage(
+    conn: Connection, agent_id: str, session_ids: Collection[str], carried_keys: Collection[str] = ()
+) -> Lineage:
     """Lineage of `session_ids`; `carried_keys` stay selected across re-plans (a key seen once
     stays selected even if another writer removed its rows meanwhile)."""
     if not table_exists(conn, "memory_entry_origins"):
@@ -53,12 +54,19 @@ def read_lineage(conn: Connection, agent_id: str, session_ids: Collection[str],
         return Lineage((), keys, frozenset())
     sids = sorted(set(session_ids))
     by_session = select_in(
-        conn, "SELECT entry_key FROM memory_entry_origins WHERE session_id IN ({marks}) AND agent_id = ?",
-        sids, (agent_id,))
+        conn,
+        "SELECT entry_key FROM memory_entry_origins WHERE session_id IN ({marks}) AND agent_id = ?",
+        sids,
+        (agent_id,),
+    )
     entry_keys = frozenset({k for (k,) in by_session} | set(carried_keys))
     rows = select_in(
-        conn, "SELECT entry_key, session_id FROM memory_entry_origins WHERE entry_key IN ({marks}) "
-        "AND agent_id = ?", sorted(entry_keys), (agent_id,))
+        conn,
+        "SELECT entry_key, session_id FROM memory_entry_origins WHERE entry_key IN ({marks}) "
+        "AND agent_id = ?",
+        sorted(entry_keys),
+        (agent_id,),
+    )
     ordered = tuple(sorted({OriginRow(k, s) for k, s in rows}))  # (entry_key, session_id) order
     selected = set(sids)
     mixed = frozenset(r.entry_key for r in ordered if r.session_id not in selected)
@@ -69,6 +77,10 @@ def keys_with_origins(conn: Connection, agent_id: str, entry_keys: Collection[st
     """Which of `entry_keys` have at least one origin row for this agent (primary-key lookups)."""
     if not entry_keys or not table_exists(conn, "memory_entry_origins"):
         return frozenset()
-    rows = select_in(conn, "SELECT DISTINCT entry_key FROM memory_entry_origins "
-                             "WHERE entry_key IN ({marks}) AND agent_id = ?", sorted(set(entry_keys)), (agent_id,))
+    rows = select_in(
+        conn,
+        "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key IN ({marks}) AND agent_id = ?",
+        sorted(set(entry_keys)),
+        (agent_id,),
+    )
     return frozenset(k for (k,) in rows)

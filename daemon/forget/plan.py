@@ -121,7 +121,9 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
             continue
         corpus_lines += corpus.removed_lines
         snippets.update(dict.fromkeys(corpus.snippets))
-        corpus_rewrites.append(FileRewrite(f.relative_path, None if corpus.remove_file else corpus.content, f.sha256))
+        corpus_rewrites.append(
+            FileRewrite(f.relative_path, None if corpus.remove_file else corpus.content, f.sha256)
+        )
     sel = Selection(agent, sids, keys, tuple(snippets))
 
     # 2. Memory files and diaries.
@@ -134,16 +136,21 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
         untargetable.update(k for k in promotion_keys_on_lines(f.text) if k not in all_origin_keys)
         result = scrub_memory(f.text, sel)
         if has_history_highlights(result.content):
-            refusals.append(f"Cannot trace historical consolidation highlights in {f.relative_path}; "
-                            "review them manually.")
+            refusals.append(
+                f"Cannot trace historical consolidation highlights in {f.relative_path}; "
+                "review them manually."
+            )
         if result.content != f.text:
             memory_entries += result.removed_entries
             memory_lines += result.removed_lines
             memory_rewrites.append(FileRewrite(f.relative_path, result.content, f.sha256))
 
     # 5. Short-term entries and their phase signals.
-    short_term = [r.entry_key for r in snap.short_term
-                  if r.entry_key in keys or references_session(f"{r.path}\n{r.snippet}", agent, sids)]
+    short_term = [
+        r.entry_key
+        for r in snap.short_term
+        if r.entry_key in keys or references_session(f"{r.path}\n{r.snippet}", agent, sids)
+    ]
     phase_signals = sorted(keys | set(short_term))
 
     # 6. Ingestion state: checkpoints and seen-hash scopes that reference a selected session.
@@ -160,17 +167,32 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
     # 9. Index.
     changed = {w.relative_path for w in corpus_rewrites} | {w.relative_path for w in memory_rewrites}
     removed = {w.relative_path for w in corpus_rewrites if w.content is None}
-    index = plan_index(snap.chunks, snap.sources, sel=sel, changed_paths=changed, removed_paths=removed,
-                       excluded_session_ids=snap.excluded_session_ids,
-                       embedding_cache_rows=snap.embedding_cache_rows)
+    index = plan_index(
+        snap.chunks,
+        snap.sources,
+        sel=sel,
+        changed_paths=changed,
+        removed_paths=removed,
+        excluded_session_ids=snap.excluded_session_ids,
+        embedding_cache_rows=snap.embedding_cache_rows,
+    )
 
     return ForgetPlan(
-        agent_id=agent, selection=snap.selection, lineage=snap.lineage,
+        agent_id=agent,
+        selection=snap.selection,
+        lineage=snap.lineage,
         untargetable_keys=frozenset(untargetable - all_origin_keys),
         refusals=tuple(refusals),
-        corpus_rewrites=tuple(corpus_rewrites), corpus_lines=corpus_lines,
-        memory_rewrites=tuple(memory_rewrites), memory_entries=memory_entries, memory_lines=memory_lines,
-        short_term_keys=tuple(sorted(set(short_term))), phase_signal_keys=tuple(phase_signals),
-        checkpoint_keys=tuple(sorted(set(checkpoints))), seen_scopes=tuple(sorted(set(scopes))),
-        backup_rewrites=tuple(backups), curated_writes=snap.curated_writes, index=index,
+        corpus_rewrites=tuple(corpus_rewrites),
+        corpus_lines=corpus_lines,
+        memory_rewrites=tuple(memory_rewrites),
+        memory_entries=memory_entries,
+        memory_lines=memory_lines,
+        short_term_keys=tuple(sorted(set(short_term))),
+        phase_signal_keys=tuple(phase_signals),
+        checkpoint_keys=tuple(sorted(set(checkpoints))),
+        seen_scopes=tuple(sorted(set(scopes))),
+        backup_rewrites=tuple(backups),
+        curated_writes=snap.curated_writes,
+        index=index,
     )

@@ -44,7 +44,7 @@ def session_id_from_file_name(name: str) -> str | None:
     if not markers:
         return None
     last = markers[-1]
-    if not _ARCHIVE_TS_RE.match(base[last.end():]):
+    if not _ARCHIVE_TS_RE.match(base[last.end() :]):
         return None
     return base[: last.start()] or None
 

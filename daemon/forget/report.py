@@ -88,15 +88,21 @@ def build_report(plan: ForgetPlan, *, dry_run: bool) -> ForgetReport:
         agentId=plan.agent_id,
         dryRun=dry_run,
         sessionIds=_sorted(t.session_id for t in targets),
-        participantMatches=[ParticipantMatchModel(actorId=m.actor_id, identities=list(m.identities))
-                            for m in plan.selection.participant_matches],
-        sessionResolutions=[SessionResolution(sessionId=t.session_id, sessionKey=t.session_key, source=t.resolution)
-                            for t in sorted(targets, key=lambda t: utf16_key(t.session_id))],
+        participantMatches=[
+            ParticipantMatchModel(actorId=m.actor_id, identities=list(m.identities))
+            for m in plan.selection.participant_matches
+        ],
+        sessionResolutions=[
+            SessionResolution(sessionId=t.session_id, sessionKey=t.session_key, source=t.resolution)
+            for t in sorted(targets, key=lambda t: utf16_key(t.session_id))
+        ],
         entryKeys=_sorted(plan.lineage.entry_keys),
         mixedLineageEntryKeys=_sorted(plan.lineage.mixed_entry_keys),
         untargetableEntryKeys=_sorted(plan.untargetable_keys),
-        curatedWrites=[CuratedWriteModel(relativePath=w.relative_path, observedAt=w.observed_at)
-                       for w in sorted(plan.curated_writes, key=lambda w: utf16_key(w.relative_path))],
+        curatedWrites=[
+            CuratedWriteModel(relativePath=w.relative_path, observedAt=w.observed_at)
+            for w in sorted(plan.curated_writes, key=lambda w: utf16_key(w.relative_path))
+        ],
         artifacts=Artifacts(
             memoryFiles=len(plan.memory_rewrites),
             memoryEntries=plan.memory_entries,
@@ -143,8 +149,10 @@ def render_human(report: ForgetReport) -> str:
     lines += [f"Session resolution: {r.sessionId} ({r.source})" for r in report.sessionResolutions]
     for m in report.participantMatches:
         found = orjson.dumps(m.identities).decode() if m.identities else "no live match"
-        lines.append(f"Raw participant selector: {m.actorId}: {found}. "
-                     "Matches select whole sessions across identity namespaces.")
+        lines.append(
+            f"Raw participant selector: {m.actorId}: {found}. "
+            "Matches select whole sessions across identity namespaces."
+        )
     lines += [f"Mixed-lineage entry deleted whole: {k}" for k in report.mixedLineageEntryKeys]
     lines += [f"Entry without targetable provenance: {k}" for k in report.untargetableEntryKeys]
     for w in report.curatedWrites:

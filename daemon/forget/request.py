@@ -16,8 +16,10 @@ from daemon.errors import UsageError
 from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
 from daemon.validation import validate_request
 
-NO_SELECTOR_MESSAGE = ("memory forget requires a session, hook source, or participant selector "
-                       "(--session, --hook-source or --participant)")
+NO_SELECTOR_MESSAGE = (
+    "memory forget requires a session, hook source, or participant selector "
+    "(--session, --hook-source or --participant)"
+)
 _DATE_ONLY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
 
@@ -26,10 +28,14 @@ def _clean_values(field: str, values: list[str]) -> list[str]:
     out: list[str] = []
     for value in values:
         if not value or value != value.strip() or any(ord(c) < 32 for c in value):
-            raise UsageError(f"{field}: invalid selector {value!r} (non-empty, no surrounding "
-                             "spaces or control characters; selectors are exact strings)")
+            raise UsageError(
+                f"{field}: invalid selector {value!r} (non-empty, no surrounding "
+                "spaces or control characters; selectors are exact strings)"
+            )
         if has_surrogate(value):
-            raise UsageError(f"{field}: invalid selector {value!r}: contains a lone surrogate (not valid UTF-8)")
+            raise UsageError(
+                f"{field}: invalid selector {value!r}: contains a lone surrogate (not valid UTF-8)"
+            )
         out.append(value)
     return list(dict.fromkeys(out))
 

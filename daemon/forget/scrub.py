@@ -125,9 +125,11 @@ def scrub_memory(content: str, sel: Selection) -> MemoryScrub:
             next_heading = _HEADING_RE.match(nxt)
             first = _FIRST_NON_SPACE_RE.search(nxt)
             first_non_space = first.start() if first else -1
-            if ((row_indent is not None and first_non_space <= row_indent)
-                    or (next_heading and (not heading or len(next_heading.group(1)) <= len(heading.group(1))))
-                    or _SESSION_ID_LINE_RE.search(nxt)):
+            if (
+                (row_indent is not None and first_non_space <= row_indent)
+                or (next_heading and (not heading or len(next_heading.group(1)) <= len(heading.group(1))))
+                or _SESSION_ID_LINE_RE.search(nxt)
+            ):
                 break
             end += 1
         del lines[i:end]

@@ -74,8 +74,9 @@ def _identity_items(identity: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(identity.items()))
 
 
-def select_sessions(sessions: Iterable[SessionInfo], archives: Sequence[ArchiveInfo],
-                    selectors: Selectors) -> SessionSelection:
+def select_sessions(
+    sessions: Iterable[SessionInfo], archives: Sequence[ArchiveInfo], selectors: Selectors
+) -> SessionSelection:
     wanted = set(selectors.sessions)
     hooks = set(selectors.hook_sources)
     actors = set(selectors.participants)
@@ -87,32 +88,52 @@ def select_sessions(sessions: Iterable[SessionInfo], archives: Sequence[ArchiveI
     live = sorted(sessions, key=lambda s: (s.created_at or 0, utf16_key(s.session_id)))
     for s in live:
         ids = [p.actor_id for p in s.participants]
-        if not (s.session_id in wanted or (s.session_key is not None and s.session_key in wanted)
-                or (s.hook_source and s.hook_source in hooks) or any(a in actors for a in ids)):
+        if not (
+            s.session_id in wanted
+            or (s.session_key is not None and s.session_key in wanted)
+            or (s.hook_source and s.hook_source in hooks)
+            or any(a in actors for a in ids)
+        ):
             continue
         resolved.add(s.session_id)
         if s.session_key is not None:
             resolved.add(s.session_key)
         if since is None or (s.created_at is not None and s.created_at >= since):
             targets[s.session_id] = SessionTarget(
-                s.session_id, s.session_key, "live", s.hook_source, s.channel, s.account_id, s.chat_type,
-                s.created_at, tuple(tuple(p.identity().items()) for p in s.participants))
+                s.session_id,
+                s.session_key,
+                "live",
+                s.hook_source,
+                s.channel,
+                s.account_id,
+                s.chat_type,
+                s.created_at,
+                tuple(tuple(p.identity().items()) for p in s.participants),
+            )
     for a in archives:
         if not (a.session_id in wanted or (a.session_key is not None and a.session_key in wanted)):
             continue
         resolved.add(a.session_id)
         if a.session_key is not None:
             resolved.add(a.session_key)
-        if a.session_id in targets or (since is not None and a.created_at is not None and a.created_at < since):
+        if a.session_id in targets or (
+            since is not None and a.created_at is not None and a.created_at < since
+        ):
             continue
-        targets[a.session_id] = SessionTarget(a.session_id, a.session_key, "archived", created_at=a.created_at)
+        targets[a.session_id] = SessionTarget(
+            a.session_id, a.session_key, "archived", created_at=a.created_at
+        )
     for value in selectors.sessions:
         if value not in resolved and value not in targets:
             targets[value] = SessionTarget(value, None, "unresolved")
-    return SessionSelection(tuple(targets.values()), _participant_matches(targets.values(), selectors.participants))
+    return SessionSelection(
+        tuple(targets.values()), _participant_matches(targets.values(), selectors.participants)
+    )
 
 
-def _participant_matches(targets: Iterable[SessionTarget], actors: Sequence[str]) -> tuple[ParticipantMatch, ...]:
+def _participant_matches(
+    targets: Iterable[SessionTarget], actors: Sequence[str]
+) -> tuple[ParticipantMatch, ...]:
     identities = [dict(items) for t in targets for items in t.participants]
     out = []
     for actor in sorted(set(actors), key=utf16_key):

@@ -33,8 +33,9 @@ MAX_PLAN_ROUNDS = 8
 
 
 def _selectors(request: ForgetRequest) -> Selectors:
-    return Selectors(tuple(request.sessions), tuple(request.participants), tuple(request.hook_sources),
-                     request.since_ms)
+    return Selectors(
+        tuple(request.sessions), tuple(request.participants), tuple(request.hook_sources), request.since_ms
+    )
 
 
 async def _resolve(rt: AgentRuntime, request: ForgetRequest) -> tuple[SessionCatalog, SessionSelection]:
@@ -42,8 +43,12 @@ async def _resolve(rt: AgentRuntime, request: ForgetRequest) -> tuple[SessionCat
     return catalog, select_sessions(catalog.sessions, catalog.archives, _selectors(request))
 
 
-async def plan_for(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection,
-                   carried_keys: frozenset[str] = frozenset()) -> ForgetPlan:
+async def plan_for(
+    rt: AgentRuntime,
+    catalog: SessionCatalog,
+    selection: SessionSelection,
+    carried_keys: frozenset[str] = frozenset(),
+) -> ForgetPlan:
     return plan_forget(await read_snapshot(rt, catalog, selection, carried_keys))
 
 
@@ -66,8 +71,9 @@ async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
             report = build_report(plan, dry_run=False)
             if not plan.session_ids:
                 return report
-            outcome = await apply_plan(store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned,
-                                       secret=secret)
+            outcome = await apply_plan(
+                store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned, secret=secret
+            )
             if outcome.complete:
                 # The purge's rows are gone from the database pages (secure delete), but frames
                 # written before it may still sit in the WAL while any connection stays open.
@@ -75,8 +81,10 @@ async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
                 return report
             tombstoned = outcome.tombstoned
             carried = plan.lineage.entry_keys
-        raise OperationFailed(f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
-                              f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget")
+        raise OperationFailed(
+            f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
+            f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget"
+        )
 
 
 def _existing_secret(rt: AgentRuntime) -> bytes | None:
@@ -100,11 +108,15 @@ async def forget(settings: Settings, request: ForgetRequest, *, redis: bool | Re
         return await run_forget(rt, request)
 
 
-def _forgotten_sessions(settings: Settings, agent: str, session_ids: list[str]) -> list[SessionInfo | ArchiveInfo]:
+def _forgotten_sessions(
+    settings: Settings, agent: str, session_ids: list[str]
+) -> list[SessionInfo | ArchiveInfo]:
     """The live windows and archives of the forgotten ids (transcripts are never deleted)."""
     wanted = set(session_ids)
     source = session_source_for(settings, agent)
-    found: list[SessionInfo | ArchiveInfo] = [s for s in source.list_sessions().sessions if s.session_id in wanted]
+    found: list[SessionInfo | ArchiveInfo] = [
+        s for s in source.list_sessions().sessions if s.session_id in wanted
+    ]
     found += [a for a in source.list_archives() if a.session_id in wanted]
     return found
 
@@ -116,11 +128,15 @@ async def forget_verified(settings: Settings, request: ForgetRequest) -> Verifie
     records that keep them from being re-ingested are meant to remain.
     """
     if request.dry_run:
-        raise UsageError("--verify: needs a real forget; a dry run removes nothing to verify (drop --dry-run)")
+        raise UsageError(
+            "--verify: needs a real forget; a dry run removes nothing to verify (drop --dry-run)"
+        )
     redis = await connect_redis(settings.redis_url)
     try:
         report = await forget(settings, request, redis=redis)
-        sessions = await anyio.to_thread.run_sync(_forgotten_sessions, settings, request.agent, report.sessionIds)
+        sessions = await anyio.to_thread.run_sync(
+            _forgotten_sessions, settings, request.agent, report.sessionIds
+        )
         subject = await session_subject(settings, sessions, include_ids=False)
         verification = await run_verify(settings, redis, subject)
     finally:

@@ -56,8 +56,11 @@ class SessionCatalog:
     @property
     def excluded_session_ids(self) -> frozenset[str]:
         """Internal sessions whose transcripts are never indexed (stale chunks are purged)."""
-        return frozenset(s.session_id for s in self.sessions
-                         if s.generated_by_narrative or s.session_kind in INTERNAL_SESSION_KINDS)
+        return frozenset(
+            s.session_id
+            for s in self.sessions
+            if s.generated_by_narrative or s.session_kind in INTERNAL_SESSION_KINDS
+        )
 
 
 async def read_catalog(rt: AgentRuntime) -> SessionCatalog:
@@ -68,6 +71,7 @@ async def read_catalog(rt: AgentRuntime) -> SessionCatalog:
 
 
 # --- workspace files -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceFiles:
@@ -93,12 +97,17 @@ def _is_real_dir(path: Path) -> bool:
 def list_corpus_files(corpus_dir: Path) -> list[Path]:
     if not _is_real_dir(corpus_dir):
         return []
-    return sorted(p for p in corpus_dir.iterdir()
-                  if p.name.lower().endswith(CORPUS_SUFFIXES) and _is_regular(p))
+    return sorted(
+        p for p in corpus_dir.iterdir() if p.name.lower().endswith(CORPUS_SUFFIXES) and _is_regular(p)
+    )
 
 
-def corpus_files_to_scan(workspace: Path, corpus_dir: Path, session_ids: Collection[str],
-                         recorded: Mapping[str, Collection[str]] | None) -> list[Path]:
+def corpus_files_to_scan(
+    workspace: Path,
+    corpus_dir: Path,
+    session_ids: Collection[str],
+    recorded: Mapping[str, Collection[str]] | None,
+) -> list[Path]:
     """The corpus files that can hold a line of the selected sessions.
 
     Ingest and backfill record each file before appending a session's lines to it, so a
@@ -115,8 +124,11 @@ def corpus_files_to_scan(workspace: Path, corpus_dir: Path, session_ids: Collect
         return []
     paths = {workspace / rel for sid in session_ids for rel in recorded[sid]}
     # Only files directly in the corpus directory are corpus files (as the full listing).
-    return sorted(p for p in paths if p.parent == corpus_dir and p.name.lower().endswith(CORPUS_SUFFIXES)
-                  and _is_regular(p))
+    return sorted(
+        p
+        for p in paths
+        if p.parent == corpus_dir and p.name.lower().endswith(CORPUS_SUFFIXES) and _is_regular(p)
+    )
 
 
 def _without_subdirs(path: Path) -> bool:
@@ -151,8 +163,9 @@ def list_memory_files(workspace: Path, corpus_dir: Path) -> list[Path]:
     return list(unique.values())
 
 
-def _snapshot(path: Path, workspace: Path, refusals: list[str],
-              needles: Sequence[bytes] | None = None) -> FileSnapshot | None:
+def _snapshot(
+    path: Path, workspace: Path, refusals: list[str], needles: Sequence[bytes] | None = None
+) -> FileSnapshot | None:
     """The file as text, or None (absent, unreadable — named in `refusals` — or, with
     `needles`, a file that contains none of them)."""
     rel = path.relative_to(workspace).as_posix()
@@ -166,7 +179,9 @@ def _snapshot(path: Path, workspace: Path, refusals: list[str],
     if needles is not None and not any(n in data for n in needles):
         return None
     if len(data) > MEMORY_MARKDOWN_MAX_BYTES:
-        refusals.append(f"Cannot scan {rel}: larger than {MEMORY_MARKDOWN_MAX_BYTES} bytes; review it manually.")
+        refusals.append(
+            f"Cannot scan {rel}: larger than {MEMORY_MARKDOWN_MAX_BYTES} bytes; review it manually."
+        )
         return None
     try:
         text = data.decode("utf-8")
@@ -177,8 +192,12 @@ def _snapshot(path: Path, workspace: Path, refusals: list[str],
     return FileSnapshot(rel, text, sha256_hex(data))
 
 
-def read_workspace_files(workspace: Path, corpus_dir: Path, session_ids: Collection[str],
-                         recorded: Mapping[str, Collection[str]] | None = None) -> WorkspaceFiles:
+def read_workspace_files(
+    workspace: Path,
+    corpus_dir: Path,
+    session_ids: Collection[str],
+    recorded: Mapping[str, Collection[str]] | None = None,
+) -> WorkspaceFiles:
     refusals: list[str] = []
     corpus: list[FileSnapshot | None] = []
     if session_ids:  # nothing selected: no corpus line can go
@@ -186,15 +205,20 @@ def read_workspace_files(workspace: Path, corpus_dir: Path, session_ids: Collect
         # selected id's bytes is skipped before it is decoded or split (a superset filter).
         ids = sorted(session_ids)
         needles = [sid.encode("utf-8") for sid in ids] if len(ids) <= MAX_PREFILTER_IDS else None
-        corpus = [_snapshot(p, workspace, refusals, needles)
-                  for p in corpus_files_to_scan(workspace, corpus_dir, session_ids, recorded)]
+        corpus = [
+            _snapshot(p, workspace, refusals, needles)
+            for p in corpus_files_to_scan(workspace, corpus_dir, session_ids, recorded)
+        ]
     memory = [_snapshot(p, workspace, refusals) for p in list_memory_files(workspace, corpus_dir)]
     return WorkspaceFiles(tuple(f for f in corpus if f), tuple(f for f in memory if f), tuple(refusals))
 
 
 # --- transcripts of the selected sessions (curated writes) -----------------------------------
 
-def read_transcript_writes(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection) -> list[CuratedWrite]:
+
+def read_transcript_writes(
+    rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection
+) -> list[CuratedWrite]:
     live = {s.session_id: s for s in catalog.sessions}
     archives: dict[str, list[ArchiveInfo]] = {}
     for a in catalog.archives:
@@ -219,6 +243,7 @@ def read_transcript_writes(rt: AgentRuntime, catalog: SessionCatalog, selection:
 
 # --- store rows ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class StoreRows:
     lineage: Lineage
@@ -235,10 +260,14 @@ class StoreRows:
 
 def empty_store_rows(carried_keys: Collection[str]) -> StoreRows:
     """A missing store reads as an empty one (a dry run never creates it)."""
-    return StoreRows(Lineage((), frozenset(carried_keys), frozenset()), frozenset(), (), (), (), (), (), (), (), 0)
+    return StoreRows(
+        Lineage((), frozenset(carried_keys), frozenset()), frozenset(), (), (), (), (), (), (), (), 0
+    )
 
 
-def session_path_candidates(agent_id: str, session_ids: Iterable[str], archives: Iterable[ArchiveInfo]) -> set[str]:
+def session_path_candidates(
+    agent_id: str, session_ids: Iterable[str], archives: Iterable[ArchiveInfo]
+) -> set[str]:
     """Index paths a transcript of these sessions may have been indexed under."""
     ids = set(session_ids)
     paths = {p for sid in ids for p in (f"sessions/{agent_id}/{sid}", f"sessions/{agent_id}/{sid}.jsonl")}
@@ -255,8 +284,9 @@ FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_
 # Chunks of internal sessions, driven by the partial index of the same WHERE (schema/index.py):
 # the cost follows those chunks, not every session chunk. The terms are literals so the planner
 # can prove the index applies.
-INTERNAL_PROVENANCE = " OR ".join(["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'"
-                                                                    for k in sorted(INTERNAL_SESSION_KINDS)])
+INTERNAL_PROVENANCE = " OR ".join(
+    ["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'" for k in sorted(INTERNAL_SESSION_KINDS)]
+)
 STALE_CHUNKS_SQL = f"""SELECT c.rowid, c.id, c.path, c.source, '', c.session_id, p.origin_class, p.session_kind,
   EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
   EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
@@ -264,8 +294,9 @@ FROM memory_index_chunk_provenance p CROSS JOIN memory_index_chunks c ON c.id = 
 WHERE ({INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
 
 
-def _chunk_rows(conn: Connection, session_ids: Sequence[str], excluded: Sequence[str],
-                paths: Sequence[str]) -> list[ChunkRow]:
+def _chunk_rows(
+    conn: Connection, session_ids: Sequence[str], excluded: Sequence[str], paths: Sequence[str]
+) -> list[ChunkRow]:
     if not table_exists(conn, "memory_index_chunks"):
         return []
     rows: dict[int, tuple] = {}
@@ -282,58 +313,108 @@ def _chunk_rows(conn: Connection, session_ids: Sequence[str], excluded: Sequence
                 rows.setdefault(r[0], r)
         for r in conn.execute(STALE_CHUNKS_SQL):
             rows.setdefault(r[0], r)
-    return [ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9]))
-            for r in sorted(rows.values())]
+    return [
+        ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9]))
+        for r in sorted(rows.values())
+    ]
 
 
-def read_store_rows(conn: Connection, agent_id: str, selection: SessionSelection, carried_keys: Collection[str],
-                    marker_keys: Collection[str], corpus_paths: Sequence[str], excluded: Collection[str],
-                    archives: Sequence[ArchiveInfo]) -> StoreRows:
+def read_store_rows(
+    conn: Connection,
+    agent_id: str,
+    selection: SessionSelection,
+    carried_keys: Collection[str],
+    marker_keys: Collection[str],
+    corpus_paths: Sequence[str],
+    excluded: Collection[str],
+    archives: Sequence[ArchiveInfo],
+) -> StoreRows:
     sids = sorted(selection.session_ids)
     lineage = read_lineage(conn, agent_id, sids, carried_keys)
     with_origins = keys_with_origins(conn, agent_id, marker_keys)
 
     short_term: dict[str, ShortTermRow] = {}
     if sids:
-        for r in select_in(conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})",
-                          sorted(lineage.entry_keys)):
+        for r in select_in(
+            conn,
+            "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})",
+            sorted(lineage.entry_keys),
+        ):
             short_term[r[0]] = ShortTermRow(*r)
         # Entries whose text may name a selected session, by the path index: entries staged
         # from a corpus file that mentions one (their snippet is that file's line), and entries
         # staged from memory files (daily notes; never store-sized). The plan applies the
         # exact reference check to these candidates.
-        for r in select_in(conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE path IN ({marks})",
-                          sorted(corpus_paths)):
+        for r in select_in(
+            conn,
+            "SELECT entry_key, path, snippet FROM short_term_entries WHERE path IN ({marks})",
+            sorted(corpus_paths),
+        ):
             short_term.setdefault(r[0], ShortTermRow(*r))
-        for r in conn.execute("SELECT entry_key, path, snippet FROM short_term_entries "
-                              "WHERE path < ? OR path >= ?", (CORPUS_TREE, CORPUS_TREE_END)):
+        for r in conn.execute(
+            "SELECT entry_key, path, snippet FROM short_term_entries WHERE path < ? OR path >= ?",
+            (CORPUS_TREE, CORPUS_TREE_END),
+        ):
             short_term.setdefault(r[0], ShortTermRow(*r))
 
-    checkpoints = select_in(conn, "SELECT state_key, session_id FROM ingest_checkpoints WHERE session_id IN ({marks})",
-                           sids)
-    scope_candidates = sorted({s for sid in sids for s in (
-        f"{agent_id}:{sid}", f"{agent_id}:sessions/{agent_id}/{sid}", f"{agent_id}:sessions/{agent_id}/{sid}.jsonl")})
-    scopes = select_in(conn, "SELECT DISTINCT scope FROM ingest_seen_hashes WHERE scope IN ({marks})", scope_candidates)
-    backups = conn.execute("SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id").fetchall()
+    checkpoints = select_in(
+        conn, "SELECT state_key, session_id FROM ingest_checkpoints WHERE session_id IN ({marks})", sids
+    )
+    scope_candidates = sorted(
+        {
+            s
+            for sid in sids
+            for s in (
+                f"{agent_id}:{sid}",
+                f"{agent_id}:sessions/{agent_id}/{sid}",
+                f"{agent_id}:sessions/{agent_id}/{sid}.jsonl",
+            )
+        }
+    )
+    scopes = select_in(
+        conn, "SELECT DISTINCT scope FROM ingest_seen_hashes WHERE scope IN ({marks})", scope_candidates
+    )
+    backups = conn.execute(
+        "SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id"
+    ).fetchall()
 
-    observed = select_in(conn, "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IN ({marks}) "
-                              "ORDER BY relative_path", sids)
+    observed = select_in(
+        conn,
+        "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IN ({marks}) "
+        "ORDER BY relative_path",
+        sids,
+    )
     keys = sorted(selection.session_keys)
-    observed += select_in(conn, "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IS NULL "
-                               "AND session_key IN ({marks}) ORDER BY relative_path", keys)
+    observed += select_in(
+        conn,
+        "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IS NULL "
+        "AND session_key IN ({marks}) ORDER BY relative_path",
+        keys,
+    )
 
     paths = session_path_candidates(agent_id, sids, archives)
     chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
-    sources = {r[0]: r for r in select_in(
-        conn, "SELECT id, path, source, session_id FROM memory_index_sources WHERE path IN ({marks})", source_paths)}
-    for r in select_in(conn, "SELECT id, path, source, session_id FROM memory_index_sources "
-                            "WHERE source = 'sessions' AND session_id IN ({marks})", sids):
+    sources = {
+        r[0]: r
+        for r in select_in(
+            conn,
+            "SELECT id, path, source, session_id FROM memory_index_sources WHERE path IN ({marks})",
+            source_paths,
+        )
+    }
+    for r in select_in(
+        conn,
+        "SELECT id, path, source, session_id FROM memory_index_sources "
+        "WHERE source = 'sessions' AND session_id IN ({marks})",
+        sids,
+    ):
         sources.setdefault(r[0], r)
     cache_rows = conn.execute("SELECT count(*) FROM memory_embedding_cache").fetchone()[0] if sids else 0
 
     return StoreRows(
-        lineage=lineage, keys_with_origins=with_origins,
+        lineage=lineage,
+        keys_with_origins=with_origins,
         short_term=tuple(short_term[k] for k in sorted(short_term)),
         checkpoint_keys=tuple(sorted((r[0], r[1]) for r in checkpoints)),
         seen_scopes=tuple(sorted(r[0] for r in scopes)),
@@ -347,29 +428,49 @@ def read_store_rows(conn: Connection, agent_id: str, selection: SessionSelection
 
 # --- the whole snapshot --------------------------------------------------------------------------
 
-async def read_snapshot(rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection,
-                        carried_keys: Collection[str] = ()) -> ForgetSnapshot:
+
+async def read_snapshot(
+    rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection, carried_keys: Collection[str] = ()
+) -> ForgetSnapshot:
     paths = rt.paths
     recorded = None
     if rt.store is not None and selection.session_ids:
         recorded = await rt.store.read(corpus_files_by_session, selection.session_ids)
-    files = await anyio.to_thread.run_sync(read_workspace_files, paths.workspace, paths.corpus_dir,
-                                           selection.session_ids, recorded)
+    files = await anyio.to_thread.run_sync(
+        read_workspace_files, paths.workspace, paths.corpus_dir, selection.session_ids, recorded
+    )
     marker_keys = sorted({k for f in files.memory for k in promotion_keys_on_lines(f.text)})
     corpus_paths = [f.relative_path for f in files.corpus]
     excluded = catalog.excluded_session_ids
     if rt.store is None:
         rows = empty_store_rows(carried_keys)
     else:
-        rows = await rt.store.read(read_store_rows, rt.agent_id, selection, carried_keys, marker_keys,
-                                   corpus_paths, excluded, catalog.archives)
+        rows = await rt.store.read(
+            read_store_rows,
+            rt.agent_id,
+            selection,
+            carried_keys,
+            marker_keys,
+            corpus_paths,
+            excluded,
+            catalog.archives,
+        )
     from_transcripts = await anyio.to_thread.run_sync(read_transcript_writes, rt, catalog, selection)
     return ForgetSnapshot(
-        agent_id=rt.agent_id, selection=selection, lineage=rows.lineage,
-        keys_with_origins=rows.keys_with_origins, excluded_session_ids=excluded,
-        corpus_files=files.corpus, memory_files=files.memory, refusals=files.refusals,
-        short_term=rows.short_term, checkpoint_keys=rows.checkpoint_keys, seen_scopes=rows.seen_scopes,
+        agent_id=rt.agent_id,
+        selection=selection,
+        lineage=rows.lineage,
+        keys_with_origins=rows.keys_with_origins,
+        excluded_session_ids=excluded,
+        corpus_files=files.corpus,
+        memory_files=files.memory,
+        refusals=files.refusals,
+        short_term=rows.short_term,
+        checkpoint_keys=rows.checkpoint_keys,
+        seen_scopes=rows.seen_scopes,
         backups=rows.backups,
         curated_writes=tuple(merge_curated(rows.observed_writes, from_transcripts)),
-        chunks=rows.chunks, sources=rows.sources, embedding_cache_rows=rows.embedding_cache_rows,
+        chunks=rows.chunks,
+        sources=rows.sources,
+        embedding_cache_rows=rows.embedding_cache_rows,
     )

@@ -39,7 +39,9 @@ class Annotations:
     project_key: str | None = None
 
     def merge(self, other: Annotations) -> Annotations:
-        importance = self.importance if other.importance is None else max(self.importance or 0, other.importance)
+        importance = (
+            self.importance if other.importance is None else max(self.importance or 0, other.importance)
+        )
         triggers = tuple(dict.fromkeys(self.triggers + other.triggers))[:MAX_TRIGGERS]
         return Annotations(importance, triggers, self.project_key or other.project_key)
 
@@ -89,12 +91,18 @@ def _is_marker(text: str) -> bool:
     return bool(PROMOTION_LINE_RE.match(text) or LINEAGE_LINE_RE.match(text))
 
 
-def plain_chunk(start_line: int, end_line: int, text: str, annotations: Annotations = _NO_ANNOTATIONS) -> Chunk:
+def plain_chunk(
+    start_line: int, end_line: int, text: str, annotations: Annotations = _NO_ANNOTATIONS
+) -> Chunk:
     """A chunk whose text is searched as is (no memory-file markers in it)."""
-    return Chunk(start_line, end_line, text, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), annotations)
+    return Chunk(
+        start_line, end_line, text, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), annotations
+    )
 
 
-def make_chunk(lines: Sequence[Line], annotations: Annotations = _NO_ANNOTATIONS, markers: bool = True) -> Chunk:
+def make_chunk(
+    lines: Sequence[Line], annotations: Annotations = _NO_ANNOTATIONS, markers: bool = True
+) -> Chunk:
     """`markers=False` for transcript text, which never carries memory-file markers."""
     text = "\n".join([t for _, t in lines])
     if not markers:
@@ -119,7 +127,11 @@ def window_lines(lines: Sequence[Line], chunk_tokens: int, overlap_tokens: int) 
     size = 0
     for number, text in lines:
         # Almost every line fits in one window: no slicing then.
-        pieces = (text,) if len(text) <= max_chars else [text[i:i + max_chars] for i in range(0, len(text), max_chars)]
+        pieces = (
+            (text,)
+            if len(text) <= max_chars
+            else [text[i : i + max_chars] for i in range(0, len(text), max_chars)]
+        )
         for piece in pieces:
             cost = len(piece) + 1
             if current and size + cost > max_chars:
@@ -212,7 +224,9 @@ def chunk_per_entry(text: str, chunk_tokens: int, overlap_tokens: int) -> list[C
         if sum(len(t) + 1 for _, t in lines) <= max_chars:
             chunks.append(make_chunk(lines, block_notes))
         else:
-            chunks.extend(make_chunk(w, block_notes) for w in window_lines(lines, chunk_tokens, overlap_tokens))
+            chunks.extend(
+                make_chunk(w, block_notes) for w in window_lines(lines, chunk_tokens, overlap_tokens)
+            )
     return chunks
 
 
@@ -231,17 +245,25 @@ def _trim_blank(window: list[Line]) -> list[Line]:
     return window[start:end]
 
 
-def chunk_session(lines: Sequence[TranscriptLine], session_kind: str, chunk_tokens: int,
-                  overlap_tokens: int) -> list[tuple[Chunk, ChunkProvenance]]:
+def chunk_session(
+    lines: Sequence[TranscriptLine], session_kind: str, chunk_tokens: int, overlap_tokens: int
+) -> list[tuple[Chunk, ChunkProvenance]]:
     """Transcript lines in windows; each window's provenance is its least trusted line's
     class, the session's kind and the newest line's time (reference §6.2)."""
     out: list[tuple[Chunk, ChunkProvenance]] = []
     # Windowed by position in `lines`: a window is a run of consecutive lines (a split line
     # repeats its position), so its members are a slice and need no lookup.
-    for window in window_lines([(i, line.text) for i, line in enumerate(lines)], chunk_tokens, overlap_tokens):
-        members = lines[window[0][0]:window[-1][0] + 1]
-        chunk = plain_chunk(members[0].line_number, members[-1].line_number, "\n".join([t for _, t in window]))
-        provenance = ChunkProvenance(least_trusted({m.origin_class for m in members}), session_kind,
-                                     max([m.observed_at for m in members]))
+    for window in window_lines(
+        [(i, line.text) for i, line in enumerate(lines)], chunk_tokens, overlap_tokens
+    ):
+        members = lines[window[0][0] : window[-1][0] + 1]
+        chunk = plain_chunk(
+            members[0].line_number, members[-1].line_number, "\n".join([t for _, t in window])
+        )
+        provenance = ChunkProvenance(
+            least_trusted({m.origin_class for m in members}),
+            session_kind,
+            max([m.observed_at for m in members]),
+        )
         out.append((chunk, provenance))
     return out

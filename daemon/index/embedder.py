@@ -39,8 +39,7 @@ class Embedder(Protocol):
     model: str
     provider_key: str  # identifies the endpoint in the cache key (never a secret)
 
-    async def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
-        ...
+    async def embed(self, texts: Sequence[str]) -> list[np.ndarray]: ...
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
@@ -64,7 +63,7 @@ class HashingEmbedder:
         if hit is not None:
             return hit
         padded = f"#{word}#"
-        features = [f"w:{word}"] + [padded[i:i + 3] for i in range(len(padded) - 2)]
+        features = [f"w:{word}"] + [padded[i : i + 3] for i in range(len(padded) - 2)]
         buckets: list[int] = []
         weights: list[float] = []
         for j, feature in enumerate(features):
@@ -74,7 +73,10 @@ class HashingEmbedder:
             weights.append((1.0 if (h >> 31) & 1 else -1.0) * (1.0 if j == 0 else 0.5))
         if len(self._features) >= HASHING_WORD_CACHE:
             self._features.clear()
-        hit = self._features[word] = (np.asarray(buckets, dtype=np.intp), np.asarray(weights, dtype=np.float64))
+        hit = self._features[word] = (
+            np.asarray(buckets, dtype=np.intp),
+            np.asarray(weights, dtype=np.float64),
+        )
         return hit
 
     def embed_one(self, text: str) -> np.ndarray:
@@ -111,9 +113,11 @@ class OpenAIEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         out: list[np.ndarray] = []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        async with httpx.AsyncClient(timeout=self.timeout_s, headers=headers, transport=self._transport) as client:
+        async with httpx.AsyncClient(
+            timeout=self.timeout_s, headers=headers, transport=self._transport
+        ) as client:
             for start in range(0, len(texts), self.batch_size):
-                out += await self._request(client, list(texts[start:start + self.batch_size]))
+                out += await self._request(client, list(texts[start : start + self.batch_size]))
         return out
 
     async def _request(self, client: httpx.AsyncClient, batch: list[str]) -> list[np.ndarray]:
@@ -131,10 +135,13 @@ class OpenAIEmbedder:
                 problem = f"HTTP {response.status_code}"
                 continue
             if response.status_code >= 400:
-                raise OperationFailed(f"embedding endpoint {url}: HTTP {response.status_code}: "
-                                      f"{response.text[:200]}")
+                raise OperationFailed(
+                    f"embedding endpoint {url}: HTTP {response.status_code}: {response.text[:200]}"
+                )
             return self._parse(url, response, len(batch))
-        raise OperationFailed(f"embedding endpoint {url}: gave up after {self.max_retries + 1} attempts ({problem})")
+        raise OperationFailed(
+            f"embedding endpoint {url}: gave up after {self.max_retries + 1} attempts ({problem})"
+        )
 
     @staticmethod
     def _parse(url: str, response: httpx.Response, expected: int) -> list[np.ndarray]:

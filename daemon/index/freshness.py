@@ -60,8 +60,9 @@ def check_freshness(conn: Connection, disk: object, model: str, secret: bytes | 
     rows = conn.execute("SELECT path, source, hash, mtime, size, model FROM memory_index_sources").fetchall()
     models = {r[5] for r in rows}
     if models and models != {model}:
-        return Freshness(True, f"the index was built with {sorted(models - {model})[0]!r}, "
-                               f"search uses {model!r}")
+        return Freshness(
+            True, f"the index was built with {sorted(models - {model})[0]!r}, search uses {model!r}"
+        )
     indexed = {r[0]: r for r in rows if r[1] == "memory"}
     lagging = sorted(set(disk.memory) ^ set(indexed))
     for rel, (path, st) in disk.memory.items():

@@ -45,9 +45,15 @@ class SyncPlan:
     skipped: tuple[Note, ...]
 
 
-def plan_sync(memory_files: Iterable[MemoryFile], session_refs: Iterable[SessionRef],
-              indexed: Mapping[tuple[str, str], IndexedSource], forgotten: set[str], model: str,
-              force: bool, extra_indexed: Iterable[tuple[str, str, str | None]] = ()) -> SyncPlan:
+def plan_sync(
+    memory_files: Iterable[MemoryFile],
+    session_refs: Iterable[SessionRef],
+    indexed: Mapping[tuple[str, str], IndexedSource],
+    forgotten: set[str],
+    model: str,
+    force: bool,
+    extra_indexed: Iterable[tuple[str, str, str | None]] = (),
+) -> SyncPlan:
     """`extra_indexed` lists (path, source, session_id) of chunks with no source row (a
     force run sweeps them too)."""
     wanted: set[tuple[str, str]] = set()
@@ -73,8 +79,13 @@ def plan_sync(memory_files: Iterable[MemoryFile], session_refs: Iterable[Session
             continue
         wanted.add(key)
         row = indexed.get(key)
-        if (force or row is None or row.model != model or row.size != ref.stat.size
-                or abs(row.mtime - ref.stat.mtime_ms) > 0.5):
+        if (
+            force
+            or row is None
+            or row.model != model
+            or row.size != ref.stat.size
+            or abs(row.mtime - ref.stat.mtime_ms) > 0.5
+        ):
             sessions.append(ref)
         else:
             unchanged += 1
@@ -82,8 +93,15 @@ def plan_sync(memory_files: Iterable[MemoryFile], session_refs: Iterable[Session
     for path, source, session_id in extra_indexed:
         candidates.setdefault((path, source), session_id)
     removals = [
-        Note(path, source, session_id,
-             REASON_FORGOTTEN if session_id is not None and session_id in forgotten
-             else not_indexed.get((path, source), REASON_GONE))
-        for (path, source), session_id in sorted(candidates.items()) if (path, source) not in wanted]
+        Note(
+            path,
+            source,
+            session_id,
+            REASON_FORGOTTEN
+            if session_id is not None and session_id in forgotten
+            else not_indexed.get((path, source), REASON_GONE),
+        )
+        for (path, source), session_id in sorted(candidates.items())
+        if (path, source) not in wanted
+    ]
     return SyncPlan(tuple(memory), tuple(sessions), unchanged, tuple(removals), tuple(skipped))

@@ -99,12 +99,16 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
     """
     revision = current_revision(conn)
     if ctx.rebuild_revision is not None and revision != ctx.rebuild_revision:
-        reason = (f"index revision moved from {ctx.rebuild_revision} to {revision} while the rebuild was "
-                  "prepared (a purge ran); rebuild discarded, rerun it")
-        return BatchOutcome(revision, tuple(FileOutcome(f.path, f.source, f.session_id, "fenced", reason)
-                                            for f in batch))
-    forgotten = forgotten_ids(conn, [f.session_id for f in batch if f.source == "sessions" and f.session_id],
-                              ctx.secret)
+        reason = (
+            f"index revision moved from {ctx.rebuild_revision} to {revision} while the rebuild was "
+            "prepared (a purge ran); rebuild discarded, rerun it"
+        )
+        return BatchOutcome(
+            revision, tuple(FileOutcome(f.path, f.source, f.session_id, "fenced", reason) for f in batch)
+        )
+    forgotten = forgotten_ids(
+        conn, [f.session_id for f in batch if f.source == "sessions" and f.session_id], ctx.secret
+    )
     outcomes: list[FileOutcome] = []
     accepted: list[PreparedFile] = []
     stale_keys: list[tuple[str, str]] = []
@@ -113,9 +117,15 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
             outcomes.append(FileOutcome(f.path, f.source, f.session_id, "changed", REASON_CHANGED))
         elif f.source == "sessions" and (f.session_id is None or f.session_id in forgotten):
             stale_keys.append((f.path, f.source))  # whatever it still has goes too
-            outcomes.append(FileOutcome(f.path, f.source, f.session_id, "forgotten",
-                                        f"session {f.session_id} was forgotten while indexing; "
-                                        "nothing of it was published"))
+            outcomes.append(
+                FileOutcome(
+                    f.path,
+                    f.source,
+                    f.session_id,
+                    "forgotten",
+                    f"session {f.session_id} was forgotten while indexing; nothing of it was published",
+                )
+            )
         else:
             accepted.append(f)
             outcomes.append(FileOutcome(f.path, f.source, f.session_id, "published"))
@@ -130,13 +140,16 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
         "INSERT INTO memory_index_sources(path, source, hash, mtime, size, session_id, model) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path, source) DO UPDATE SET hash = excluded.hash, "
         "mtime = excluded.mtime, size = excluded.size, session_id = excluded.session_id, model = excluded.model",
-        [(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted])
+        [(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted],
+    )
     revision = bump_revision(conn) if accepted else current_revision(conn)
     return BatchOutcome(revision, tuple(outcomes), written, removed, cache_rows)
 
 
 def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishContext) -> tuple[int, int]:
-    next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM memory_index_chunks").fetchone()[0])
+    next_rowid = int(
+        conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM memory_index_chunks").fetchone()[0]
+    )
     chunks, provenance, recall, fts, vectors, cache = [], [], [], [], [], []
     for prepared in files:
         seen: set[str] = set()
@@ -148,42 +161,68 @@ def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishC
             seen.add(cid)
             rowid = next_rowid
             next_rowid += 1
-            chunks.append((rowid, cid, prepared.path, prepared.source, c.start_line, c.end_line, c.hash,
-                           ctx.model, c.text, prepared.session_id, ctx.now_ms))
+            chunks.append(
+                (
+                    rowid,
+                    cid,
+                    prepared.path,
+                    prepared.source,
+                    c.start_line,
+                    c.end_line,
+                    c.hash,
+                    ctx.model,
+                    c.text,
+                    prepared.session_id,
+                    ctx.now_ms,
+                )
+            )
             p = item.provenance
             provenance.append((cid, p.origin_class, p.session_kind, p.observed_at, p.supersedes_key))
             if not c.annotations.empty:
                 a = c.annotations
-                recall.append((cid, a.importance, json.dumps(list(a.triggers)) if a.triggers else None,
-                               a.project_key))
+                recall.append(
+                    (cid, a.importance, json.dumps(list(a.triggers)) if a.triggers else None, a.project_key)
+                )
             fts.append((rowid, c.search_text))
             if item.vector is not None:
                 dims = len(item.vector) // 4
                 vectors.append((rowid, ctx.model, dims, item.vector))
-                cache.append((ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms))
+                cache.append(
+                    (ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms)
+                )
     conn.executemany(
         "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
-        "session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunks)
+        "session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        chunks,
+    )
     conn.executemany(
         "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at, "
-        "supersedes_key) VALUES (?, ?, ?, ?, ?)", provenance)
+        "supersedes_key) VALUES (?, ?, ?, ?, ?)",
+        provenance,
+    )
     conn.executemany(
         "INSERT INTO memory_index_chunk_recall_metadata(chunk_id, importance, triggers, project_key) "
-        "VALUES (?, ?, ?, ?)", recall)
+        "VALUES (?, ?, ?, ?)",
+        recall,
+    )
     conn.executemany("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", fts)
     conn.executemany(
-        "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors)
+        "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors
+    )
     # Written in the same transaction as the chunks: a prepared batch that is refused above
     # cannot leave cached embeddings of purged text behind (reference §6.3 point 4).
     conn.executemany(
         "INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(provider, model, provider_key, hash) "
-        "DO UPDATE SET updated_at = excluded.updated_at", cache)
+        "DO UPDATE SET updated_at = excluded.updated_at",
+        cache,
+    )
     return len(chunks), len(cache)
 
 
-def apply_removals(conn: Connection, keys: list[tuple[str, str]],
-                   rebuild_revision: int | None) -> tuple[PurgeCounts | None, int]:
+def apply_removals(
+    conn: Connection, keys: list[tuple[str, str]], rebuild_revision: int | None
+) -> tuple[PurgeCounts | None, int]:
     """Remove unwanted sources in one transaction; (None, revision) if the rebuild fence moved."""
     revision = current_revision(conn)
     if rebuild_revision is not None and revision != rebuild_revision:
@@ -196,8 +235,11 @@ def set_dirty(conn: Connection, reason: str | None) -> None:
     if reason is None:
         conn.execute("DELETE FROM memory_index_meta WHERE key = ?", (META_DIRTY,))
     else:
-        conn.execute("INSERT INTO memory_index_meta(key, value) VALUES (?, ?) "
-                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (META_DIRTY, reason))
+        conn.execute(
+            "INSERT INTO memory_index_meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (META_DIRTY, reason),
+        )
 
 
 def read_dirty(conn: Connection) -> str | None:

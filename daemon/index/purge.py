@@ -29,9 +29,14 @@ class PurgeCounts:
     sources: int = 0
 
     def __add__(self, other: PurgeCounts) -> PurgeCounts:
-        return PurgeCounts(self.chunks + other.chunks, self.fts_rows + other.fts_rows,
-                           self.vector_rows + other.vector_rows, self.provenance_rows + other.provenance_rows,
-                           self.recall_rows + other.recall_rows, self.sources + other.sources)
+        return PurgeCounts(
+            self.chunks + other.chunks,
+            self.fts_rows + other.fts_rows,
+            self.vector_rows + other.vector_rows,
+            self.provenance_rows + other.provenance_rows,
+            self.recall_rows + other.recall_rows,
+            self.sources + other.sources,
+        )
 
 
 def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
@@ -49,9 +54,11 @@ def purge_chunks(conn: Connection, chunk_ids: Iterable[str]) -> PurgeCounts:
     fts = conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({rowids})").rowcount
     vectors = conn.execute(f"DELETE FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})").rowcount
     provenance = conn.execute(
-        f"DELETE FROM memory_index_chunk_provenance WHERE chunk_id IN (SELECT id FROM {_IDS})").rowcount
+        f"DELETE FROM memory_index_chunk_provenance WHERE chunk_id IN (SELECT id FROM {_IDS})"
+    ).rowcount
     recall = conn.execute(
-        f"DELETE FROM memory_index_chunk_recall_metadata WHERE chunk_id IN (SELECT id FROM {_IDS})").rowcount
+        f"DELETE FROM memory_index_chunk_recall_metadata WHERE chunk_id IN (SELECT id FROM {_IDS})"
+    ).rowcount
     chunks = conn.execute(f"DELETE FROM memory_index_chunks WHERE id IN (SELECT id FROM {_IDS})").rowcount
     conn.execute(f"DELETE FROM {_IDS}")
     if chunks:
@@ -71,10 +78,14 @@ def chunk_ids_of_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> l
     ids: list[str] = []
     for source, paths in by_source.items():
         for start in range(0, len(paths), SELECT_BATCH):
-            batch = paths[start:start + SELECT_BATCH]
-            ids += [r[0] for r in conn.execute(
-                f"SELECT id FROM memory_index_chunks WHERE source = ? AND path IN ({','.join('?' * len(batch))})",
-                [source, *batch])]
+            batch = paths[start : start + SELECT_BATCH]
+            ids += [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM memory_index_chunks WHERE source = ? AND path IN ({','.join('?' * len(batch))})",
+                    [source, *batch],
+                )
+            ]
     return ids
 
 
@@ -84,8 +95,9 @@ def remove_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> PurgeCo
     counts = purge_chunks(conn, chunk_ids_of_sources(conn, pairs))
     removed = 0
     for path, source in pairs:
-        removed += conn.execute("DELETE FROM memory_index_sources WHERE path = ? AND source = ?",
-                                (path, source)).rowcount
+        removed += conn.execute(
+            "DELETE FROM memory_index_sources WHERE path = ? AND source = ?", (path, source)
+        ).rowcount
     return counts + PurgeCounts(sources=removed)
 
 

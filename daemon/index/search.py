@@ -82,7 +82,9 @@ def merge(fts: list[tuple[int, float]], vec: list[tuple[int, float]], hybrid: bo
             continue
         if t is None and (v or 0.0) < MIN_VECTOR_SIMILARITY:
             continue
-        out.append(Candidate(rowid, t, v, HYBRID_VECTOR_WEIGHT * (v or 0.0) + HYBRID_TEXT_WEIGHT * (t or 0.0)))
+        out.append(
+            Candidate(rowid, t, v, HYBRID_VECTOR_WEIGHT * (v or 0.0) + HYBRID_TEXT_WEIGHT * (t or 0.0))
+        )
     out.sort(key=lambda c: (-c.score, -c.rowid))  # ties: the newer chunk first
     return out
 
@@ -92,13 +94,19 @@ _MATCH = "SELECT rowid{cols} FROM memory_index_chunks_fts WHERE memory_index_chu
 
 def _bounded_df(conn: Connection, word: str) -> int:
     """Documents matching `word`, counted up to FTS_CANDIDATE_CAP + 1 (cheap at any size)."""
-    return int(conn.execute(f"SELECT count(*) FROM ({_MATCH.format(cols='')} LIMIT ?)",
-                            (fts_query([word], "AND"), FTS_CANDIDATE_CAP + 1)).fetchone()[0])
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM ({_MATCH.format(cols='')} LIMIT ?)",
+            (fts_query([word], "AND"), FTS_CANDIDATE_CAP + 1),
+        ).fetchone()[0]
+    )
 
 
 def _ranked(conn: Connection, words: list[str], operator: str) -> list[tuple[int, float]]:
-    return conn.execute(f"{_MATCH.format(cols=', bm25(memory_index_chunks_fts)')} ORDER BY rowid DESC LIMIT ?",
-                        (fts_query(words, operator), FTS_CANDIDATE_CAP + 1)).fetchall()
+    return conn.execute(
+        f"{_MATCH.format(cols=', bm25(memory_index_chunks_fts)')} ORDER BY rowid DESC LIMIT ?",
+        (fts_query(words, operator), FTS_CANDIDATE_CAP + 1),
+    ).fetchall()
 
 
 def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, float]], bool]:
@@ -119,17 +127,25 @@ def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, 
     rare = [w for w in present if df[w] <= FTS_CANDIDATE_CAP]
     common = [w for w in present if df[w] > FTS_CANDIDATE_CAP]
     if not rare:
-        rows = conn.execute(f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
-                            (fts_query(common, operator), FTS_CANDIDATE_CAP + 1)).fetchall()
+        rows = conn.execute(
+            f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
+            (fts_query(common, operator), FTS_CANDIDATE_CAP + 1),
+        ).fetchall()
         if not rows and operator == "AND":
-            rows = conn.execute(f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
-                                (fts_query(common, "OR"), FTS_CANDIDATE_CAP + 1)).fetchall()
+            rows = conn.execute(
+                f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
+                (fts_query(common, "OR"), FTS_CANDIDATE_CAP + 1),
+            ).fetchall()
         return rows[:FTS_CANDIDATE_CAP], True
     rows = _ranked(conn, rare, operator)
     if operator == "AND" and common and rows:
         low = min(r[0] for r in rows)
-        having_all = {r[0] for r in conn.execute(f"{_MATCH.format(cols='')} AND rowid >= ?",
-                                                  (fts_query(present, "AND"), low))}
+        having_all = {
+            r[0]
+            for r in conn.execute(
+                f"{_MATCH.format(cols='')} AND rowid >= ?", (fts_query(present, "AND"), low)
+            )
+        }
         rows = [r for r in rows if r[0] in having_all] or rows
     if not rows and operator == "AND" and len(rare) > 1:
         rows = _ranked(conn, rare, "OR")
@@ -137,9 +153,13 @@ def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, 
 
 
 def snippet(text: str) -> str:
-    lines = [line for line in text.splitlines() if not (PROMOTION_LINE_RE.match(line) or LINEAGE_LINE_RE.match(line))]
+    lines = [
+        line
+        for line in text.splitlines()
+        if not (PROMOTION_LINE_RE.match(line) or LINEAGE_LINE_RE.match(line))
+    ]
     flat = " ".join(" ".join(lines).split())
-    return flat if len(flat) <= SEARCH_SNIPPET_MAX_CHARS else flat[:SEARCH_SNIPPET_MAX_CHARS - 1] + "…"
+    return flat if len(flat) <= SEARCH_SNIPPET_MAX_CHARS else flat[: SEARCH_SNIPPET_MAX_CHARS - 1] + "…"
 
 
 HiddenSessions = Callable[[Iterable[str]], frozenset[str]]
@@ -159,9 +179,17 @@ def _expired_rowids(conn: Connection, agent_id: str, rows: Iterable[tuple], hide
     return {r[0] for r in rows if (r[6] is not None and r[6] in hidden) or keys_of[r[0]] & hidden_keys}
 
 
-def _search_txn(conn: Connection, words: list[str], query_vector: np.ndarray | None, model: str, limit: int,
-                secret: bytes | None, disk: object, agent_id: str,
-                hide: HiddenSessions | None) -> tuple[list[SearchHit], bool, Freshness]:
+def _search_txn(
+    conn: Connection,
+    words: list[str],
+    query_vector: np.ndarray | None,
+    model: str,
+    limit: int,
+    secret: bytes | None,
+    disk: object,
+    agent_id: str,
+    hide: HiddenSessions | None,
+) -> tuple[list[SearchHit], bool, Freshness]:
     if not table_exists(conn, "memory_index_chunks"):
         return [], False, Freshness(True, "the agent has no index yet")
     fts, capped = fts_candidates(conn, words)
@@ -170,26 +198,42 @@ def _search_txn(conn: Connection, words: list[str], query_vector: np.ndarray | N
     hits: list[SearchHit] = []
     page = max(limit * 3, 30)
     for start in range(0, len(ranked), page):
-        batch = ranked[start:start + page]
+        batch = ranked[start : start + page]
         marks = ",".join("?" * len(batch))
-        rows = {r[0]: r for r in conn.execute(
-            "SELECT c.rowid, c.path, c.source, c.start_line, c.end_line, c.text, c.session_id, "
-            "p.origin_class, p.session_kind, p.observed_at FROM memory_index_chunks c "
-            f"LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
-            [c.rowid for c in batch])}
+        rows = {
+            r[0]: r
+            for r in conn.execute(
+                "SELECT c.rowid, c.path, c.source, c.start_line, c.end_line, c.text, c.session_id, "
+                "p.origin_class, p.session_kind, p.observed_at FROM memory_index_chunks c "
+                f"LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
+                [c.rowid for c in batch],
+            )
+        }
         forgotten = forgotten_ids(conn, sorted({r[6] for r in rows.values() if r[6]}), secret)
         expired = _expired_rowids(conn, agent_id, rows.values(), hide) if hide is not None else set()
         for cand in batch:
             row = rows.get(cand.rowid)
             if row is None or (row[6] is not None and row[6] in forgotten) or cand.rowid in expired:
                 continue  # gone since the candidates were read, a forgotten session's text, or expired
-            provenance = HitProvenance(origin_class=row[7], session_kind=row[8], observed_at=row[9]) \
-                if row[7] is not None else None
-            hits.append(SearchHit(
-                path=row[1], source=row[2], start_line=row[3], end_line=row[4], score=round(cand.score, 6),
-                text_score=None if cand.text_score is None else round(cand.text_score, 6),
-                vector_score=None if cand.vector_score is None else round(cand.vector_score, 6),
-                snippet=snippet(row[5]), session_id=row[6], provenance=provenance))
+            provenance = (
+                HitProvenance(origin_class=row[7], session_kind=row[8], observed_at=row[9])
+                if row[7] is not None
+                else None
+            )
+            hits.append(
+                SearchHit(
+                    path=row[1],
+                    source=row[2],
+                    start_line=row[3],
+                    end_line=row[4],
+                    score=round(cand.score, 6),
+                    text_score=None if cand.text_score is None else round(cand.text_score, 6),
+                    vector_score=None if cand.vector_score is None else round(cand.vector_score, 6),
+                    snippet=snippet(row[5]),
+                    session_id=row[6],
+                    provenance=provenance,
+                )
+            )
             if len(hits) >= limit:
                 return hits, capped, check_freshness(conn, disk, model, secret)
     return hits, capped, check_freshness(conn, disk, model, secret)
@@ -212,8 +256,9 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
     disk = await disk_state(rt)
     visibility = await load_visibility(rt.settings, rt.sessions)
     hide = visibility.hidden_sessions if visibility is not None else None
-    hits, capped, fresh = await rt.store.read(_search_txn, words, query_vector, model, limit, rt.secret(), disk,
-                                              rt.agent_id, hide)
+    hits, capped, fresh = await rt.store.read(
+        _search_txn, words, query_vector, model, limit, rt.secret(), disk, rt.agent_id, hide
+    )
     report.results = hits
     report.candidates_capped = capped
     if fresh.stale:

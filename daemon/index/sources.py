@@ -137,14 +137,27 @@ def list_session_refs(source: SessionSource, agent_id: str) -> tuple[list[Sessio
         fp = source.fingerprint(session)
         if fp is None:
             continue  # no transcript (yet)
-        refs.append(SessionRef(session.session_path, session.session_id, session.session_kind, session,
-                               FileStat(float(fp.mtime_ms), fp.size),
-                               internal_reason(session.session_kind, session.session_key,
-                                               session.generated_by_narrative)))
+        refs.append(
+            SessionRef(
+                session.session_path,
+                session.session_id,
+                session.session_kind,
+                session,
+                FileStat(float(fp.mtime_ms), fp.size),
+                internal_reason(session.session_kind, session.session_key, session.generated_by_narrative),
+            )
+        )
     for archive in source.list_archives():
         kind = derive_session_kind(archive.session_key, {})
         name = archive.name or f"{archive.session_id}.{archive.reason}.{archive.created_at or 0}"
-        refs.append(SessionRef(f"sessions/{agent_id}/{name}", archive.session_id, kind, archive,
-                               _stat_locator(archive.locator, archive.created_at),
-                               internal_reason(kind, archive.session_key)))
+        refs.append(
+            SessionRef(
+                f"sessions/{agent_id}/{name}",
+                archive.session_id,
+                kind,
+                archive,
+                _stat_locator(archive.locator, archive.created_at),
+                internal_reason(kind, archive.session_key),
+            )
+        )
     return refs, list(listing.errors)

@@ -79,32 +79,45 @@ class _Snapshot:
 
 
 def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | None, force: bool) -> _Snapshot:
-    indexed = {(r[0], r[1]): IndexedSource(*r) for r in conn.execute(
-        "SELECT path, source, hash, mtime, size, session_id, model FROM memory_index_sources")}
+    indexed = {
+        (r[0], r[1]): IndexedSource(*r)
+        for r in conn.execute(
+            "SELECT path, source, hash, mtime, size, session_id, model FROM memory_index_sources"
+        )
+    }
     orphans: list[tuple[str, str, str | None]] = []
     if force:  # chunks without a source row (an interrupted older run) are swept by --force
-        orphans = [(r[0], r[1], r[2]) for r in conn.execute(
-            "SELECT DISTINCT c.path, c.source, c.session_id FROM memory_index_chunks c "
-            "WHERE NOT EXISTS (SELECT 1 FROM memory_index_sources s WHERE s.path = c.path AND s.source = c.source)")]
+        orphans = [
+            (r[0], r[1], r[2])
+            for r in conn.execute(
+                "SELECT DISTINCT c.path, c.source, c.session_id FROM memory_index_chunks c "
+                "WHERE NOT EXISTS (SELECT 1 FROM memory_index_sources s WHERE s.path = c.path AND s.source = c.source)"
+            )
+        ]
     ids = set(session_ids) | {r.session_id for r in indexed.values() if r.session_id}
     ids |= {sid for _, _, sid in orphans if sid}
     return _Snapshot(current_revision(conn), indexed, orphans, forgotten_ids(conn, sorted(ids), secret))
 
 
-def _cached_vectors(conn: Connection, provider: str, model: str, key: str, hashes: list[str]) -> dict[str, bytes]:
+def _cached_vectors(
+    conn: Connection, provider: str, model: str, key: str, hashes: list[str]
+) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     for start in range(0, len(hashes), CACHE_LOOKUP_BATCH):
-        batch = hashes[start:start + CACHE_LOOKUP_BATCH]
+        batch = hashes[start : start + CACHE_LOOKUP_BATCH]
         marks = ",".join("?" * len(batch))
         for h, blob in conn.execute(
-                f"SELECT hash, embedding FROM memory_embedding_cache WHERE provider = ? AND model = ? "
-                f"AND provider_key = ? AND hash IN ({marks})", [provider, model, key, *batch]):
+            f"SELECT hash, embedding FROM memory_embedding_cache WHERE provider = ? AND model = ? "
+            f"AND provider_key = ? AND hash IN ({marks})",
+            [provider, model, key, *batch],
+        ):
             found[h] = blob
     return found
 
 
-def _memory_chunks(f: MemoryFile, tokens: int, overlap: int,
-                   origins: dict[str, list[tuple[str, int]]]) -> PreparedFile:
+def _memory_chunks(
+    f: MemoryFile, tokens: int, overlap: int, origins: dict[str, list[tuple[str, int]]]
+) -> PreparedFile:
     path_origin = memory_file_origin(f.rel_path)
     out: list[PreparedChunk] = []
     for chunk in chunk_memory_file(f.rel_path, f.text, tokens, overlap):
@@ -113,11 +126,14 @@ def _memory_chunks(f: MemoryFile, tokens: int, overlap: int,
         origin = least_trusted(c for c, _ in entry_origins) if entry_origins else path_origin
         supersedes = single_value(lineage_key(line) for line in chunk.text.splitlines())
         out.append(PreparedChunk(chunk, ChunkProvenance(origin, "unknown", int(f.stat.mtime_ms), supersedes)))
-    return PreparedFile(f.rel_path, "memory", f.hash, f.stat.mtime_ms, f.stat.size, None, tuple(out), f.abs_path)
+    return PreparedFile(
+        f.rel_path, "memory", f.hash, f.stat.mtime_ms, f.stat.size, None, tuple(out), f.abs_path
+    )
 
 
-def _session_chunks(rt: AgentRuntime, ref: SessionRef, tokens: int,
-                    overlap: int) -> PreparedFile | tuple[PreparedFile, str]:
+def _session_chunks(
+    rt: AgentRuntime, ref: SessionRef, tokens: int, overlap: int
+) -> PreparedFile | tuple[PreparedFile, str]:
     """The prepared transcript; with the reason its text is not indexed, if it is not."""
     with rt.sessions.open_transcript(ref.target) as lines:
         rendered = render_transcript(lines, int(ref.stat.mtime_ms))
@@ -125,13 +141,21 @@ def _session_chunks(rt: AgentRuntime, ref: SessionRef, tokens: int,
     # and the index remembers it saw this version (search does not call it lagging).
     chunks = [] if rendered.system_only else chunk_session(rendered.lines, ref.session_kind, tokens, overlap)
     digest = f"{ref.stat.mtime_ms}:{ref.stat.size}:{len(rendered.lines)}"
-    prepared = PreparedFile(ref.path, "sessions", digest, ref.stat.mtime_ms, ref.stat.size, ref.session_id,
-                            tuple(PreparedChunk(c, p) for c, p in chunks))
+    prepared = PreparedFile(
+        ref.path,
+        "sessions",
+        digest,
+        ref.stat.mtime_ms,
+        ref.stat.size,
+        ref.session_id,
+        tuple(PreparedChunk(c, p) for c, p in chunks),
+    )
     return (prepared, REASON_SYSTEM_ONLY) if rendered.system_only else prepared
 
 
-def _chunk_all(rt: AgentRuntime, plan: SyncPlan, origins: dict[str, list[tuple[str, int]]],
-               progress: ProgressFn | None) -> tuple[list[PreparedFile], list[Note], list[str]]:
+def _chunk_all(
+    rt: AgentRuntime, plan: SyncPlan, origins: dict[str, list[tuple[str, int]]], progress: ProgressFn | None
+) -> tuple[list[PreparedFile], list[Note], list[str]]:
     cfg = rt.settings.index
     files: list[PreparedFile] = []
     skipped: list[Note] = []
@@ -156,30 +180,36 @@ def _chunk_all(rt: AgentRuntime, plan: SyncPlan, origins: dict[str, list[tuple[s
     return files, skipped, warnings
 
 
-async def _embed(rt: AgentRuntime, embedder: Embedder, files: list[PreparedFile],
-                 progress: ProgressFn | None) -> tuple[list[PreparedFile], int, int]:
+async def _embed(
+    rt: AgentRuntime, embedder: Embedder, files: list[PreparedFile], progress: ProgressFn | None
+) -> tuple[list[PreparedFile], int, int]:
     texts: dict[str, str] = {}
     for f in files:
         for item in f.chunks:
             texts.setdefault(item.chunk.hash, item.chunk.search_text)
     hashes = sorted(texts)
-    cached = await rt.require_store().read(_cached_vectors, embedder.provider, embedder.model,
-                                           embedder.provider_key, hashes)
+    cached = await rt.require_store().read(
+        _cached_vectors, embedder.provider, embedder.model, embedder.provider_key, hashes
+    )
     missing = [h for h in hashes if h not in cached]
     vectors = dict(cached)
     step = 256
     for start in range(0, len(missing), step):
-        batch = missing[start:start + step]
+        batch = missing[start : start + step]
         for h, vector in zip(batch, await embedder.embed([texts[h] for h in batch]), strict=True):
             vectors[h] = to_blob(vector)
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
-    out = [replace(f, chunks=tuple(replace(item, vector=vectors[item.chunk.hash]) for item in f.chunks))
-           for f in files]
+    out = [
+        replace(f, chunks=tuple(replace(item, vector=vectors[item.chunk.hash]) for item in f.chunks))
+        for f in files
+    ]
     return out, len(missing), len(hashes) - len(missing)
 
 
-async def prepare_index(rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None) -> PreparedIndex:
+async def prepare_index(
+    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+) -> PreparedIndex:
     """Everything but publication; takes no lock and writes nothing."""
     store = rt.require_store()
     cfg = rt.settings.index
@@ -194,8 +224,12 @@ async def prepare_index(rt: AgentRuntime, force: bool = False, progress: Progres
         warnings += errors
     snap = await store.read(_read_snapshot, [r.session_id for r in refs], secret, force)
     plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans)
-    removals = [n if sessions_enabled or n.source != "sessions" or n.reason != REASON_GONE
-                else replace(n, reason=REASON_SOURCES) for n in plan.removals]
+    removals = [
+        n
+        if sessions_enabled or n.source != "sessions" or n.reason != REASON_GONE
+        else replace(n, reason=REASON_SOURCES)
+        for n in plan.removals
+    ]
     if progress:
         progress("scan", len(memory_files) + len(refs), len(memory_files) + len(refs))
 
@@ -210,9 +244,21 @@ async def prepare_index(rt: AgentRuntime, force: bool = False, progress: Progres
     if embedder is not None:
         files, computed, cached = await _embed(rt, embedder, files, progress)
     return PreparedIndex(
-        rt.agent_id, force, embedder.provider if embedder else "none", embedder.provider_key if embedder else "",
-        model, snap.revision, tuple(files), tuple(removals), tuple(plan.skipped) + tuple(skipped),
-        len(memory_files) + len(refs), plan.unchanged, computed, cached, tuple(warnings + chunk_warnings))
+        rt.agent_id,
+        force,
+        embedder.provider if embedder else "none",
+        embedder.provider_key if embedder else "",
+        model,
+        snap.revision,
+        tuple(files),
+        tuple(removals),
+        tuple(plan.skipped) + tuple(skipped),
+        len(memory_files) + len(refs),
+        plan.unchanged,
+        computed,
+        cached,
+        tuple(warnings + chunk_warnings),
+    )
 
 
 def publish_batches(files: tuple[PreparedFile, ...]) -> list[tuple[PreparedFile, ...]]:
@@ -232,31 +278,54 @@ def publish_batches(files: tuple[PreparedFile, ...]) -> list[tuple[PreparedFile,
 
 
 def _note(n: Note | PreparedFile, reason: str | None = None) -> SourceNote:
-    return SourceNote(path=n.path, source=n.source, session_id=n.session_id,
-                      reason=reason if reason is not None else getattr(n, "reason", ""))
+    return SourceNote(
+        path=n.path,
+        source=n.source,
+        session_id=n.session_id,
+        reason=reason if reason is not None else getattr(n, "reason", ""),
+    )
 
 
-async def publish_index(rt: AgentRuntime, prepared: PreparedIndex, progress: ProgressFn | None = None) -> IndexReport:
+async def publish_index(
+    rt: AgentRuntime, prepared: PreparedIndex, progress: ProgressFn | None = None
+) -> IndexReport:
     """Publish under the workspace lock, in batched transactions; each file re-checked."""
     store = rt.require_store()
-    report = IndexReport(agent_id=rt.agent_id, force=prepared.force, provider=prepared.provider,
-                         model=prepared.model, revision_before=prepared.revision,
-                         skipped=[_note(n) for n in prepared.skipped], warnings=list(prepared.warnings),
-                         embeddings_computed=prepared.embeddings_computed, embeddings_cached=prepared.embeddings_cached)
+    report = IndexReport(
+        agent_id=rt.agent_id,
+        force=prepared.force,
+        provider=prepared.provider,
+        model=prepared.model,
+        revision_before=prepared.revision,
+        skipped=[_note(n) for n in prepared.skipped],
+        warnings=list(prepared.warnings),
+        embeddings_computed=prepared.embeddings_computed,
+        embeddings_cached=prepared.embeddings_cached,
+    )
     report.files.scanned = prepared.scanned
     report.files.unchanged = prepared.unchanged
     report.files.skipped = len(prepared.skipped)
-    ctx = PublishContext(prepared.model, prepared.provider, prepared.provider_key, rt.secret(),
-                         int(time.time() * 1000), prepared.revision if prepared.force else None)
+    ctx = PublishContext(
+        prepared.model,
+        prepared.provider,
+        prepared.provider_key,
+        rt.secret(),
+        int(time.time() * 1000),
+        prepared.revision if prepared.force else None,
+    )
     needs_rerun: list[str] = []
     async with rt.lock().hold() as lease:
         revision = prepared.revision
         if prepared.removals or prepared.force:
             keys = [(n.path, n.source) for n in prepared.removals]
-            counts, revision = await store.write(apply_removals, keys, ctx.rebuild_revision, fence=lease.fence)
+            counts, revision = await store.write(
+                apply_removals, keys, ctx.rebuild_revision, fence=lease.fence
+            )
             if counts is None:
-                reason = (f"index revision moved from {prepared.revision} to {revision} while the rebuild was "
-                          "prepared (a purge ran); rebuild discarded, rerun it")
+                reason = (
+                    f"index revision moved from {prepared.revision} to {revision} while the rebuild was "
+                    "prepared (a purge ran); rebuild discarded, rerun it"
+                )
                 report.discarded = [_note(f, reason) for f in prepared.files]
                 needs_rerun.append(reason)
                 prepared = replace(prepared, files=())
@@ -277,8 +346,9 @@ async def publish_index(rt: AgentRuntime, prepared: PreparedIndex, progress: Pro
                 if f.status == "published":
                     report.files.indexed += 1
                     continue
-                report.discarded.append(SourceNote(path=f.path, source=f.source, session_id=f.session_id,
-                                                   reason=f.reason))
+                report.discarded.append(
+                    SourceNote(path=f.path, source=f.source, session_id=f.session_id, reason=f.reason)
+                )
                 if f.status != "forgotten":
                     needs_rerun.append(f.reason)
             done += len(batch)
@@ -291,11 +361,15 @@ async def publish_index(rt: AgentRuntime, prepared: PreparedIndex, progress: Pro
     report.files.discarded = len(report.discarded)
     report.ok = not report.discarded
     if report.discarded:
-        report.warnings.append(f"{len(report.discarded)} prepared file(s) were not published (see discarded); "
-                               f"rerun `memoryd index --agent {rt.agent_id}` to index current data")
+        report.warnings.append(
+            f"{len(report.discarded)} prepared file(s) were not published (see discarded); "
+            f"rerun `memoryd index --agent {rt.agent_id}` to index current data"
+        )
     return report
 
 
-async def run_index_sync(rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None) -> IndexReport:
+async def run_index_sync(
+    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+) -> IndexReport:
     prepared = await prepare_index(rt, force, progress)
     return await publish_index(rt, prepared, progress)

@@ -38,6 +38,10 @@ class RenderedTranscript:
 
 def render_transcript(raw_lines: Iterable[bytes], fallback_ms: int) -> RenderedTranscript:
     skipped: dict[str, int] = {}
-    lines = tuple([TranscriptLine(number, text, origin, ts or fallback_ms)
-                   for number, text, origin, ts in iter_exported(raw_lines, skipped)])
+    lines = tuple(
+        [
+            TranscriptLine(number, text, origin, ts or fallback_ms)
+            for number, text, origin, ts in iter_exported(raw_lines, skipped)
+        ]
+    )
     return RenderedTranscript(lines, skipped.get(SKIP_MALFORMED, 0), skipped.get(SKIP_OVERSIZED, 0))

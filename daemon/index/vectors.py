@@ -30,8 +30,9 @@ def backend_for(conn: Connection) -> str:
     return "sqlite-vec" if has_vector_extension(conn) else "numpy"
 
 
-def nearest(conn: Connection, query: np.ndarray, model: str, k: int,
-            backend: str | None = None) -> list[tuple[int, float]]:
+def nearest(
+    conn: Connection, query: np.ndarray, model: str, k: int, backend: str | None = None
+) -> list[tuple[int, float]]:
     """The k chunk rowids most similar to `query` among vectors of `model`: (rowid, cosine)."""
     if k <= 0:
         return []
@@ -41,7 +42,8 @@ def nearest(conn: Connection, query: np.ndarray, model: str, k: int,
         rows = conn.execute(
             "SELECT chunk_rowid, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM memory_index_vectors "
             "WHERE model = ? AND dims = ? ORDER BY sim DESC, chunk_rowid LIMIT ?",
-            (to_blob(query), model, int(query.shape[0]), k)).fetchall()
+            (to_blob(query), model, int(query.shape[0]), k),
+        ).fetchall()
         return [(int(r), float(s)) for r, s in rows]
     rowids, matrix = _matrix(conn, model, int(query.shape[0]))
     if not len(rowids):
@@ -69,11 +71,17 @@ def _matrix(conn: Connection, model: str, dims: int) -> tuple[np.ndarray, np.nda
         hit = _cache.get("last")
         if hit is not None and hit[0] == key and db_file != ":memory:":
             return hit[1], hit[2]
-    rows = conn.execute("SELECT chunk_rowid, embedding FROM memory_index_vectors WHERE model = ? AND dims = ? "
-                        "ORDER BY chunk_rowid", (model, dims)).fetchall()
+    rows = conn.execute(
+        "SELECT chunk_rowid, embedding FROM memory_index_vectors WHERE model = ? AND dims = ? "
+        "ORDER BY chunk_rowid",
+        (model, dims),
+    ).fetchall()
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), dims) if rows \
+    matrix = (
+        np.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), dims)
+        if rows
         else np.zeros((0, dims), dtype=np.float32)
+    )
     with _cache_lock:
         _cache["last"] = (key, rowids, matrix)  # one entry: the daemon searches one agent at a time
     return rowids, matrix

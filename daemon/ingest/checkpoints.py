@@ -49,8 +49,10 @@ class Checkpoint(NamedTuple):
     updated_at: int
 
 
-_COLUMNS = ("state_key, agent_id, session_id, session_key, session_path, mtime_ms, size, content_hash, "
-            "line_count, last_content_line, at_end, carry, excluded_reason, updated_at")
+_COLUMNS = (
+    "state_key, agent_id, session_id, session_key, session_path, mtime_ms, size, content_hash, "
+    "line_count, last_content_line, at_end, carry, excluded_reason, updated_at"
+)
 
 
 class CheckpointStamp(NamedTuple):
@@ -72,9 +74,14 @@ def load_stamps(conn: Connection, agent_id: str) -> dict[str, CheckpointStamp]:
     A quiet re-sweep reads one stamp per session, so this stays in C: of the hash only its first
     character is selected (the decisions test it for emptiness alone), and the tuples are built
     by `tuple.__new__` over plain rows instead of a Python-level constructor call per row."""
-    rows = conn.execute("SELECT state_key, mtime_ms, size, at_end, substr(content_hash, 1, 1), excluded_reason "
-                        "FROM ingest_checkpoints WHERE agent_id = ?", (agent_id,)).fetchall()
-    return dict(zip(map(itemgetter(0), rows), map(_new_stamp, map(itemgetter(slice(1, None)), rows)), strict=True))
+    rows = conn.execute(
+        "SELECT state_key, mtime_ms, size, at_end, substr(content_hash, 1, 1), excluded_reason "
+        "FROM ingest_checkpoints WHERE agent_id = ?",
+        (agent_id,),
+    ).fetchall()
+    return dict(
+        zip(map(itemgetter(0), rows), map(_new_stamp, map(itemgetter(slice(1, None)), rows)), strict=True)
+    )
 
 
 _new_stamp = partial(tuple.__new__, CheckpointStamp)
@@ -116,15 +123,18 @@ def load_stamp_set(conn: Connection, db_path: str, agent_id: str) -> StampSet:
 
 def load_checkpoints_by_key(conn: Connection, state_keys: Sequence[str]) -> dict[str, Checkpoint]:
     out: dict[str, Checkpoint] = {}
-    for row in select_in(conn, f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE state_key IN ({{marks}})", state_keys):
+    for row in select_in(
+        conn, f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE state_key IN ({{marks}})", state_keys
+    ):
         cp = Checkpoint._make(row)
         out[cp.state_key] = cp._replace(at_end=bool(cp.at_end))
     return out
 
 
 def load_checkpoints(conn: Connection, agent_id: str) -> dict[str, Checkpoint]:
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE agent_id = ? ORDER BY state_key",
-                        (agent_id,)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM ingest_checkpoints WHERE agent_id = ? ORDER BY state_key", (agent_id,)
+    ).fetchall()
     out = {}
     for row in rows:
         cp = Checkpoint._make(row)
@@ -135,7 +145,8 @@ def load_checkpoints(conn: Connection, agent_id: str) -> dict[str, Checkpoint]:
 def upsert_checkpoints(conn: Connection, checkpoints: Iterable[Checkpoint]) -> None:
     conn.executemany(
         f"INSERT OR REPLACE INTO ingest_checkpoints ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [(*cp[:10], int(cp.at_end), *cp[11:]) for cp in checkpoints])
+        [(*cp[:10], int(cp.at_end), *cp[11:]) for cp in checkpoints],
+    )
 
 
 def delete_checkpoints(conn: Connection, state_keys: Sequence[str]) -> int:
@@ -146,29 +157,35 @@ def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:
     """Seen hashes of the given scopes (every scope present in the result, possibly empty)."""
     out: dict[str, set[str]] = {scope: set() for scope in scopes}
     for start in range(0, len(scopes), SQL_IN_BATCH):
-        batch = list(scopes[start:start + SQL_IN_BATCH])
+        batch = list(scopes[start : start + SQL_IN_BATCH])
         marks = ",".join("?" * len(batch))
         for scope, digest in conn.execute(
-                f"SELECT scope, hash FROM ingest_seen_hashes WHERE scope IN ({marks})", batch):
+            f"SELECT scope, hash FROM ingest_seen_hashes WHERE scope IN ({marks})", batch
+        ):
             out[scope].add(digest)
     return out
 
 
-def add_seen(conn: Connection, new_hashes: Mapping[str, Sequence[str]],
-             keep: int = MAX_TRACKED_MESSAGES_PER_SESSION) -> None:
+def add_seen(
+    conn: Connection, new_hashes: Mapping[str, Sequence[str]], keep: int = MAX_TRACKED_MESSAGES_PER_SESSION
+) -> None:
     """Record newly staged hashes per scope (in staging order) and keep only the newest `keep`."""
     rows: list[tuple[str, str, int]] = []
     trims: list[tuple[str, int]] = []
     for scope, hashes in new_hashes.items():
         if not hashes:
             continue
-        count, top = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM ingest_seen_hashes WHERE scope = ?",
-                                  (scope,)).fetchone()
+        count, top = conn.execute(
+            "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM ingest_seen_hashes WHERE scope = ?", (scope,)
+        ).fetchone()
         tail = list(hashes)[-keep:]  # older ones would be trimmed right away
         rows.extend((scope, digest, top + i + 1) for i, digest in enumerate(tail))
         newest = top + len(tail)
         if count + len(tail) > keep:
             trims.append((scope, newest - keep))
-    conn.executemany("INSERT INTO ingest_seen_hashes (scope, hash, seq) VALUES (?, ?, ?) "
-                     "ON CONFLICT(scope, hash) DO UPDATE SET seq = excluded.seq", rows)
+    conn.executemany(
+        "INSERT INTO ingest_seen_hashes (scope, hash, seq) VALUES (?, ?, ?) "
+        "ON CONFLICT(scope, hash) DO UPDATE SET seq = excluded.seq",
+        rows,
+    )
     conn.executemany("DELETE FROM ingest_seen_hashes WHERE scope = ? AND seq <= ?", trims)

@@ -65,7 +65,10 @@ class CorpusAppender:
                     tg.start_soon(anyio.to_thread.run_sync, os.fsync, fd)
             for day, fd in zip(days, fds, strict=True):
                 after = os.fstat(fd)
-                self._counts[day] = ((after.st_ino, after.st_size, after.st_mtime_ns), firsts[day] - 1 + len(days[day]))
+                self._counts[day] = (
+                    (after.st_ino, after.st_size, after.st_mtime_ns),
+                    firsts[day] - 1 + len(days[day]),
+                )
         finally:
             for fd in fds:
                 os.close(fd)
@@ -78,7 +81,9 @@ class CorpusAppender:
         ensure_dir(path.parent, root=self.workspace)
         check_no_symlinks(path, root=self.workspace)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+            fd = os.open(
+                path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+            )
         except OSError as exc:
             if exc.errno == 40:
                 raise UsageError(f"{path}: refusing to write through a symlink") from None
@@ -114,4 +119,3 @@ class CorpusAppender:
         if last != b"\n":
             return newlines + 1, True
         return newlines, False
-

@@ -57,8 +57,13 @@ def plan_scan(previous: Checkpoint | None, fingerprint: Fingerprint | None) -> S
         return ScanPlan(ScanAction.UNCHANGED)
     if fingerprint.size < previous.size:
         return ScanPlan(ScanAction.RESCAN, rewrite=True)  # shrank: not an append, so a rewrite
-    return ScanPlan(ScanAction.RESUME, previous.line_count, previous.content_hash, previous.last_content_line,
-                    previous.carry)
+    return ScanPlan(
+        ScanAction.RESUME,
+        previous.line_count,
+        previous.content_hash,
+        previous.last_content_line,
+        previous.carry,
+    )
 
 
 def per_file_cap(n_sources: int, max_per_sweep: int, max_per_file: int) -> int:
@@ -70,7 +75,13 @@ def file_cap(per_file: int, remaining: int) -> int:
     return max(1, min(per_file, remaining))
 
 
-def excluded_checkpoint_needs_write(previous: Checkpoint | CheckpointStamp | None, reason: str, mtime_ms: int) -> bool:
+def excluded_checkpoint_needs_write(
+    previous: Checkpoint | CheckpointStamp | None, reason: str, mtime_ms: int
+) -> bool:
     """An exclusion is recorded once; an unchanged excluded session costs no write per sweep."""
-    return (previous is None or previous.excluded_reason != reason or previous.content_hash != ""
-            or previous.mtime_ms != mtime_ms)
+    return (
+        previous is None
+        or previous.excluded_reason != reason
+        or previous.content_hash != ""
+        or previous.mtime_ms != mtime_ms
+    )

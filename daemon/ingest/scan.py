@@ -101,8 +101,17 @@ class DayOf:
 class TranscriptScanner:
     """Streams one transcript from a ScanPlan; `take(n)` returns up to n new candidates."""
 
-    def __init__(self, source: SessionSource, session: SessionInfo, plan: ScanPlan, fingerprint: Fingerprint,
-                 scope: str, seen: set[str], day_of: Callable[[int], str], skipped: dict[str, int]):
+    def __init__(
+        self,
+        source: SessionSource,
+        session: SessionInfo,
+        plan: ScanPlan,
+        fingerprint: Fingerprint,
+        scope: str,
+        seen: set[str],
+        day_of: Callable[[int], str],
+        skipped: dict[str, int],
+    ):
         self.source = source
         self.session = session
         self.plan = plan
@@ -242,8 +251,9 @@ class TranscriptScanner:
                 continue
             seen.add(digest)
             observed = ts or mtime
-            out.append(Candidate(sid, skey, number, snippet, result.origin_class, observed, day_of(observed),
-                                 digest))
+            out.append(
+                Candidate(sid, skey, number, snippet, result.origin_class, observed, day_of(observed), digest)
+            )
         self._flush_hash()
         return out
 
@@ -256,7 +266,9 @@ class TranscriptScanner:
 
     def cursor(self) -> Cursor:
         self._flush_hash()
-        return Cursor(self.line_count, self._hash.hexdigest(), self.produced, self.carry.encode(), self.at_end)
+        return Cursor(
+            self.line_count, self._hash.hexdigest(), self.produced, self.carry.encode(), self.at_end
+        )
 
 
 def _hashable(raw: bytes) -> bytes:

@@ -72,9 +72,21 @@ class StagedMessage(NamedTuple):
         return CLAIM_KEY_PREFIX + self.claim_hash
 
 
-_UPDATE_SET = ", ".join(f"{c} = excluded.{c}" for c in (
-    "daily_count", "total_score", "max_score", "last_recalled_at", "query_hashes", "recall_days",
-    "origin_class", "session_kind", "observed_at", "claim_hash"))
+_UPDATE_SET = ", ".join(
+    f"{c} = excluded.{c}"
+    for c in (
+        "daily_count",
+        "total_score",
+        "max_score",
+        "last_recalled_at",
+        "query_hashes",
+        "recall_days",
+        "origin_class",
+        "session_kind",
+        "observed_at",
+        "claim_hash",
+    )
+)
 
 
 def least_trusted(a: str, b: str) -> str:
@@ -88,8 +100,9 @@ def _append_capped(items: tuple[str, ...], value: str, cap: int) -> tuple[str, .
     return (*items, value)[-cap:]
 
 
-def merge_signals(existing: ShortTermEntry | None, messages: Sequence[StagedMessage], day_bucket: str,
-                  now_ms: int) -> ShortTermEntry:
+def merge_signals(
+    existing: ShortTermEntry | None, messages: Sequence[StagedMessage], day_bucket: str, now_ms: int
+) -> ShortTermEntry:
     """Apply daily signals (all of one entry key, in order) to an entry. Pure.
 
     A daily claim keeps its first source citation forever; a signal whose (query, day bucket)
@@ -99,15 +112,52 @@ def merge_signals(existing: ShortTermEntry | None, messages: Sequence[StagedMess
     if existing is None and len(messages) == 1:
         # The common case of a first sweep: one new claim, one signal. Same result, built directly.
         return ShortTermEntry(
-            first.entry_key, first.path, first.line, first.line, first.snippet[:STAGED_SNIPPET_MAX_CHARS],
-            0, 1, 0, SESSION_INGESTION_SCORE, SESSION_INGESTION_SCORE, now_ms, now_ms, (first.query_hash,),
-            (day_bucket,), (), first.origin_class, first.session_kind, first.observed_at, first.claim_hash,
-            None, None)
+            first.entry_key,
+            first.path,
+            first.line,
+            first.line,
+            first.snippet[:STAGED_SNIPPET_MAX_CHARS],
+            0,
+            1,
+            0,
+            SESSION_INGESTION_SCORE,
+            SESSION_INGESTION_SCORE,
+            now_ms,
+            now_ms,
+            (first.query_hash,),
+            (day_bucket,),
+            (),
+            first.origin_class,
+            first.session_kind,
+            first.observed_at,
+            first.claim_hash,
+            None,
+            None,
+        )
     if existing is None:
         existing = ShortTermEntry(
-            first.entry_key, first.path, first.line, first.line, first.snippet[:STAGED_SNIPPET_MAX_CHARS],
-            0, 0, 0, 0.0, 0.0, now_ms, now_ms, (), (), (), first.origin_class, first.session_kind,
-            first.observed_at, first.claim_hash, None, None)
+            first.entry_key,
+            first.path,
+            first.line,
+            first.line,
+            first.snippet[:STAGED_SNIPPET_MAX_CHARS],
+            0,
+            0,
+            0,
+            0.0,
+            0.0,
+            now_ms,
+            now_ms,
+            (),
+            (),
+            (),
+            first.origin_class,
+            first.session_kind,
+            first.observed_at,
+            first.claim_hash,
+            None,
+            None,
+        )
     daily, total, best = existing.daily_count, existing.total_score, existing.max_score
     queries, days = existing.query_hashes, existing.recall_days
     origin, kind, observed = existing.origin_class, existing.session_kind, existing.observed_at
@@ -124,13 +174,24 @@ def merge_signals(existing: ShortTermEntry | None, messages: Sequence[StagedMess
         best = max(best, SESSION_INGESTION_SCORE)
         queries = _append_capped(queries, msg.query_hash, MAX_QUERY_HASHES)
         days = _append_capped(days, day_bucket, MAX_RECALL_DAYS)
-    return replace(existing, daily_count=daily, total_score=total, max_score=best, last_recalled_at=now_ms,
-                   query_hashes=queries, recall_days=days, origin_class=origin, session_kind=kind,
-                   observed_at=observed, claim_hash=existing.claim_hash or first.claim_hash)
+    return replace(
+        existing,
+        daily_count=daily,
+        total_score=total,
+        max_score=best,
+        last_recalled_at=now_ms,
+        query_hashes=queries,
+        recall_days=days,
+        origin_class=origin,
+        session_kind=kind,
+        observed_at=observed,
+        claim_hash=existing.claim_hash or first.claim_hash,
+    )
 
 
-def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMessage], day_bucket: str,
-                  now_ms: int) -> int:
+def write_staging(
+    conn: Connection, agent_id: str, messages: Sequence[StagedMessage], day_bucket: str, now_ms: int
+) -> int:
     """Origins first, then the staged entries; inside the caller's write transaction.
     Returns the number of entries written."""
     if not messages:
@@ -140,8 +201,11 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
     conn.executemany(
         "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
-        [(key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at)
-         for key, m in zip(keys, messages, strict=True)])
+        [
+            (key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at)
+            for key, m in zip(keys, messages, strict=True)
+        ],
+    )
     by_key: dict[str, list[StagedMessage]] = {}
     for key, m in zip(keys, messages, strict=True):
         by_key.setdefault(key, []).append(m)
@@ -152,8 +216,19 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
         prior = existing.get(key)
         if prior is None and len(group) == 1:
             m = group[0]
-            fresh.append((key, m.path, m.line, m.snippet[:STAGED_SNIPPET_MAX_CHARS], m.query_hash, m.origin_class,
-                          m.session_kind, m.observed_at, m.claim_hash))
+            fresh.append(
+                (
+                    key,
+                    m.path,
+                    m.line,
+                    m.snippet[:STAGED_SNIPPET_MAX_CHARS],
+                    m.query_hash,
+                    m.origin_class,
+                    m.session_kind,
+                    m.observed_at,
+                    m.claim_hash,
+                )
+            )
         else:
             merged.append(encode_row(merge_signals(prior, group, day_bucket, now_ms)))
     if fresh:
@@ -166,11 +241,16 @@ def write_staging(conn: Connection, agent_id: str, messages: Sequence[StagedMess
             "max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, origin_class, session_kind, "
             "observed_at, claim_hash) "
             f"VALUES (?1, ?2, ?3, ?3, ?4, 1, {SESSION_INGESTION_SCORE!r}, {SESSION_INGESTION_SCORE!r}, {int(now_ms)}, "
-            f"{int(now_ms)}, json_array(?5), {days}, ?6, ?7, ?8, ?9)", fresh)
+            f"{int(now_ms)}, json_array(?5), {days}, ?6, ?7, ?8, ?9)",
+            fresh,
+        )
     if merged:
         # An upsert touching only what a signal changes: columns other writers own (promotion) stay.
-        conn.executemany(f"INSERT INTO short_term_entries ({SELECT_LIST}) VALUES ({','.join('?' * 21)}) "
-                         f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SET}", merged)
+        conn.executemany(
+            f"INSERT INTO short_term_entries ({SELECT_LIST}) VALUES ({','.join('?' * 21)}) "
+            f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SET}",
+            merged,
+        )
     return len(fresh) + len(merged)
 
 

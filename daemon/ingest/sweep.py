@@ -84,19 +84,46 @@ class _Batch:
 
 def _excluded_checkpoint(session: SessionInfo, reason: str, now_ms: int) -> Checkpoint:
     # The reference's shape: no read, size 0, empty hash (so lifting the rule forces a rescan).
-    return Checkpoint(state_key(session.agent_id, session.session_path), session.agent_id, session.session_id,
-                      session.session_key, session.session_path, session.updated_at or 0, 0, "", 0, 0, False, "",
-                      reason, now_ms)
+    return Checkpoint(
+        state_key(session.agent_id, session.session_path),
+        session.agent_id,
+        session.session_id,
+        session.session_key,
+        session.session_path,
+        session.updated_at or 0,
+        0,
+        "",
+        0,
+        0,
+        False,
+        "",
+        reason,
+        now_ms,
+    )
 
 
 def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, now_ms: int) -> Checkpoint:
-    return Checkpoint(state_key(session.agent_id, session.session_path), session.agent_id, session.session_id,
-                      session.session_key, session.session_path, fp.mtime_ms, fp.size, cursor.content_hash,
-                      cursor.line_count, cursor.produced, cursor.at_end, cursor.carry, None, now_ms)
+    return Checkpoint(
+        state_key(session.agent_id, session.session_path),
+        session.agent_id,
+        session.session_id,
+        session.session_key,
+        session.session_path,
+        fp.mtime_ms,
+        fp.size,
+        cursor.content_hash,
+        cursor.line_count,
+        cursor.produced,
+        cursor.at_end,
+        cursor.carry,
+        None,
+        now_ms,
+    )
 
 
-def _load_state(conn: Connection, db_path: str, agent_id: str, session_ids: list[str],
-                secret: bytes | None) -> tuple[set[str], StampSet]:
+def _load_state(
+    conn: Connection, db_path: str, agent_id: str, session_ids: list[str], secret: bytes | None
+) -> tuple[set[str], StampSet]:
     return _forgotten(conn, session_ids, secret), load_stamp_set(conn, db_path, agent_id)
 
 
@@ -107,18 +134,30 @@ def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -
     return forgotten_ids(conn, session_ids, secret)
 
 
-def _forgotten_under_lock(conn: Connection, touched: list[str], checkpoint_ids: list[str],
-                          secret: bytes | None) -> tuple[set[str], set[str]]:
+def _forgotten_under_lock(
+    conn: Connection, touched: list[str], checkpoint_ids: list[str], secret: bytes | None
+) -> tuple[set[str], set[str]]:
     """(touched sessions forgotten meanwhile, checkpoint sessions whose record is hashed only).
     An erased session keeps only an `hmac:` record: a checkpoint would write its id back in clear."""
     gone = forgotten_ids(conn, touched, secret) if touched else set()
-    erased = (forgotten_ids(conn, checkpoint_ids, secret) - forgotten_ids(conn, checkpoint_ids)
-              if checkpoint_ids and secret is not None else set())
+    erased = (
+        forgotten_ids(conn, checkpoint_ids, secret) - forgotten_ids(conn, checkpoint_ids)
+        if checkpoint_ids and secret is not None
+        else set()
+    )
     return gone, erased
 
 
-def _write_batch(conn: Connection, agent_id: str, staged: list[StagedMessage], seen: dict[str, list[str]],
-                 checkpoints: list[Checkpoint], deletions: list[str], day_bucket: str, now_ms: int) -> int:
+def _write_batch(
+    conn: Connection,
+    agent_id: str,
+    staged: list[StagedMessage],
+    seen: dict[str, list[str]],
+    checkpoints: list[Checkpoint],
+    deletions: list[str],
+    day_bucket: str,
+    now_ms: int,
+) -> int:
     write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
     add_seen(conn, seen)
     upsert_checkpoints(conn, checkpoints)
@@ -169,19 +208,28 @@ def _decide_listing(agent: str, listing: SessionListing, policy: AdmissionPolicy
             admitted.append((key, session))
         else:
             excluded.append((key, session, reason))
-    decided = _DecidedListing(weakref.ref(listing, partial(_drop_decided, agent)), policy, admitted, excluded,
-                              [s.session_id for s in ordered], frozenset(keys))
+    decided = _DecidedListing(
+        weakref.ref(listing, partial(_drop_decided, agent)),
+        policy,
+        admitted,
+        excluded,
+        [s.session_id for s in ordered],
+        frozenset(keys),
+    )
     _decided_cache[agent] = decided
     return decided
 
 
-def _apply_forgotten_and_expiry(decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
-                                ) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
+def _apply_forgotten_and_expiry(
+    decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
+) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
     """The decided split with this sweep's forgotten records and expired scopes applied (they
     change without the listing). Forgotten comes first, as in admission_reason's order."""
     admitted: list[tuple[str, SessionInfo]] = []
-    excluded = [(key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
-                for key, session, reason in decided.excluded]
+    excluded = [
+        (key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
+        for key, session, reason in decided.excluded
+    ]
     for key, session in decided.admitted:
         if session.session_id in forgotten:
             excluded.append((key, session, REASON_FORGOTTEN))
@@ -220,8 +268,9 @@ class _Sweep:
         policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
         decided = _decide_listing(self.agent, listing, policy)
         report.sessions_seen = len(decided.admitted) + len(decided.excluded)
-        forgotten, stamp_set = await self.store.read(_load_state, str(self.store.path), self.agent,
-                                                    decided.session_ids, self.secret)
+        forgotten, stamp_set = await self.store.read(
+            _load_state, str(self.store.path), self.agent, decided.session_ids, self.secret
+        )
 
         gate = await load_gate(self.settings)
         expiring = gate.active  # read once: most stores have nothing expired
@@ -258,7 +307,9 @@ class _Sweep:
         batch.deletions.extend(missing)
         report.sessions_unchanged = unchanged
         with_checkpoint = [key for key, _, _ in changed if key in stamps]
-        checkpoints = await self.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
+        checkpoints = (
+            await self.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
+        )
 
         to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]] = []
         for key, session, fp in changed:
@@ -287,24 +338,34 @@ class _Sweep:
         report.corpus_files = sorted(set(report.corpus_files))
         return report
 
-    async def _scan_all(self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int,
-                        batch: _Batch) -> _Batch:
+    async def _scan_all(
+        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int, batch: _Batch
+    ) -> _Batch:
         ingest = self.settings.ingest
         per_file = per_file_cap(n_admitted, ingest.max_messages_per_sweep, ingest.max_messages_per_file)
         remaining = ingest.max_messages_per_sweep
         for start in range(0, len(to_scan), INGEST_SEEN_PREFETCH_SESSIONS):
-            group = to_scan[start:start + INGEST_SEEN_PREFETCH_SESSIONS]
+            group = to_scan[start : start + INGEST_SEEN_PREFETCH_SESSIONS]
             if remaining <= 0:
                 self.report.sessions_deferred += len(group)
                 continue
-            seen_sets = await self.store.read(load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group])
+            seen_sets = await self.store.read(
+                load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group]
+            )
             for session, fp, plan in group:
                 if remaining <= 0:
                     self.report.sessions_deferred += 1
                     continue
                 scope = seen_scope(self.agent, session.session_id)
-                taken, batch = await self._scan_one(session, fp, plan, scope, seen_sets.pop(scope, set()),
-                                                    file_cap(per_file, remaining), batch)
+                taken, batch = await self._scan_one(
+                    session,
+                    fp,
+                    plan,
+                    scope,
+                    seen_sets.pop(scope, set()),
+                    file_cap(per_file, remaining),
+                    batch,
+                )
                 remaining -= taken
         return batch
 
@@ -327,10 +388,19 @@ class _Sweep:
         if self._done is not None:
             await self._done.wait()
 
-    async def _scan_one(self, session: SessionInfo, fp: Fingerprint, plan: ScanPlan, scope: str, seen: set[str],
-                        cap: int, batch: _Batch) -> tuple[int, _Batch]:
-        scanner = TranscriptScanner(self.rt.sessions, session, plan, fp, scope, seen, self.day_of,
-                                    self.report.lines_skipped)
+    async def _scan_one(
+        self,
+        session: SessionInfo,
+        fp: Fingerprint,
+        plan: ScanPlan,
+        scope: str,
+        seen: set[str],
+        cap: int,
+        batch: _Batch,
+    ) -> tuple[int, _Batch]:
+        scanner = TranscriptScanner(
+            self.rt.sessions, session, plan, fp, scope, seen, self.day_of, self.report.lines_skipped
+        )
         taken = 0
         try:
             scanner.open()
@@ -386,29 +456,49 @@ class _Sweep:
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
             if candidates:  # reserved before the append, so forget can find every line written
-                await store.write(record_corpus_files, [(c.session_id, corpus_relative_path(c.day))
-                                                        for c in candidates], fence=lease.fence)
+                await store.write(
+                    record_corpus_files,
+                    [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
+                    fence=lease.fence,
+                )
             staged, seen = await self._append_corpus(candidates)
-            checkpoints.extend(_scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values())
+            checkpoints.extend(
+                _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
+            )
             try:
-                removed = await store.write(_write_batch, self.agent, staged, seen, checkpoints, batch.deletions,
-                                            self.day_bucket, self.now_ms, fence=lease.fence)
+                removed = await store.write(
+                    _write_batch,
+                    self.agent,
+                    staged,
+                    seen,
+                    checkpoints,
+                    batch.deletions,
+                    self.day_bucket,
+                    self.now_ms,
+                    fence=lease.fence,
+                )
             except ANY_SQLITE_ERROR as exc:
-                raise OperationFailed(f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
-                                      "staged and the next sweep reads it again") from exc
+                raise OperationFailed(
+                    f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
+                    "staged and the next sweep reads it again"
+                ) from exc
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
 
-    async def _append_corpus(self, candidates: Sequence[Candidate]
-                             ) -> tuple[list[StagedMessage], dict[str, list[str]]]:
+    async def _append_corpus(
+        self, candidates: Sequence[Candidate]
+    ) -> tuple[list[StagedMessage], dict[str, list[str]]]:
         by_day: dict[str, list[Candidate]] = {}
         for c in candidates:
             by_day.setdefault(c.day, []).append(c)
         paths = self.paths_by_id
         days = dict(sorted(by_day.items()))
         firsts = await self.corpus.append(
-            {day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
-             for day, group in days.items()})
+            {
+                day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
+                for day, group in days.items()
+            }
+        )
         staged: list[StagedMessage] = []
         seen_by_id: dict[str, list[str]] = {}
         kinds = self.kinds_by_id
@@ -418,8 +508,20 @@ class _Sweep:
             qh = query_hash(session_query(day))
             first = firsts[day]
             for offset, c in enumerate(group):
-                staged.append(StagedMessage(claim_hash(c.snippet), c.snippet, path, first + offset, c.origin_class,
-                                            kinds[c.session_id], c.observed_at, c.session_id, c.session_key, qh))
+                staged.append(
+                    StagedMessage(
+                        claim_hash(c.snippet),
+                        c.snippet,
+                        path,
+                        first + offset,
+                        c.origin_class,
+                        kinds[c.session_id],
+                        c.observed_at,
+                        c.session_id,
+                        c.session_key,
+                        qh,
+                    )
+                )
                 seen_by_id.setdefault(c.session_id, []).append(c.seen_hash)
         return staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 

@@ -54,16 +54,23 @@ from daemon.store.db import Connection, Store, table_exists
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 
 REASON_ERASED = "erased"
-NO_ARTIFACTS = ErasureArtifacts(scopes=0, objects=0, provenance_edges=0, sessions=0, forgotten_records_hashed=0,
-                                curated_writes=0)
+NO_ARTIFACTS = ErasureArtifacts(
+    scopes=0, objects=0, provenance_edges=0, sessions=0, forgotten_records_hashed=0, curated_writes=0
+)
 
 
 # --- snapshot -----------------------------------------------------------------------------------
 
+
 def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, tuple]:
     scopes = repo.subtree_scopes(conn, target)
     objects = repo.objects_in_scopes(conn, [s.scope for s in scopes])
-    return tuple(scopes), tuple(objects), tuple(repo.citing_subtree(conn, target)), tuple(repo.all_holds(conn))
+    return (
+        tuple(scopes),
+        tuple(objects),
+        tuple(repo.citing_subtree(conn, target)),
+        tuple(repo.all_holds(conn)),
+    )
 
 
 def _list_mapped(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
@@ -81,6 +88,7 @@ async def mapped_sessions(settings: Settings, target: str) -> list[tuple[Session
 
 
 # --- the subject, for the verifier --------------------------------------------------------------
+
 
 def _message_texts(line: bytes) -> list[str]:
     try:
@@ -126,8 +134,9 @@ def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: lis
     return VerifySubject(tuple(dict.fromkeys(ids)), tuple(contents), tuple(dict.fromkeys(times)))
 
 
-async def session_subject(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo], *,
-                          include_ids: bool) -> VerifySubject:
+async def session_subject(
+    settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo], *, include_ids: bool
+) -> VerifySubject:
     """A verifier subject for sessions purged outside an erasure (`forget --verify`): their
     transcripts' text, and their ids only when no plain forgotten record is meant to remain."""
     texts = await anyio.to_thread.run_sync(_session_texts, settings, sessions)
@@ -136,6 +145,7 @@ async def session_subject(settings: Settings, sessions: Sequence[SessionInfo | A
 
 
 # --- apply ----------------------------------------------------------------------------------------
+
 
 def _apply_retention(conn: Connection, plan: ErasurePlan) -> tuple[int, int, int]:
     """The rewrite and the cascade in ONE transaction (seed: "in the same transaction")."""
@@ -150,29 +160,36 @@ def _rewritten_times(conn: Connection, object_ids: tuple[str, ...]) -> list[int]
     return [r.provenance_at for r in rows.values() if r.provenance_at is not None]
 
 
-def _hash_forgotten_records(conn: Connection, agent_id: str, session_ids: list[str], hashed: list[str],
-                            day_ms: int) -> tuple[int, int]:
+def _hash_forgotten_records(
+    conn: Connection, agent_id: str, session_ids: list[str], hashed: list[str], day_ms: int
+) -> tuple[int, int]:
     """Swap the plain forgotten records of erased sessions for keyed-hash ones in one transaction,
     so admission (forgotten_ids checks both forms) always finds one of them. The record's time
     is coarsened to the day: a precise time would be tied to the erased session."""
     record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
     curated = 0
     for start in range(0, len(session_ids), SQL_IN_BATCH):
-        batch = session_ids[start:start + SQL_IN_BATCH]
+        batch = session_ids[start : start + SQL_IN_BATCH]
         marks = ",".join("?" * len(batch))
         conn.execute(f"DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", batch)
         if table_exists(conn, "curated_writes"):
-            curated += conn.execute(f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch).rowcount
+            curated += conn.execute(
+                f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch
+            ).rowcount
     hashed_count = 0
     for start in range(0, len(hashed), SQL_IN_BATCH):
-        batch = hashed[start:start + SQL_IN_BATCH]
-        hashed_count += conn.execute("SELECT count(*) FROM memory_session_tombstones WHERE session_id IN "
-                                     f"({','.join('?' * len(batch))})", batch).fetchone()[0]
+        batch = hashed[start : start + SQL_IN_BATCH]
+        hashed_count += conn.execute(
+            "SELECT count(*) FROM memory_session_tombstones WHERE session_id IN "
+            f"({','.join('?' * len(batch))})",
+            batch,
+        ).fetchone()[0]
     return hashed_count, curated
 
 
-async def forget_sessions(settings: Settings, redis: Redis, sessions: tuple[SessionTarget, ...],
-                          now: int) -> tuple[int, int, int, dict[str, int]]:
+async def forget_sessions(
+    settings: Settings, redis: Redis, sessions: tuple[SessionTarget, ...], now: int
+) -> tuple[int, int, int, dict[str, int]]:
     """Each agent's erased sessions through its forget pipeline, then hashed records.
     Returns (sessions, hashed records, curated rows, summed forget artifact counters)."""
     from daemon.forget.request import ForgetRequest
@@ -194,8 +211,13 @@ async def forget_sessions(settings: Settings, redis: Redis, sessions: tuple[Sess
                 report = await run_forget(rt, ForgetRequest(agent=agent, sessions=ids))
                 failpoint("erase.hash_records")
                 hashed, curated = await rt.require_store().write(
-                    _hash_forgotten_records, agent, ids, [hashed_session_ref(secret, s) for s in ids], day_ms,
-                    fence=lease.fence)
+                    _hash_forgotten_records,
+                    agent,
+                    ids,
+                    [hashed_session_ref(secret, s) for s in ids],
+                    day_ms,
+                    fence=lease.fence,
+                )
         total_hashed += hashed
         total_curated += curated
         artifacts = report.model_dump(mode="json", by_alias=True).get("artifacts", {})
@@ -207,31 +229,51 @@ async def forget_sessions(settings: Settings, redis: Redis, sessions: tuple[Sess
 
 # --- receipts -------------------------------------------------------------------------------------
 
+
 def day_of(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
 
 
-def build_receipt(plan: ErasurePlan, request: EraseRequest, now: int, artifacts: ErasureArtifacts,
-                  verification: Verification | None) -> ErasureReceipt:
-    by_hold: dict[str, dict[str, int]] = defaultdict(lambda: {"structural": 0, "provenance": 0, "sessions": 0})
+def build_receipt(
+    plan: ErasurePlan,
+    request: EraseRequest,
+    now: int,
+    artifacts: ErasureArtifacts,
+    verification: Verification | None,
+) -> ErasureReceipt:
+    by_hold: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"structural": 0, "provenance": 0, "sessions": 0}
+    )
     for b in plan.blocked:
         by_hold[b.hold_id][b.kind] += b.count
     receipt_id = f"rcpt-{secrets.token_hex(8)}"
     if verification is not None:
         verification = verification.model_copy(update={"receipt_id": receipt_id})
     return ErasureReceipt(
-        receipt_id=receipt_id, request_id=request.request_id, day=day_of(now),
-        state=plan.state, dry_run=request.dry_run,  # type: ignore[arg-type]
+        receipt_id=receipt_id,
+        request_id=request.request_id,
+        day=day_of(now),
+        state=plan.state,  # type: ignore[arg-type]
+        dry_run=request.dry_run,
         structural_deleted=plan.structural_deleted if plan.state != "refused" else 0,
-        provenance_rewritten=artifacts.provenance_edges, hold_blocked=plan.hold_blocked,
+        provenance_rewritten=artifacts.provenance_edges,
+        hold_blocked=plan.hold_blocked,
         blocked=[BlockedByHold(hold_id=h, **counts) for h, counts in sorted(by_hold.items())],
-        artifacts=artifacts, verified=verification.verified if verification else False, verification=verification)
+        artifacts=artifacts,
+        verified=verification.verified if verification else False,
+        verification=verification,
+    )
 
 
 def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
-    return ErasureArtifacts(scopes=len(plan.delete_scopes), objects=len(plan.delete_objects),
-                            provenance_edges=len(plan.rewrite_edges), sessions=len(plan.forget_sessions),
-                            forgotten_records_hashed=len(plan.forget_sessions), curated_writes=0)
+    return ErasureArtifacts(
+        scopes=len(plan.delete_scopes),
+        objects=len(plan.delete_objects),
+        provenance_edges=len(plan.rewrite_edges),
+        sessions=len(plan.forget_sessions),
+        forgotten_records_hashed=len(plan.forget_sessions),
+        curated_writes=0,
+    )
 
 
 def _store_receipt(conn: Connection, receipt: ErasureReceipt) -> None:
@@ -240,12 +282,16 @@ def _store_receipt(conn: Connection, receipt: ErasureReceipt) -> None:
 
 # --- the entry point ------------------------------------------------------------------------------
 
-async def _prepare(settings: Settings, store: Store | None, request: EraseRequest) -> tuple[ErasurePlan, VerifySubject]:
+
+async def _prepare(
+    settings: Settings, store: Store | None, request: EraseRequest
+) -> tuple[ErasurePlan, VerifySubject]:
     """Snapshot (one read transaction) + mapped sessions → plan → the subject, still in memory."""
     rows = await store.read(read_snapshot, request.scope) if store else ((), (), (), ())
     mapped = await mapped_sessions(settings, request.scope)
-    snapshot = ErasureSnapshot(request.scope, *rows,
-                               tuple(SessionTarget(s.agent_id, s.session_id, scope) for s, scope in mapped))
+    snapshot = ErasureSnapshot(
+        request.scope, *rows, tuple(SessionTarget(s.agent_id, s.session_id, scope) for s, scope in mapped)
+    )
     plan = plan_erasure(snapshot, request.allow_partial)
     times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
     wanted = {(s.agent_id, s.session_id) for s in plan.forget_sessions}
@@ -260,8 +306,9 @@ async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[Erasure
         return await _prepare(settings, store, request)
 
 
-async def run_erase(settings: Settings, redis: Redis, request: EraseRequest, *, now: int | None = None,
-                    verify: bool = True) -> ErasureReceipt:
+async def run_erase(
+    settings: Settings, redis: Redis, request: EraseRequest, *, now: int | None = None, verify: bool = True
+) -> ErasureReceipt:
     """Erase `request.scope` (see the module doc). Refusal is a receipt with state `refused`,
     not an exception: the CLI turns it into exit 3, the job returns it."""
     from daemon.retention.verify import run_verify
@@ -280,9 +327,18 @@ async def run_erase(settings: Settings, redis: Redis, request: EraseRequest, *, 
         rewritten, objects, scopes = await store.write(_apply_retention, plan, fence=lease.fence)
         sessions, hashed, curated, counters = 0, 0, 0, dict[str, int]()
         if plan.forget_sessions:
-            sessions, hashed, curated, counters = await forget_sessions(settings, redis, plan.forget_sessions, ts)
-        artifacts = ErasureArtifacts(scopes=scopes, objects=objects, provenance_edges=rewritten, sessions=sessions,
-                                     forgotten_records_hashed=hashed, curated_writes=curated, forget=counters)
+            sessions, hashed, curated, counters = await forget_sessions(
+                settings, redis, plan.forget_sessions, ts
+            )
+        artifacts = ErasureArtifacts(
+            scopes=scopes,
+            objects=objects,
+            provenance_edges=rewritten,
+            sessions=sessions,
+            forgotten_records_hashed=hashed,
+            curated_writes=curated,
+            forget=counters,
+        )
         verification = await run_verify(settings, redis, subject) if verify else None
         receipt = build_receipt(plan, request, ts, artifacts, verification)
         failpoint("erase.receipt")

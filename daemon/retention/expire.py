@@ -56,29 +56,43 @@ def _expire_txn(conn: Connection, now: int, purge_after_days: int | None) -> Exp
         due = [r.scope for r in repo.expired_before(conn, now - purge_after_days * DAY_MS)]
         due_plan = plan_expiry(due, holds)
         purge_objects_of = list(due_plan.expire)
-        subtree = {s: [r.scope for r in repo.subtree_scopes(conn, s) if r.scope != s] for s in purge_objects_of}
+        subtree = {
+            s: [r.scope for r in repo.subtree_scopes(conn, s) if r.scope != s] for s in purge_objects_of
+        }
         purge_rows = plan_purge(purge_objects_of, holds, subtree)
         victims = repo.objects_in_scopes(conn, purge_objects_of)
         victim_ids = {o.object_id for o in victims}
-        citing = [e.object_id for e in repo.citing_edges(conn, purge_objects_of) if e.object_id not in victim_ids]
+        citing = [
+            e.object_id for e in repo.citing_edges(conn, purge_objects_of) if e.object_id not in victim_ids
+        ]
         rewritten = repo.rewrite_provenance(conn, citing)
         purged_objects = repo.delete_objects(conn, sorted(victim_ids))
         purged_scopes = repo.delete_scopes(conn, sorted(purge_rows, key=len, reverse=True))
-    return ExpireReport(now=now, expired_scopes=expired, held_skipped=len(plan.held), purged_objects=purged_objects,
-                        purged_scopes=purged_scopes, provenance_rewritten=rewritten)
+    return ExpireReport(
+        now=now,
+        expired_scopes=expired,
+        held_skipped=len(plan.held),
+        purged_objects=purged_objects,
+        purged_scopes=purged_scopes,
+        provenance_rewritten=rewritten,
+    )
 
 
-async def run_expire(settings: Settings, redis: Redis, request: ExpireRequest | None = None, *,
-                     now: int | None = None) -> ExpireReport:
+async def run_expire(
+    settings: Settings, redis: Redis, request: ExpireRequest | None = None, *, now: int | None = None
+) -> ExpireReport:
     """Mark due scopes expired (and purge old expired data if configured). Reruns converge."""
     del request  # no options yet; validated by the job for unknown fields
     ts = now if now is not None else now_ms()
     async with open_for_write(settings, redis) as (store, lease):
-        return await store.write(_expire_txn, ts, settings.retention.expired_purge_after_days, fence=lease.fence)
+        return await store.write(
+            _expire_txn, ts, settings.retention.expired_purge_after_days, fence=lease.fence
+        )
 
 
-async def run_retention_sweep(settings: Settings, redis: Redis, *, agent: str | None = None,
-                              now: int | None = None) -> ExpireReport:
+async def run_retention_sweep(
+    settings: Settings, redis: Redis, *, agent: str | None = None, now: int | None = None
+) -> ExpireReport:
     """The scheduled `retention_sweep`. Retention state is host-wide, so the sweep of any agent
     expires every scope; running it once per agent per interval is harmless (it converges)."""
     del agent

@@ -71,7 +71,7 @@ class SessionVisibility:
         hidden: set[str] = set()
         for sid in set(session_ids):
             info = self.sessions.get(sid)
-            if (self.gate.hides_session(info) if info is not None else tenant_hidden):
+            if self.gate.hides_session(info) if info is not None else tenant_hidden:
                 hidden.add(sid)
         return frozenset(hidden)
 

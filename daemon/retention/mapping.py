@@ -40,7 +40,9 @@ def session_scope(settings: Settings, session: SessionInfo) -> str:
     return scope.key
 
 
-def sessions_within(settings: Settings, sessions: Iterable[SessionInfo], root: str) -> list[tuple[SessionInfo, str]]:
+def sessions_within(
+    settings: Settings, sessions: Iterable[SessionInfo], root: str
+) -> list[tuple[SessionInfo, str]]:
     """The sessions whose scope is `root` or under it, with their scope.
 
     A session attached to the tenant only is within `root` only when `root` is the tenant.

@@ -37,7 +37,9 @@ class VerifySubject:
         return not (self.ids or self.contents or self.times_ms)
 
     def merge(self, other: VerifySubject) -> VerifySubject:
-        return VerifySubject(self.ids + other.ids, self.contents + other.contents, self.times_ms + other.times_ms)
+        return VerifySubject(
+            self.ids + other.ids, self.contents + other.contents, self.times_ms + other.times_ms
+        )
 
 
 def _collapse(text: str) -> str:
@@ -62,7 +64,13 @@ def snippets(contents: Iterable[str]) -> list[str]:
 def hash_forms(content: str) -> set[str]:
     """sha256 and sha1 of the forms memoryd hashes: raw, stripped, normalized (strip+lower,
     the provenance hash), whitespace-collapsed (staging), collapsed and lower-cased."""
-    forms = {content, content.strip(), content.strip().lower(), _collapse(content), _collapse(content).lower()}
+    forms = {
+        content,
+        content.strip(),
+        content.strip().lower(),
+        _collapse(content),
+        _collapse(content).lower(),
+    }
     out: set[str] = set()
     for form in forms:
         data = form.encode("utf-8")

@@ -116,12 +116,27 @@ def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
             forget.append(session)
 
     blocks = tuple(Blocked(hold_id, kind, n) for (hold_id, kind), n in sorted(blocked.items()))
-    plan = ErasurePlan(target, "complete", tuple(sorted(delete_scopes, key=lambda s: (-s.count(":"), s))),
-                       delete_objects, tuple(sorted(rewrite)), tuple(forget), blocks,
-                       tuple(sorted(containers)))
+    plan = ErasurePlan(
+        target,
+        "complete",
+        tuple(sorted(delete_scopes, key=lambda s: (-s.count(":"), s))),
+        delete_objects,
+        tuple(sorted(rewrite)),
+        tuple(forget),
+        blocks,
+        tuple(sorted(containers)),
+    )
     if not blocks:
         return plan
     if not allow_partial or not plan.has_work:
         return ErasurePlan(target, "refused", (), (), (), (), blocks, ())
-    return ErasurePlan(target, "partial", plan.delete_scopes, plan.delete_objects, plan.rewrite_edges,
-                       plan.forget_sessions, blocks, plan.containers)
+    return ErasurePlan(
+        target,
+        "partial",
+        plan.delete_scopes,
+        plan.delete_objects,
+        plan.rewrite_edges,
+        plan.forget_sessions,
+        blocks,
+        plan.containers,
+    )

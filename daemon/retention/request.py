@@ -29,8 +29,9 @@ class EraseRequest(BaseModel):
     @field_validator("request_id")
     @classmethod
     def _request_id(cls, v: str | None) -> str | None:
-        if v is not None and (not v or len(v) > REQUEST_ID_MAX_CHARS or v != v.strip()
-                              or any(ord(c) < 32 for c in v)):
+        if v is not None and (
+            not v or len(v) > REQUEST_ID_MAX_CHARS or v != v.strip() or any(ord(c) < 32 for c in v)
+        ):
             raise UsageError(f"request_id: {v!r} must be 1-{REQUEST_ID_MAX_CHARS} printable characters")
         return v
 

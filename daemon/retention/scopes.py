@@ -27,7 +27,9 @@ class Scope:
     key: str = dc_field(init=False, compare=False, repr=False)  # the canonical string, computed once
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", ":".join(f"{level}:{encode_component(value)}" for level, value in self.parts))
+        object.__setattr__(
+            self, "key", ":".join(f"{level}:{encode_component(value)}" for level, value in self.parts)
+        )
 
     @property
     def level(self) -> str:
@@ -48,7 +50,7 @@ class Scope:
     def ancestor_keys(self) -> list[str]:
         """Keys of `ancestors()`, sliced from this key (ids never hold a raw ':')."""
         pieces = self.key.split(":")
-        return [":".join(pieces[:2 * i]) for i in range(1, len(self.parts))]
+        return [":".join(pieces[: 2 * i]) for i in range(1, len(self.parts))]
 
     def child(self, level: str, value: str) -> Scope:
         return parse_scope(f"{self.key}:{level}:{encode_component(value)}")
@@ -73,8 +75,9 @@ def parse_scope(text: str, *, field: str = "scope") -> Scope:
         raise UsageError(f"{field}: empty scope (expected tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]])")
     pieces = text.split(":")
     if len(pieces) % 2:
-        raise UsageError(f"{field}: {text!r} is not a sequence of <level>:<id> pairs "
-                         "(encode ':' inside an id as %3A)")
+        raise UsageError(
+            f"{field}: {text!r} is not a sequence of <level>:<id> pairs (encode ':' inside an id as %3A)"
+        )
     parts: list[tuple[str, str]] = []
     for i in range(0, len(pieces), 2):
         level, raw = pieces[i], pieces[i + 1]
@@ -137,8 +140,9 @@ class TtlDecision:
     note: str | None
 
 
-def decide_expiry(scope: str, created_at: int, retention_days: int | None,
-                  parent: str | None, parent_expires_at: int | None) -> TtlDecision:
+def decide_expiry(
+    scope: str, created_at: int, retention_days: int | None, parent: str | None, parent_expires_at: int | None
+) -> TtlDecision:
     """A child never outlives its parent (seed 001: child TTL <= parent TTL)."""
     wanted = None if retention_days is None else created_at + retention_days * DAY_MS
     if parent_expires_at is None:
@@ -147,6 +151,9 @@ def decide_expiry(scope: str, created_at: int, retention_days: int | None,
         return TtlDecision(parent_expires_at, False, None)
     if wanted <= parent_expires_at:
         return TtlDecision(wanted, False, None)
-    return TtlDecision(parent_expires_at, True,
-                       f"retention_days {retention_days} of {scope} clamped to its parent {parent}: "
-                       f"expires with it at {parent_expires_at} (Unix ms)")
+    return TtlDecision(
+        parent_expires_at,
+        True,
+        f"retention_days {retention_days} of {scope} clamped to its parent {parent}: "
+        f"expires with it at {parent_expires_at} (Unix ms)",
+    )

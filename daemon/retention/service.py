@@ -45,9 +45,28 @@ from daemon.settings import Settings
 from daemon.store.db import Connection
 
 __all__ = [
-    "ObjectWrite", "write_object", "write_objects", "read_scope", "lineage", "add_hold", "release_hold",
-    "list_holds", "ExpireRequest", "run_expire", "run_retention_sweep", "EraseRequest", "ErasureReceipt",
-    "plan_erase", "run_erase", "session_subject", "VerifySubject", "ReceiptList", "list_receipts", "Verification", "run_verify", "RetentionGate",
+    "ObjectWrite",
+    "write_object",
+    "write_objects",
+    "read_scope",
+    "lineage",
+    "add_hold",
+    "release_hold",
+    "list_holds",
+    "ExpireRequest",
+    "run_expire",
+    "run_retention_sweep",
+    "EraseRequest",
+    "ErasureReceipt",
+    "plan_erase",
+    "run_erase",
+    "session_subject",
+    "VerifySubject",
+    "ReceiptList",
+    "list_receipts",
+    "Verification",
+    "run_verify",
+    "RetentionGate",
     "load_gate",
 ]
 
@@ -65,22 +84,33 @@ def _validate(item: ObjectWrite) -> ObjectWrite:
     validate_content(item.content)
     if item.provenance_parent is not None:
         parse_scope(item.provenance_parent, field="provenance_parent")
-    if item.retention_days is not None and (not isinstance(item.retention_days, int) or item.retention_days < 1):
+    if item.retention_days is not None and (
+        not isinstance(item.retention_days, int) or item.retention_days < 1
+    ):
         raise UsageError(f"retention_days: {item.retention_days!r} must be a whole number of days >= 1")
     return item
 
 
-async def write_object(settings: Settings, redis: Redis, scope: str, content: str,
-                       provenance_parent: str | None = None, retention_days: int | None = None,
-                       *, now: int | None = None) -> WriteResult:
+async def write_object(
+    settings: Settings,
+    redis: Redis,
+    scope: str,
+    content: str,
+    provenance_parent: str | None = None,
+    retention_days: int | None = None,
+    *,
+    now: int | None = None,
+) -> WriteResult:
     """Store one object in `scope` (creating missing ancestors), optionally citing a parent scope."""
-    results = await write_objects(settings, redis, [ObjectWrite(scope, content, provenance_parent, retention_days)],
-                                  now=now)
+    results = await write_objects(
+        settings, redis, [ObjectWrite(scope, content, provenance_parent, retention_days)], now=now
+    )
     return results[0]
 
 
-async def write_objects(settings: Settings, redis: Redis, items: list[ObjectWrite], *,
-                        now: int | None = None) -> list[WriteResult]:
+async def write_objects(
+    settings: Settings, redis: Redis, items: list[ObjectWrite], *, now: int | None = None
+) -> list[WriteResult]:
     """Many writes in one transaction (one lease, one commit); later items may cite earlier ones."""
     checked = [_validate(i) for i in items]
     ts = now if now is not None else now_ms()
@@ -115,7 +145,9 @@ class _WriteTxn:
         for p in parents:
             self.latest[p] = latest.get(p)
 
-    def ensure_scope(self, scope: str, retention_days: int | None) -> tuple[list[str], repo.ScopeRow, str | None]:
+    def ensure_scope(
+        self, scope: str, retention_days: int | None
+    ) -> tuple[list[str], repo.ScopeRow, str | None]:
         parsed = parse_scope(scope)
         created: list[str] = []
         parent_row: repo.ScopeRow | None = None
@@ -125,15 +157,20 @@ class _WriteTxn:
             days = retention_days if key == parsed.key else None
             if row is None:
                 parent_key = parent_row.scope if parent_row else None
-                decision = decide_expiry(key, self.now, days, parent_key, parent_row.expires_at if parent_row else None)
+                decision = decide_expiry(
+                    key, self.now, days, parent_key, parent_row.expires_at if parent_row else None
+                )
                 row = repo.ScopeRow(key, parent_key, self.now, days, decision.expires_at, None)
                 self.new_scopes.append(row)
                 created.append(key)
                 note = note or decision.note
             elif days is not None:
-                decision = decide_expiry(key, row.created_at, days, row.parent,
-                                         parent_row.expires_at if parent_row else None)
-                row = repo.ScopeRow(row.scope, row.parent, row.created_at, days, decision.expires_at, row.expired_at)
+                decision = decide_expiry(
+                    key, row.created_at, days, row.parent, parent_row.expires_at if parent_row else None
+                )
+                row = repo.ScopeRow(
+                    row.scope, row.parent, row.created_at, days, decision.expires_at, row.expired_at
+                )
                 self._flush_scopes()
                 repo.set_scope_retention(self.conn, key, days, decision.expires_at)
                 note = note or decision.note
@@ -161,7 +198,9 @@ def _apply_writes(conn: Connection, items: list[ObjectWrite], now: int) -> list[
     for item in items:
         hidden = covering(item.scope, txn.expired)
         if hidden is not None:
-            raise RefusedError(f"scope: {item.scope} is unreadable since {hidden} expired; it takes no writes")
+            raise RefusedError(
+                f"scope: {item.scope} is unreadable since {hidden} expired; it takes no writes"
+            )
         provenance: Provenance | None = None
         edge: tuple[str | None, str | None, int | None] = (None, None, None)
         if item.provenance_parent is not None:
@@ -172,21 +211,32 @@ def _apply_writes(conn: Connection, items: list[ObjectWrite], now: int) -> list[
             if cited is None:
                 raise UsageError(f"provenance_parent: scope {parent} has no live object to cite")
             edge = (parent, cited.content_hash, cited.created_at)
-            provenance = Provenance(parent=parent, parent_hash=cited.content_hash, at=cited.created_at,
-                                    parent_state="live")
+            provenance = Provenance(
+                parent=parent, parent_hash=cited.content_hash, at=cited.created_at, parent_state="live"
+            )
         created, row, note = txn.ensure_scope(item.scope, item.retention_days)
-        obj = repo.ObjectRow(f"obj-{secrets.token_hex(12)}", row.scope, item.content, content_hash(item.content),
-                             now, *edge)
+        obj = repo.ObjectRow(
+            f"obj-{secrets.token_hex(12)}", row.scope, item.content, content_hash(item.content), now, *edge
+        )
         txn.new_objects.append(obj)
         txn.latest[row.scope] = obj
-        results.append(WriteResult(object_id=obj.object_id, scope=row.scope, created_scopes=created,
-                                   expires_at=row.expires_at, clamped=note is not None,
-                                   notes=[note] if note else [], provenance=provenance))
+        results.append(
+            WriteResult(
+                object_id=obj.object_id,
+                scope=row.scope,
+                created_scopes=created,
+                expires_at=row.expires_at,
+                clamped=note is not None,
+                notes=[note] if note else [],
+                provenance=provenance,
+            )
+        )
     txn.flush()
     return results
 
 
 # --- reads --------------------------------------------------------------------------------------
+
 
 def _parent_states(conn: Connection, parents: set[str], expired: set[str]) -> dict[str, ParentState]:
     states: dict[str, ParentState] = {}
@@ -207,8 +257,12 @@ def _parent_states(conn: Connection, parents: set[str], expired: set[str]) -> di
 def _provenance(obj: repo.ObjectRow, states: dict[str, ParentState]) -> Provenance | None:
     if obj.provenance_parent is None:
         return None
-    return Provenance(parent=obj.provenance_parent, parent_hash=obj.provenance_hash, at=obj.provenance_at,
-                      parent_state=states[obj.provenance_parent])
+    return Provenance(
+        parent=obj.provenance_parent,
+        parent_hash=obj.provenance_hash,
+        at=obj.provenance_at,
+        parent_state=states[obj.provenance_parent],
+    )
 
 
 def _read(conn: Connection, scope: str) -> ReadResult:
@@ -220,9 +274,21 @@ def _read(conn: Connection, scope: str) -> ReadResult:
         return ReadResult(scope=scope, state="expired", hidden_by=hidden, objects=[])
     objects = repo.objects_in_scopes(conn, [scope])
     states = _parent_states(conn, {o.provenance_parent for o in objects if o.provenance_parent}, expired)
-    return ReadResult(scope=scope, state="live", hidden_by=None, objects=[
-        MemoryObject(object_id=o.object_id, scope=o.scope, content=o.content, created_at=o.created_at,
-                     provenance=_provenance(o, states)) for o in objects])
+    return ReadResult(
+        scope=scope,
+        state="live",
+        hidden_by=None,
+        objects=[
+            MemoryObject(
+                object_id=o.object_id,
+                scope=o.scope,
+                content=o.content,
+                created_at=o.created_at,
+                provenance=_provenance(o, states),
+            )
+            for o in objects
+        ],
+    )
 
 
 async def read_scope(settings: Settings, scope: str) -> ReadResult:
@@ -250,8 +316,14 @@ def _lineage(conn: Connection, object_id: str) -> LineageReport:
         parent = current.provenance_parent
         states = _parent_states(conn, {parent}, expired) if parent else {}
         state: ScopeState = "expired" if covering(current.scope, expired) else "live"
-        steps.append(LineageStep(object_id=current.object_id, scope=current.scope, object_state=state,
-                                 provenance=_provenance(current, states)))
+        steps.append(
+            LineageStep(
+                object_id=current.object_id,
+                scope=current.scope,
+                object_state=state,
+                provenance=_provenance(current, states),
+            )
+        )
         if parent is None or states.get(parent) in ("erased", "missing"):
             break
         # The edge cites a scope; resolve it to the object whose hash the edge carries (expired
@@ -275,16 +347,21 @@ async def lineage(settings: Settings, object_id: str) -> LineageReport:
 
 # --- legal holds ----------------------------------------------------------------------------------
 
+
 def _view(h: repo.HoldRow) -> HoldView:
     return HoldView(hold_id=h.hold_id, scope=h.scope, reason=h.reason, created_at=h.created_at)
 
 
-async def add_hold(settings: Settings, redis: Redis, scope: str, reason: str, *, now: int | None = None) -> HoldView:
+async def add_hold(
+    settings: Settings, redis: Redis, scope: str, reason: str, *, now: int | None = None
+) -> HoldView:
     """Hold `scope` and everything under it: no expiry, no erasure, no provenance rewrite."""
     key = parse_scope(scope).key
     if not reason or not reason.strip():
         raise UsageError("reason: a legal hold needs a reason")
-    hold = repo.HoldRow(f"hold-{secrets.token_hex(8)}", key, reason.strip(), now if now is not None else now_ms())
+    hold = repo.HoldRow(
+        f"hold-{secrets.token_hex(8)}", key, reason.strip(), now if now is not None else now_ms()
+    )
     async with open_for_write(settings, redis) as (store, lease):
         return _view(await store.write(repo.upsert_hold, hold, fence=lease.fence))
 

@@ -25,8 +25,12 @@ def retention_db_path(settings: Settings) -> Path:
 
 
 def retention_lock(settings: Settings, redis: Redis) -> WorkspaceLock:
-    return WorkspaceLock(redis, settings.state_dir / RETENTION_LOCK_NAME, ttl_ms=settings.lock.ttl_ms,
-                         wait_s=settings.lock.wait_s)
+    return WorkspaceLock(
+        redis,
+        settings.state_dir / RETENTION_LOCK_NAME,
+        ttl_ms=settings.lock.ttl_ms,
+        wait_s=settings.lock.wait_s,
+    )
 
 
 def now_ms() -> int:

@@ -55,13 +55,14 @@ class CitingEdge:
 
 
 _SCOPE_COLS = "scope, parent, created_at, retention_days, expires_at, expired_at"
-_OBJECT_COLS = ("object_id, scope, content, content_hash, created_at, provenance_parent, provenance_hash, "
-                "provenance_at")
+_OBJECT_COLS = (
+    "object_id, scope, content, content_hash, created_at, provenance_parent, provenance_hash, provenance_at"
+)
 
 
 def _batches(values: Sequence[str]) -> Iterator[list[str]]:
     for start in range(0, len(values), SQL_IN_BATCH):
-        yield list(values[start:start + SQL_IN_BATCH])
+        yield list(values[start : start + SQL_IN_BATCH])
 
 
 def _marks(batch: Sequence[object]) -> str:
@@ -70,12 +71,14 @@ def _marks(batch: Sequence[object]) -> str:
 
 # --- scopes -----------------------------------------------------------------------------------
 
+
 def scopes_by_key(conn: Connection, keys: Iterable[str]) -> dict[str, ScopeRow]:
     wanted = list(dict.fromkeys(keys))
     out: dict[str, ScopeRow] = {}
     for batch in _batches(wanted):
-        for row in conn.execute(f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE scope IN ({_marks(batch)})",
-                                batch):
+        for row in conn.execute(
+            f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE scope IN ({_marks(batch)})", batch
+        ):
             out[row[0]] = ScopeRow(*row)
     return out
 
@@ -83,27 +86,39 @@ def scopes_by_key(conn: Connection, keys: Iterable[str]) -> dict[str, ScopeRow]:
 def subtree_scopes(conn: Connection, root: str) -> list[ScopeRow]:
     """`root` (if stored) and every scope under it, by key range on the primary key."""
     low, high = subtree_bounds(root)
-    rows = conn.execute(f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE scope = ? OR (scope > ? AND scope < ?) "
-                        "ORDER BY scope", (root, low, high)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE scope = ? OR (scope > ? AND scope < ?) "
+        "ORDER BY scope",
+        (root, low, high),
+    ).fetchall()
     return [ScopeRow(*r) for r in rows]
 
 
 def insert_scopes(conn: Connection, rows: Sequence[ScopeRow]) -> None:
-    conn.executemany(f"INSERT INTO retention_scopes({_SCOPE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
-                     [(r.scope, r.parent, r.created_at, r.retention_days, r.expires_at, r.expired_at)
-                      for r in rows])
+    conn.executemany(
+        f"INSERT INTO retention_scopes({_SCOPE_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+        [(r.scope, r.parent, r.created_at, r.retention_days, r.expires_at, r.expired_at) for r in rows],
+    )
 
 
-def set_scope_retention(conn: Connection, scope: str, retention_days: int | None, expires_at: int | None) -> int:
+def set_scope_retention(
+    conn: Connection, scope: str, retention_days: int | None, expires_at: int | None
+) -> int:
     """Set a scope's TTL and pull every descendant's expiry down to it (child TTL <= parent TTL)."""
-    conn.execute("UPDATE retention_scopes SET retention_days = ?, expires_at = ? WHERE scope = ?",
-                 (retention_days, expires_at, scope))
+    conn.execute(
+        "UPDATE retention_scopes SET retention_days = ?, expires_at = ? WHERE scope = ?",
+        (retention_days, expires_at, scope),
+    )
     if expires_at is None:
         return 0
     low, high = subtree_bounds(scope)
-    return int(conn.execute("UPDATE retention_scopes SET expires_at = ? WHERE scope > ? AND scope < ? "
-                            "AND (expires_at IS NULL OR expires_at > ?)",
-                            (expires_at, low, high, expires_at)).rowcount)
+    return int(
+        conn.execute(
+            "UPDATE retention_scopes SET expires_at = ? WHERE scope > ? AND scope < ? "
+            "AND (expires_at IS NULL OR expires_at > ?)",
+            (expires_at, low, high, expires_at),
+        ).rowcount
+    )
 
 
 def expired_scope_keys(conn: Connection) -> set[str]:
@@ -111,28 +126,39 @@ def expired_scope_keys(conn: Connection) -> set[str]:
 
 
 def due_for_expiry(conn: Connection, now_ms: int) -> list[ScopeRow]:
-    rows = conn.execute(f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE expires_at IS NOT NULL "
-                        "AND expires_at <= ? AND expired_at IS NULL ORDER BY scope", (now_ms,)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE expires_at IS NOT NULL "
+        "AND expires_at <= ? AND expired_at IS NULL ORDER BY scope",
+        (now_ms,),
+    ).fetchall()
     return [ScopeRow(*r) for r in rows]
 
 
 def mark_expired(conn: Connection, scopes: Sequence[str], now_ms: int) -> int:
     changed = 0
     for batch in _batches(scopes):
-        changed += conn.execute(f"UPDATE retention_scopes SET expired_at = ? WHERE scope IN ({_marks(batch)}) "
-                                "AND expired_at IS NULL", [now_ms, *batch]).rowcount
+        changed += conn.execute(
+            f"UPDATE retention_scopes SET expired_at = ? WHERE scope IN ({_marks(batch)}) "
+            "AND expired_at IS NULL",
+            [now_ms, *batch],
+        ).rowcount
     return changed
 
 
 def expired_before(conn: Connection, cutoff_ms: int) -> list[ScopeRow]:
-    rows = conn.execute(f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE expired_at IS NOT NULL "
-                        "AND expired_at <= ? ORDER BY scope", (cutoff_ms,)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE expired_at IS NOT NULL "
+        "AND expired_at <= ? ORDER BY scope",
+        (cutoff_ms,),
+    ).fetchall()
     return [ScopeRow(*r) for r in rows]
 
 
 def children_exist_outside(conn: Connection, scope: str, allowed: set[str]) -> bool:
     low, high = subtree_bounds(scope)
-    for (key,) in conn.execute("SELECT scope FROM retention_scopes WHERE scope > ? AND scope < ?", (low, high)):
+    for (key,) in conn.execute(
+        "SELECT scope FROM retention_scopes WHERE scope > ? AND scope < ?", (low, high)
+    ):
         if key not in allowed:
             return True
     return False
@@ -141,24 +167,45 @@ def children_exist_outside(conn: Connection, scope: str, allowed: set[str]) -> b
 def delete_scopes(conn: Connection, scopes: Sequence[str]) -> int:
     removed = 0
     for batch in _batches(scopes):
-        removed += conn.execute(f"DELETE FROM retention_scopes WHERE scope IN ({_marks(batch)})", batch).rowcount
+        removed += conn.execute(
+            f"DELETE FROM retention_scopes WHERE scope IN ({_marks(batch)})", batch
+        ).rowcount
     return removed
 
 
 # --- objects ----------------------------------------------------------------------------------
 
+
 def insert_objects(conn: Connection, rows: Sequence[ObjectRow]) -> None:
-    conn.executemany(f"INSERT INTO retention_objects({_OBJECT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     [(r.object_id, r.scope, r.content, r.content_hash, r.created_at, r.provenance_parent,
-                       r.provenance_hash, r.provenance_at) for r in rows])
+    conn.executemany(
+        f"INSERT INTO retention_objects({_OBJECT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.object_id,
+                r.scope,
+                r.content,
+                r.content_hash,
+                r.created_at,
+                r.provenance_parent,
+                r.provenance_hash,
+                r.provenance_at,
+            )
+            for r in rows
+        ],
+    )
 
 
 def objects_in_scopes(conn: Connection, scopes: Sequence[str]) -> list[ObjectRow]:
     out: list[ObjectRow] = []
     for batch in _batches(scopes):
-        out += [ObjectRow(*r) for r in conn.execute(
-            f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE scope IN ({_marks(batch)}) "
-            "ORDER BY scope, created_at, object_id", batch)]
+        out += [
+            ObjectRow(*r)
+            for r in conn.execute(
+                f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE scope IN ({_marks(batch)}) "
+                "ORDER BY scope, created_at, object_id",
+                batch,
+            )
+        ]
     return out
 
 
@@ -175,8 +222,9 @@ def latest_objects(conn: Connection, scopes: Sequence[str]) -> dict[str, ObjectR
 def objects_by_id(conn: Connection, object_ids: Sequence[str]) -> dict[str, ObjectRow]:
     out: dict[str, ObjectRow] = {}
     for batch in _batches(object_ids):
-        for r in conn.execute(f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE object_id IN ({_marks(batch)})",
-                              batch):
+        for r in conn.execute(
+            f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE object_id IN ({_marks(batch)})", batch
+        ):
             out[r[0]] = ObjectRow(*r)
     return out
 
@@ -185,9 +233,14 @@ def citing_edges(conn: Connection, parents: Sequence[str]) -> list[CitingEdge]:
     """Provenance children of `parents`, by the provenance index (never a table scan)."""
     out: list[CitingEdge] = []
     for batch in _batches(parents):
-        out += [CitingEdge(*r) for r in conn.execute(
-            f"SELECT object_id, scope, provenance_parent FROM retention_objects "
-            f"WHERE provenance_parent IN ({_marks(batch)}) ORDER BY object_id", batch)]
+        out += [
+            CitingEdge(*r)
+            for r in conn.execute(
+                f"SELECT object_id, scope, provenance_parent FROM retention_objects "
+                f"WHERE provenance_parent IN ({_marks(batch)}) ORDER BY object_id",
+                batch,
+            )
+        ]
     return out
 
 
@@ -195,9 +248,14 @@ def citing_subtree(conn: Connection, root: str) -> list[CitingEdge]:
     """Provenance children of `root` and of every scope under it (stored or not): one range scan
     of the provenance index, so an edge citing a scope row that is already gone is found too."""
     low, high = subtree_bounds(root)
-    return [CitingEdge(*r) for r in conn.execute(
-        "SELECT object_id, scope, provenance_parent FROM retention_objects WHERE provenance_parent = ? "
-        "OR (provenance_parent > ? AND provenance_parent < ?) ORDER BY object_id", (root, low, high))]
+    return [
+        CitingEdge(*r)
+        for r in conn.execute(
+            "SELECT object_id, scope, provenance_parent FROM retention_objects WHERE provenance_parent = ? "
+            "OR (provenance_parent > ? AND provenance_parent < ?) ORDER BY object_id",
+            (root, low, high),
+        )
+    ]
 
 
 def rewrite_provenance(conn: Connection, object_ids: Sequence[str]) -> int:
@@ -212,15 +270,17 @@ def rewrite_provenance(conn: Connection, object_ids: Sequence[str]) -> int:
             f"UPDATE retention_objects SET provenance_parent = ? || lower(hex(randomblob(?))), "
             f"provenance_hash = NULL, provenance_at = (provenance_at / {DAY_MS}) * {DAY_MS} "
             f"WHERE object_id IN ({_marks(batch)}) AND provenance_parent IS NOT NULL",
-            [TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, *batch]).rowcount
+            [TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, *batch],
+        ).rowcount
     return changed
 
 
 def delete_objects(conn: Connection, object_ids: Sequence[str]) -> int:
     removed = 0
     for batch in _batches(object_ids):
-        removed += conn.execute(f"DELETE FROM retention_objects WHERE object_id IN ({_marks(batch)})",
-                                batch).rowcount
+        removed += conn.execute(
+            f"DELETE FROM retention_objects WHERE object_id IN ({_marks(batch)})", batch
+        ).rowcount
     return removed
 
 
@@ -232,7 +292,8 @@ def derivable_edges(conn: Connection) -> list[tuple[str, str]]:
         f"FROM retention_objects o LEFT JOIN retention_scopes s ON s.scope = o.provenance_parent "
         f"WHERE o.provenance_parent IS NOT NULL AND s.scope IS NULL "
         f"AND (o.provenance_hash IS NOT NULL OR (o.provenance_at IS NOT NULL AND o.provenance_at % {DAY_MS} != 0) "
-        f"OR o.provenance_parent NOT LIKE '{TOMBSTONE_REF_PREFIX}%')").fetchall()
+        f"OR o.provenance_parent NOT LIKE '{TOMBSTONE_REF_PREFIX}%')"
+    ).fetchall()
     out: list[tuple[str, str]] = []
     for object_id, parent, phash, pat, _ in rows:
         if not parent.startswith(TOMBSTONE_REF_PREFIX):
@@ -246,22 +307,28 @@ def derivable_edges(conn: Connection) -> list[tuple[str, str]]:
 
 # --- holds ------------------------------------------------------------------------------------
 
+
 def all_holds(conn: Connection) -> list[HoldRow]:
-    return [HoldRow(*r) for r in conn.execute(
-        "SELECT hold_id, scope, reason, created_at FROM retention_holds ORDER BY scope")]
+    return [
+        HoldRow(*r)
+        for r in conn.execute("SELECT hold_id, scope, reason, created_at FROM retention_holds ORDER BY scope")
+    ]
 
 
 def hold_for_scope(conn: Connection, scope: str) -> HoldRow | None:
-    row = conn.execute("SELECT hold_id, scope, reason, created_at FROM retention_holds WHERE scope = ?",
-                       (scope,)).fetchone()
+    row = conn.execute(
+        "SELECT hold_id, scope, reason, created_at FROM retention_holds WHERE scope = ?", (scope,)
+    ).fetchone()
     return HoldRow(*row) if row else None
 
 
 def upsert_hold(conn: Connection, hold: HoldRow) -> HoldRow:
     """One hold per scope; adding again keeps its id and time and replaces the reason."""
-    conn.execute("INSERT INTO retention_holds(hold_id, scope, reason, created_at) VALUES (?, ?, ?, ?) "
-                 "ON CONFLICT(scope) DO UPDATE SET reason = excluded.reason",
-                 (hold.hold_id, hold.scope, hold.reason, hold.created_at))
+    conn.execute(
+        "INSERT INTO retention_holds(hold_id, scope, reason, created_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(scope) DO UPDATE SET reason = excluded.reason",
+        (hold.hold_id, hold.scope, hold.reason, hold.created_at),
+    )
     row = hold_for_scope(conn, hold.scope)
     assert row is not None
     return row
@@ -276,17 +343,23 @@ def delete_hold(conn: Connection, scope: str) -> HoldRow | None:
 
 # --- receipts ---------------------------------------------------------------------------------
 
+
 def insert_receipt(conn: Connection, receipt_id: str, day: str, state: str, body: str) -> None:
-    conn.execute("INSERT INTO erasure_receipts(receipt_id, day, state, body) VALUES (?, ?, ?, ?)",
-                 (receipt_id, day, state, body))
+    conn.execute(
+        "INSERT INTO erasure_receipts(receipt_id, day, state, body) VALUES (?, ?, ?, ?)",
+        (receipt_id, day, state, body),
+    )
 
 
 def update_receipt_body(conn: Connection, receipt_id: str, body: str) -> int:
-    return int(conn.execute("UPDATE erasure_receipts SET body = ? WHERE receipt_id = ?",
-                            (body, receipt_id)).rowcount)
+    return int(
+        conn.execute("UPDATE erasure_receipts SET body = ? WHERE receipt_id = ?", (body, receipt_id)).rowcount
+    )
 
 
 def receipt_bodies(conn: Connection, receipt_id: str | None = None) -> list[str]:
     if receipt_id is None:
         return [r[0] for r in conn.execute("SELECT body FROM erasure_receipts ORDER BY seq")]
-    return [r[0] for r in conn.execute("SELECT body FROM erasure_receipts WHERE receipt_id = ?", (receipt_id,))]
+    return [
+        r[0] for r in conn.execute("SELECT body FROM erasure_receipts WHERE receipt_id = ?", (receipt_id,))
+    ]

@@ -74,11 +74,13 @@ def _agents_with_state(settings: Settings) -> list[str]:
 
 # --- compaction and raw bytes -------------------------------------------------------------------
 
+
 def _compact(conn: Connection) -> str | None:
     """Checkpoint, merge FTS segments, rebuild the file, checkpoint again. A problem string or None."""
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                "AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'").fetchall():
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'"
+    ).fetchall():
         conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
     conn.execute("VACUUM")
     busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -105,11 +107,13 @@ def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
 
 # --- row scans ----------------------------------------------------------------------------------
 
+
 def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
     """Every text/blob value of every ordinary table (FTS/vec shadow tables included)."""
     hits: dict[str, int] = {}
-    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' "
-                          "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+    tables = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
     for name, sql in tables:
         if (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
             continue  # read through its shadow tables; selecting a contentless table yields NULLs
@@ -133,9 +137,12 @@ def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, i
         times = sorted(needles.times)
         n = 0
         for start in range(0, len(times), 500):
-            batch = times[start:start + 500]
-            n += conn.execute("SELECT count(*) FROM retention_objects WHERE provenance_at IN "
-                              f"({','.join('?' * len(batch))})", batch).fetchone()[0]
+            batch = times[start : start + 500]
+            n += conn.execute(
+                "SELECT count(*) FROM retention_objects WHERE provenance_at IN "
+                f"({','.join('?' * len(batch))})",
+                batch,
+            ).fetchone()[0]
         if n:
             derivable["retention_objects.provenance_at"] = n
     invariant: dict[str, int] = {}
@@ -148,9 +155,14 @@ def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, i
 def _vectors(conn: Connection) -> list[tuple[str, bytes]]:
     out: list[tuple[str, bytes]] = []
     if table_exists(conn, "memory_index_vectors"):
-        out += [("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")]
+        out += [
+            ("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")
+        ]
     if table_exists(conn, "memory_embedding_cache"):
-        out += [("memory_embedding_cache", r[0]) for r in conn.execute("SELECT embedding FROM memory_embedding_cache")]
+        out += [
+            ("memory_embedding_cache", r[0])
+            for r in conn.execute("SELECT embedding FROM memory_embedding_cache")
+        ]
     return out
 
 
@@ -174,6 +186,7 @@ def embedding_hits(stored: list[tuple[str, bytes]], probes: np.ndarray | None) -
 
 # --- workspaces ---------------------------------------------------------------------------------
 
+
 def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
     hits: dict[str, int] = {}
     if needles.text is None and not needles.exact:
@@ -191,13 +204,16 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
             if data is None:
                 continue
             text = data.decode("utf-8", "replace")
-            n = needles.hits(text) + sum(needles.hits(line) for line in text.splitlines() if line in needles.exact)
+            n = needles.hits(text) + sum(
+                needles.hits(line) for line in text.splitlines() if line in needles.exact
+            )
             if n:
                 hits[str(path.relative_to(workspace))] = n
     return hits
 
 
 # --- the run -------------------------------------------------------------------------------------
+
 
 async def _probe_vectors(settings: Settings, subject: VerifySubject) -> tuple[np.ndarray | None, str]:
     try:
@@ -209,13 +225,22 @@ async def _probe_vectors(settings: Settings, subject: VerifySubject) -> tuple[np
         return None, "no embedder configured (index.embedding.provider = none): no vectors are stored"
     texts = list(dict.fromkeys([*snippets(subject.contents), *(c for c in subject.contents if c.strip())]))
     if not texts:
-        return np.zeros((0, settings.index.embedding.dims), dtype=np.float32), f"{embedder.model}: nothing to embed"
+        return np.zeros(
+            (0, settings.index.embedding.dims), dtype=np.float32
+        ), f"{embedder.model}: nothing to embed"
     vectors = await embedder.embed(texts)
     return np.vstack([np.asarray(v, dtype=np.float32) for v in vectors]), f"compared with {embedder.model}"
 
 
-async def _check_store(store: Store, label: str, needles: Needles, probes: np.ndarray | None,
-                       findings: _Findings, *, retention: bool) -> None:
+async def _check_store(
+    store: Store,
+    label: str,
+    needles: Needles,
+    probes: np.ndarray | None,
+    findings: _Findings,
+    *,
+    retention: bool,
+) -> None:
     problem = await store.run(_compact)
     if problem:
         findings.physical_notes.append(f"{label}: {problem}")
@@ -237,12 +262,19 @@ async def _check_store(store: Store, label: str, needles: Needles, probes: np.nd
 def _check(name: str, bucket: dict[str, int], *, skipped: bool = False, note: str = "") -> VerificationCheck:
     count = sum(bucket.values())
     # A skipped check has nothing to find (no embedder: no vectors exist); it says so in `note`.
-    return VerificationCheck(name=name, passed=count == 0, count=count, skipped=skipped,  # type: ignore[arg-type]
-                             locations=sorted(bucket), note=note)
+    return VerificationCheck(
+        name=name,  # type: ignore[arg-type]
+        passed=count == 0,
+        count=count,
+        skipped=skipped,
+        locations=sorted(bucket),
+        note=note,
+    )
 
 
-async def run_verify(settings: Settings, redis: Redis, subject: VerifySubject | None = None, *,
-                     receipt_id: str | None = None) -> Verification:
+async def run_verify(
+    settings: Settings, redis: Redis, subject: VerifySubject | None = None, *, receipt_id: str | None = None
+) -> Verification:
     """Run every check; `verified` is true only when all pass.
 
     Without a subject (the CLI's `memoryd verify`) only the subject-free parts can run: the
@@ -254,7 +286,9 @@ async def run_verify(settings: Settings, redis: Redis, subject: VerifySubject | 
     subject = subject or VerifySubject()
     needles = compile_needles(subject)
     findings = _Findings()
-    probes, embed_note = (None, "no erased subject given") if subject.empty else await _probe_vectors(settings, subject)
+    probes, embed_note = (
+        (None, "no erased subject given") if subject.empty else await _probe_vectors(settings, subject)
+    )
 
     if retention_db_path(settings).exists():
         async with open_for_write(settings, redis) as (store, _lease):
@@ -263,18 +297,23 @@ async def run_verify(settings: Settings, redis: Redis, subject: VerifySubject | 
         paths = agent_paths(settings, agent)
         if paths.db_path.exists():
             async with agent_runtime(settings, agent, redis=redis) as rt, rt.lock().hold():
-                await _check_store(rt.require_store(), f"agent {agent}", needles, probes, findings, retention=False)
+                await _check_store(
+                    rt.require_store(), f"agent {agent}", needles, probes, findings, retention=False
+                )
         if paths.workspace.is_dir():
             for where, n in _scan_workspace(paths.workspace, needles).items():
                 findings.add(findings.derivability, f"agent {agent}:workspace/{where}", n)
 
     physical_note = "; ".join(findings.physical_notes) or (
         f"{needles.snippet_count} snippets searched in compacted database and WAL bytes"
-        if needles.snippet_count else "compacted; no snippet of 12+ characters to search for")
+        if needles.snippet_count
+        else "compacted; no snippet of 12+ characters to search for"
+    )
     checks = [
         _check("provenance_invariant", findings.invariant),
-        _check("derivability", findings.derivability,
-               note="no erased subject given" if subject.empty else ""),
+        _check(
+            "derivability", findings.derivability, note="no erased subject given" if subject.empty else ""
+        ),
         _check("physical", findings.physical, note=physical_note),
         _check("embeddings", findings.embeddings, skipped=probes is None, note=embed_note),
     ]
@@ -290,7 +329,9 @@ async def _receipt_exists(settings: Settings, receipt_id: str) -> None:
             raise UsageError(f"receipt: no erasure receipt {receipt_id!r}")
 
 
-async def attach_verification(settings: Settings, redis: Redis, receipt_id: str, verification: Verification) -> None:
+async def attach_verification(
+    settings: Settings, redis: Redis, receipt_id: str, verification: Verification
+) -> None:
     """Record a later verification run on its receipt (the receipt's own run stays the first)."""
     async with open_for_write(settings, redis) as (store, lease):
         bodies = await store.read(repo.receipt_bodies, receipt_id)

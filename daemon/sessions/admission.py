@@ -36,15 +36,19 @@ class AdmissionPolicy:
     def from_settings(cls, config: ExcludeSessions) -> AdmissionPolicy | None:
         """None when every list is empty (the reference's "no policy"). Settings already trimmed
         the configured values and dropped empty ones."""
-        policy = cls(frozenset(config.hook_external_content_sources), frozenset(config.channels),
-                     frozenset(config.chat_types))
+        policy = cls(
+            frozenset(config.hook_external_content_sources),
+            frozenset(config.channels),
+            frozenset(config.chat_types),
+        )
         if not (policy.hook_external_content_sources or policy.channels or policy.chat_types):
             return None
         return policy
 
 
-def exclusion_reason(session: SessionInfo, policy: AdmissionPolicy | None,
-                     forgotten: Collection[str]) -> str | None:
+def exclusion_reason(
+    session: SessionInfo, policy: AdmissionPolicy | None, forgotten: Collection[str]
+) -> str | None:
     """The reference's `sessionExclusionReason`: the reason string, or None when admitted."""
     if session.session_id in forgotten:
         return REASON_FORGOTTEN
@@ -74,8 +78,9 @@ def ineligibility_reason(session: SessionInfo) -> str | None:
     return None
 
 
-def admission_reason(session: SessionInfo, policy: AdmissionPolicy | None,
-                     forgotten: Collection[str]) -> str | None:
+def admission_reason(
+    session: SessionInfo, policy: AdmissionPolicy | None, forgotten: Collection[str]
+) -> str | None:
     """The one reason a sweep records: forgotten first, then ineligibility, then the policy."""
     if session.session_id in forgotten:
         return REASON_FORGOTTEN

@@ -37,7 +37,9 @@ from daemon.sessions.model import (
 )
 
 ARCHIVE_TS = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d{3})?Z"
-ARCHIVE_RE = re.compile(rf"^(?P<id>.+)\.jsonl\.(?P<reason>reset|deleted)\.(?P<ts>{ARCHIVE_TS})(?P<zst>\.zst)?$")
+ARCHIVE_RE = re.compile(
+    rf"^(?P<id>.+)\.jsonl\.(?P<reason>reset|deleted)\.(?P<ts>{ARCHIVE_TS})(?P<zst>\.zst)?$"
+)
 CHECKPOINT_RE = re.compile(r"\.checkpoint\..+\.jsonl$", re.IGNORECASE)
 MAX_SESSIONS_JSON_BYTES = 256 * 1024 * 1024
 # A sessions.json whose stat shows no change for this long before it was read is trusted by its
@@ -226,9 +228,11 @@ class JsonSessionSource:
             after = os.stat(path)
         except FileNotFoundError:
             after = None
-        if (after is not None and stat_key == (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns,
-                                               after.st_ctime_ns)
-                and max(st.st_mtime_ns, st.st_ctime_ns) < read_at - LISTING_SETTLED_NS):
+        if (
+            after is not None
+            and stat_key == (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns)
+            and max(st.st_mtime_ns, st.st_ctime_ns) < read_at - LISTING_SETTLED_NS
+        ):
             idle = cached is not None and cached[0] == stat_key
             _listing_cache[cache_key] = (stat_key, listing if idle else None)
         else:
@@ -271,8 +275,17 @@ class JsonSessionSource:
             m = ARCHIVE_RE.match(name)
             if not m or session_id_problem(m["id"]):
                 continue
-            out.append(ArchiveInfo(self.agent_id, m["id"], keys_by_id.get(m["id"]), m["reason"],  # type: ignore[arg-type]
-                                   archive_time_ms(m["ts"]), str(self.dir / name), name))
+            out.append(
+                ArchiveInfo(
+                    self.agent_id,
+                    m["id"],
+                    keys_by_id.get(m["id"]),
+                    m["reason"],  # type: ignore[arg-type]
+                    archive_time_ms(m["ts"]),
+                    str(self.dir / name),
+                    name,
+                )
+            )
         return out
 
     def transcript_location(self, session: SessionInfo) -> Path | None:

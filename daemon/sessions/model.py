@@ -84,8 +84,7 @@ class SessionSource(Protocol):
         """Live session windows from metadata alone; no transcript is opened."""
         ...
 
-    def list_archives(self) -> list[ArchiveInfo]:
-        ...
+    def list_archives(self) -> list[ArchiveInfo]: ...
 
     def fingerprint(self, session: SessionInfo) -> Fingerprint | None:
         """A stat of the transcript (None if it does not exist). Never reads its content."""

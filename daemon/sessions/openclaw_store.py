@@ -76,14 +76,14 @@ FROM session_transcript_archives ORDER BY created_at, session_id, generation
 _FINGERPRINT_SQL = f"""
 SELECT (SELECT transcript_updated_at FROM session_windows WHERE session_id = :sid),
        count(*), max(created_at),
-       sum(coalesce(event_utf8_bytes, {_BYTES.format('event_json')}, 0) + 1)
+       sum(coalesce(event_utf8_bytes, {_BYTES.format("event_json")}, 0) + 1)
 FROM transcript_events WHERE session_id = :sid
 """
 # An event over the line cap is not loaded at all: its payload column is selected as NULL.
 _EVENTS_SQL = f"""
 SELECT seq,
-       CASE WHEN {_BYTES.format('event_json')} <= :cap THEN event_json END,
-       {_BYTES.format('event_json')},
+       CASE WHEN {_BYTES.format("event_json")} <= :cap THEN event_json END,
+       {_BYTES.format("event_json")},
        CASE WHEN event_utf8_bytes <= :cap THEN event_zstd END,
        event_utf8_bytes
 FROM transcript_events WHERE session_id = :sid AND seq > :after ORDER BY seq LIMIT :limit
@@ -120,8 +120,9 @@ class _Snapshot:
         uri = f"file:{quote(str(db_path))}?mode=ro" + ("" if self.shared else "&immutable=1")
         try:
             self.before: StatKey | None = None if self.shared else _stat_key(db_path)
-            self.conn: Connection = sqlite3.connect(uri, uri=True, isolation_level=None,
-                                                    check_same_thread=False)
+            self.conn: Connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
         except _OPEN_ERRORS as exc:
             raise OperationFailed(f"{db_path}: cannot open OpenClaw agent database: {exc}") from None
         try:
@@ -191,8 +192,13 @@ def _entry_channel(entry: dict[str, Any]) -> tuple[str | None, str | None]:
     return _str(entry.get("channel")), _str(entry.get("accountId"))
 
 
-def effective_hook_source(window_session_id: str, entry: dict[str, Any], current_session_id: str | None,
-                          column: str | None, entry_provenance: int) -> str | None:
+def effective_hook_source(
+    window_session_id: str,
+    entry: dict[str, Any],
+    current_session_id: str | None,
+    column: str | None,
+    entry_provenance: int,
+) -> str | None:
     """The session's exact hook source, as OpenClaw's selection resolves it.
 
     The current entry's hookExternalContentSource when this window is the entry's current
@@ -254,14 +260,17 @@ class OpenClawSessionSource:
                 result = fn(snap.conn)
             except ANY_SQLITE_ERROR as exc:
                 if snap.unchanged():
-                    raise OperationFailed(f"{self.db_path}: cannot read OpenClaw agent database: {exc}") from None
+                    raise OperationFailed(
+                        f"{self.db_path}: cannot read OpenClaw agent database: {exc}"
+                    ) from None
                 continue  # a torn read of a file being checkpointed; read again
             finally:
                 snap.close()
             if snap.unchanged():
                 return result
-        raise OperationFailed(f"{self.db_path}: the database changed during each of {OPENCLAW_READ_ATTEMPTS} "
-                              "reads; try again")
+        raise OperationFailed(
+            f"{self.db_path}: the database changed during each of {OPENCLAW_READ_ATTEMPTS} reads; try again"
+        )
 
     # -- SessionSource -----------------------------------------------------------------------
 
@@ -269,22 +278,27 @@ class OpenClawSessionSource:
         if not self.db_path.exists():
             return SessionListing(())
         windows, participants = self._read(
-            lambda conn: (conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall()))
+            lambda conn: (conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall())
+        )
         errors: list[str] = []
         by_key: dict[str, list[Participant]] = {}
         for raw_key, raw_ns, raw_actor in participants:
             key, actor = _text(raw_key), _text(raw_actor)
             participant, problem = _participant(_text(raw_ns), actor)
             if problem:
-                errors.append(f"{self.db_path}: session_participants {key!r} {actor!r}: {problem}; "
-                              "kept with an empty namespace")
+                errors.append(
+                    f"{self.db_path}: session_participants {key!r} {actor!r}: {problem}; "
+                    "kept with an empty namespace"
+                )
             by_key.setdefault(key, []).append(participant)
         sessions: list[SessionInfo] = []
         for raw in windows:
             row = _WindowRow(*(_opt(v) for v in raw))
             problem = session_id_problem(row.session_id)
             if problem:
-                errors.append(f"{self.db_path}: session_windows {row.session_id!r}: session id {problem}; skipped")
+                errors.append(
+                    f"{self.db_path}: session_windows {row.session_id!r}: session id {problem}; skipped"
+                )
                 continue
             entry = self._entry(row, errors)
             sessions.append(self._session(row, entry, tuple(dict.fromkeys(by_key.get(row.session_key, ())))))
@@ -297,16 +311,22 @@ class OpenClawSessionSource:
         try:
             entry = orjson.loads(row.entry_json)
         except orjson.JSONDecodeError:
-            errors.append(f"{self.db_path}: session_nodes {row.session_key!r}: entry_json is not valid JSON; "
-                          "window columns used alone")
+            errors.append(
+                f"{self.db_path}: session_nodes {row.session_key!r}: entry_json is not valid JSON; "
+                "window columns used alone"
+            )
             return {}
         if not isinstance(entry, dict):
-            errors.append(f"{self.db_path}: session_nodes {row.session_key!r}: entry_json is not an object; "
-                          "window columns used alone")
+            errors.append(
+                f"{self.db_path}: session_nodes {row.session_key!r}: entry_json is not an object; "
+                "window columns used alone"
+            )
             return {}
         return entry
 
-    def _session(self, row: _WindowRow, entry: dict[str, Any], participants: tuple[Participant, ...]) -> SessionInfo:
+    def _session(
+        self, row: _WindowRow, entry: dict[str, Any], participants: tuple[Participant, ...]
+    ) -> SessionInfo:
         current = (_str(entry.get("sessionId")) or row.current_session_id) == row.session_id
         # The window's own columns describe its generation; the entry only fills gaps for the
         # current window (whose columns the writer projected from that same entry).
@@ -330,8 +350,9 @@ class OpenClawSessionSource:
             chat_type=chat_type,
             channel=channel,
             account_id=account_id,
-            hook_source=effective_hook_source(row.session_id, entry, row.current_session_id, row.hook_column,
-                                              row.entry_provenance),
+            hook_source=effective_hook_source(
+                row.session_id, entry, row.current_session_id, row.hook_column, row.entry_provenance
+            ),
             participants=participants,
             created_at=row.created_at,
             updated_at=row.updated_at,
@@ -348,8 +369,17 @@ class OpenClawSessionSource:
             sid, generation, key, reason, created_at, name = (_opt(v) for v in raw)
             if session_id_problem(sid):
                 continue
-            out.append(ArchiveInfo(self.agent_id, sid, key, reason, created_at,  # type: ignore[arg-type]
-                                   self._archive_prefix + generation, name))
+            out.append(
+                ArchiveInfo(
+                    self.agent_id,
+                    sid,
+                    key,
+                    reason,
+                    created_at,  # type: ignore[arg-type]
+                    self._archive_prefix + generation,
+                    name,
+                )
+            )
         return out
 
     def transcript_location(self, session: SessionInfo) -> Path | None:
@@ -361,7 +391,8 @@ class OpenClawSessionSource:
         if not self.db_path.exists():
             return None
         revision, count, newest, size = self._read(
-            lambda conn: conn.execute(_FINGERPRINT_SQL, {"sid": session.session_id}).fetchone())
+            lambda conn: conn.execute(_FINGERPRINT_SQL, {"sid": session.session_id}).fetchone()
+        )
         if not count:
             return None
         return Fingerprint(max(revision or 0, newest or 0), int(size or 0))
@@ -391,23 +422,34 @@ class OpenClawSessionSource:
         while True:
             snap = snaps[-1]
             try:
-                rows = snap.conn.execute(_EVENTS_SQL, {"sid": session_id, "after": after,
-                                                       "cap": MAX_TRANSCRIPT_LINE_BYTES,
-                                                       "limit": OPENCLAW_EVENT_CHUNK_ROWS}).fetchall()
+                rows = snap.conn.execute(
+                    _EVENTS_SQL,
+                    {
+                        "sid": session_id,
+                        "after": after,
+                        "cap": MAX_TRANSCRIPT_LINE_BYTES,
+                        "limit": OPENCLAW_EVENT_CHUNK_ROWS,
+                    },
+                ).fetchall()
                 valid = snap.unchanged()
             except ANY_SQLITE_ERROR as exc:
                 if snap.unchanged():
-                    raise OperationFailed(f"{self.db_path}: session {session_id!r}: cannot read transcript: "
-                                          f"{exc}") from None
+                    raise OperationFailed(
+                        f"{self.db_path}: session {session_id!r}: cannot read transcript: {exc}"
+                    ) from None
                 valid = False
             if not valid:
                 if yielded:
-                    raise SourceChanged(f"{self.db_path}: session {session_id!r}: the database was checkpointed "
-                                        "while its transcript was read; it is read again next time")
+                    raise SourceChanged(
+                        f"{self.db_path}: session {session_id!r}: the database was checkpointed "
+                        "while its transcript was read; it is read again next time"
+                    )
                 attempts += 1
                 if attempts >= OPENCLAW_READ_ATTEMPTS:
-                    raise OperationFailed(f"{self.db_path}: session {session_id!r}: the database changed during "
-                                          f"each of {OPENCLAW_READ_ATTEMPTS} reads; try again")
+                    raise OperationFailed(
+                        f"{self.db_path}: session {session_id!r}: the database changed during "
+                        f"each of {OPENCLAW_READ_ATTEMPTS} reads; try again"
+                    )
                 snaps.pop().close()
                 snaps.append(_Snapshot(self.db_path, self._trace))
                 continue
@@ -420,12 +462,17 @@ class OpenClawSessionSource:
 
     def _archive_lines(self, archive: ArchiveInfo) -> Iterator[bytes]:
         if not archive.locator.startswith(self._archive_prefix):
-            raise OperationFailed(f"{self.db_path}: archive {archive.name or archive.session_id!r} is not from "
-                                  "this database")
-        generation = archive.locator[len(self._archive_prefix):]
-        row = self._read(lambda conn: conn.execute(_ARCHIVE_BLOB_SQL, (archive.session_id, generation)).fetchone())
+            raise OperationFailed(
+                f"{self.db_path}: archive {archive.name or archive.session_id!r} is not from this database"
+            )
+        generation = archive.locator[len(self._archive_prefix) :]
+        row = self._read(
+            lambda conn: conn.execute(_ARCHIVE_BLOB_SQL, (archive.session_id, generation)).fetchone()
+        )
         if row is None:
-            raise OperationFailed(f"{self.db_path}: archive {archive.name or archive.session_id!r} no longer exists")
+            raise OperationFailed(
+                f"{self.db_path}: archive {archive.name or archive.session_id!r} no longer exists"
+            )
         encoding, blob = _text(row[0]), row[1]
         if encoding == "zstd":
             import zstandard
@@ -435,8 +482,9 @@ class OpenClawSessionSource:
         return iter_lines(io.BytesIO(blob))
 
 
-def _event_bytes(seq: int, text: bytes | None, text_bytes: int | None, blob: bytes | None,
-                 utf8_bytes: int | None) -> bytes:
+def _event_bytes(
+    seq: int, text: bytes | None, text_bytes: int | None, blob: bytes | None, utf8_bytes: int | None
+) -> bytes:
     if text_bytes is not None:
         if text is None:
             return OversizedLine(text_bytes)

@@ -38,10 +38,21 @@ SKIP_KINDS = (SKIP_MALFORMED, SKIP_INVALID_UTF8, SKIP_NUL, SKIP_OVERSIZED, SKIP_
 
 # Entry types of the pi v3 format and the OpenClaw dialect (reference §3.1). Anything else is
 # counted as unknown: a newer writer's entry we do not understand is not guessed at.
-KNOWN_ENTRY_TYPES = frozenset({
-    "session", "message", "custom_message", "custom", "compaction", "branch_summary",
-    "model_change", "thinking_level_change", "leaf", "label", "session_info",
-})
+KNOWN_ENTRY_TYPES = frozenset(
+    {
+        "session",
+        "message",
+        "custom_message",
+        "custom",
+        "compaction",
+        "branch_summary",
+        "model_change",
+        "thinking_level_change",
+        "leaf",
+        "label",
+        "session_info",
+    }
+)
 _SYSTEM_PROVENANCE = "internal_system"
 _NO_META: dict[str, Any] = {}  # read only: stands in for a message without __openclaw metadata
 
@@ -78,21 +89,30 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [item["text"] for item in content
-                 if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)]
+        parts = [
+            item["text"]
+            for item in content
+            if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)
+        ]
         return " ".join(parts)
     return ""
 
 
 def _is_internal_system(message: dict[str, Any], meta: dict[str, Any]) -> bool:
     # The provenance has been seen as a string or as {"kind": …}, on the message or its metadata.
-    if not ("provenance" in meta or "inputProvenance" in meta or "provenance" in message
-            or "inputProvenance" in message):
+    if not (
+        "provenance" in meta
+        or "inputProvenance" in meta
+        or "provenance" in message
+        or "inputProvenance" in message
+    ):
         return False
     for holder in (meta, message):
         for key in ("provenance", "inputProvenance"):
             value = holder.get(key)
-            if value == _SYSTEM_PROVENANCE or (isinstance(value, dict) and value.get("kind") == _SYSTEM_PROVENANCE):
+            if value == _SYSTEM_PROVENANCE or (
+                isinstance(value, dict) and value.get("kind") == _SYSTEM_PROVENANCE
+            ):
                 return True
     return False
 
@@ -123,7 +143,7 @@ def collapse_ws(text: str, at_least: int | None = None) -> str:
     long as it keeps at least that many characters: collapsing is local, so collapsing a prefix
     of the text yields a prefix of the fully collapsed text (long messages cost only a slice)."""
     if at_least is not None and len(text) > at_least + 64:
-        head = " ".join(text[:at_least + 64].split())
+        head = " ".join(text[: at_least + 64].split())
         if len(head) > at_least:
             return head
     # Most messages are already collapsed. The only whitespace str.isprintable() accepts is
@@ -134,8 +154,9 @@ def collapse_ws(text: str, at_least: int | None = None) -> str:
     return " ".join(text.split())
 
 
-def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | None = None
-                ) -> ExportedLine | str | None:
+def export_line(
+    raw: bytes, line_number: int, carry: Carry, max_chars: int | None = None
+) -> ExportedLine | str | None:
     """Classify one raw transcript line: an ExportedLine, a skip kind (str), or None (not a message
     line worth exporting). Updates `carry`. With `max_chars`, the exported text may be cut once it
     has more than that many characters (callers that keep only a snippet need no more)."""
@@ -204,8 +225,9 @@ def export_line(raw: bytes, line_number: int, carry: Carry, max_chars: int | Non
     return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
 
 
-def iter_exported(lines: Iterable[bytes], skipped: dict[str, int], carry: Carry | None = None,
-                  first_line_number: int = 1) -> Iterator[ExportedLine]:
+def iter_exported(
+    lines: Iterable[bytes], skipped: dict[str, int], carry: Carry | None = None, first_line_number: int = 1
+) -> Iterator[ExportedLine]:
     """Stream exported lines from raw lines; skipped lines are counted into `skipped` by kind."""
     state = carry if carry is not None else Carry()
     for number, raw in enumerate(lines, start=first_line_number):

@@ -18,7 +18,7 @@ def select_in(conn: Connection, sql: str, values: Iterable[Any], extra: tuple[An
     rows: list[tuple] = []
     values = list(values)
     for start in range(0, len(values), SQL_IN_BATCH):
-        batch = values[start:start + SQL_IN_BATCH]
+        batch = values[start : start + SQL_IN_BATCH]
         rows += conn.execute(sql.format(marks=",".join("?" * len(batch))), [*batch, *extra]).fetchall()
     return rows
 
@@ -29,6 +29,6 @@ def execute_in(conn: Connection, sql: str, values: Iterable[Any], before: tuple[
     changed = 0
     values = list(values)
     for start in range(0, len(values), SQL_IN_BATCH):
-        batch = values[start:start + SQL_IN_BATCH]
+        batch = values[start : start + SQL_IN_BATCH]
         changed += conn.execute(sql.format(marks=",".join("?" * len(batch))), [*before, *batch]).rowcount
     return changed

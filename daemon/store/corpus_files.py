@@ -20,20 +20,28 @@ def record_corpus_files(conn: Connection, pairs: Iterable[tuple[str, str]]) -> i
     if not rows:
         return 0
     before = conn.total_changes
-    conn.executemany(f"INSERT INTO {TABLE} (session_id, relative_path) VALUES (?, ?) "
-                     "ON CONFLICT(session_id, relative_path) DO NOTHING", rows)
+    conn.executemany(
+        f"INSERT INTO {TABLE} (session_id, relative_path) VALUES (?, ?) "
+        "ON CONFLICT(session_id, relative_path) DO NOTHING",
+        rows,
+    )
     return conn.total_changes - before
 
 
-def corpus_files_by_session(conn: Connection, session_ids: Collection[str]) -> dict[str, frozenset[str]] | None:
+def corpus_files_by_session(
+    conn: Connection, session_ids: Collection[str]
+) -> dict[str, frozenset[str]] | None:
     """Recorded corpus files of each session that has any (primary-key lookups).
 
     None when the store predates the table: then nothing is known about any session."""
     if not table_exists(conn, TABLE):
         return None
     found: dict[str, set[str]] = {}
-    for sid, path in select_in(conn, f"SELECT session_id, relative_path FROM {TABLE} WHERE session_id IN ({{marks}})",
-                               sorted(set(session_ids))):
+    for sid, path in select_in(
+        conn,
+        f"SELECT session_id, relative_path FROM {TABLE} WHERE session_id IN ({{marks}})",
+        sorted(set(session_ids)),
+    ):
         found.setdefault(sid, set()).add(path)
     return {sid: frozenset(paths) for sid, paths in found.items()}
 

@@ -45,7 +45,9 @@ SQLITE_SOFT_HEAP_LIMIT_BYTES = 32 * 1024 * 1024
 
 def _connect_raw(path: str, *, readonly: bool) -> Connection:
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
         conn.execute("PRAGMA query_only = ON")
     else:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
@@ -115,6 +117,7 @@ class Store:
             if not path.exists():
                 fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
                 os.close(fd)
+
         def connect() -> Connection:
             conn = _connect_raw(str(path), readonly=readonly)
             if migrate and not readonly:
@@ -180,11 +183,15 @@ class FenceToken:
 def check_and_store_fence(conn: Connection, fence: FenceToken) -> None:
     row = conn.execute("SELECT token FROM fence WHERE workspace_key = ?", (fence.workspace_key,)).fetchone()
     if row is not None and row[0] > fence.token:
-        raise FencedOut(f"write refused: fence token {fence.token} is older than {row[0]} "
-                        "(the workspace lease expired and another writer took it)")
-    conn.execute("INSERT INTO fence(workspace_key, token) VALUES (?, ?) "
-                 "ON CONFLICT(workspace_key) DO UPDATE SET token = excluded.token",
-                 (fence.workspace_key, fence.token))
+        raise FencedOut(
+            f"write refused: fence token {fence.token} is older than {row[0]} "
+            "(the workspace lease expired and another writer took it)"
+        )
+    conn.execute(
+        "INSERT INTO fence(workspace_key, token) VALUES (?, ?) "
+        "ON CONFLICT(workspace_key) DO UPDATE SET token = excluded.token",
+        (fence.workspace_key, fence.token),
+    )
 
 
 def _in_read_txn(conn: Connection, fn: Callable[..., T], *args: Any) -> T:
@@ -209,8 +216,9 @@ def _in_write_txn(conn: Connection, fn: Callable[..., T], fence: FenceToken | No
 
 
 def table_exists(conn: Connection, name: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')",
-                       (name,)).fetchone()
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')", (name,)
+    ).fetchone()
     return row is not None
 
 

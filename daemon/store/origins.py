@@ -36,8 +36,15 @@ def record_origins(conn: Connection, agent_id: str, origins: Iterable[EntryOrigi
         cur = conn.execute(
             f"INSERT INTO memory_entry_origins({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
-            (origin.entry_key, origin.agent_id, origin.session_id, origin.session_key,
-             origin.origin_class, origin.observed_at))
+            (
+                origin.entry_key,
+                origin.agent_id,
+                origin.session_id,
+                origin.session_key,
+                origin.origin_class,
+                origin.observed_at,
+            ),
+        )
         if cur.rowcount:
             added.append(origin)
     return added
@@ -47,16 +54,24 @@ def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[
     """Origins of the given sessions, by index (never a scan of all origins)."""
     if not session_ids or not table_exists(conn, "memory_entry_origins"):
         return []
-    rows = select_in(conn, f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE session_id IN ({{marks}}) "
-                     "AND agent_id = ?", session_ids, (agent_id,))
+    rows = select_in(
+        conn,
+        f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE session_id IN ({{marks}}) AND agent_id = ?",
+        session_ids,
+        (agent_id,),
+    )
     return sorted((EntryOrigin(*r) for r in rows), key=lambda o: (o.entry_key, o.session_id))
 
 
 def origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[EntryOrigin]:
     if not entry_keys or not table_exists(conn, "memory_entry_origins"):
         return []
-    rows = select_in(conn, f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE entry_key IN ({{marks}}) "
-                     "AND agent_id = ?", entry_keys, (agent_id,))
+    rows = select_in(
+        conn,
+        f"SELECT {_COLUMNS} FROM memory_entry_origins WHERE entry_key IN ({{marks}}) AND agent_id = ?",
+        entry_keys,
+        (agent_id,),
+    )
     return sorted((EntryOrigin(*r) for r in rows), key=lambda o: (o.entry_key, o.session_id))
 
 
@@ -65,5 +80,9 @@ def existing_entry_keys(conn: Connection, agent_id: str, entry_keys: Sequence[st
 
 
 def delete_origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> int:
-    return execute_in(conn, "DELETE FROM memory_entry_origins WHERE agent_id = ? AND entry_key IN ({marks})",
-                      entry_keys, (agent_id,))
+    return execute_in(
+        conn,
+        "DELETE FROM memory_entry_origins WHERE agent_id = ? AND entry_key IN ({marks})",
+        entry_keys,
+        (agent_id,),
+    )

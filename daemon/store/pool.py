@@ -118,8 +118,11 @@ class StorePool:
         entries = self._idle.get((path, readonly), [])
         while entries and found is None:
             entry = entries.pop()
-            if st is not None and entry.file_id == (st.st_dev, st.st_ino) \
-                    and entry.left_as == (st.st_size, st.st_mtime_ns):
+            if (
+                st is not None
+                and entry.file_id == (st.st_dev, st.st_ino)
+                and entry.left_as == (st.st_size, st.st_mtime_ns)
+            ):
                 found = entry
             else:
                 stale.append(entry)

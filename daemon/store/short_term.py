@@ -61,7 +61,7 @@ def _json_tuple(raw: str | None) -> tuple[str, ...]:
 
 def decode_row(row: Sequence) -> list[Any]:
     """A stored row (columns in COLUMNS order, first) as field values: JSON lists become tuples."""
-    values = list(row[:len(COLUMNS)])
+    values = list(row[: len(COLUMNS)])
     for i in _LIST_COLUMNS:
         values[i] = _json_tuple(values[i])
     return values
@@ -69,15 +69,34 @@ def decode_row(row: Sequence) -> list[Any]:
 
 def encode_row(entry: ShortTermEntry) -> tuple:
     """An entry as the values of an INSERT over COLUMNS."""
-    return (entry.entry_key, entry.path, entry.start_line, entry.end_line, entry.snippet, entry.recall_count,
-            entry.daily_count, entry.grounded_count, entry.total_score, entry.max_score,
-            entry.first_recalled_at, entry.last_recalled_at, orjson.dumps(entry.query_hashes).decode(),
-            orjson.dumps(entry.recall_days).decode(), orjson.dumps(entry.concept_tags).decode(),
-            entry.origin_class, entry.session_kind, entry.observed_at, entry.claim_hash, entry.project_key,
-            entry.promoted_at)
+    return (
+        entry.entry_key,
+        entry.path,
+        entry.start_line,
+        entry.end_line,
+        entry.snippet,
+        entry.recall_count,
+        entry.daily_count,
+        entry.grounded_count,
+        entry.total_score,
+        entry.max_score,
+        entry.first_recalled_at,
+        entry.last_recalled_at,
+        orjson.dumps(entry.query_hashes).decode(),
+        orjson.dumps(entry.recall_days).decode(),
+        orjson.dumps(entry.concept_tags).decode(),
+        entry.origin_class,
+        entry.session_kind,
+        entry.observed_at,
+        entry.claim_hash,
+        entry.project_key,
+        entry.promoted_at,
+    )
 
 
 def load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, ShortTermEntry]:
     """The stored entries among `keys`, by key."""
-    rows = select_in(conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys)
+    rows = select_in(
+        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
+    )
     return {r[0]: ShortTermEntry(*decode_row(r)) for r in rows}

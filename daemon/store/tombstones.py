@@ -69,8 +69,9 @@ def forgotten_ids(conn: Connection, session_ids: Iterable[str], secret: bytes | 
     wanted: dict[str, str] = {sid: sid for sid in ids}
     if secret is not None:
         wanted.update({hashed_session_ref(secret, sid): sid for sid in ids})
-    rows = select_in(conn, "SELECT session_id FROM memory_session_tombstones WHERE session_id IN ({marks})",
-                     list(wanted))
+    rows = select_in(
+        conn, "SELECT session_id FROM memory_session_tombstones WHERE session_id IN ({marks})", list(wanted)
+    )
     return {wanted[ref] for (ref,) in rows}
 
 
@@ -81,13 +82,15 @@ def is_forgotten(conn: Connection, session_id: str, secret: bytes | None = None)
 def list_tombstones(conn: Connection) -> list[Tombstone]:
     if not table_exists(conn, "memory_session_tombstones"):
         return []
-    rows = conn.execute("SELECT session_id, agent_id, reason, created_at FROM memory_session_tombstones "
-                        "ORDER BY session_id").fetchall()
+    rows = conn.execute(
+        "SELECT session_id, agent_id, reason, created_at FROM memory_session_tombstones ORDER BY session_id"
+    ).fetchall()
     return [Tombstone(*row) for row in rows]
 
 
-def record_tombstones(conn: Connection, agent_id: str, session_refs: Iterable[str], now_ms: int,
-                      reason: str = REASON_FORGOTTEN) -> int:
+def record_tombstones(
+    conn: Connection, agent_id: str, session_refs: Iterable[str], now_ms: int, reason: str = REASON_FORGOTTEN
+) -> int:
     """Insert records (ignoring ones that exist) and bump the index revision either way.
 
     The bump fences any index rebuild prepared before this purge, even on a repeated purge
@@ -96,12 +99,13 @@ def record_tombstones(conn: Connection, agent_id: str, session_refs: Iterable[st
     refs = list(dict.fromkeys(session_refs))
     inserted = 0
     for start in range(0, len(refs), TOMBSTONE_BATCH):
-        batch = refs[start:start + TOMBSTONE_BATCH]
+        batch = refs[start : start + TOMBSTONE_BATCH]
         before = conn.total_changes
         conn.executemany(
             "INSERT INTO memory_session_tombstones(session_id, agent_id, reason, created_at) "
             "VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO NOTHING",
-            [(ref, agent_id, reason, now_ms) for ref in batch])
+            [(ref, agent_id, reason, now_ms) for ref in batch],
+        )
         inserted += conn.total_changes - before
     bump_revision(conn)
     return inserted

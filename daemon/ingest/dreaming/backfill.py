@@ -99,7 +99,8 @@ class BackfillRequest(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             name = {"from_day": "--from", "to_day": "--to", "limit_days": "--limit-days"}.get(
-                str(first["loc"][0]) if first["loc"] else "", str(first["loc"]))
+                str(first["loc"][0]) if first["loc"] else "", str(first["loc"])
+            )
             raise UsageError(f"{name}: {first['msg']}") from None
         if request.from_day and request.to_day and request.from_day > request.to_day:
             raise UsageError(f"--from {request.from_day} is after --to {request.to_day}")
@@ -120,9 +121,13 @@ def _tombstones(conn: Connection) -> set[str]:
 def _processed_days(conn: Connection) -> set[str]:
     if not table_exists(conn, "backfill_journal"):
         return set()
-    return {d for (d,) in conn.execute(
-        "SELECT j.key FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
-        "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL")}
+    return {
+        d
+        for (d,) in conn.execute(
+            "SELECT j.key FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
+            "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
+        )
+    }
 
 
 def _already_staged(conn: Connection, agent_id: str, keys: Sequence[str]) -> set[tuple[str, str]]:
@@ -155,8 +160,18 @@ def scan_sessions(rt: AgentRuntime, forgotten: set[str], secret: bytes | None) -
                 observed = line.timestamp_ms or fallback
                 if len(snippet) < SNIPPET_MIN_CHARS or observed <= 0:
                     continue
-                messages.append(Message(rt.agent_id, session.session_id, session.session_key, line.line_number,
-                                        snippet, line.origin_class, observed, day_of(observed)))
+                messages.append(
+                    Message(
+                        rt.agent_id,
+                        session.session_id,
+                        session.session_key,
+                        line.line_number,
+                        snippet,
+                        line.origin_class,
+                        observed,
+                        day_of(observed),
+                    )
+                )
     return Scan(tuple(messages), scanned, excluded)
 
 
@@ -164,14 +179,19 @@ def forgotten_hashed(session_id: str, forgotten: set[str], secret: bytes) -> boo
     return hashed_session_ref(secret, session_id) in forgotten
 
 
-def plan_claims(scan: Scan, processed: set[str], request: BackfillRequest,
-                staged: set[tuple[str, str]]) -> tuple[list[str], list[Claim]]:
+def plan_claims(
+    scan: Scan, processed: set[str], request: BackfillRequest, staged: set[tuple[str, str]]
+) -> tuple[list[str], list[Claim]]:
     """Days to do and their claims, leaving out messages already staged from the same session."""
-    days = select_days((m.day for m in scan.messages), processed, request.from_day, request.to_day,
-                       request.limit_days)
+    days = select_days(
+        (m.day for m in scan.messages), processed, request.from_day, request.to_day, request.limit_days
+    )
     chosen = set(days)
-    fresh = [m for m in scan.messages if m.day in chosen
-             and (CLAIM_KEY_PREFIX + claim_hash(m.snippet), m.session_id) not in staged]
+    fresh = [
+        m
+        for m in scan.messages
+        if m.day in chosen and (CLAIM_KEY_PREFIX + claim_hash(m.snippet), m.session_id) not in staged
+    ]
     return days, coalesce(fresh)
 
 
@@ -182,8 +202,9 @@ def staged_key(claim: Claim) -> str:
 async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillReport:
     if request.agent != rt.agent_id:
         raise UsageError(f"agent: request is for {request.agent!r}, runtime is {rt.agent_id!r}")
-    report = BackfillReport(agent_id=rt.agent_id, mode=request.mode, from_day=request.from_day,
-                            to_day=request.to_day)
+    report = BackfillReport(
+        agent_id=rt.agent_id, mode=request.mode, from_day=request.from_day, to_day=request.to_day
+    )
     if request.mode == "rollback":
         return await _rollback(rt, report)
     store = rt.store
@@ -211,17 +232,31 @@ def _summarize(report: BackfillReport, scan: Scan, days: list[str], claims: list
         day_claims = [c for c in claims if c.day == day]
         if not day_claims:
             continue
-        report.days.append(BackfillDay(day=day, sessions=len({s for c in day_claims for s in c.session_ids}),
-                                       candidates=sum(len(c.messages) for c in day_claims),
-                                       claims=len(day_claims)))
+        report.days.append(
+            BackfillDay(
+                day=day,
+                sessions=len({s for c in day_claims for s in c.session_ids}),
+                candidates=sum(len(c.messages) for c in day_claims),
+                claims=len(day_claims),
+            )
+        )
     report.candidates = sum(len(c.messages) for c in claims)
     report.claims = len(claims)
 
 
 # --- apply ------------------------------------------------------------------------------------
 
-def _begin_run(conn: Connection, agent_id: str, request: BackfillRequest, now_ms: int, days: Sequence[str],
-               claims: Sequence[Claim], diary_existed: bool, secret: bytes | None) -> tuple[int, set[str], int]:
+
+def _begin_run(
+    conn: Connection,
+    agent_id: str,
+    request: BackfillRequest,
+    now_ms: int,
+    days: Sequence[str],
+    claims: Sequence[Claim],
+    diary_existed: bool,
+    secret: bytes | None,
+) -> tuple[int, set[str], int]:
     """Under the lock, before anything is published: re-check forgotten records, open the run's
     journal and reserve the lineage of every staged claim and diary line it will write."""
     origins = [o for c in claims for o in c.diary_line().origins]
@@ -230,9 +265,12 @@ def _begin_run(conn: Connection, agent_id: str, request: BackfillRequest, now_ms
     gone = forgotten_ids(conn, {o.session_id for o in origins}, secret)
     if gone:
         return 0, gone, 0
-    run_id = int(conn.execute(
-        "INSERT INTO backfill_runs(created_at, mode, from_day, to_day) VALUES (?, ?, ?, ?)",
-        (now_ms, request.mode, request.from_day, request.to_day)).lastrowid)
+    run_id = int(
+        conn.execute(
+            "INSERT INTO backfill_runs(created_at, mode, from_day, to_day) VALUES (?, ?, ?, ?)",
+            (now_ms, request.mode, request.from_day, request.to_day),
+        ).lastrowid
+    )
     added = record_origins(conn, agent_id, origins)
     rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, "") for d in days]
     rows += [("diary_key", c.diary_line().key, "") for c in claims]
@@ -243,12 +281,15 @@ def _begin_run(conn: Connection, agent_id: str, request: BackfillRequest, now_ms
 
 
 def _journal(conn: Connection, run_id: int, rows: Sequence[tuple[str, str, str]]) -> None:
-    conn.executemany("INSERT INTO backfill_journal(run_id, kind, key, payload) VALUES (?, ?, ?, ?)",
-                     [(run_id, k, key, payload) for k, key, payload in rows])
+    conn.executemany(
+        "INSERT INTO backfill_journal(run_id, kind, key, payload) VALUES (?, ?, ?, ?)",
+        [(run_id, k, key, payload) for k, key, payload in rows],
+    )
 
 
-def _stage(conn: Connection, run_id: int, claims: Sequence[Claim], citations: dict[str, tuple[str, int]],
-           now_ms: int) -> int:
+def _stage(
+    conn: Connection, run_id: int, claims: Sequence[Claim], citations: dict[str, tuple[str, int]], now_ms: int
+) -> int:
     """Upsert one grounded signal per claim; journal each entry's prior state first."""
     keys = [staged_key(c) for c in claims]
     prior = {r[0]: r for r in _rows(conn, keys)}
@@ -263,11 +304,35 @@ def _stage(conn: Connection, run_id: int, claims: Sequence[Claim], citations: di
             journal.append(("staged_new", key, ""))
             conn.execute(
                 f"INSERT INTO short_term_entries({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))})",
-                (key, path, line, line, claim.first.snippet[:800], 0, 0, 1, SESSION_INGESTION_SCORE,
-                 SESSION_INGESTION_SCORE, now_ms, now_ms, json.dumps([q]), json.dumps([claim.day]), "[]",
-                 origin, "interactive", observed, claim_hash(claim.first.snippet), None, None))
-            prior[key] = tuple(conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries "
-                                            "WHERE entry_key = ?", (key,)).fetchone())
+                (
+                    key,
+                    path,
+                    line,
+                    line,
+                    claim.first.snippet[:800],
+                    0,
+                    0,
+                    1,
+                    SESSION_INGESTION_SCORE,
+                    SESSION_INGESTION_SCORE,
+                    now_ms,
+                    now_ms,
+                    json.dumps([q]),
+                    json.dumps([claim.day]),
+                    "[]",
+                    origin,
+                    "interactive",
+                    observed,
+                    claim_hash(claim.first.snippet),
+                    None,
+                    None,
+                ),
+            )
+            prior[key] = tuple(
+                conn.execute(
+                    f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)
+                ).fetchone()
+            )
             continue
         if not any(j[0] in ("staged_new", "staged_prior") and j[1] == key for j in journal):
             journal.append(("staged_prior", key, json.dumps(list(row))))
@@ -280,20 +345,35 @@ def _stage(conn: Connection, run_id: int, claims: Sequence[Claim], citations: di
             "UPDATE short_term_entries SET grounded_count = grounded_count + 1, total_score = total_score + ?, "
             "max_score = MAX(max_score, ?), last_recalled_at = ?, query_hashes = ?, recall_days = ?, "
             "origin_class = ?, observed_at = MAX(observed_at, ?) WHERE entry_key = ?",
-            (SESSION_INGESTION_SCORE, SESSION_INGESTION_SCORE, now_ms, json.dumps(queries), json.dumps(days),
-             least_trusted(row[15], origin), observed, key))
-        prior[key] = tuple(conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries "
-                                        "WHERE entry_key = ?", (key,)).fetchone())
+            (
+                SESSION_INGESTION_SCORE,
+                SESSION_INGESTION_SCORE,
+                now_ms,
+                json.dumps(queries),
+                json.dumps(days),
+                least_trusted(row[15], origin),
+                observed,
+                key,
+            ),
+        )
+        prior[key] = tuple(
+            conn.execute(
+                f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)
+            ).fetchone()
+        )
     _journal(conn, run_id, journal)
     return len(claims)
 
 
 def _rows(conn: Connection, keys: Sequence[str]) -> list[tuple]:
-    return select_in(conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys)
+    return select_in(
+        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
+    )
 
 
-async def _apply(rt: AgentRuntime, request: BackfillRequest, report: BackfillReport, claims: list[Claim],
-                 days: list[str]) -> BackfillReport:
+async def _apply(
+    rt: AgentRuntime, request: BackfillRequest, report: BackfillReport, claims: list[Claim], days: list[str]
+) -> BackfillReport:
     store = rt.require_store()
     secret = rt.secret()
     now_ms = int(time.time() * 1000)
@@ -301,38 +381,64 @@ async def _apply(rt: AgentRuntime, request: BackfillRequest, report: BackfillRep
     async with rt.lock().hold() as lease:
         diary = read_diary(rt.paths.workspace)
         diary_existed = diary.content_hash != ABSENT
-        run_id, gone, added = await store.write(_begin_run, rt.agent_id, request, now_ms, days, claims,
-                                                diary_existed, secret, fence=lease.fence)
+        run_id, gone, added = await store.write(
+            _begin_run, rt.agent_id, request, now_ms, days, claims, diary_existed, secret, fence=lease.fence
+        )
         while gone:  # a session was forgotten after the scan: drop its messages and re-plan
             claims = coalesce([m for c in claims for m in c.messages if m.session_id not in gone])
-            run_id, gone, added = await store.write(_begin_run, rt.agent_id, request, now_ms, days, claims,
-                                                    diary_existed, secret, fence=lease.fence)
+            run_id, gone, added = await store.write(
+                _begin_run,
+                rt.agent_id,
+                request,
+                now_ms,
+                days,
+                claims,
+                diary_existed,
+                secret,
+                fence=lease.fence,
+            )
         report.run_id = run_id
         report.origin_rows = added
         report.claims = len(claims)
         report.candidates = sum(len(c.messages) for c in claims)
         if staging and claims:
             # Reserved before the append, so forget can find every line written.
-            await store.write(record_corpus_files, [(m.session_id, corpus_relative_path(c.day))
-                                                    for c in claims for m in c.messages], fence=lease.fence)
+            await store.write(
+                record_corpus_files,
+                [(m.session_id, corpus_relative_path(c.day)) for c in claims for m in c.messages],
+                fence=lease.fence,
+            )
             citations = _append_corpus(rt, claims)
-            await store.write(_journal, run_id, [("corpus_line", path, line) for path, line in citations[1]],
-                              fence=lease.fence)
+            await store.write(
+                _journal,
+                run_id,
+                [("corpus_line", path, line) for path, line in citations[1]],
+                fence=lease.fence,
+            )
             report.corpus_lines = len(citations[1])
-            report.staged_entries = await store.write(_stage, run_id, claims, citations[0], now_ms,
-                                                      fence=lease.fence)
+            report.staged_entries = await store.write(
+                _stage, run_id, claims, citations[0], now_ms, fence=lease.fence
+            )
         existing = block_text(read_diary(rt.paths.workspace).text or "", BLOCK)
-        written, diary_rows, warnings = await publish_block(rt, lease, BLOCK, HEADING, diary_items(existing, claims))
+        written, diary_rows, warnings = await publish_block(
+            rt, lease, BLOCK, HEADING, diary_items(existing, claims)
+        )
         if diary_rows:  # only if a line's lineage was not reserved above (never, unless raced)
-            await store.write(_journal, run_id, [("origin", o.entry_key, o.session_id) for o in diary_rows],
-                              fence=lease.fence)
+            await store.write(
+                _journal,
+                run_id,
+                [("origin", o.entry_key, o.session_id) for o in diary_rows],
+                fence=lease.fence,
+            )
         report.diary_lines = written
         report.origin_rows += len(diary_rows)
         report.warnings += warnings
     return report
 
 
-def _append_corpus(rt: AgentRuntime, claims: Sequence[Claim]) -> tuple[dict[str, tuple[str, int]], list[tuple[str, str]]]:
+def _append_corpus(
+    rt: AgentRuntime, claims: Sequence[Claim]
+) -> tuple[dict[str, tuple[str, int]], list[tuple[str, str]]]:
     """One corpus line per message (forget finds each session's lines); the claim cites the first."""
     citations: dict[str, tuple[str, int]] = {}
     lines_added: list[tuple[str, str]] = []
@@ -340,8 +446,11 @@ def _append_corpus(rt: AgentRuntime, claims: Sequence[Claim]) -> tuple[dict[str,
     for c in claims:
         by_day.setdefault(c.day, []).append(c)
     for day, day_claims in sorted(by_day.items()):
-        rendered = [render_line(rt.agent_id, m.session_path, m.line_number, m.snippet)
-                    for c in day_claims for m in c.messages]
+        rendered = [
+            render_line(rt.agent_id, m.session_path, m.line_number, m.snippet)
+            for c in day_claims
+            for m in c.messages
+        ]
         rel = corpus_relative_path(day)
         # A read + hash-checked commit: backfill batches are bounded, and a crash never leaves
         # half a line (ingestion's appender streams; both write under the workspace lock).
@@ -355,6 +464,7 @@ def _append_corpus(rt: AgentRuntime, claims: Sequence[Claim]) -> tuple[dict[str,
 
 
 # --- rollback ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Journal:
@@ -370,13 +480,18 @@ class Journal:
 def _read_journal(conn: Connection) -> Journal:
     if not table_exists(conn, "backfill_runs"):
         return Journal((), (), (), (), (), frozenset(), False)
-    runs = tuple(r for (r,) in conn.execute(
-        "SELECT id FROM backfill_runs WHERE rolled_back_at IS NULL ORDER BY id DESC"))
+    runs = tuple(
+        r
+        for (r,) in conn.execute("SELECT id FROM backfill_runs WHERE rolled_back_at IS NULL ORDER BY id DESC")
+    )
     rows: list[tuple[int, str, str, str]] = []
     for start in range(0, len(runs), 500):
-        batch = runs[start:start + 500]
-        rows += conn.execute(f"SELECT run_id, kind, key, payload FROM backfill_journal WHERE run_id IN "
-                             f"({','.join('?' * len(batch))}) ORDER BY run_id DESC, rowid", batch).fetchall()
+        batch = runs[start : start + 500]
+        rows += conn.execute(
+            f"SELECT run_id, kind, key, payload FROM backfill_journal WHERE run_id IN "
+            f"({','.join('?' * len(batch))}) ORDER BY run_id DESC, rowid",
+            batch,
+        ).fetchall()
 
     def of(kind: str) -> list[tuple[str, str]]:
         return [(k, p) for _, kd, k, p in rows if kd == kind]
@@ -385,19 +500,28 @@ def _read_journal(conn: Connection) -> Journal:
     prior: dict[str, str] = {}
     for key, payload in reversed(of("staged_prior")):
         prior.setdefault(key, payload)
-    return Journal(runs, tuple(of("origin")), tuple(k for k, _ in of("staged_new")),
-                   tuple(prior.items()), tuple(of("corpus_line")), frozenset(k for k, _ in of("diary_key")),
-                   bool(of("diary_created")))
+    return Journal(
+        runs,
+        tuple(of("origin")),
+        tuple(k for k, _ in of("staged_new")),
+        tuple(prior.items()),
+        tuple(of("corpus_line")),
+        frozenset(k for k, _ in of("diary_key")),
+        bool(of("diary_created")),
+    )
 
 
-def _undo_store(conn: Connection, agent_id: str, journal: Journal, keep: set[str], now_ms: int) -> dict[str, int]:
+def _undo_store(
+    conn: Connection, agent_id: str, journal: Journal, keep: set[str], now_ms: int
+) -> dict[str, int]:
     counts = {"staged": 0, "origins": 0}
     new = [k for k in journal.staged_new if k not in keep]
     for start in range(0, len(new), 500):
-        batch = new[start:start + 500]
+        batch = new[start : start + 500]
         marks = ",".join("?" * len(batch))
-        counts["staged"] += conn.execute(f"DELETE FROM short_term_entries WHERE entry_key IN ({marks})",
-                                         batch).rowcount
+        counts["staged"] += conn.execute(
+            f"DELETE FROM short_term_entries WHERE entry_key IN ({marks})", batch
+        ).rowcount
         # Signals a sweep recorded for them since would otherwise outlive the entries.
         conn.execute(f"DELETE FROM phase_signals WHERE entry_key IN ({marks})", batch)
     for key, payload in journal.staged_prior:
@@ -406,15 +530,19 @@ def _undo_store(conn: Connection, agent_id: str, journal: Journal, keep: set[str
         values = json.loads(payload)
         sets = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
         # Only an entry that still exists is restored: one forget removed stays removed.
-        counts["staged"] += conn.execute(f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?",
-                                         [*values[1:], key]).rowcount
+        counts["staged"] += conn.execute(
+            f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?", [*values[1:], key]
+        ).rowcount
     origin_rows = [(key, agent_id, sid) for key, sid in journal.origins if key not in keep]
     before = conn.total_changes
-    conn.executemany("DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
-                     origin_rows)
+    conn.executemany(
+        "DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
+        origin_rows,
+    )
     counts["origins"] = conn.total_changes - before
-    conn.executemany("UPDATE backfill_runs SET rolled_back_at = ? WHERE id = ?",
-                     [(now_ms, r) for r in journal.run_ids])
+    conn.executemany(
+        "UPDATE backfill_runs SET rolled_back_at = ? WHERE id = ?", [(now_ms, r) for r in journal.run_ids]
+    )
     return counts
 
 
@@ -453,14 +581,18 @@ async def _rollback(rt: AgentRuntime, report: BackfillReport) -> BackfillReport:
             return report
         # Entries promoted into MEMORY.md since keep their lineage: rollback never orphans memory.
         memory = read_memory_file(rt.paths.workspace)
-        keep = marker_keys(memory.text or "") & ({k for k, _ in journal.origins} | set(journal.staged_new)
-                                                 | {k for k, _ in journal.staged_prior})
+        keep = marker_keys(memory.text or "") & (
+            {k for k, _ in journal.origins} | set(journal.staged_new) | {k for k, _ in journal.staged_prior}
+        )
         if keep:
-            report.warnings.append(f"{len(keep)} backfilled entries were promoted since; their lineage is kept")
+            report.warnings.append(
+                f"{len(keep)} backfilled entries were promoted since; their lineage is kept"
+            )
         _undo_diary(rt, journal)
         _undo_corpus(rt, journal)
-        counts = await store.write(_undo_store, rt.agent_id, journal, keep, int(time.time() * 1000),
-                                   fence=lease.fence)
+        counts = await store.write(
+            _undo_store, rt.agent_id, journal, keep, int(time.time() * 1000), fence=lease.fence
+        )
         report.staged_entries = counts["staged"]
         report.origin_rows = counts["origins"]
         report.corpus_lines = len(journal.corpus_lines)
@@ -513,8 +645,12 @@ def _undo_corpus(rt: AgentRuntime, journal: Journal) -> None:
                 kept.append(ln)
             content = "\n".join(kept)
             try:
-                commit_file(path, content if content.strip() else None, expected_hash=sha256_hex(data),
-                            root=rt.paths.workspace)
+                commit_file(
+                    path,
+                    content if content.strip() else None,
+                    expected_hash=sha256_hex(data),
+                    root=rt.paths.workspace,
+                )
                 break
             except WriteConflict:
                 continue

@@ -53,23 +53,33 @@ class Claim:
     def origins(self, entry_key: str) -> tuple[EntryOrigin, ...]:
         seen: dict[str, EntryOrigin] = {}
         for m in self.messages:
-            seen.setdefault(m.session_id, EntryOrigin(entry_key, m.agent_id, m.session_id, m.session_key,
-                                                      m.origin_class, m.observed_at))
+            seen.setdefault(
+                m.session_id,
+                EntryOrigin(
+                    entry_key, m.agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at
+                ),
+            )
         return tuple(seen.values())
 
     def diary_line(self) -> DiaryLine:
         text = self.first.snippet
         key = diary_key(DIARY_KIND, self.day, text)
-        details = (f"sessions: {len(self.session_ids)}",
-                   f"evidence: {self.first.session_path}#L{self.first.line_number}")
+        details = (
+            f"sessions: {len(self.session_ids)}",
+            f"evidence: {self.first.session_path}#L{self.first.line_number}",
+        )
         return DiaryLine(key, text, details, self.origins(key))
 
 
-def select_days(days: Iterable[str], processed: set[str], from_day: str | None, to_day: str | None,
-                limit_days: int) -> list[str]:
+def select_days(
+    days: Iterable[str], processed: set[str], from_day: str | None, to_day: str | None, limit_days: int
+) -> list[str]:
     """Oldest unprocessed days in the window first, at most `limit_days`."""
-    window = sorted(d for d in set(days) if (from_day is None or d >= from_day)
-                    and (to_day is None or d <= to_day) and d not in processed)
+    window = sorted(
+        d
+        for d in set(days)
+        if (from_day is None or d >= from_day) and (to_day is None or d <= to_day) and d not in processed
+    )
     return window[:limit_days]
 
 

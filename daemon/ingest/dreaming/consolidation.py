@@ -104,12 +104,25 @@ def normalize_fact(entry: str) -> str:
 
 
 def build_messages(current_memory: str, candidates: Sequence[CandidateInput]) -> list[dict[str, str]]:
-    payload = {"currentMemory": current_memory, "candidates": [
-        {"key": c.key, "text": c.text[:MAX_RESULT_TEXT_CHARS], "resultEntry": c.result_entry,
-         "sourceRef": c.source_ref, "provenance": {"originClass": c.origin_class},
-         "projectKey": c.project_key, "supersedesKey": c.supersedes_key} for c in candidates]}
-    return [{"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
+    payload = {
+        "currentMemory": current_memory,
+        "candidates": [
+            {
+                "key": c.key,
+                "text": c.text[:MAX_RESULT_TEXT_CHARS],
+                "resultEntry": c.result_entry,
+                "sourceRef": c.source_ref,
+                "provenance": {"originClass": c.origin_class},
+                "projectKey": c.project_key,
+                "supersedesKey": c.supersedes_key,
+            }
+            for c in candidates
+        ],
+    }
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+    ]
 
 
 def parse_output(raw: str) -> tuple[str, tuple[Operation, ...]]:
@@ -117,24 +130,42 @@ def parse_output(raw: str) -> tuple[str, tuple[Operation, ...]]:
         data = json.loads(raw)
     except ValueError as exc:
         raise ConsolidationRejected(f"model output is not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("memory"), str) \
-            or not isinstance(data.get("operations"), list):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("memory"), str)
+        or not isinstance(data.get("operations"), list)
+    ):
         raise ConsolidationRejected("model output lacks 'memory' (string) and 'operations' (list)")
     ops: list[Operation] = []
     for i, op in enumerate(data["operations"]):
         if not isinstance(op, dict):
             raise ConsolidationRejected(f"operations[{i}] is not an object")
-        key, action, result, prior = (op.get("candidateKey"), op.get("action"), op.get("resultEntry"),
-                                      op.get("priorEntries"))
-        if not isinstance(key, str) or not isinstance(result, str) or action not in ACTIONS \
-                or not isinstance(prior, list) or not all(isinstance(p, str) for p in prior):
+        key, action, result, prior = (
+            op.get("candidateKey"),
+            op.get("action"),
+            op.get("resultEntry"),
+            op.get("priorEntries"),
+        )
+        if (
+            not isinstance(key, str)
+            or not isinstance(result, str)
+            or action not in ACTIONS
+            or not isinstance(prior, list)
+            or not all(isinstance(p, str) for p in prior)
+        ):
             raise ConsolidationRejected(f"operations[{i}] is malformed")
         ops.append(Operation(key, action, result, tuple(prior)))
     return data["memory"], tuple(ops)
 
 
-def validate(memory_out: str, ops: Sequence[Operation], previous: str, candidates: Sequence[CandidateInput],
-             max_chars: int, max_loss: float) -> None:
+def validate(
+    memory_out: str,
+    ops: Sequence[Operation],
+    previous: str,
+    candidates: Sequence[CandidateInput],
+    max_chars: int,
+    max_loss: float,
+) -> None:
     """The reference's validation rules (§5.6); raises ConsolidationRejected naming the rule."""
     if not memory_out.strip():
         raise ConsolidationRejected("model memory is empty")
@@ -162,7 +193,10 @@ def validate(memory_out: str, ops: Sequence[Operation], previous: str, candidate
             raise ConsolidationRejected(f"{op.candidate_key}: resultEntry differs from the supplied entry")
         if not op.result_entry.startswith("- ") or f"Source: {c.source_ref}" not in op.result_entry:
             raise ConsolidationRejected(f"{op.candidate_key}: resultEntry is not a bullet with its Source")
-        if len(normalize_snippet(_COMMENT.sub("", op.result_entry))) > MAX_RESULT_TEXT_CHARS + len(c.source_ref) + 12:
+        if (
+            len(normalize_snippet(_COMMENT.sub("", op.result_entry)))
+            > MAX_RESULT_TEXT_CHARS + len(c.source_ref) + 12
+        ):
             raise ConsolidationRejected(f"{op.candidate_key}: resultEntry is too long")
         if op.result_entry not in out_lines:
             raise ConsolidationRejected(f"{op.candidate_key}: resultEntry does not appear in memory")
@@ -179,9 +213,13 @@ def validate(memory_out: str, ops: Sequence[Operation], previous: str, candidate
                 raise ConsolidationRejected(f"{op.candidate_key}: {op.action} without prior entries")
             for prior in op.prior_entries:
                 if prev_count.get(prior, 0) != 1:
-                    raise ConsolidationRejected(f"{op.candidate_key}: prior entry is not one exact existing entry")
+                    raise ConsolidationRejected(
+                        f"{op.candidate_key}: prior entry is not one exact existing entry"
+                    )
                 if by_text[prior].has_continuation:
-                    raise ConsolidationRejected(f"{op.candidate_key}: prior entry has an indented continuation")
+                    raise ConsolidationRejected(
+                        f"{op.candidate_key}: prior entry has an indented continuation"
+                    )
                 if (c.project_key or None) != _project_of(prior):
                     raise ConsolidationRejected(f"{op.candidate_key}: prior entry belongs to another project")
             if op.action == "merged":
@@ -192,7 +230,9 @@ def validate(memory_out: str, ops: Sequence[Operation], previous: str, candidate
                 if not c.supersedes_key:
                     raise ConsolidationRejected(f"{op.candidate_key}: superseded without a supersedesKey")
                 if attached and Counter(op.prior_entries) != Counter(attached):
-                    raise ConsolidationRejected(f"{op.candidate_key}: superseded entries differ from its lineage")
+                    raise ConsolidationRejected(
+                        f"{op.candidate_key}: superseded entries differ from its lineage"
+                    )
             removed.update(op.prior_entries)
         results.append(op.result_entry)
     if any(n > 1 for n in removed.values()):
@@ -211,8 +251,9 @@ def _project_of(entry: str) -> str | None:
     return m.group(1) if m else None
 
 
-def build_rewrite(previous: str, ops: Sequence[Operation], candidates: Sequence[CandidateInput], day: str,
-                  max_chars: int) -> Rewrite:
+def build_rewrite(
+    previous: str, ops: Sequence[Operation], candidates: Sequence[CandidateInput], day: str, max_chars: int
+) -> Rewrite:
     """Code builds the file: drop replaced entries with their markers, append the results."""
     by_key = {c.key: c for c in candidates}
     if set(promotion_keys_in(previous)) & set(by_key):
@@ -283,8 +324,9 @@ async def call_model(settings: DreamingSettings, messages: list[dict[str, str]])
     return content
 
 
-async def propose(settings: DreamingSettings, snapshot: MemorySnapshot,
-                  candidates: Sequence[CandidateInput]) -> Proposal:
+async def propose(
+    settings: DreamingSettings, snapshot: MemorySnapshot, candidates: Sequence[CandidateInput]
+) -> Proposal:
     """Ask the model and validate its plan against the snapshot it saw."""
     trusted = [c for c in candidates if c.origin_class in TRUSTED_ORIGINS]
     if not trusted:
@@ -292,12 +334,20 @@ async def propose(settings: DreamingSettings, snapshot: MemorySnapshot,
     previous = snapshot.text or ""
     raw = await call_model(settings, build_messages(previous, trusted))
     memory, ops = parse_output(raw)
-    validate(memory, ops, previous, trusted, settings.memory_file_max_chars, settings.max_prior_entry_loss_fraction)
+    validate(
+        memory, ops, previous, trusted, settings.memory_file_max_chars, settings.max_prior_entry_loss_fraction
+    )
     return Proposal(snapshot.content_hash, memory, ops)
 
 
-def apply_proposal(proposal: Proposal, snapshot: MemorySnapshot, candidates: Sequence[CandidateInput], day: str,
-                   max_chars: int, max_loss: float) -> Rewrite:
+def apply_proposal(
+    proposal: Proposal,
+    snapshot: MemorySnapshot,
+    candidates: Sequence[CandidateInput],
+    day: str,
+    max_chars: int,
+    max_loss: float,
+) -> Rewrite:
     """Re-validate the plan against the live snapshot and candidates, then build the file."""
     if snapshot.content_hash != proposal.based_on_hash:
         raise ConsolidationRejected("MEMORY.md changed while the model was consulted")

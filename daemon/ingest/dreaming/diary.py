@@ -76,7 +76,7 @@ def block_text(text: str, name: str) -> str | None:
     j = text.find(end, i + len(start)) if i >= 0 else -1
     if i < 0 or j < 0:
         return None
-    return text[i + len(start):j]
+    return text[i + len(start) : j]
 
 
 def replace_block(text: str, name: str, heading: str, body: Sequence[str]) -> str:
@@ -86,7 +86,7 @@ def replace_block(text: str, name: str, heading: str, body: Sequence[str]) -> st
     i = text.find(start)
     j = text.find(end, i + len(start)) if i >= 0 else -1
     if i >= 0 and j >= 0:
-        return text[:i + len(start)] + inner + text[j:]
+        return text[: i + len(start)] + inner + text[j:]
     base = text if text.strip() else DIARY_HEADER + "\n"
     if not base.endswith("\n"):
         base += "\n"
@@ -102,10 +102,10 @@ def remove_block(text: str, name: str, heading: str) -> str:
         return text
     head = f"\n## {heading}\n"
     k = i - len(head) + 1
-    if k > 0 and text[k - 1:i] == head:
+    if k > 0 and text[k - 1 : i] == head:
         i = k - 1
     after = j + len(end)
-    if text[after:after + 1] == "\n":
+    if text[after : after + 1] == "\n":
         after += 1
     return text[:i] + ("\n" if i > 0 and not text[:i].endswith("\n") else "") + text[after:]
 
@@ -120,8 +120,9 @@ def render_items(items: Sequence[BlockItem]) -> list[str]:
     return out
 
 
-def _reserve(conn: Connection, agent_id: str, rows: Sequence[EntryOrigin], secret: bytes | None
-             ) -> tuple[set[str], list[EntryOrigin]]:
+def _reserve(
+    conn: Connection, agent_id: str, rows: Sequence[EntryOrigin], secret: bytes | None
+) -> tuple[set[str], list[EntryOrigin]]:
     gone = forgotten_ids(conn, {o.session_id for o in rows}, secret)
     if gone:
         return gone, []
@@ -132,8 +133,9 @@ def _prune(conn: Connection, agent_id: str, keys: Sequence[str]) -> int:
     return delete_origins_for_entries(conn, agent_id, list(keys))
 
 
-async def publish_block(rt: AgentRuntime, lease: Lease, name: str, heading: str,
-                        items: Sequence[BlockItem]) -> tuple[int, list[EntryOrigin], list[str]]:
+async def publish_block(
+    rt: AgentRuntime, lease: Lease, name: str, heading: str, items: Sequence[BlockItem]
+) -> tuple[int, list[EntryOrigin], list[str]]:
     """Rewrite one managed block under the held lock.
 
     Returns (diary lines written, origin rows added, warnings). Lines quoting a session that
@@ -154,8 +156,9 @@ async def publish_block(rt: AgentRuntime, lease: Lease, name: str, heading: str,
         rows = [replace(o, entry_key=ln.key) for ln in lines for o in ln.origins]
         gone, added = await store.write(_reserve, rt.agent_id, rows, secret, fence=lease.fence)
         if gone:
-            current = [i for i in current
-                       if i.line is None or not any(o.session_id in gone for o in i.line.origins)]
+            current = [
+                i for i in current if i.line is None or not any(o.session_id in gone for o in i.line.origins)
+            ]
             continue
         try:
             commit_memory(snap, new_text, rt.paths.workspace)

@@ -15,8 +15,9 @@ from daemon.sessions.model import SessionSource
 from daemon.settings import Settings
 
 
-async def drop_expired(settings: Settings, sessions: SessionSource,
-                       entries: Sequence[StagedEntry]) -> tuple[list[StagedEntry], int]:
+async def drop_expired(
+    settings: Settings, sessions: SessionSource, entries: Sequence[StagedEntry]
+) -> tuple[list[StagedEntry], int]:
     """The entries still visible, and how many were hidden."""
     origins = [o for e in entries for o in e.origins]
     visibility = await load_visibility(settings, sessions) if origins else None

@@ -26,19 +26,29 @@ def select_light(entries: list[StagedEntry], limit: int, dedupe_similarity: floa
 def light_line(group: Group, day: str) -> DiaryLine:
     head = group.head
     text = f"Candidate: {head.snippet}"
-    details = (f"confidence: {group.avg_score:.2f}", f"evidence: {head.path}:{head.start_line}-{head.end_line}",
-               f"recalls: {group.signal_count}", "status: staged")
+    details = (
+        f"confidence: {group.avg_score:.2f}",
+        f"evidence: {head.path}:{head.start_line}-{head.end_line}",
+        f"recalls: {group.signal_count}",
+        "status: staged",
+    )
     return DiaryLine(diary_key("dream-light", day, text), text, details, group.origins)
 
 
-async def run_light(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) -> tuple[LightReport, list[str]]:
+async def run_light(
+    rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int
+) -> tuple[LightReport, list[str]]:
     settings = rt.settings.dreaming
     store = rt.require_store()
     report = LightReport()
     async with rt.lock().hold() as lease:
         pool = await read_pool(rt, now_ms)
         report.considered = len(pool)
-        groups = select_light(pool, settings.light_limit, settings.dedupe_similarity) if settings.light_limit else []
+        groups = (
+            select_light(pool, settings.light_limit, settings.dedupe_similarity)
+            if settings.light_limit
+            else []
+        )
         report.candidates = len(groups)
         items = [BlockItem(line=light_line(g, day)) for g in groups]
         if not items:
@@ -47,6 +57,7 @@ async def run_light(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) 
         report.diary_lines = written
         keys = [k for g in groups for k in g.keys]
         if keys and written:
-            report.signals_recorded = await store.write(record_phase_hits, keys, "light", now_ms, day_start_ms,
-                                                        fence=lease.fence)
+            report.signals_recorded = await store.write(
+                record_phase_hits, keys, "light", now_ms, day_start_ms, fence=lease.fence
+            )
     return report, warnings

@@ -31,7 +31,9 @@ def planned_rows(parents: Sequence[EntryOrigin], transfers: Iterable[Transfer]) 
     for t in transfers:
         for parent in t.parent_keys:
             for origin in by_key.get(parent, ()):
-                rows.setdefault((t.survivor_key, origin.session_id), replace(origin, entry_key=t.survivor_key))
+                rows.setdefault(
+                    (t.survivor_key, origin.session_id), replace(origin, entry_key=t.survivor_key)
+                )
     return sorted(rows.values(), key=lambda o: (o.entry_key, o.session_id))
 
 
@@ -50,5 +52,6 @@ def rollback_rows(conn: Connection, agent_id: str, added: Sequence[EntryOrigin])
     """Delete exactly the rows a reservation added (by entry key and session)."""
     conn.executemany(
         "DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
-        [(o.entry_key, agent_id, o.session_id) for o in added])
+        [(o.entry_key, agent_id, o.session_id) for o in added],
+    )
     return len(added)

@@ -73,8 +73,9 @@ def read_snapshot(path: Path, rel: str) -> MemorySnapshot:
         return MemorySnapshot(path, rel, ABSENT, "")
     digest = sha256_hex(data)
     if len(data) > MEMORY_MARKDOWN_MAX_BYTES:
-        return MemorySnapshot(path, rel, digest, None,
-                              f"{rel} exceeds {MEMORY_MARKDOWN_MAX_BYTES} bytes; left unchanged")
+        return MemorySnapshot(
+            path, rel, digest, None, f"{rel} exceeds {MEMORY_MARKDOWN_MAX_BYTES} bytes; left unchanged"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -86,8 +87,13 @@ def commit_memory(snapshot: MemorySnapshot, new_text: str, workspace: Path) -> s
     """Commit `new_text` if the file still hashes as the snapshot; return the new hash."""
     if not snapshot.writable:
         raise ValueError(snapshot.problem or "memory file is not writable")
-    commit_file(snapshot.path, new_text, expected_hash=snapshot.content_hash, root=workspace,
-                conflict_message=f"{snapshot.relative_path} changed before the dreaming write could commit")
+    commit_file(
+        snapshot.path,
+        new_text,
+        expected_hash=snapshot.content_hash,
+        root=workspace,
+        conflict_message=f"{snapshot.relative_path} changed before the dreaming write could commit",
+    )
     return sha256_hex(new_text)
 
 

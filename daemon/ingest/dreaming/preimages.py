@@ -16,16 +16,20 @@ def store_preimage(conn: Connection, content: str, now_ms: int, relative_path: s
     """
     cur = conn.execute(
         "INSERT INTO memory_backups(created_at, relative_path, content, content_hash) VALUES (?, ?, ?, ?)",
-        (now_ms, relative_path, content, sha256_hex(content)))
+        (now_ms, relative_path, content, sha256_hex(content)),
+    )
     return int(cur.lastrowid)
 
 
 def prune_preimages(conn: Connection) -> int:
     """Keep the newest MAX_REWRITE_PREIMAGES; return how many were removed."""
-    return int(conn.execute(
-        "DELETE FROM memory_backups WHERE id NOT IN "
-        "(SELECT id FROM memory_backups ORDER BY created_at DESC, id DESC LIMIT ?)",
-        (MAX_REWRITE_PREIMAGES,)).rowcount)
+    return int(
+        conn.execute(
+            "DELETE FROM memory_backups WHERE id NOT IN "
+            "(SELECT id FROM memory_backups ORDER BY created_at DESC, id DESC LIMIT ?)",
+            (MAX_REWRITE_PREIMAGES,),
+        ).rowcount
+    )
 
 
 def drop_preimage(conn: Connection, row_id: int) -> None:
@@ -34,5 +38,6 @@ def drop_preimage(conn: Connection, row_id: int) -> None:
 
 
 def list_preimages(conn: Connection) -> list[tuple[int, int, str, str]]:
-    return conn.execute("SELECT id, created_at, content_hash, content FROM memory_backups "
-                        "ORDER BY created_at, id").fetchall()
+    return conn.execute(
+        "SELECT id, created_at, content_hash, content FROM memory_backups ORDER BY created_at, id"
+    ).fetchall()

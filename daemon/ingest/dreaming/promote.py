@@ -79,8 +79,10 @@ class Prepared:
 
     def append_line(self) -> str:
         c = self.candidate
-        return (f"- {self.text} [score={c.score:.3f} recalls={c.signal_count} avg={c.avg_score:.3f} "
-                f"source={c.primary.path}:{self.located.start_line}-{self.located.end_line}]")
+        return (
+            f"- {self.text} [score={c.score:.3f} recalls={c.signal_count} avg={c.avg_score:.3f} "
+            f"source={c.primary.path}:{self.located.start_line}-{self.located.end_line}]"
+        )
 
     def transfer(self) -> Transfer | None:
         keys = self.candidate.member_keys
@@ -100,8 +102,9 @@ def entry_text(snippet: str, max_chars: int) -> str | None:
     return truncate(text, max_chars)
 
 
-async def prepare_promotion(rt: AgentRuntime, gates: PromotionGates | None = None,
-                            now_ms: int | None = None) -> PromotionPlan:
+async def prepare_promotion(
+    rt: AgentRuntime, gates: PromotionGates | None = None, now_ms: int | None = None
+) -> PromotionPlan:
     """Read and rank without the lock (slow work happens here, publication re-checks)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     settings = rt.settings.dreaming
@@ -110,16 +113,28 @@ async def prepare_promotion(rt: AgentRuntime, gates: PromotionGates | None = Non
     staged = await store.read(read_staged, rt.agent_id)
     entries, expired = await drop_expired(rt.settings, rt.sessions, staged)
     ranking = rank_candidates(entries, thresholds, now)
-    return PromotionPlan(now, dreaming_day(now, settings.timezone), thresholds, len(staged), ranking,
-                         read_memory_file(rt.paths.workspace), expired)
+    return PromotionPlan(
+        now,
+        dreaming_day(now, settings.timezone),
+        thresholds,
+        len(staged),
+        ranking,
+        read_memory_file(rt.paths.workspace),
+        expired,
+    )
 
 
-def _live_state(conn: Connection, agent_id: str, keys: Sequence[str], sessions: Sequence[str],
-                secret: bytes | None) -> tuple[list[StagedEntry], set[str]]:
-    return read_staged(conn, agent_id, keys=keys, include_promoted=True), forgotten_ids(conn, sessions, secret)
+def _live_state(
+    conn: Connection, agent_id: str, keys: Sequence[str], sessions: Sequence[str], secret: bytes | None
+) -> tuple[list[StagedEntry], set[str]]:
+    return read_staged(conn, agent_id, keys=keys, include_promoted=True), forgotten_ids(
+        conn, sessions, secret
+    )
 
 
-def _refresh(candidate: Candidate, live: dict[str, StagedEntry], forgotten: set[str]) -> tuple[Candidate | None, str]:
+def _refresh(
+    candidate: Candidate, live: dict[str, StagedEntry], forgotten: set[str]
+) -> tuple[Candidate | None, str]:
     """Keep only members still staged, unpromoted and with no forgotten origin session."""
     members: list[StagedEntry] = []
     reason = "gone"
@@ -139,9 +154,14 @@ def _refresh(candidate: Candidate, live: dict[str, StagedEntry], forgotten: set[
     return replace(candidate, primary=members[0], members=tuple(members)), ""
 
 
-def _reserve(conn: Connection, agent_id: str, transfers: Sequence[Transfer], sessions: Sequence[str],
-             secret: bytes | None, preimage: tuple[str, int, str] | None
-             ) -> tuple[set[str], list[EntryOrigin], int | None]:
+def _reserve(
+    conn: Connection,
+    agent_id: str,
+    transfers: Sequence[Transfer],
+    sessions: Sequence[str],
+    secret: bytes | None,
+    preimage: tuple[str, int, str] | None,
+) -> tuple[set[str], list[EntryOrigin], int | None]:
     """Right before publication, under the lock: re-check forgotten records, then reserve the
     survivors' lineage (and the rewrite preimage). Writes nothing if a session was forgotten."""
     gone = forgotten_ids(conn, sessions, secret)
@@ -167,8 +187,12 @@ def _finish(conn: Connection, keys: Sequence[str], now_ms: int, rewrote: bool) -
 async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteReport:
     settings = rt.settings.dreaming
     store = rt.require_store()
-    report = PromoteReport(agent_id=rt.agent_id, memory_path=plan.memory.relative_path,
-                           considered=plan.considered, eligible=len(plan.ranking.candidates))
+    report = PromoteReport(
+        agent_id=rt.agent_id,
+        memory_path=plan.memory.relative_path,
+        considered=plan.considered,
+        eligible=len(plan.ranking.candidates),
+    )
     for rej in plan.ranking.rejections:
         report.rejected[rej.reason] = report.rejected.get(rej.reason, 0) + 1
     if plan.expired:
@@ -218,8 +242,13 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
             if proposal is not None and attempt == 0:
                 try:
                     rewrite = consolidation.apply_proposal(
-                        proposal, snapshot, [_model_input(p) for p in prepared], plan.day,
-                        settings.memory_file_max_chars, settings.max_prior_entry_loss_fraction)
+                        proposal,
+                        snapshot,
+                        [_model_input(p) for p in prepared],
+                        plan.day,
+                        settings.memory_file_max_chars,
+                        settings.max_prior_entry_loss_fraction,
+                    )
                 except consolidation.ConsolidationRejected as exc:
                     report.fallback_reason = str(exc)
             if rewrite is not None:
@@ -228,8 +257,12 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
                 transfers = list(rewrite.transfers)
             else:
                 items = [AppendItem(p.key, p.append_line()) for p in prepared]
-                new_text, written = build_append(snapshot.text or "", APPEND_HEADING.format(day=plan.day), items,
-                                                 settings.memory_file_max_chars)
+                new_text, written = build_append(
+                    snapshot.text or "",
+                    APPEND_HEADING.format(day=plan.day),
+                    items,
+                    settings.memory_file_max_chars,
+                )
                 for p in prepared:
                     if p.key not in written:
                         report.skipped.append(SkippedEntry(entry_key=p.key, reason="budget"))
@@ -240,8 +273,9 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
             added: list[EntryOrigin] = []
             backup = None
             if written:
-                gone, added, backup = await store.write(_reserve, rt.agent_id, transfers, publish_sessions,
-                                                        secret, preimage, fence=lease.fence)
+                gone, added, backup = await store.write(
+                    _reserve, rt.agent_id, transfers, publish_sessions, secret, preimage, fence=lease.fence
+                )
                 if gone:  # a forget finished in between: plan again without those sessions
                     candidates = [c for c in candidates if not set(c.session_ids) & gone]
                     continue
@@ -262,24 +296,33 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
             finished += [k for p in done for k in p.candidate.member_keys]
             await store.write(_finish, finished, plan.now_ms, rewrite is not None, fence=lease.fence)
             report.reconciled = [c.key for c in reconciled]
-            report.promoted = [PromotedEntry(entry_key=p.key, score=round(p.candidate.score, 4),
-                                             session_ids=list(p.candidate.session_ids),
-                                             merged_keys=list(p.candidate.member_keys[1:]), text=p.text)
-                               for p in done]
+            report.promoted = [
+                PromotedEntry(
+                    entry_key=p.key,
+                    score=round(p.candidate.score, 4),
+                    session_ids=list(p.candidate.session_ids),
+                    merged_keys=list(p.candidate.member_keys[1:]),
+                    text=p.text,
+                )
+                for p in done
+            ]
             report.origin_rows_added = len(added)
             report.mode = "consolidated" if rewrite is not None else ("append" if done else "none")
             if rewrite is not None:
                 report.consolidation = dict(rewrite.counts)
                 report.fallback_reason = None
             return report
-        report.warnings.append(f"MEMORY.md kept changing during {MAX_COMMIT_ATTEMPTS} attempts; "
-                               "candidates stay eligible for the next sweep")
+        report.warnings.append(
+            f"MEMORY.md kept changing during {MAX_COMMIT_ATTEMPTS} attempts; "
+            "candidates stay eligible for the next sweep"
+        )
         report.mode = "none"
         return report
 
 
-def _prepare(candidates: Sequence[Candidate], rt: AgentRuntime, max_chars: int,
-             report: PromoteReport | None) -> list[Prepared]:
+def _prepare(
+    candidates: Sequence[Candidate], rt: AgentRuntime, max_chars: int, report: PromoteReport | None
+) -> list[Prepared]:
     """Re-read each candidate's live source; keep those whose snippet is still there."""
     sources = read_sources(rt.paths.workspace, [c.primary.path for c in candidates])
     out: list[Prepared] = []
@@ -299,13 +342,20 @@ def _model_input(p: Prepared) -> consolidation.CandidateInput:
     c = p.candidate
     tags = tuple(dict.fromkeys(t for m in c.members for t in m.concept_tags))
     return consolidation.CandidateInput(
-        key=p.key, text=p.text, source_ref=p.source_ref, origin_class=c.primary.origin_class,
-        project_key=c.primary.project_key, supersedes_key=None, tags=tags[:3],
-        parent_keys=c.member_keys)
+        key=p.key,
+        text=p.text,
+        source_ref=p.source_ref,
+        origin_class=c.primary.origin_class,
+        project_key=c.primary.project_key,
+        supersedes_key=None,
+        tags=tags[:3],
+        parent_keys=c.member_keys,
+    )
 
 
-async def run_promote(rt: AgentRuntime, gates: PromotionGates | None = None, *,
-                      now_ms: int | None = None) -> PromoteReport:
+async def run_promote(
+    rt: AgentRuntime, gates: PromotionGates | None = None, *, now_ms: int | None = None
+) -> PromoteReport:
     """The `promote` command and the deep phase of a dreaming sweep."""
     plan = await prepare_promotion(rt, gates, now_ms)
     return await publish_promotion(rt, plan)

@@ -21,7 +21,13 @@ from daemon.store.origins import EntryOrigin
 
 DAY_MS = 86_400_000
 W_RELEVANCE, W_FREQUENCY, W_DIVERSITY, W_RECENCY, W_CONSOLIDATION, W_CONCEPTUAL = (
-    0.30, 0.24, 0.15, 0.15, 0.10, 0.06)
+    0.30,
+    0.24,
+    0.15,
+    0.15,
+    0.10,
+    0.06,
+)
 FREQUENCY_SATURATION = 10  # signals at which frequency reaches 1
 DIVERSITY_SATURATION = 5  # distinct queries at which diversity reaches 1
 CONSOLIDATION_DAYS = 3  # distinct days at which recurrence reaches 1
@@ -55,10 +61,12 @@ class Thresholds:
         return cls(
             min_score=settings.min_score if g.min_score is None else g.min_score,
             min_recall_count=settings.min_recall_count if g.min_recall_count is None else g.min_recall_count,
-            min_unique_queries=(settings.min_unique_queries if g.min_unique_queries is None
-                                else g.min_unique_queries),
+            min_unique_queries=(
+                settings.min_unique_queries if g.min_unique_queries is None else g.min_unique_queries
+            ),
             max_age_days=settings.max_age_days,
-            recency_half_life_days=settings.recency_half_life_days)
+            recency_half_life_days=settings.recency_half_life_days,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +81,15 @@ class Signals:
 
     @property
     def score(self) -> float:
-        return (W_RELEVANCE * self.relevance + W_FREQUENCY * self.frequency + W_DIVERSITY * self.diversity
-                + W_RECENCY * self.recency + W_CONSOLIDATION * self.consolidation
-                + W_CONCEPTUAL * self.conceptual + self.phase_boost)
+        return (
+            W_RELEVANCE * self.relevance
+            + W_FREQUENCY * self.frequency
+            + W_DIVERSITY * self.diversity
+            + W_RECENCY * self.recency
+            + W_CONSOLIDATION * self.consolidation
+            + W_CONCEPTUAL * self.conceptual
+            + self.phase_boost
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +140,9 @@ def _decay(age_ms: float, half_life_days: float) -> float:
     return 0.5 ** (max(0.0, age_ms) / DAY_MS / half_life_days)
 
 
-def _signals(members: tuple[StagedEntry, ...], now_ms: int, half_life_days: float) -> tuple[Signals, int, int, float]:
+def _signals(
+    members: tuple[StagedEntry, ...], now_ms: int, half_life_days: float
+) -> tuple[Signals, int, int, float]:
     count = sum(m.signal_count for m in members)
     total = sum(m.total_score for m in members)
     avg = total / max(1, count)
@@ -135,11 +151,14 @@ def _signals(members: tuple[StagedEntry, ...], now_ms: int, half_life_days: floa
     tags = {t for m in members for t in (m.concept_tags or derive_tags(m.snippet))}
     last = max(m.last_recalled_at for m in members)
     hits = sum(m.light_hits + m.rem_hits for m in members)
-    phase_at = max((t for m in members for t in (m.last_light_at, m.last_rem_at) if t is not None), default=None)
+    phase_at = max(
+        (t for m in members for t in (m.last_light_at, m.last_rem_at) if t is not None), default=None
+    )
     boost = 0.0
     if hits and phase_at is not None:
         boost = min(PHASE_BOOST_MAX, PHASE_BOOST_PER_HIT * hits) * _decay(
-            now_ms - phase_at, PHASE_BOOST_HALF_LIFE_DAYS)
+            now_ms - phase_at, PHASE_BOOST_HALF_LIFE_DAYS
+        )
     signals = Signals(
         relevance=min(1.0, max(0.0, avg)),
         frequency=log_ratio(count, FREQUENCY_SATURATION),
@@ -147,7 +166,8 @@ def _signals(members: tuple[StagedEntry, ...], now_ms: int, half_life_days: floa
         recency=_decay(now_ms - last, half_life_days),
         consolidation=min(1.0, len(days) / CONSOLIDATION_DAYS),
         conceptual=min(1.0, len(tags) / CONCEPT_TAGS_FULL),
-        phase_boost=boost)
+        phase_boost=boost,
+    )
     return signals, count, len(queries), avg
 
 

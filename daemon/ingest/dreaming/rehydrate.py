@@ -72,7 +72,7 @@ def locate(entry: StagedEntry, lines: list[str] | None) -> Located:
         return Located("changed")
     # Daily notes: snippets carry heading/list context, so compare normalised text.
     start, end = max(1, entry.start_line), max(entry.start_line, entry.end_line)
-    cited = normalize_snippet(" ".join(lines[start - 1:end])).lstrip("-*+ ").strip()
+    cited = normalize_snippet(" ".join(lines[start - 1 : end])).lstrip("-*+ ").strip()
     if cited and cited in want:
         return Located("ok", start, end)
     whole = normalize_snippet(" ".join(lines))

@@ -60,8 +60,12 @@ def confidence(group: Group) -> float:
     days = {d for m in group.members for d in m.recall_days}
     tags = {t for m in group.members for t in tags_of(m)}
     recalls = group.signal_count
-    return (min(1.0, group.avg_score) * 0.45 + min(1.0, math.log1p(recalls) / math.log(7)) * 0.25
-            + min(1.0, len(days) / 3) * 0.2 + min(1.0, len(tags) / 6) * 0.1)
+    return (
+        min(1.0, group.avg_score) * 0.45
+        + min(1.0, math.log1p(recalls) / math.log(7)) * 0.25
+        + min(1.0, len(days) / 3) * 0.2
+        + min(1.0, len(tags) / 6) * 0.1
+    )
 
 
 def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
@@ -70,7 +74,7 @@ def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
     scored = [Truth(g, confidence(g)) for g in group_similar(ordered, TRUTH_SIMILARITY, same_path=False)]
     kept = [t for t in scored if t.confidence >= MIN_TRUTH_CONFIDENCE]
     kept.sort(key=lambda t: (-t.confidence, t.group.head.entry_key))
-    return kept[:max(1, min(3, limit))]
+    return kept[: max(1, min(3, limit))]
 
 
 def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) -> list[BlockItem]:
@@ -80,8 +84,13 @@ def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) ->
     for th in found_themes:
         text = f"Theme: `{th.tag}` kept surfacing across {len(th.members)} memories."
         origins = tuple(o for m in th.members for o in m.origins)
-        items.append(BlockItem(line=DiaryLine(diary_key("dream-rem", day, text), text,
-                                              (f"strength: {th.strength:.2f}",), origins)))
+        items.append(
+            BlockItem(
+                line=DiaryLine(
+                    diary_key("dream-rem", day, text), text, (f"strength: {th.strength:.2f}",), origins
+                )
+            )
+        )
     items.append(BlockItem(plain=""))
     items.append(BlockItem(plain="### Possible Lasting Truths"))
     if not found_truths:
@@ -104,11 +113,13 @@ async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) ->
         found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []
         report.themes = [t.tag for t in found_themes]
         report.truths = len(found_truths)
-        written, _rows, warnings = await publish_block(rt, lease, BLOCK, HEADING,
-                                                   rem_items(found_themes, found_truths, day))
+        written, _rows, warnings = await publish_block(
+            rt, lease, BLOCK, HEADING, rem_items(found_themes, found_truths, day)
+        )
         report.diary_lines = written
         keys = [k for t in found_truths for k in t.group.keys]
         if keys and written:
-            report.signals_recorded = await store.write(record_phase_hits, keys, "rem", now_ms, day_start_ms,
-                                                        fence=lease.fence)
+            report.signals_recorded = await store.write(
+                record_phase_hits, keys, "rem", now_ms, day_start_ms, fence=lease.fence
+            )
     return report, warnings

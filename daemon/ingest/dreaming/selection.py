@@ -40,12 +40,20 @@ class Group:
         return sum(m.total_score for m in self.members) / max(1, self.signal_count)
 
 
-def eligible(entries: Iterable[StagedEntry], now_ms: int, lookback_days: int,
-             live_paths: set[str]) -> list[StagedEntry]:
+def eligible(
+    entries: Iterable[StagedEntry], now_ms: int, lookback_days: int, live_paths: set[str]
+) -> list[StagedEntry]:
     """Within the lookback, trusted (never untrusted/system), unpromoted, source still present."""
     since = now_ms - lookback_days * DAY_MS
-    return [e for e in entries if e.last_recalled_at >= since and e.trusted and e.promoted_at is None
-            and e.path in live_paths and e.snippet.strip()]
+    return [
+        e
+        for e in entries
+        if e.last_recalled_at >= since
+        and e.trusted
+        and e.promoted_at is None
+        and e.path in live_paths
+        and e.snippet.strip()
+    ]
 
 
 def group_similar(entries: Sequence[StagedEntry], threshold: float, *, same_path: bool) -> list[Group]:

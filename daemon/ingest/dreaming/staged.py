@@ -45,21 +45,27 @@ class StagedEntry(ShortTermEntry):
     def trusted(self) -> bool:
         """Structural trust gate: only owner/agent entries may reach a prompt or MEMORY.md."""
         return self.origin_class in TRUSTED_ORIGINS and all(
-            o.origin_class in TRUSTED_ORIGINS for o in self.origins)
+            o.origin_class in TRUSTED_ORIGINS for o in self.origins
+        )
 
 
-def read_staged(conn: Connection, agent_id: str, *, keys: Sequence[str] | None = None,
-                include_promoted: bool = False) -> list[StagedEntry]:
+def read_staged(
+    conn: Connection, agent_id: str, *, keys: Sequence[str] | None = None, include_promoted: bool = False
+) -> list[StagedEntry]:
     """Staged entries (all, or the given keys) with their origins and phase signals."""
     where = "" if include_promoted else " WHERE e.promoted_at IS NULL"
-    sql = (f"SELECT {', '.join('e.' + c for c in COLUMNS)}, "
-           "COALESCE(s.light_hits, 0), COALESCE(s.rem_hits, 0), s.last_light_at, s.last_rem_at "
-           "FROM short_term_entries e LEFT JOIN phase_signals s ON s.entry_key = e.entry_key")
+    sql = (
+        f"SELECT {', '.join('e.' + c for c in COLUMNS)}, "
+        "COALESCE(s.light_hits, 0), COALESCE(s.rem_hits, 0), s.last_light_at, s.last_rem_at "
+        "FROM short_term_entries e LEFT JOIN phase_signals s ON s.entry_key = e.entry_key"
+    )
     rows: list[tuple] = []
     if keys is None:
         rows = conn.execute(sql + where + " ORDER BY e.entry_key").fetchall()
     else:
-        clause = " WHERE e.entry_key IN ({marks})" + ("" if include_promoted else " AND e.promoted_at IS NULL")
+        clause = " WHERE e.entry_key IN ({marks})" + (
+            "" if include_promoted else " AND e.promoted_at IS NULL"
+        )
         rows = select_in(conn, sql + clause, dict.fromkeys(keys))
         rows.sort(key=lambda r: r[0])
     by_key: dict[str, list[EntryOrigin]] = {}
@@ -76,11 +82,17 @@ def read_staged(conn: Connection, agent_id: str, *, keys: Sequence[str] | None =
 
 def mark_promoted(conn: Connection, keys: Iterable[str], now_ms: int) -> int:
     """Set promoted_at on still-unpromoted entries; return how many changed."""
-    return execute_in(conn, "UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL "
-                      "AND entry_key IN ({marks})", dict.fromkeys(keys), (now_ms,))
+    return execute_in(
+        conn,
+        "UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL AND entry_key IN ({marks})",
+        dict.fromkeys(keys),
+        (now_ms,),
+    )
 
 
-def record_phase_hits(conn: Connection, keys: Iterable[str], phase: str, now_ms: int, day_start_ms: int) -> int:
+def record_phase_hits(
+    conn: Connection, keys: Iterable[str], phase: str, now_ms: int, day_start_ms: int
+) -> int:
     """Count one light/REM hit per entry per dreaming day (a rerun the same day adds none)."""
     if phase not in ("light", "rem"):
         raise ValueError(f"unknown phase {phase!r}")
@@ -90,13 +102,16 @@ def record_phase_hits(conn: Connection, keys: Iterable[str], phase: str, now_ms:
     conn.executemany(
         f"INSERT INTO phase_signals(entry_key, {hits}, {last}) VALUES (?, 1, ?) "
         f"ON CONFLICT(entry_key) DO UPDATE SET {hits} = {hits} + 1, {last} = ? "
-        f"WHERE {last} IS NULL OR {last} < ?", rows)
+        f"WHERE {last} IS NULL OR {last} < ?",
+        rows,
+    )
     return conn.total_changes - before
 
 
 def existing_staged_keys(conn: Connection, keys: Sequence[str]) -> set[str]:
-    rows = select_in(conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})",
-                     dict.fromkeys(keys))
+    rows = select_in(
+        conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})", dict.fromkeys(keys)
+    )
     return {k for (k,) in rows}
 
 

@@ -23,16 +23,22 @@ def day_bounds(now_ms: int, tz: str) -> tuple[str, int]:
     return local.strftime("%Y-%m-%d"), int(start.timestamp() * 1000)
 
 
-async def run_dreaming(rt: AgentRuntime, phases: tuple[str, ...] | list[str] = PHASES, *,
-                       now_ms: int | None = None) -> DreamReport:
+async def run_dreaming(
+    rt: AgentRuntime, phases: tuple[str, ...] | list[str] = PHASES, *, now_ms: int | None = None
+) -> DreamReport:
     unknown = [p for p in phases if p not in PHASES]
     if unknown:
         raise UsageError(f"phase: unknown {unknown[0]!r} (choose from {', '.join(PHASES)})")
     now = int(time.time() * 1000) if now_ms is None else now_ms
     day, day_start = day_bounds(now, rt.settings.dreaming.timezone)
     ordered = [p for p in PHASES if p in phases]
-    report = DreamReport(agent_id=rt.agent_id, sweep_at=datetime.fromtimestamp(now / 1000, ZoneInfo("UTC"))
-                         .isoformat(timespec="milliseconds").replace("+00:00", "Z"), phases=ordered)
+    report = DreamReport(
+        agent_id=rt.agent_id,
+        sweep_at=datetime.fromtimestamp(now / 1000, ZoneInfo("UTC"))
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
+        phases=ordered,
+    )
     if "light" in ordered:
         report.light, warnings = await run_light(rt, now, day, day_start)
         report.warnings += warnings

@@ -12,14 +12,16 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 _ROLE_PREFIX = re.compile(r"^(?:user|assistant)\s*:\s*", re.IGNORECASE)
 
 # Words too common to name a theme.
-_STOPWORDS = frozenset(str.split("""
+_STOPWORDS = frozenset(
+    str.split("""
 a about after again all also am an and any are as at be because been before being but by can
 could did do does doing done for from had has have having he her here hers him his how i if in
 into is it its just let me more most my no not now of on once only or other our out over own
 please remember same she should so some such than that the their them then there these they
 this those through to too under understood until up very was we were what when where which while
 who why will with would you your yours noted sure okay ok will day days team
-"""))
+""")
+)
 
 
 def normalize_snippet(text: str) -> str:
@@ -53,8 +55,9 @@ def similarity(a: str, b: str) -> float:
 
 def derive_tags(text: str, limit: int = 6) -> tuple[str, ...]:
     """Concept tags for an entry whose staging recorded none: its most frequent content words."""
-    counts = Counter(w for w in words(claim_identity(text))
-                     if len(w) >= 4 and w not in _STOPWORDS and not w.isdigit())
+    counts = Counter(
+        w for w in words(claim_identity(text)) if len(w) >= 4 and w not in _STOPWORDS and not w.isdigit()
+    )
     return tuple(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
 
