@@ -8,9 +8,9 @@ from pathlib import Path
 
 from daemon.cli import main as cli_main
 from daemon.context import agent_runtime
-from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.ingest.dreaming.diary import block_text
-from daemon.ingest.dreaming.text import claim_hash
+from daemon.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.dreaming.diary import block_text
+from daemon.dreaming.text import claim_hash
 from daemon.markers import promotion_key
 from daemon.store.tombstones import list_tombstones, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder

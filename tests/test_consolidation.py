@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from daemon.ingest.dreaming.consolidation import normalize_fact
-from daemon.ingest.dreaming.memory_file import parse_entries
-from daemon.ingest.dreaming.preimages import list_preimages, prune_preimages, store_preimage
-from daemon.ingest.dreaming.promote import run_promote
+from daemon.dreaming.consolidation import normalize_fact
+from daemon.dreaming.memory_file import parse_entries
+from daemon.dreaming.preimages import list_preimages, prune_preimages, store_preimage
+from daemon.dreaming.promote import run_promote
 from daemon.markers import promotion_keys_in
 from tests.conftest import make_settings
 from tests.test_dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage

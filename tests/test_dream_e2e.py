@@ -3,7 +3,7 @@ exactly the sessions their text came from."""
 
 from __future__ import annotations
 
-from daemon.ingest.dreaming.sweep import run_dreaming
+from daemon.dreaming.sweep import run_dreaming
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.markers import promotion_key
 from tests.builders import Msg, SessionStoreBuilder
@@ -82,9 +82,9 @@ async def test_ingest_then_dream_promotes_marked_entries_with_exact_session_line
 async def test_forgetting_a_session_removes_every_dreamed_line_that_quotes_it(
     tmp_path, sessions_root, unique, redis
 ):
+    from daemon.dreaming.backfill import BackfillRequest, run_backfill
     from daemon.forget.request import ForgetRequest
     from daemon.forget.service import run_forget
-    from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
 
     b = SessionStoreBuilder(sessions_root, "main")
     b.add(

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.context import agent_runtime
-from daemon.ingest.dreaming.memory_file import AppendItem, build_append, parse_entries
-from daemon.ingest.dreaming.rank import PromotionGates, Thresholds, rank_candidates
-from daemon.ingest.dreaming.staged import StagedEntry
-from daemon.ingest.dreaming.text import claim_hash
+from daemon.dreaming.memory_file import AppendItem, build_append, parse_entries
+from daemon.dreaming.rank import PromotionGates, Thresholds, rank_candidates
+from daemon.dreaming.staged import StagedEntry
+from daemon.dreaming.text import claim_hash
 from daemon.settings import DreamingSettings
 from daemon.store.origins import EntryOrigin
 from daemon.store.short_term import COLUMNS
@@ -264,7 +264,7 @@ _line_text = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")
 @settings(max_examples=60, deadline=None)
 @given(existing=st.lists(_line_text, max_size=5), snippets=st.lists(_line_text, min_size=1, max_size=5))
 def test_appended_entries_parse_back_with_their_markers_and_keep_existing_text(existing, snippets):
-    from daemon.ingest.dreaming.promote import entry_text
+    from daemon.dreaming.promote import entry_text
 
     original = "".join(f"- {t}\n" for t in existing)
     items = [
@@ -281,7 +281,7 @@ def test_appended_entries_parse_back_with_their_markers_and_keep_existing_text(e
 
 @given(st.text(max_size=200))
 def test_entry_text_never_carries_a_marker_or_a_line_break(snippet):
-    from daemon.ingest.dreaming.promote import entry_text
+    from daemon.dreaming.promote import entry_text
 
     text = entry_text(snippet, 640)
     if text is not None:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from daemon.dreaming.diary import block_text
+from daemon.dreaming.sweep import run_dreaming
 from daemon.errors import UsageError
-from daemon.ingest.dreaming.diary import block_text
-from daemon.ingest.dreaming.sweep import run_dreaming
 from daemon.markers import promotion_key, promotion_keys_in
 from daemon.store.tombstones import record_tombstones
 from tests.test_dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage

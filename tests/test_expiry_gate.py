@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from daemon.constants import DAY_MS
 from daemon.context import agent_runtime
+from daemon.dreaming.promote import run_promote
+from daemon.dreaming.sweep import run_dreaming
 from daemon.index.search import run_search
 from daemon.index.sync import run_index_sync
-from daemon.ingest.dreaming.promote import run_promote
-from daemon.ingest.dreaming.sweep import run_dreaming
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.retention import service
 from daemon.retention.gate import REASON_EXPIRED

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from daemon.context import agent_runtime
+from daemon.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.errors import OperationFailed
 from daemon.forget.request import ForgetRequest
 from daemon.forget.service import forget
 from daemon.forget.snapshot import corpus_files_to_scan
-from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.retention import service
 from daemon.retention.service import EraseRequest

@@ -9,16 +9,16 @@ from pathlib import Path
 import anyio
 
 from daemon.context import agent_runtime
+from daemon.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.dreaming.promote import run_promote
+from daemon.dreaming.rank import PromotionGates
+from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.apply import apply_plan
 from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, select_sessions
 from daemon.forget.service import forget, plan_for, run_forget
 from daemon.forget.snapshot import read_catalog
 from daemon.index.sync import prepare_index, publish_index, run_index_sync
-from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.ingest.dreaming.promote import run_promote
-from daemon.ingest.dreaming.rank import PromotionGates
-from daemon.ingest.dreaming.sweep import run_dreaming
 from daemon.ingest.sweep import run_ingest_sweep
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import make_settings

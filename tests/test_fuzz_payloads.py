@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from daemon.dreaming.backfill import BackfillRequest
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
 from daemon.ids import session_id_problem, validate_agent_id
-from daemon.ingest.dreaming.backfill import BackfillRequest
 from daemon.jobs import DreamRequest, IndexRequest, SweepRequest, deserialize, request_job_id, serialize
 from daemon.retention.request import EraseRequest, ExpireRequest
 from workers.base import JobPayloadError, parse_payload

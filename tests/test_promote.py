@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from daemon.dreaming.promote import prepare_promotion, publish_promotion, run_promote
 from daemon.errors import UsageError
 from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.fileio import sha256_hex
-from daemon.ingest.dreaming.promote import prepare_promotion, publish_promotion, run_promote
 from daemon.markers import promotion_keys_in
 from daemon.store.tombstones import record_tombstones
 from tests.test_dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from daemon import metrics
 from daemon.client import MemorydClient
 from daemon.context import agent_runtime
+from daemon.dreaming.promote import run_promote
+from daemon.dreaming.rank import PromotionGates
+from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.request import ForgetRequest
 from daemon.forget.service import run_forget
 from daemon.index.sync import run_index_sync
-from daemon.ingest.dreaming.promote import run_promote
-from daemon.ingest.dreaming.rank import PromotionGates
-from daemon.ingest.dreaming.sweep import run_dreaming
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.jobs import FORGET, deserialize, queue_name, serialize
 from daemon.redis_conn import redact_url

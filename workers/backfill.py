@@ -1,4 +1,4 @@
-"""`backfill` job: a BackfillRequest payload → daemon.ingest.dreaming.backfill.run_backfill →
+"""`backfill` job: a BackfillRequest payload → daemon.dreaming.backfill.run_backfill →
 BackfillReport JSON. Apply and rollback write under the workspace lock inside the domain."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from workers.base import domain, dump, ensure_served, observed, parse_payload, r
 
 @observed(BACKFILL)
 async def backfill(ctx: dict[str, Any], payload: Any) -> dict[str, Any]:
-    request_model = domain("daemon.ingest.dreaming.backfill", "BackfillRequest", BACKFILL)
-    run_backfill = domain("daemon.ingest.dreaming.backfill", "run_backfill", BACKFILL)
+    request_model = domain("daemon.dreaming.backfill", "BackfillRequest", BACKFILL)
+    run_backfill = domain("daemon.dreaming.backfill", "run_backfill", BACKFILL)
     request = parse_payload(request_model, payload, BACKFILL)
     ensure_served(ctx, request.agent, BACKFILL)
     async with runtime(ctx, request.agent) as rt:

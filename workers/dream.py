@@ -1,4 +1,4 @@
-"""`dream` job: {"agent", "phases"} → daemon.ingest.dreaming.sweep.run_dreaming → DreamReport JSON.
+"""`dream` job: {"agent", "phases"} → daemon.dreaming.sweep.run_dreaming → DreamReport JSON.
 Writes to DREAMS.md / MEMORY.md take the workspace lock inside the domain; model calls run outside it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from workers.base import domain, dump, ensure_served, observed, parse_payload, r
 
 @observed(DREAM)
 async def dream(ctx: dict[str, Any], payload: Any) -> dict[str, Any]:
-    run_dreaming = domain("daemon.ingest.dreaming.sweep", "run_dreaming", DREAM)
+    run_dreaming = domain("daemon.dreaming.sweep", "run_dreaming", DREAM)
     request = parse_payload(DreamRequest, payload, DREAM)
     ensure_served(ctx, request.agent, DREAM)
     started = time.monotonic()

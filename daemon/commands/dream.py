@@ -8,11 +8,11 @@ import click
 
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
 from daemon.context import agent_runtime
-from daemon.ingest.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.ingest.dreaming.promote import run_promote
-from daemon.ingest.dreaming.rank import PromotionGates
-from daemon.ingest.dreaming.report import BackfillReport, DreamReport, PromoteReport
-from daemon.ingest.dreaming.sweep import PHASES, run_dreaming
+from daemon.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.dreaming.promote import run_promote
+from daemon.dreaming.rank import PromotionGates
+from daemon.dreaming.report import BackfillReport, DreamReport, PromoteReport
+from daemon.dreaming.sweep import PHASES, run_dreaming
 from daemon.settings import Settings
 
 

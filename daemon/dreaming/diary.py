@@ -17,9 +17,9 @@ from pathlib import Path
 
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
 from daemon.context import AgentRuntime
+from daemon.dreaming.lineage import reserve_rows, rollback_rows
+from daemon.dreaming.memory_file import MemorySnapshot, commit_memory, read_snapshot
 from daemon.errors import WriteConflict
-from daemon.ingest.dreaming.lineage import reserve_rows, rollback_rows
-from daemon.ingest.dreaming.memory_file import MemorySnapshot, commit_memory, read_snapshot
 from daemon.lock import Lease
 from daemon.markers import promotion_keys_in, promotion_marker
 from daemon.store.db import Connection

@@ -13,12 +13,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from daemon.context import AgentRuntime
-from daemon.ingest.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.ingest.dreaming.pool import read_pool
-from daemon.ingest.dreaming.report import RemReport
-from daemon.ingest.dreaming.selection import Group, group_similar
-from daemon.ingest.dreaming.staged import StagedEntry, record_phase_hits
-from daemon.ingest.dreaming.text import derive_tags
+from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
+from daemon.dreaming.pool import read_pool
+from daemon.dreaming.report import RemReport
+from daemon.dreaming.selection import Group, group_similar
+from daemon.dreaming.staged import StagedEntry, record_phase_hits
+from daemon.dreaming.text import derive_tags
 
 BLOCK, HEADING = "rem", "REM Sleep"
 TRUTH_SIMILARITY = 0.88

@@ -34,11 +34,7 @@ from daemon.constants import (
     SNIPPET_MIN_CHARS,
 )
 from daemon.context import AgentRuntime
-from daemon.errors import UsageError, WriteConflict
-from daemon.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
-from daemon.ids import validate_agent_id
-from daemon.ingest.corpus import corpus_relative_path, render_line
-from daemon.ingest.dreaming.backfill_plan import (
+from daemon.dreaming.backfill_plan import (
     BACKFILL_QUERY_PREFIX,
     Claim,
     Message,
@@ -46,11 +42,15 @@ from daemon.ingest.dreaming.backfill_plan import (
     diary_items,
     select_days,
 )
-from daemon.ingest.dreaming.diary import DIARY_HEADER, block_text, publish_block, read_diary, remove_block
-from daemon.ingest.dreaming.memory_file import commit_memory, marker_keys, read_memory_file
-from daemon.ingest.dreaming.report import BackfillDay, BackfillReport
-from daemon.ingest.dreaming.staged import TRUSTED_ORIGINS
-from daemon.ingest.dreaming.text import normalize_snippet
+from daemon.dreaming.diary import DIARY_HEADER, block_text, publish_block, read_diary, remove_block
+from daemon.dreaming.memory_file import commit_memory, marker_keys, read_memory_file
+from daemon.dreaming.report import BackfillDay, BackfillReport
+from daemon.dreaming.staged import TRUSTED_ORIGINS
+from daemon.dreaming.text import normalize_snippet
+from daemon.errors import UsageError, WriteConflict
+from daemon.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
+from daemon.ids import validate_agent_id
+from daemon.ingest.corpus import corpus_relative_path, render_line
 from daemon.ingest.scan import DayOf, truncate_utf16
 from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
 from daemon.markers import promotion_key

@@ -23,12 +23,10 @@ from zoneinfo import ZoneInfo
 
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
 from daemon.context import AgentRuntime
-from daemon.errors import WriteConflict
-from daemon.failpoints import failpoint
-from daemon.ingest.dreaming import consolidation
-from daemon.ingest.dreaming.expiry import drop_expired
-from daemon.ingest.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
-from daemon.ingest.dreaming.memory_file import (
+from daemon.dreaming import consolidation
+from daemon.dreaming.expiry import drop_expired
+from daemon.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
+from daemon.dreaming.memory_file import (
     AppendItem,
     MemorySnapshot,
     build_append,
@@ -36,12 +34,14 @@ from daemon.ingest.dreaming.memory_file import (
     marker_keys,
     read_memory_file,
 )
-from daemon.ingest.dreaming.preimages import drop_preimage, prune_preimages, store_preimage
-from daemon.ingest.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
-from daemon.ingest.dreaming.rehydrate import Located, locate, read_sources
-from daemon.ingest.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
-from daemon.ingest.dreaming.staged import StagedEntry, mark_promoted, read_staged
-from daemon.ingest.dreaming.text import normalize_snippet, truncate
+from daemon.dreaming.preimages import drop_preimage, prune_preimages, store_preimage
+from daemon.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
+from daemon.dreaming.rehydrate import Located, locate, read_sources
+from daemon.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
+from daemon.dreaming.staged import StagedEntry, mark_promoted, read_staged
+from daemon.dreaming.text import normalize_snippet, truncate
+from daemon.errors import WriteConflict
+from daemon.failpoints import failpoint
 from daemon.store.db import Connection
 from daemon.store.origins import EntryOrigin
 from daemon.store.tombstones import forgotten_ids

@@ -8,11 +8,11 @@ and quoting it in the diary.
 from __future__ import annotations
 
 from daemon.context import AgentRuntime
-from daemon.ingest.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.ingest.dreaming.pool import read_pool
-from daemon.ingest.dreaming.report import LightReport
-from daemon.ingest.dreaming.selection import Group, group_similar
-from daemon.ingest.dreaming.staged import StagedEntry, record_phase_hits
+from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
+from daemon.dreaming.pool import read_pool
+from daemon.dreaming.report import LightReport
+from daemon.dreaming.selection import Group, group_similar
+from daemon.dreaming.staged import StagedEntry, record_phase_hits
 
 BLOCK, HEADING = "light", "Light Sleep"
 

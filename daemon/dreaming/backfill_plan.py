@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.ingest.dreaming.diary import BlockItem, DiaryLine, diary_key
-from daemon.ingest.dreaming.text import claim_identity
+from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key
+from daemon.dreaming.text import claim_identity
 from daemon.store.origins import EntryOrigin
 
 BACKFILL_QUERY_PREFIX = "__dreaming_session_backfill__:"

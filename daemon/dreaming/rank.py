@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.ingest.dreaming.staged import StagedEntry
-from daemon.ingest.dreaming.text import claim_identity, derive_tags, log_ratio
+from daemon.dreaming.staged import StagedEntry
+from daemon.dreaming.text import claim_identity, derive_tags, log_ratio
 from daemon.settings import DreamingSettings
 from daemon.store.origins import EntryOrigin
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.ingest.dreaming.staged import StagedEntry
-from daemon.ingest.dreaming.text import similarity
+from daemon.dreaming.staged import StagedEntry
+from daemon.dreaming.text import similarity
 from daemon.store.origins import EntryOrigin
 
 DAY_MS = 86_400_000

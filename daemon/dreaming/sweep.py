@@ -7,11 +7,11 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from daemon.context import AgentRuntime
+from daemon.dreaming.light import run_light
+from daemon.dreaming.promote import run_promote
+from daemon.dreaming.rem import run_rem
+from daemon.dreaming.report import DreamReport
 from daemon.errors import UsageError
-from daemon.ingest.dreaming.light import run_light
-from daemon.ingest.dreaming.promote import run_promote
-from daemon.ingest.dreaming.rem import run_rem
-from daemon.ingest.dreaming.report import DreamReport
 
 PHASES: tuple[str, ...] = ("light", "rem", "deep")
 

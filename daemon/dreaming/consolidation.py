@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import httpx
 
 from daemon.constants import PROMOTED_TEXT_MAX_CHARS
-from daemon.ingest.dreaming.lineage import Transfer
-from daemon.ingest.dreaming.memory_file import MEMORY_HEADER, MemorySnapshot, parse_entries
-from daemon.ingest.dreaming.staged import TRUSTED_ORIGINS
-from daemon.ingest.dreaming.text import normalize_snippet
+from daemon.dreaming.lineage import Transfer
+from daemon.dreaming.memory_file import MEMORY_HEADER, MemorySnapshot, parse_entries
+from daemon.dreaming.staged import TRUSTED_ORIGINS
+from daemon.dreaming.text import normalize_snippet
 from daemon.markers import lineage_marker, promotion_keys_in, promotion_marker
 from daemon.settings import DreamingSettings
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.ingest.dreaming.staged import StagedEntry
+from daemon.dreaming.staged import StagedEntry
 from daemon.retention.gate import hidden_entries, load_visibility
 from daemon.sessions.model import SessionSource
 from daemon.settings import Settings

@@ -7,10 +7,10 @@ quoting it in the diary.
 from __future__ import annotations
 
 from daemon.context import AgentRuntime
-from daemon.ingest.dreaming.expiry import drop_expired
-from daemon.ingest.dreaming.rehydrate import read_sources
-from daemon.ingest.dreaming.selection import eligible
-from daemon.ingest.dreaming.staged import StagedEntry, read_unforgotten
+from daemon.dreaming.expiry import drop_expired
+from daemon.dreaming.rehydrate import read_sources
+from daemon.dreaming.selection import eligible
+from daemon.dreaming.staged import StagedEntry, read_unforgotten
 
 
 async def read_pool(rt: AgentRuntime, now_ms: int) -> list[StagedEntry]:
