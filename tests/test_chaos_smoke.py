@@ -1,6 +1,6 @@
-"""A few rounds of the fault campaign (bench/chaos.py), so the runner and its invariant checks
+"""A few rounds of the fault campaign (tools/chaos.py), so the runner and its invariant checks
 stay working: `memoryd run` under SIGKILL and Redis restarts, with forgets in flight, ends with
-every forget and user-scope erase complete and no violation. The full campaign: `python -m bench.chaos --rounds 200`."""
+every forget and user-scope erase complete and no violation. The full campaign: `python -m tools.chaos --rounds 200`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from bench.chaos import main
+from tools.chaos import main
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 
@@ -49,7 +49,7 @@ def test_a_short_fault_campaign_keeps_every_invariant(capsys):
 
 
 async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs_once(redis, unique):
-    """Found by bench/chaos.py: Redis restarted without persistence while a forget ran, the client
+    """Found by tools/chaos.py: Redis restarted without persistence while a forget ran, the client
     enqueued the (lost) job again, and the same worker started a second copy of it; the copies'
     bookkeeping collided and one failed with `KeyError: 'forget:<id>'`."""
     import anyio
@@ -94,7 +94,7 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
             with anyio.fail_after(10):
                 await started.wait()
             # What a restart without persistence leaves: no job, no in-progress key; the client
-            # (bench/chaos.py, or any caller polling `not_found`) enqueues the same job again.
+            # (tools/chaos.py, or any caller polling `not_found`) enqueues the same job again.
             await redis.delete(f"arq:in-progress:{job_id}", f"arq:job:{job_id}")
             await redis.zrem(queue, job_id)
             assert await pool.enqueue_job("slow", {"n": 1}, _job_id=job_id, _queue_name=queue) is not None
@@ -118,7 +118,7 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
 async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_erased_session(
     tmp_path, sessions_root, unique, redis
 ):
-    """Found by bench/chaos.py (erase receipts failing verification at
+    """Found by tools/chaos.py (erase receipts failing verification at
     `ingest_checkpoints.session_id`): the sweep after an erasure wrote an excluded `forgotten`
     checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
     from daemon.context import agent_runtime
@@ -166,7 +166,7 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
 async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record(
     tmp_path, sessions_root, unique, redis
 ):
-    """Found by bench/chaos.py (erase receipts failing verification at
+    """Found by tools/chaos.py (erase receipts failing verification at
     `memory_session_tombstones.session_id`): a forget naming a session an erasure had already
     recorded as `hmac:` only added a plain record beside it, putting the erased id back in clear."""
     from daemon.context import agent_runtime

@@ -9,9 +9,9 @@ import re
 import tomllib
 from pathlib import Path
 
-from daemon import docsgen
 from daemon.jobs import JOB_NAMES
 from daemon.settings import load_settings
+from tools import docsgen
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "config" / "memoryd.example.toml"
@@ -19,7 +19,7 @@ EXAMPLE = ROOT / "config" / "memoryd.example.toml"
 
 def test_committed_reference_docs_equal_what_the_code_generates() -> None:
     files = docsgen.generated_files()  # raises if a job's models or the CLI cannot be imported
-    assert docsgen.stale_files(ROOT, files) == [], "run `python -m daemon.docsgen` and commit the result"
+    assert docsgen.stale_files(ROOT, files) == [], "run `python -m tools.docsgen` and commit the result"
 
 
 def test_every_job_has_a_payload_and_a_result_schema() -> None:

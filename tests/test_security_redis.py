@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos import PrivateRedis
 from daemon.client import MemorydClient
 from daemon.errors import OperationFailed
 from daemon.jobs import FORGET
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import connect_redis
 from daemon.settings import load_settings
+from tools.chaos import PrivateRedis
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 PASSWORD = "s3cret-pass-word"
@@ -214,7 +214,7 @@ async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentia
 
 
 def test_a_daemon_whose_acl_user_cannot_register_refuses_to_start_with_one_line(tmp_path):
-    """Found by bench/chaos.py (Redis restarting between the start-up probe and the host's
+    """Found by tools/chaos.py (Redis restarting between the start-up probe and the host's
     registration) and reproduced here with an ACL user that may PING but not write: `memoryd run`
     died with a traceback instead of its one-line refusal."""
     import os
@@ -266,7 +266,7 @@ def test_a_daemon_whose_acl_user_cannot_register_refuses_to_start_with_one_line(
 
 
 async def test_a_lease_whose_fence_cannot_be_drawn_fails_as_a_redis_outage(tmp_path):
-    """Found by bench/chaos.py: Redis went away between taking the lease and drawing its fence,
+    """Found by tools/chaos.py: Redis went away between taking the lease and drawing its fence,
     and the forget failed with a raw `ConnectionError` (not a memoryd error). Reproduced with an
     ACL user that may SET and GET but not run scripts."""
     server = PrivateRedis(

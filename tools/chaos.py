@@ -1,4 +1,4 @@
-"""The fault campaign: `python -m bench.chaos --rounds N --seconds S [--seed X]`.
+"""The fault campaign: `python -m tools.chaos --rounds N --seconds S [--seed X]`.
 
 Runs `memoryd run` as a subprocess against a Redis server this runner starts itself (a child
 `redis-server` on a free loopback port, no persistence) and a generated session store, while a
@@ -858,7 +858,7 @@ def format_table(t: Tally, elapsed_s: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.chaos", description="memoryd fault campaign")
+    ap = argparse.ArgumentParser(prog="python -m tools.chaos", description="memoryd fault campaign")
     ap.add_argument("--rounds", type=int, default=200, help="fault rounds (default 200)")
     ap.add_argument("--seconds", type=float, default=1.0, help="longest pause before a round's fault")
     ap.add_argument("--seed", type=int, default=1, help="random seed (a run is reproducible up to timing)")
@@ -876,7 +876,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verbose", action="store_true", help="one line per round")
     a = ap.parse_args(argv)
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
-        print("bench.chaos: redis-server and redis-cli must be installed", file=sys.stderr)
+        print("tools.chaos: redis-server and redis-cli must be installed", file=sys.stderr)
         return 2
     root = Path(tempfile.mkdtemp(prefix="memoryd-chaos-"))
     started = time.monotonic()
