@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from daemon.agent_runtime import agent_runtime
 from daemon.cli import main as cli_main
-from daemon.context import agent_runtime
 from daemon.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.dreaming.diary import block_text
 from daemon.dreaming.text import claim_hash

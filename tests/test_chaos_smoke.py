@@ -60,7 +60,7 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
 
     from daemon.jobs import deserialize, serialize
     from tests.conftest import REDIS_URL
-    from workers.settings import MemorydWorker
+    from workers.worker import MemorydWorker
 
     runs: list[dict] = []
     started, release = anyio.Event(), anyio.Event()
@@ -121,7 +121,7 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     """Found by tools/chaos.py (erase receipts failing verification at
     `ingest_checkpoints.session_id`): the sweep after an erasure wrote an excluded `forgotten`
     checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
-    from daemon.context import agent_runtime
+    from daemon.agent_runtime import agent_runtime
     from daemon.ingest.sweep import run_ingest_sweep
     from daemon.retention import service
     from daemon.retention.needles import VerifySubject
@@ -169,7 +169,7 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     """Found by tools/chaos.py (erase receipts failing verification at
     `memory_session_tombstones.session_id`): a forget naming a session an erasure had already
     recorded as `hmac:` only added a plain record beside it, putting the erased id back in clear."""
-    from daemon.context import agent_runtime
+    from daemon.agent_runtime import agent_runtime
     from daemon.forget.request import ForgetRequest
     from daemon.forget.service import run_forget
     from daemon.ingest.sweep import run_ingest_sweep

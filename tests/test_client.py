@@ -1,4 +1,4 @@
-"""daemon.client and `memoryd enqueue` / `memoryd jobs` / `memoryd status`: routing by the
+"""daemon.runtime.client and `memoryd enqueue` / `memoryd jobs` / `memoryd status`: routing by the
 published owner, request validation before enqueue, deduplication of identical requests."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from daemon.client import MemorydClient
 from daemon.constants import AGENT_OWNER_KEY
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
 from daemon.jobs import queue_name
+from daemon.runtime.client import MemorydClient
 from tests.daemon_harness import REPO, cleanup_redis, write_config
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from daemon.client import MemorydClient
 from daemon.forget.request import ForgetRequest
 from daemon.jobs import FORGET, queue_name
 from daemon.lock import WorkspaceLock
+from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
 from tests.builders import SessionStoreBuilder
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config

@@ -18,9 +18,9 @@ from daemon.jobs import (
     request_job_id,
     serialize,
 )
-from daemon.scheduler import Schedule, Scheduler, due, schedules
-from daemon.sdnotify import Notifier, watchdog_interval_s
-from daemon.service import arq_pool
+from daemon.runtime.scheduler import Schedule, Scheduler, due, schedules
+from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime.service import arq_pool
 from daemon.status import CheckpointRow, summarize
 from tests.daemon_harness import cleanup_redis
 

@@ -16,10 +16,10 @@ import anyio
 import httpx
 import pytest
 
-from daemon.client import MemorydClient
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
+from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
 from daemon.store.tombstones import is_forgotten
 from tests.builders import Msg, SessionStoreBuilder
@@ -128,7 +128,7 @@ async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_th
     ready = notify.wait_for("READY=1")
     assert "STATUS=serving 1 agent(s)" in ready
 
-    # Another process (the CLI, through daemon.client) enqueues a forget and waits for the report.
+    # Another process (the CLI, through daemon.runtime.client) enqueues a forget and waits for the report.
     done = _cli(
         world.config, "enqueue", "forget", "--agent", world.agent, "--session", "s-one", "--wait", "--json"
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon import metrics
+from daemon.runtime import metrics
 from tests.daemon_harness import REPO
 
 UNIT = REPO / "systemd" / "memoryd.service"
@@ -167,10 +167,10 @@ def production_redis(tmp_path: Path):
 async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
     production_redis, tmp_path, unique
 ):
-    from daemon.client import MemorydClient
     from daemon.forget.request import ForgetRequest
     from daemon.jobs import queue_name
-    from daemon.service import Service
+    from daemon.runtime.client import MemorydClient
+    from daemon.runtime.service import Service
     from daemon.settings import load_settings
     from daemon.status import collect_status
     from tests.builders import Msg, SessionStoreBuilder

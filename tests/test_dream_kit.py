@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.memory_file import AppendItem, build_append, parse_entries
 from daemon.dreaming.rank import PromotionGates, Thresholds, rank_candidates
 from daemon.dreaming.staged import StagedEntry

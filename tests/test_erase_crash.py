@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.retention import service

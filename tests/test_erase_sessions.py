@@ -4,7 +4,7 @@ and the verifier (with the configured embedder) passes over every agent store an
 
 from __future__ import annotations
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.retention import service

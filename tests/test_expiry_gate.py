@@ -4,8 +4,8 @@ the expired scope; a held scope is never hidden and nothing of another user chan
 
 from __future__ import annotations
 
+from daemon.agent_runtime import agent_runtime
 from daemon.constants import DAY_MS
-from daemon.context import agent_runtime
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.sweep import run_dreaming
 from daemon.index.search import run_search

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
 from daemon.forget.service import forget, run_forget

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.errors import OperationFailed
 from daemon.forget.request import ForgetRequest

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.errors import OperationFailed, WriteConflict
 from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.forget.apply import apply_plan

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates

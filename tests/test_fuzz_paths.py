@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths
-from daemon.context import agent_runtime
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import ABSENT, commit_file
 from daemon.forget.request import ForgetRequest

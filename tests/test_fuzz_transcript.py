@@ -185,7 +185,7 @@ async def test_a_sweep_over_a_hostile_transcript_stages_the_good_lines_and_count
 ):
     """Regression: a message timestamp beyond year 9999 (9e15 ms, or an ISO date with an offset)
     made day bucketing raise, failing every sweep of the agent."""
-    from daemon.context import agent_runtime
+    from daemon.agent_runtime import agent_runtime
     from daemon.ingest.sweep import run_ingest_sweep
     from tests.builders import Msg, conversation
 

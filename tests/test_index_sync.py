@@ -10,7 +10,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from daemon.context import AgentRuntime, agent_runtime
+from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.index.purge import purge_chunks
 from daemon.index.sync import prepare_index, publish_index, run_index_sync
 from daemon.store.tombstones import current_revision, record_tombstones

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.ingest.report import IngestReport
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.settings import Settings

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from redis.asyncio import Redis
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.errors import LockTimeout, OperationFailed
 from daemon.ingest import sweep as sweep_module
 from daemon.ingest.checkpoints import load_checkpoints

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths, list_agents
-from daemon.context import agent_runtime
 from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
 from daemon.forget.service import forget

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.forget.request import ForgetRequest
 from daemon.forget.service import forget
 from daemon.index.search import run_search

@@ -12,9 +12,9 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from daemon.agent_runtime import agent_runtime
 from daemon.commands import CliState
 from daemon.commands.index import register
-from daemon.context import agent_runtime
 from daemon.errors import UsageError
 from daemon.index.embedder import HashingEmbedder
 from daemon.index.search import run_search

@@ -14,9 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon import metrics
-from daemon.client import MemorydClient
-from daemon.context import agent_runtime
+from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates
 from daemon.dreaming.sweep import run_dreaming
@@ -26,12 +24,14 @@ from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.jobs import FORGET, deserialize, queue_name, serialize
 from daemon.redis_conn import redact_url
-from daemon.service import check_state_dir
+from daemon.runtime import metrics
+from daemon.runtime.client import MemorydClient
+from daemon.runtime.service import check_state_dir
 from daemon.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, write_config
-from workers.settings import worker_kwargs
+from workers.worker import worker_kwargs
 
 REPO = Path(__file__).resolve().parent.parent
 OPEN_GATES = PromotionGates(min_score=0, min_recall_count=0, min_unique_queries=0)

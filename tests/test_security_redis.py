@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from daemon.client import MemorydClient
 from daemon.errors import OperationFailed
 from daemon.jobs import FORGET
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import connect_redis
+from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
 from tools.chaos import PrivateRedis
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths
-from daemon.context import agent_runtime
 from daemon.index.embedder import HashingEmbedder
 from daemon.index.vectors import to_blob
 from daemon.ingest.staging import claim_hash

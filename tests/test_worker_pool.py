@@ -14,15 +14,15 @@ from typing import Any
 import anyio
 import pytest
 
-from daemon.client import JobReport, MemorydClient
 from daemon.constants import QUEUE_BELL_KEY
 from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name
-from daemon.service import arq_pool
+from daemon.runtime.client import JobReport, MemorydClient
+from daemon.runtime.service import arq_pool
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis
-from workers.settings import MemorydWorker, worker_kwargs
+from workers.worker import MemorydWorker, worker_kwargs
 
 NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
 OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."

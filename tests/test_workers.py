@@ -8,13 +8,13 @@ from typing import Any
 import orjson
 import pytest
 
-from daemon.client import MemorydClient
 from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name, request_job_id
-from daemon.service import arq_pool
+from daemon.runtime.client import MemorydClient
+from daemon.runtime.service import arq_pool
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis
-from workers.settings import MemorydWorker, worker_kwargs
+from workers.worker import MemorydWorker, worker_kwargs
 
 
 @pytest.fixture

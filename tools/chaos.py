@@ -4,7 +4,7 @@ Runs `memoryd run` as a subprocess against a Redis server this runner starts its
 `redis-server` on a free loopback port, no persistence) and a generated session store, while a
 driver keeps appending to transcripts and enqueues forget jobs (sessions, participants, hook
 sources) and erase jobs (the user scope `tenant:<t>:user:<u>` of a participant) through
-daemon.client. At random points it kills the daemon with SIGKILL and starts it
+daemon.runtime.client. At random points it kills the daemon with SIGKILL and starts it
 again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it again). After
 every round it checks the invariants against a model of the expected state:
 
@@ -684,11 +684,11 @@ async def campaign(
     forget_rate: float = 0.35,
     erase_rate: float = 0.15,
 ) -> Tally:
-    from daemon.client import MemorydClient
     from daemon.constants import LOCK_KEY
     from daemon.errors import MemorydError
     from daemon.jobs import FORGET, queue_name
     from daemon.lock import workspace_key
+    from daemon.runtime.client import MemorydClient
     from daemon.settings import load_settings
 
     rng = random.Random(seed)

@@ -57,7 +57,7 @@ JOBS: dict[str, tuple[str, str]] = {
 CLI_JSON: dict[str, str] = {
     "config check": "daemon.settings:Settings",
     "status": "daemon.status:StatusReport",
-    "jobs": "list:daemon.client:JobReport",
+    "jobs": "list:daemon.runtime.client:JobReport",
     "demo init": "daemon.demo:DemoReport",
     "sessions": "daemon.ingest.report:SessionsReport",
     "ingest": "daemon.ingest.report:IngestReport",
@@ -78,10 +78,10 @@ CLI_JSON: dict[str, str] = {
     "erase": "daemon.retention.receipts:ErasureReceipt",
     "receipts": "daemon.retention.receipts:ReceiptList",
     "verify": "daemon.retention.receipts:Verification",
-    "enqueue forget": "daemon.client:EnqueuedJob",
-    "enqueue erase": "daemon.client:EnqueuedJob",
-    "enqueue ingest": "daemon.client:EnqueuedJob",
-    "enqueue index": "daemon.client:EnqueuedJob",
+    "enqueue forget": "daemon.runtime.client:EnqueuedJob",
+    "enqueue erase": "daemon.runtime.client:EnqueuedJob",
+    "enqueue ingest": "daemon.runtime.client:EnqueuedJob",
+    "enqueue index": "daemon.runtime.client:EnqueuedJob",
 }
 
 # Defaults computed on the host; the example shows them commented out with where they come from.

@@ -18,15 +18,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from daemon import metrics
-from daemon.context import AgentRuntime, agent_runtime, pooled_runtime
+from daemon.agent_runtime import AgentRuntime, agent_runtime, pooled_runtime
 from daemon.errors import LockTimeout, OperationFailed, UsageError
 from daemon.jobs import PURGE_JOBS
+from daemon.runtime import metrics
+from daemon.runtime.store_pool import StorePool
 from daemon.settings import Settings
-from daemon.store.pool import StorePool
 
 log = logging.getLogger("memoryd.jobs")
-# ctx key of the worker's open stores (workers.settings.MemorydWorker); absent, a job opens and
+# ctx key of the worker's open stores (workers.worker.MemorydWorker); absent, a job opens and
 # closes its own store, as a plain arq Worker given only worker_kwargs would.
 STORES = "stores"
 

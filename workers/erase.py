@@ -2,7 +2,7 @@
 
 The payload names a data subject, so it must not outlive its delivery: the client enqueues it
 with a job-key expiry and the worker keeps its result only `retention.erase_result_ttl_s`
-(workers.settings). Erasure takes the workspace locks it needs inside the domain.
+(workers.worker). Erasure takes the workspace locks it needs inside the domain.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from daemon import metrics
 from daemon.jobs import INGEST_SWEEP, SweepRequest
+from daemon.runtime import metrics
 from workers.base import domain, dump, ensure_served, observed, parse_payload, runtime, sweep_done
 
 # Report fields that count sessions looked at, by the names the ingest report may use.

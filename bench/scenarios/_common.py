@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CONTEXT = "daemon.context:agent_runtime"
+CONTEXT = "daemon.agent_runtime:agent_runtime"
 INGEST = "daemon.ingest.sweep:run_ingest_sweep"
 INDEX = "daemon.index.sync:run_index_sync"
 SEARCH = "daemon.index.search:run_search"
@@ -24,7 +24,7 @@ def entry(name: str) -> Any:
 
 
 async def sweep_agents(settings: Any, agents: list[str]) -> list[Any]:
-    from daemon.context import agent_runtime
+    from daemon.agent_runtime import agent_runtime
 
     run_ingest_sweep = entry(INGEST)
     reports = []

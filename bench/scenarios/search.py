@@ -22,7 +22,7 @@ AGENT = "main"
 
 
 def missing() -> str | None:
-    return entry_point_missing("daemon.context:agent_runtime", SEARCH)
+    return entry_point_missing("daemon.agent_runtime:agent_runtime", SEARCH)
 
 
 def queries(text: _Text) -> list[str]:
@@ -131,7 +131,7 @@ def run(ctx: Context) -> list[Row]:
     run_search = entry(SEARCH)
 
     async def product_rep() -> float:
-        from daemon.context import agent_runtime
+        from daemon.agent_runtime import agent_runtime
 
         times = []
         async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:

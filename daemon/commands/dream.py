@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
+from daemon.agent_runtime import agent_runtime
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
-from daemon.context import agent_runtime
 from daemon.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates

@@ -6,8 +6,8 @@ import sys
 
 import click
 
+from daemon.agent_runtime import agent_runtime
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
-from daemon.context import agent_runtime
 from daemon.index.report import IndexReport, SearchReport
 from daemon.index.search import run_search
 from daemon.index.sync import run_index_sync

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from daemon.agent_runtime import agent_runtime
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
-from daemon.context import agent_runtime
 from daemon.errors import UsageError
 from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import (

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
     BACKFILL_DEFAULT_LIMIT_DAYS,
     DREAM_COMMIT_ATTEMPTS,
@@ -33,7 +34,6 @@ from daemon.constants import (
     SNIPPET_MAX_CHARS,
     SNIPPET_MIN_CHARS,
 )
-from daemon.context import AgentRuntime
 from daemon.dreaming.backfill_plan import (
     BACKFILL_QUERY_PREFIX,
     Claim,

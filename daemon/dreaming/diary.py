@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from daemon.agent_runtime import AgentRuntime
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
-from daemon.context import AgentRuntime
 from daemon.dreaming.lineage import reserve_rows, rollback_rows
 from daemon.dreaming.memory_file import MemorySnapshot, commit_memory, read_snapshot
 from daemon.errors import WriteConflict

@@ -7,7 +7,7 @@ and quoting it in the diary.
 
 from __future__ import annotations
 
-from daemon.context import AgentRuntime
+from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
 from daemon.dreaming.pool import read_pool
 from daemon.dreaming.report import LightReport

@@ -6,7 +6,7 @@ quoting it in the diary.
 
 from __future__ import annotations
 
-from daemon.context import AgentRuntime
+from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.expiry import drop_expired
 from daemon.dreaming.rehydrate import read_sources
 from daemon.dreaming.selection import eligible

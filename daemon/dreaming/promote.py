@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from daemon.agent_runtime import AgentRuntime
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
-from daemon.context import AgentRuntime
 from daemon.dreaming import consolidation
 from daemon.dreaming.expiry import drop_expired
 from daemon.dreaming.lineage import Transfer, reserve_transfers, rollback_rows

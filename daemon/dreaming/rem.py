@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from daemon.context import AgentRuntime
+from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
 from daemon.dreaming.pool import read_pool
 from daemon.dreaming.report import RemReport

@@ -6,7 +6,7 @@ import time
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from daemon.context import AgentRuntime
+from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.light import run_light
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rem import run_rem

@@ -11,7 +11,7 @@ from __future__ import annotations
 import anyio
 from redis.asyncio import Redis
 
-from daemon.context import AgentRuntime, agent_runtime
+from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.apply import apply_plan
 from daemon.forget.plan import ForgetPlan, plan_forget

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import anyio
 
+from daemon.agent_runtime import AgentRuntime
 from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
-from daemon.context import AgentRuntime
 from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
 from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes

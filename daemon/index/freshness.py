@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from daemon.context import AgentRuntime
+from daemon.agent_runtime import AgentRuntime
 from daemon.errors import MemorydError
 from daemon.index.publish import read_dirty
 from daemon.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
     FTS_CANDIDATE_CAP,
     HYBRID_TEXT_WEIGHT,
@@ -32,7 +33,6 @@ from daemon.constants import (
     SEARCH_MAX_LIMIT,
     SEARCH_SNIPPET_MAX_CHARS,
 )
-from daemon.context import AgentRuntime
 from daemon.errors import UsageError
 from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 import anyio
 
-from daemon.context import AgentRuntime
+from daemon.agent_runtime import AgentRuntime
 from daemon.errors import OperationFailed
 from daemon.index.chunking import chunk_memory_file, chunk_session
 from daemon.index.embedder import Embedder, make_embedder, model_name

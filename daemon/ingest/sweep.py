@@ -66,7 +66,7 @@ from daemon.store.db import ANY_SQLITE_ERROR, Connection
 from daemon.store.tombstones import REASON_FORGOTTEN, forgotten_ids
 
 if TYPE_CHECKING:
-    from daemon.context import AgentRuntime
+    from daemon.agent_runtime import AgentRuntime
 
 
 @dataclass

@@ -29,9 +29,9 @@ import anyio
 import orjson
 from redis.asyncio import Redis
 
+from daemon.agent_runtime import agent_runtime
 from daemon.agents import list_agents
 from daemon.constants import DAY_MS, SQL_IN_BATCH, VERIFY_MAX_MESSAGES_PER_SESSION
-from daemon.context import agent_runtime
 from daemon.failpoints import failpoint
 from daemon.retention import store as repo
 from daemon.retention.mapping import sessions_within

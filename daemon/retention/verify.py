@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from redis.asyncio import Redis
 
+from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths, list_agents
 from daemon.constants import VERIFY_EMBEDDING_MIN_COSINE
-from daemon.context import agent_runtime
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
 from daemon.ids import validate_agent_id

@@ -58,7 +58,7 @@ def _enqueue_and_maybe_wait(
     timeout_s: float | None,
     as_json: bool,
 ) -> None:
-    from daemon.client import MemorydClient
+    from daemon.runtime.client import MemorydClient
 
     async def go() -> tuple[Any, Any]:
         async with MemorydClient.connect(state.settings) as client:
@@ -112,7 +112,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def run_cmd(state: CliState, log_level: str) -> None:
         """Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."""
-        from daemon.service import configure_logging, serve
+        from daemon.runtime.service import configure_logging, serve
 
         configure_logging(log_level)
         code = run_async(serve, state.settings, state.config_path)
@@ -140,7 +140,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def jobs_cmd(state: CliState, queue: str | None, limit: int, as_json: bool) -> None:
         """Queued, running and finished jobs of a queue, with their results."""
-        from daemon.client import MemorydClient
+        from daemon.runtime.client import MemorydClient
 
         target = queue or queue_name(state.settings.daemon.host_id)
 

@@ -33,7 +33,6 @@ from arq.connections import ArqRedis
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
-from daemon import metrics
 from daemon.agents import agent_paths, list_agents
 from daemon.constants import (
     AGENT_OWNER_KEY,
@@ -49,13 +48,14 @@ from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
 from daemon.jobs import deserialize, queue_name, serialize
 from daemon.redis_conn import connect_redis, redact_url
-from daemon.scheduler import Scheduler, schedules
-from daemon.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime import metrics
+from daemon.runtime.scheduler import Scheduler, schedules
+from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.settings import Settings, load_settings
 from daemon.status import sweep_summary
 from daemon.store.db import Store
 from workers.base import RedactJobErrors
-from workers.settings import MemorydWorker, worker_kwargs
+from workers.worker import MemorydWorker, worker_kwargs
 
 log = logging.getLogger("memoryd.service")
 

@@ -19,8 +19,8 @@ from redis.exceptions import RedisError
 
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
 from daemon.jobs import ERASE, deserialize, job_name_of, serialize
+from daemon.runtime.store_pool import StorePool
 from daemon.settings import Settings
-from daemon.store.pool import StorePool
 from workers.backfill import backfill
 from workers.base import STORES
 from workers.dream import dream
@@ -73,10 +73,10 @@ class MemorydWorker(Worker):
     `keep_result` when the function ran, but a job it gives up on before running (too many
     tries, expired) is stored with the worker-wide default — with its arguments.
 
-    It also answers doorbells (daemon.client): between its polls it starts a job as soon as a
+    It also answers doorbells (daemon.runtime.client): between its polls it starts a job as soon as a
     client rings the queue's bell, and after storing a result it rings the job's own bell.
 
-    And it keeps the agents' stores open between jobs (daemon.store.pool, in ctx["stores"]):
+    And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
     closed, the ones still in use as their jobs end."""
 
@@ -165,7 +165,7 @@ class MemorydWorker(Worker):
         await self._wake_waiters(job_id)
 
     async def _wake_waiters(self, job_id: str) -> None:
-        """Ring the job's doorbell (daemon.client.wait BLPOPs it). Called only after arq's
+        """Ring the job's doorbell (daemon.runtime.client.wait BLPOPs it). Called only after arq's
         transaction has stored the result, so a woken client always finds it."""
         key = JOB_DONE_KEY.format(job_id=job_id)
         try:

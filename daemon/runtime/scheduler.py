@@ -17,7 +17,6 @@ from typing import Any
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 
-from daemon import metrics
 from daemon.jobs import (
     DREAM,
     INDEX_SYNC,
@@ -29,6 +28,7 @@ from daemon.jobs import (
     deserialize,
     scheduled_job_id,
 )
+from daemon.runtime import metrics
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.scheduler")

@@ -25,11 +25,11 @@ from redis.asyncio import Redis
 from daemon.agents import AgentPaths, agent_paths
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redis_from_url
+from daemon.runtime.store_pool import StorePool
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.db import Store
-from daemon.store.pool import StorePool
 from daemon.store.tombstones import load_or_create_secret
 
 
