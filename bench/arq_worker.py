@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from bench.baselines import noop
+from daemon.allocator import tune_allocator
 
 NOOP = "bench_noop"
 
@@ -89,4 +90,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    tune_allocator()  # the same memory profile as the memoryd entry point
     sys.exit(main())

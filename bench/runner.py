@@ -34,6 +34,7 @@ import anyio
 import orjson
 
 from bench.corpus import Corpus, ensure_corpus
+from daemon.allocator import tune_allocator
 
 # Repetitions per scale: (warm-up runs, measured runs).
 # At small scale the modules a scenario needs are imported before timing (its `missing()` check)
@@ -358,4 +359,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    tune_allocator()  # the same memory profile as the memoryd entry point
     sys.exit(main())

@@ -1,4 +1,5 @@
-"""Process-wide tuning of glibc's malloc, applied once when the `daemon` package is imported.
+"""Process-wide tuning of glibc's malloc, applied once by each entry point (`memoryd`, the
+benchmark processes) before any store thread starts.
 
 glibc serves an allocation of 128 KiB or more with its own mmap, and returns it to the system
 when freed; but the first time such a block is freed it raises that threshold to the block's

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import click
 
 from daemon import __version__
+from daemon.allocator import tune_allocator
 from daemon.commands import CliState
 from daemon.errors import MemorydError
 
@@ -50,6 +51,8 @@ _register_commands()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before any store thread starts (see daemon/allocator.py).
+    tune_allocator()
     try:
         # Without standalone mode click returns ctx.exit()'s code instead of exiting.
         rv = cli.main(

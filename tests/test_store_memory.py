@@ -1,5 +1,5 @@
 """The bounds on a process's memory that every entry point gets: glibc's thresholds fixed at
-import, SQLite's caches under one process-wide soft limit."""
+start-up, SQLite's caches under one process-wide soft limit."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from daemon.store.db import SQLITE_SOFT_HEAP_LIMIT_BYTES, Store
 
-PROBE = "import daemon.allocator as a, daemon; print(a.tune_allocator())"
+PROBE = "import daemon.allocator as a; print(a.tune_allocator())"
 
 
 def _probe(**env: str) -> str:
