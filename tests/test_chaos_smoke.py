@@ -123,9 +123,9 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
     from daemon.agent_runtime import agent_runtime
     from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.retention import service
+    from daemon.retention import api
+    from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
-    from daemon.retention.service import EraseRequest
     from daemon.retention.verify import run_verify
     from tests.builders import Msg, SessionStoreBuilder
     from tests.conftest import make_settings
@@ -148,7 +148,7 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         assert (await run_ingest_sweep(rt)).messages_staged == 2
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    receipt = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
     assert receipt.state == "complete" and receipt.verified, receipt
 
     b.append("sess-nora-1", [Msg("assistant", "noted: the violet mongoose")], start_index=1)
@@ -171,11 +171,11 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     recorded as `hmac:` only added a plain record beside it, putting the erased id back in clear."""
     from daemon.agent_runtime import agent_runtime
     from daemon.forget.request import ForgetRequest
-    from daemon.forget.service import run_forget
+    from daemon.forget.run import run_forget
     from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.retention import service
+    from daemon.retention import api
+    from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
-    from daemon.retention.service import EraseRequest
     from daemon.retention.verify import run_verify
     from daemon.store.tombstones import forgotten_ids, hashed_session_ref
     from tests.builders import Msg, SessionStoreBuilder
@@ -199,7 +199,7 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-    assert (await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
+    assert (await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
 
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1", "sess-omar-1"]))

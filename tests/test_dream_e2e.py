@@ -84,7 +84,7 @@ async def test_forgetting_a_session_removes_every_dreamed_line_that_quotes_it(
 ):
     from daemon.dreaming.backfill import BackfillRequest, run_backfill
     from daemon.forget.request import ForgetRequest
-    from daemon.forget.service import run_forget
+    from daemon.forget.run import run_forget
 
     b = SessionStoreBuilder(sessions_root, "main")
     b.add(

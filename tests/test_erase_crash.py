@@ -9,8 +9,8 @@ import pytest
 from daemon.agent_runtime import agent_runtime
 from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import service
-from daemon.retention.service import EraseRequest
+from daemon.retention import api
+from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids
 from tests.test_erase_sessions import build_world
 
@@ -43,25 +43,25 @@ async def test_a_crash_at_each_step_converges_on_rerun(
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-    await service.write_object(settings, redis, USER, "nora keeps her spare key under the blue planter")
-    await service.write_object(
+    await api.write_object(settings, redis, USER, "nora keeps her spare key under the blue planter")
+    await api.write_object(
         settings, redis, "tenant:default:user:omar", "omar knows where the key is", provenance_parent=USER
     )
 
     monkeypatch.setenv(ENV_VAR, step)
     with pytest.raises(FailpointTriggered):
-        await service.run_erase(settings, redis, EraseRequest(scope=USER))
+        await api.run_erase(settings, redis, EraseRequest(scope=USER))
     async with agent_runtime(settings, "main", redis=redis) as rt:
         gone = await rt.require_store().read(forgotten_ids, ["sess-nora-1"], rt.secret())
     assert (gone == {"sess-nora-1"}) is excluded
 
     monkeypatch.delenv(ENV_VAR)
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER))
+    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER))
     assert receipt.state == "complete" and receipt.verified, receipt.verification
     async with agent_runtime(settings, "main", redis=redis) as rt:
         store = rt.require_store()
         assert await store.read(_plain_records) == []
         assert await store.read(forgotten_ids, ["sess-nora-1"], rt.secret()) == {"sess-nora-1"}
-    omar = (await service.read_scope(settings, "tenant:default:user:omar")).objects[0]
+    omar = (await api.read_scope(settings, "tenant:default:user:omar")).objects[0]
     assert omar.provenance is not None and omar.provenance.parent_state == "erased"
-    assert [r.state for r in (await service.list_receipts(settings)).receipts] == ["complete"]
+    assert [r.state for r in (await api.list_receipts(settings)).receipts] == ["complete"]

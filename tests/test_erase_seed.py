@@ -8,9 +8,9 @@ import json
 
 from daemon.cli import main
 from daemon.constants import DAY_MS, TOMBSTONE_REF_PREFIX
-from daemon.retention import service
+from daemon.retention import api
+from daemon.retention.api import EraseRequest, ObjectWrite
 from daemon.retention.content import content_hash
-from daemon.retention.service import EraseRequest, ObjectWrite
 from daemon.retention.state import retention_db_path
 from daemon.store.db import Store
 
@@ -25,12 +25,10 @@ def child_scope(i: int) -> str:
 
 
 async def build_seed(settings, redis) -> str:
-    parent = await service.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
+    parent = await api.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
     # A nested scope of the user, with an object of its own: part of the structural cascade.
-    await service.write_object(
-        settings, redis, f"{USER}:session:own", "the user's own session note", now=T0 + 1
-    )
-    await service.write_objects(
+    await api.write_object(settings, redis, f"{USER}:session:own", "the user's own session note", now=T0 + 1)
+    await api.write_objects(
         settings,
         redis,
         [
@@ -65,7 +63,7 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
     before = {r[0]: r for r in await dump_objects(settings)}
     assert sum(1 for r in before.values() if r[3] == USER and r[4] == parent_hash) == CHILDREN
 
-    receipt = await service.run_erase(
+    receipt = await api.run_erase(
         settings, redis, EraseRequest(scope=USER, request_id="dsr-77"), now=T0 + DAY_MS
     )
 
@@ -92,19 +90,19 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
     assert len(tokens) == CHILDREN  # opaque and unlinkable: no shared token groups the children
 
     # The receipt is stored and holds no content, hash or id of the subject.
-    stored = (await service.list_receipts(settings)).receipts
+    stored = (await api.list_receipts(settings)).receipts
     assert [r.receipt_id for r in stored] == [receipt.receipt_id]
     body = stored[0].model_dump_json()
     for secret in (USER, "u-1234", parent_hash, parent_hash[:12], parent_id, "Harbour Lane", str(T0)):
         assert secret not in body
-    assert (await service.read_scope(settings, USER)).state == "missing"
+    assert (await api.read_scope(settings, USER)).state == "missing"
 
 
 async def test_rerunning_a_finished_erasure_converges_with_nothing_to_do(settings, redis) -> None:
-    await service.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
-    await service.write_object(settings, redis, child_scope(1), "child", provenance_parent=USER, now=T0 + 1)
-    first = await service.run_erase(settings, redis, EraseRequest(scope=USER))
-    again = await service.run_erase(settings, redis, EraseRequest(scope=USER))
+    await api.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
+    await api.write_object(settings, redis, child_scope(1), "child", provenance_parent=USER, now=T0 + 1)
+    first = await api.run_erase(settings, redis, EraseRequest(scope=USER))
+    again = await api.run_erase(settings, redis, EraseRequest(scope=USER))
     assert (first.provenance_rewritten, again.provenance_rewritten, again.structural_deleted) == (1, 0, 0)
     assert again.state == "complete" and again.verified
 
@@ -112,7 +110,7 @@ async def test_rerunning_a_finished_erasure_converges_with_nothing_to_do(setting
 async def test_a_dry_run_plans_the_same_counts_and_changes_nothing(settings, redis) -> None:
     await build_seed(settings, redis)
     before = await dump_objects(settings)
-    preview = await service.run_erase(settings, redis, EraseRequest(scope=USER, dry_run=True))
+    preview = await api.run_erase(settings, redis, EraseRequest(scope=USER, dry_run=True))
     assert (preview.dry_run, preview.state, preview.provenance_rewritten, preview.structural_deleted) == (
         True,
         "complete",
@@ -121,15 +119,15 @@ async def test_a_dry_run_plans_the_same_counts_and_changes_nothing(settings, red
     )
     assert preview.verification is None
     assert await dump_objects(settings) == before
-    assert (await service.list_receipts(settings)).receipts == []
+    assert (await api.list_receipts(settings)).receipts == []
 
 
 async def test_one_held_child_refuses_the_erasure_and_changes_nothing(settings, redis) -> None:
     await build_seed(settings, redis)
-    hold = await service.add_hold(settings, redis, child_scope(7), "litigation 2026-118")
+    hold = await api.add_hold(settings, redis, child_scope(7), "litigation 2026-118")
     before = await dump_objects(settings)
 
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER))
+    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER))
 
     assert (
         receipt.state,
@@ -139,15 +137,15 @@ async def test_one_held_child_refuses_the_erasure_and_changes_nothing(settings, 
     ) == ("refused", 1, 0, 0)
     assert [(b.hold_id, b.provenance) for b in receipt.blocked] == [(hold.hold_id, 1)]
     assert await dump_objects(settings) == before  # nothing changed
-    assert (await service.read_scope(settings, USER)).state == "live"
-    assert [r.state for r in (await service.list_receipts(settings)).receipts] == ["refused"]
+    assert (await api.read_scope(settings, USER)).state == "live"
+    assert [r.state for r in (await api.list_receipts(settings)).receipts] == ["refused"]
 
 
 async def test_one_held_child_with_allow_partial_erases_the_rest_and_lists_the_hold(settings, redis) -> None:
     await build_seed(settings, redis)
-    hold = await service.add_hold(settings, redis, child_scope(7), "litigation 2026-118")
+    hold = await api.add_hold(settings, redis, child_scope(7), "litigation 2026-118")
 
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
+    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
 
     assert (receipt.state, receipt.hold_blocked, receipt.provenance_rewritten) == ("partial", 1, CHILDREN - 1)
     assert [b.hold_id for b in receipt.blocked] == [hold.hold_id]
@@ -166,13 +164,13 @@ async def test_one_held_child_with_allow_partial_erases_the_rest_and_lists_the_h
 
 async def test_a_hold_on_a_nested_scope_keeps_it_and_its_ancestors_only(settings, redis) -> None:
     await build_seed(settings, redis)
-    await service.add_hold(settings, redis, f"{USER}:session:own", "preserve")
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
+    await api.add_hold(settings, redis, f"{USER}:session:own", "preserve")
+    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
     assert receipt.state == "partial" and receipt.provenance_rewritten == CHILDREN
-    assert [o.content for o in (await service.read_scope(settings, f"{USER}:session:own")).objects] == [
+    assert [o.content for o in (await api.read_scope(settings, f"{USER}:session:own")).objects] == [
         "the user's own session note"
     ]
-    assert (await service.read_scope(settings, USER)).objects == []  # container kept, its content erased
+    assert (await api.read_scope(settings, USER)).objects == []  # container kept, its content erased
 
 
 def test_cli_erase_under_a_hold_exits_3_and_prints_the_refused_receipt(tmp_path, capsys, redis_url) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from daemon.agent_runtime import agent_runtime
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import service
-from daemon.retention.service import EraseRequest
+from daemon.retention import api
+from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
@@ -54,10 +54,10 @@ async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_recor
         staged = await run_ingest_sweep(rt)
         assert staged.messages_staged == 4
         await run_index_sync(rt)
-    await service.write_object(
+    await api.write_object(
         settings, redis, "tenant:default:user:nora", "nora's preferred courier is Blue Finch"
     )
-    await service.write_object(
+    await api.write_object(
         settings,
         redis,
         "tenant:default:user:omar",
@@ -65,7 +65,7 @@ async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_recor
         provenance_parent="tenant:default:user:nora",
     )
 
-    receipt = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    receipt = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
 
     assert receipt.state == "complete", receipt
     assert (receipt.artifacts.sessions, receipt.artifacts.forgotten_records_hashed) == (1, 1)
@@ -92,7 +92,7 @@ async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_recor
     corpus = "".join(p.read_text() for p in (settings.workspace_for("main") / "memory").rglob("*.txt"))
     assert "violet mongoose" not in corpus and "orchard rota" in corpus  # omar's memory is untouched
 
-    rerun = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    rerun = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
     assert rerun.state == "complete" and rerun.verified  # a rerun converges (forget is idempotent)
 
 
@@ -102,9 +102,9 @@ async def test_a_hold_on_a_users_session_scope_blocks_its_forget(
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-    hold = await service.add_hold(settings, redis, "tenant:default:user:nora:session:sess-nora-1", "subpoena")
+    hold = await api.add_hold(settings, redis, "tenant:default:user:nora:session:sess-nora-1", "subpoena")
 
-    refused = await service.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    refused = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
 
     assert refused.state == "refused"
     assert [(b.hold_id, b.sessions) for b in refused.blocked] == [(hold.hold_id, 1)]
@@ -118,7 +118,7 @@ async def test_a_subject_for_forget_verify_ignores_plain_records_only_when_asked
     tmp_path, sessions_root, unique, redis
 ) -> None:
     from daemon.forget.request import ForgetRequest
-    from daemon.forget.service import run_forget
+    from daemon.forget.run import run_forget
 
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
@@ -126,10 +126,10 @@ async def test_a_subject_for_forget_verify_ignores_plain_records_only_when_asked
         nora = [s for s in rt.sessions.list_sessions().sessions if s.session_id == "sess-nora-1"]
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1"]))
     # A plain forget keeps the plain forgotten record by design: content-only subjects pass …
-    content_only = await service.session_subject(settings, nora, include_ids=False)
-    assert (await service.run_verify(settings, redis, content_only)).verified
+    content_only = await api.session_subject(settings, nora, include_ids=False)
+    assert (await api.run_verify(settings, redis, content_only)).verified
     # … while an erasure-grade subject finds the plain id in the forgotten records.
-    with_ids = await service.session_subject(settings, nora, include_ids=True)
-    failed = await service.run_verify(settings, redis, with_ids)
+    with_ids = await api.session_subject(settings, nora, include_ids=True)
+    failed = await api.run_verify(settings, redis, with_ids)
     derivability = next(c for c in failed.checks if c.name == "derivability")
     assert derivability.locations == ["agent main:memory_session_tombstones.session_id"]

@@ -11,7 +11,7 @@ from daemon.dreaming.sweep import run_dreaming
 from daemon.index.search import run_search
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import service
+from daemon.retention import api
 from daemon.retention.gate import REASON_EXPIRED
 from daemon.retention.state import now_ms
 from tests.builders import Msg, SessionStoreBuilder
@@ -53,10 +53,10 @@ async def expire_users(settings, redis, *users: str, hold: str | None = None):
     """Give each user scope a TTL that ran out yesterday, optionally hold one, then expire."""
     past = now_ms() - 2 * DAY_MS
     for user in users:
-        await service.write_object(settings, redis, user, f"profile of {user}", retention_days=1, now=past)
+        await api.write_object(settings, redis, user, f"profile of {user}", retention_days=1, now=past)
     if hold is not None:
-        await service.add_hold(settings, redis, hold, "litigation")
-    return await service.run_expire(settings, redis)
+        await api.add_hold(settings, redis, hold, "litigation")
+    return await api.run_expire(settings, redis)
 
 
 def session_ids(report) -> set[str | None]:
@@ -94,20 +94,20 @@ async def test_expired_user_is_unreadable_but_provenance_citing_it_stays_resolva
 ) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
     past = now_ms() - 2 * DAY_MS
-    await service.write_object(
+    await api.write_object(
         settings, redis, NORA, "nora prefers the Blue Finch courier", retention_days=1, now=past
     )
-    child = await service.write_object(
+    child = await api.write_object(
         settings, redis, OMAR, "omar heard nora recommend a courier", provenance_parent=NORA
     )
-    assert (await service.run_expire(settings, redis)).expired_scopes == 1
+    assert (await api.run_expire(settings, redis)).expired_scopes == 1
 
-    read = await service.read_scope(settings, NORA)
+    read = await api.read_scope(settings, NORA)
     assert (read.state, read.hidden_by, read.objects) == ("expired", NORA, [])
-    omar = await service.read_scope(settings, OMAR)
+    omar = await api.read_scope(settings, OMAR)
     assert [o.content for o in omar.objects] == ["omar heard nora recommend a courier"]
     assert omar.objects[0].provenance is not None and omar.objects[0].provenance.parent_state == "expired"
-    chain = await service.lineage(settings, child.object_id)
+    chain = await api.lineage(settings, child.object_id)
     assert [s.scope for s in chain.steps] == [OMAR, NORA]
     assert chain.steps[1].object_state == "expired"  # audit still reaches the expired parent
     assert chain.steps[0].provenance is not None and chain.steps[0].provenance.parent_hash is not None
@@ -158,8 +158,8 @@ async def test_a_session_of_an_expired_scope_is_not_newly_staged(
 
 async def test_nothing_is_hidden_while_no_scope_has_expired(tmp_path, sessions_root, unique, redis) -> None:
     settings = build_world(tmp_path, sessions_root, unique)
-    await service.write_object(settings, redis, NORA, "nora's profile", retention_days=30)
-    assert (await service.run_expire(settings, redis)).expired_scopes == 0
+    await api.write_object(settings, redis, NORA, "nora's profile", retention_days=30)
+    assert (await api.run_expire(settings, redis)).expired_scopes == 0
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
         await run_index_sync(rt)

@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from daemon.agent_runtime import agent_runtime
 from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import forget, run_forget
+from daemon.forget.run import forget, run_forget
 from daemon.settings import Settings
 from daemon.store.tombstones import current_revision, list_tombstones
 from tests.conftest import make_settings

@@ -16,8 +16,8 @@ from daemon.errors import OperationFailed, WriteConflict
 from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.forget.apply import apply_plan
 from daemon.forget.request import ForgetRequest
+from daemon.forget.run import forget, plan_for
 from daemon.forget.select import Selectors, select_sessions
-from daemon.forget.service import forget, plan_for
 from daemon.forget.snapshot import read_catalog
 from tests.forget_world import (
     CORPUS_MIXED,

@@ -15,8 +15,8 @@ from daemon.dreaming.rank import PromotionGates
 from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.apply import apply_plan
 from daemon.forget.request import ForgetRequest
+from daemon.forget.run import forget, plan_for, run_forget
 from daemon.forget.select import Selectors, select_sessions
-from daemon.forget.service import forget, plan_for, run_forget
 from daemon.forget.snapshot import read_catalog
 from daemon.index.sync import prepare_index, publish_index, run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep

@@ -19,7 +19,7 @@ from daemon.agents import agent_paths
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import ABSENT, commit_file
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import run_forget
+from daemon.forget.run import run_forget
 from daemon.ids import session_id_problem, validate_agent_id
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.settings import load_settings

@@ -14,7 +14,7 @@ from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths, list_agents
 from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import forget
+from daemon.forget.run import forget
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.openclaw_store import OpenClawSessionSource

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from daemon.agent_runtime import agent_runtime
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import forget
+from daemon.forget.run import forget
 from daemon.index.search import run_search
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep

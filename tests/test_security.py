@@ -19,7 +19,7 @@ from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates
 from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import run_forget
+from daemon.forget.run import run_forget
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.jobs import FORGET, deserialize, queue_name, serialize

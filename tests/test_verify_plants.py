@@ -18,10 +18,10 @@ from daemon.index.embedder import HashingEmbedder
 from daemon.index.vectors import to_blob
 from daemon.ingest.staging import claim_hash
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import service
+from daemon.retention import api
+from daemon.retention.api import EraseRequest
 from daemon.retention.content import content_hash
 from daemon.retention.needles import VerifySubject, snippets
-from daemon.retention.service import EraseRequest
 from daemon.retention.state import retention_db_path
 from daemon.settings import Settings
 from daemon.store.db import Store, sqlite3
@@ -76,8 +76,8 @@ async def world(tmp_path, sessions_root, unique, redis) -> World:
     )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-    await service.write_object(settings, redis, USER, SECRET, now=T0)
-    child = await service.write_object(
+    await api.write_object(settings, redis, USER, SECRET, now=T0)
+    child = await api.write_object(
         settings,
         redis,
         "tenant:default:user:omar",
@@ -86,8 +86,8 @@ async def world(tmp_path, sessions_root, unique, redis) -> World:
         now=T0 + 1,
     )
     request = EraseRequest(scope=USER)
-    _, subject = await service.plan_erase(settings, request)
-    receipt = await service.run_erase(settings, redis, request)
+    _, subject = await api.plan_erase(settings, request)
+    receipt = await api.run_erase(settings, redis, request)
     assert receipt.verified, receipt.verification
     return World(settings, subject, child.object_id)
 
@@ -234,22 +234,22 @@ async def test_the_verifier_fails_for_erased_data_planted_in_each_artifact_kind(
 ) -> None:
     plant, check, location = PLANTS[kind]
     undo = await plant(world)
-    failed = await service.run_verify(world.settings, redis, world.subject)
+    failed = await api.run_verify(world.settings, redis, world.subject)
     assert not failed.verified
     assert location in _failing(failed, check)
     await undo()
-    passed = await service.run_verify(world.settings, redis, world.subject)
+    passed = await api.run_verify(world.settings, redis, world.subject)
     assert passed.verified, passed
 
 
 async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(world: World, redis) -> None:
     undo = await _plant_edge_time(world)
-    failed = await service.run_verify(world.settings, redis)
+    failed = await api.run_verify(world.settings, redis)
     assert "retention:retention_objects: tombstoned provenance keeps a sub-day time" in _failing(
         failed, "provenance_invariant"
     )
     await undo()
-    assert (await service.run_verify(world.settings, redis)).verified
+    assert (await api.run_verify(world.settings, redis)).verified
 
 
 async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(world: World, redis) -> None:
@@ -260,10 +260,10 @@ async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(wo
         "updated_at) VALUES ('hashing', 'm', 'local', 'opaque', ?, 1)",
         to_blob(vector),
     )
-    failed = await service.run_verify(world.settings, redis, world.subject)
+    failed = await api.run_verify(world.settings, redis, world.subject)
     assert "agent main:memory_embedding_cache.embedding" in _failing(failed, "embeddings")
     await world.agent_sql("DELETE FROM memory_embedding_cache WHERE hash = 'opaque'")
-    assert (await service.run_verify(world.settings, redis, world.subject)).verified
+    assert (await api.run_verify(world.settings, redis, world.subject)).verified
 
 
 # --- physical --------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def _raw(path) -> bytes:
 
 
 async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after(settings, redis) -> None:
-    await service.write_object(settings, redis, USER, PHYSICAL, now=T0)
+    await api.write_object(settings, redis, USER, PHYSICAL, now=T0)
     db = retention_db_path(settings)
     # An idle reader keeps the WAL (and the pre-delete page images in it) from being folded
     # away when the writer closes: the state a busy daemon's store is in between compactions.
@@ -290,12 +290,12 @@ async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after
     try:
         reader.execute("SELECT count(*) FROM retention_objects").fetchone()  # attaches it to the WAL
         request = EraseRequest(scope=USER)
-        _, subject = await service.plan_erase(settings, request)
-        receipt = await service.run_erase(settings, redis, request, verify=False)
-        assert receipt.state == "complete" and (await service.read_scope(settings, USER)).state == "missing"
+        _, subject = await api.plan_erase(settings, request)
+        receipt = await api.run_erase(settings, redis, request, verify=False)
+        assert receipt.state == "complete" and (await api.read_scope(settings, USER)).state == "missing"
         assert PHYSICAL.encode() in _raw(db)  # deleted, but its bytes are still on disk
 
-        verification = await service.run_verify(settings, redis, subject)
+        verification = await api.run_verify(settings, redis, subject)
 
         physical = next(c for c in verification.checks if c.name == "physical")
         assert physical.passed and physical.count == 0 and "snippets searched" in physical.note
@@ -306,9 +306,9 @@ async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after
 
 
 async def test_the_physical_check_fails_while_the_text_is_still_stored(settings, redis) -> None:
-    await service.write_object(settings, redis, "tenant:default:user:other", f"quoting: {PHYSICAL}")
+    await api.write_object(settings, redis, "tenant:default:user:other", f"quoting: {PHYSICAL}")
     subject = VerifySubject(contents=(PHYSICAL,))
-    verification = await service.run_verify(settings, redis, subject)
+    verification = await api.run_verify(settings, redis, subject)
     assert "retention:retention.sqlite" in _failing(verification, "physical")
     assert not verification.verified
 
@@ -317,7 +317,7 @@ async def test_verify_with_an_unknown_receipt_is_a_usage_error(settings, redis) 
     from daemon.errors import UsageError
 
     with pytest.raises(UsageError, match="no erasure receipt"):
-        await service.run_verify(settings, redis, receipt_id="rcpt-missing")
+        await api.run_verify(settings, redis, receipt_id="rcpt-missing")
 
 
 async def test_the_verify_command_exits_1_when_a_check_fails_and_0_when_all_pass(

@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # job name -> (payload model, domain entry point whose return annotation is the result model).
 # The same pairs the job functions in workers/ use; tests check they agree.
 JOBS: dict[str, tuple[str, str]] = {
-    "forget": ("daemon.forget.request:ForgetRequest", "daemon.forget.service:run_forget"),
-    "erase": ("daemon.retention.service:EraseRequest", "daemon.retention.service:run_erase"),
-    "expire": ("daemon.retention.request:ExpireRequest", "daemon.retention.service:run_expire"),
+    "forget": ("daemon.forget.request:ForgetRequest", "daemon.forget.run:run_forget"),
+    "erase": ("daemon.retention.api:EraseRequest", "daemon.retention.api:run_erase"),
+    "expire": ("daemon.retention.request:ExpireRequest", "daemon.retention.api:run_expire"),
     "ingest_sweep": ("daemon.jobs:SweepRequest", "daemon.ingest.sweep:run_ingest_sweep"),
     "index_sync": ("daemon.jobs:IndexRequest", "daemon.index.sync:run_index_sync"),
     "dream": ("daemon.jobs:DreamRequest", "daemon.dreaming.sweep:run_dreaming"),
@@ -49,7 +49,7 @@ JOBS: dict[str, tuple[str, str]] = {
         "daemon.dreaming.backfill:BackfillRequest",
         "daemon.dreaming.backfill:run_backfill",
     ),
-    "retention_sweep": ("daemon.retention.request:ExpireRequest", "daemon.retention.service:run_expire"),
+    "retention_sweep": ("daemon.retention.request:ExpireRequest", "daemon.retention.api:run_expire"),
 }
 
 # `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it).

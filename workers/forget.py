@@ -1,4 +1,4 @@
-"""`forget` job: a ForgetRequest payload → daemon.forget.service.run_forget → ForgetReport JSON.
+"""`forget` job: a ForgetRequest payload → daemon.forget.run.run_forget → ForgetReport JSON.
 
 A dry run uses a read-only store without Redis: no lock, no writes, not even a schema.
 An apply holds the workspace lock for the whole purge (see workers.base.purge_lock). A rerun
@@ -16,7 +16,7 @@ from workers.base import domain, dump, ensure_served, observed, parse_payload, p
 @observed(FORGET)
 async def forget(ctx: dict[str, Any], payload: Any) -> dict[str, Any]:
     request_model = domain("daemon.forget.request", "ForgetRequest", FORGET)
-    run_forget = domain("daemon.forget.service", "run_forget", FORGET)
+    run_forget = domain("daemon.forget.run", "run_forget", FORGET)
     request = parse_payload(request_model, payload, FORGET)
     ensure_served(ctx, request.agent, FORGET)
     if request.dry_run:

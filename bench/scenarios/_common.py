@@ -13,9 +13,9 @@ CONTEXT = "daemon.agent_runtime:agent_runtime"
 INGEST = "daemon.ingest.sweep:run_ingest_sweep"
 INDEX = "daemon.index.sync:run_index_sync"
 SEARCH = "daemon.index.search:run_search"
-FORGET = "daemon.forget.service:run_forget"
+FORGET = "daemon.forget.run:run_forget"
 FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
-ERASE = "daemon.retention.service:run_erase"
+ERASE = "daemon.retention.api:run_erase"
 
 
 def entry(name: str) -> Any:

@@ -21,7 +21,7 @@ SUBJECT = f"{TENANT}:user:u-erased"
 def missing() -> str | None:
     return entry_point_missing(
         ERASE,
-        "daemon.retention.service:write_objects",
+        "daemon.retention.api:write_objects",
         "daemon.retention.request:EraseRequest",
         "daemon.redis_conn:connect_redis",
     )
@@ -29,9 +29,9 @@ def missing() -> str | None:
 
 async def _populate(settings: Any, others: int) -> None:
     from daemon.redis_conn import connect_redis
-    from daemon.retention.service import ObjectWrite
+    from daemon.retention.api import ObjectWrite
 
-    write_objects = entry("daemon.retention.service:write_objects")
+    write_objects = entry("daemon.retention.api:write_objects")
     redis = await connect_redis(settings.redis_url)
     try:
         items = [

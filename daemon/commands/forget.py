@@ -11,7 +11,7 @@ from daemon.commands import CliState, agent_option, emit, json_option, pass_stat
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.report import ForgetReport, VerifiedForgetReport, render_human
 from daemon.forget.request import ForgetRequest
-from daemon.forget.service import forget, forget_verified
+from daemon.forget.run import forget, forget_verified
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,7 +11,7 @@ import click
 from daemon.commands import CliState, emit, json_option, pass_state, run_async, table
 from daemon.errors import RefusedError
 from daemon.redis_conn import connect_redis
-from daemon.retention import service
+from daemon.retention import api
 from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
 from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
 from daemon.retention.request import EraseRequest
@@ -195,7 +195,7 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Store one object in a scope, optionally citing the scope it derives from."""
         result = _with_redis(
-            state.settings, service.write_object, scope, content, provenance_parent, retention_days
+            state.settings, api.write_object, scope, content, provenance_parent, retention_days
         )
         emit(result, as_json, _write_human)
 
@@ -205,7 +205,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def mem_read(state: CliState, scope: str, as_json: bool) -> None:
         """The live objects of a scope with their provenance (an expired scope reads as empty)."""
-        emit(run_async(service.read_scope, state.settings, scope), as_json, _read_human)
+        emit(run_async(api.read_scope, state.settings, scope), as_json, _read_human)
 
     @mem.command("lineage")
     @click.option(
@@ -215,7 +215,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def mem_lineage(state: CliState, object_id: str, as_json: bool) -> None:
         """Follow an object's provenance edges (through expired scopes, for audit)."""
-        emit(run_async(service.lineage, state.settings, object_id), as_json, _lineage_human)
+        emit(run_async(api.lineage, state.settings, object_id), as_json, _lineage_human)
 
     @cli.group("hold")
     def hold() -> None:
@@ -230,7 +230,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def hold_add(state: CliState, scope: str, reason: str, as_json: bool) -> None:
         """Place a legal hold (no expiry)."""
-        result = _with_redis(state.settings, service.add_hold, scope, reason)
+        result = _with_redis(state.settings, api.add_hold, scope, reason)
         emit(result, as_json, lambda h: f"Hold {h.hold_id} on {h.scope}: {h.reason}")
 
     @hold.command("release")
@@ -239,7 +239,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def hold_release(state: CliState, scope: str, as_json: bool) -> None:
         """Release the legal hold on a scope."""
-        result = _with_redis(state.settings, service.release_hold, scope)
+        result = _with_redis(state.settings, api.release_hold, scope)
         emit(result, as_json, lambda h: f"Released {h.hold_id} on {h.scope}")
 
     @hold.command("list")
@@ -247,14 +247,14 @@ def register(cli: click.Group) -> None:
     @pass_state
     def hold_list(state: CliState, as_json: bool) -> None:
         """Every legal hold."""
-        emit(run_async(service.list_holds, state.settings), as_json, _holds_human)
+        emit(run_async(api.list_holds, state.settings), as_json, _holds_human)
 
     @cli.command("expire")
     @json_option
     @pass_state
     def expire(state: CliState, as_json: bool) -> None:
         """Hide scopes past their TTL (held ones excepted); purge old expired data if configured."""
-        emit(_with_redis(state.settings, service.run_expire), as_json, _expire_human)
+        emit(_with_redis(state.settings, api.run_expire), as_json, _expire_human)
 
     @cli.command("erase")
     @erase_options("Your reference, copied to the receipt.")
@@ -270,9 +270,9 @@ def register(cli: click.Group) -> None:
         """
         request = erase_request(scope, allow_partial, request_id, dry_run)
         if dry_run:
-            receipt = run_async(service.run_erase, state.settings, None, request)
+            receipt = run_async(api.run_erase, state.settings, None, request)
         else:
-            receipt = _with_redis(state.settings, service.run_erase, request)
+            receipt = _with_redis(state.settings, api.run_erase, request)
         emit(receipt, as_json, _receipt_human)
         if receipt.state == "refused":
             raise RefusedError(
@@ -286,7 +286,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def receipts(state: CliState, as_json: bool) -> None:
         """Erasure receipts, oldest first."""
-        emit(run_async(service.list_receipts, state.settings), as_json, _receipts_human)
+        emit(run_async(api.list_receipts, state.settings), as_json, _receipts_human)
 
     @cli.command("verify")
     @click.option(
@@ -304,7 +304,7 @@ def register(cli: click.Group) -> None:
         The subject of an erasure is never stored, so subject checks (ids, hashes, snippets,
         embeddings) run inside `erase` and are on its receipt.
         """
-        result = _with_redis(state.settings, service.run_verify, None, receipt_id=receipt_id)
+        result = _with_redis(state.settings, api.run_verify, None, receipt_id=receipt_id)
         emit(result, as_json, lambda v: "\n".join(_verification_lines(v)))
         if not result.verified:
             raise click.exceptions.Exit(1)

@@ -193,7 +193,7 @@ async def forget_sessions(
     """Each agent's erased sessions through its forget pipeline, then hashed records.
     Returns (sessions, hashed records, curated rows, summed forget artifact counters)."""
     from daemon.forget.request import ForgetRequest
-    from daemon.forget.service import run_forget
+    from daemon.forget.run import run_forget
 
     by_agent: dict[str, list[str]] = defaultdict(list)
     for s in sessions:
