@@ -21,7 +21,7 @@ import httpx
 
 from daemon.constants import PROMOTED_TEXT_MAX_CHARS
 from daemon.dreaming.lineage import Transfer
-from daemon.dreaming.memory_file import MEMORY_HEADER, MemorySnapshot, parse_entries
+from daemon.dreaming.memory_file import MEMORY_HEADER, MemoryEntry, MemorySnapshot, parse_entries
 from daemon.dreaming.staged import TRUSTED_ORIGINS
 from daemon.dreaming.text import normalize_snippet
 from daemon.markers import lineage_marker, promotion_keys_in, promotion_marker
@@ -158,6 +158,25 @@ def parse_output(raw: str) -> tuple[str, tuple[Operation, ...]]:
     return data["memory"], tuple(ops)
 
 
+@dataclass(frozen=True, slots=True)
+class _PriorEntries:
+    """The entries of the MEMORY.md the model saw, looked up the ways the rules need."""
+
+    count: Counter[str]  # entry text -> how often it occurs
+    by_text: dict[str, MemoryEntry]
+    lineage_of: dict[str, list[str]]  # lineage key -> texts of the entries under that marker
+    total: int
+
+    @classmethod
+    def parse(cls, previous: str) -> _PriorEntries:
+        entries = parse_entries(previous)
+        lineage_of: dict[str, list[str]] = {}
+        for e in entries:
+            if e.lineage_key:
+                lineage_of.setdefault(e.lineage_key, []).append(e.text)
+        return cls(Counter(e.text for e in entries), {e.text: e for e in entries}, lineage_of, len(entries))
+
+
 def validate(
     memory_out: str,
     ops: Sequence[Operation],
@@ -167,83 +186,99 @@ def validate(
     max_loss: float,
 ) -> None:
     """The reference's validation rules (§5.6); raises ConsolidationRejected naming the rule."""
+    _check_memory_text(memory_out, max_chars)
+    by_key = _one_operation_per_candidate(ops, candidates)
+    prior = _PriorEntries.parse(previous)
+    out_lines = [ln.rstrip("\r") for ln in memory_out.split("\n")]
+    removed: Counter[str] = Counter()
+    results: list[str] = []
+    for op in ops:
+        c = by_key[op.candidate_key]
+        _check_result_entry(op, c, out_lines)
+        if op.action == "added":
+            _check_added(op, c, prior)
+        else:
+            _check_replacement(op, c, prior)
+            removed.update(op.prior_entries)
+        results.append(op.result_entry)
+    _check_prior_loss(removed, prior, max_loss)
+    expected = prior.count - removed + Counter(dict.fromkeys(results, 1))
+    if Counter(e.text for e in parse_entries(memory_out)) != expected:
+        raise ConsolidationRejected("model memory does not equal prior entries - replaced + results")
+
+
+def _check_memory_text(memory_out: str, max_chars: int) -> None:
     if not memory_out.strip():
         raise ConsolidationRejected("model memory is empty")
     if "\x00" in memory_out:
         raise ConsolidationRejected("model memory contains NUL")
     if len(memory_out) > max_chars:
         raise ConsolidationRejected(f"model memory exceeds the {max_chars}-character budget")
+
+
+def _one_operation_per_candidate(
+    ops: Sequence[Operation], candidates: Sequence[CandidateInput]
+) -> dict[str, CandidateInput]:
     by_key = {c.key: c for c in candidates}
     op_keys = Counter(op.candidate_key for op in ops)
     if set(op_keys) != set(by_key) or any(n != 1 for n in op_keys.values()):
         raise ConsolidationRejected("operations must be exactly one per candidate")
-    prev_entries = parse_entries(previous)
-    prev_count = Counter(e.text for e in prev_entries)
-    by_text = {e.text: e for e in prev_entries}
-    lineage_of: dict[str, list[str]] = {}
-    for e in prev_entries:
-        if e.lineage_key:
-            lineage_of.setdefault(e.lineage_key, []).append(e.text)
-    out_lines = [ln.rstrip("\r") for ln in memory_out.split("\n")]
-    removed: Counter[str] = Counter()
-    results: list[str] = []
-    for op in ops:
-        c = by_key[op.candidate_key]
-        if op.result_entry != c.result_entry:
-            raise ConsolidationRejected(f"{op.candidate_key}: resultEntry differs from the supplied entry")
-        if not op.result_entry.startswith("- ") or f"Source: {c.source_ref}" not in op.result_entry:
-            raise ConsolidationRejected(f"{op.candidate_key}: resultEntry is not a bullet with its Source")
-        if (
-            len(normalize_snippet(_COMMENT.sub("", op.result_entry)))
-            > MAX_RESULT_TEXT_CHARS + len(c.source_ref) + 12
-        ):
-            raise ConsolidationRejected(f"{op.candidate_key}: resultEntry is too long")
-        if op.result_entry not in out_lines:
-            raise ConsolidationRejected(f"{op.candidate_key}: resultEntry does not appear in memory")
-        attached = lineage_of.get(c.supersedes_key or "", [])
-        if op.action == "added":
-            if op.prior_entries:
-                raise ConsolidationRejected(f"{op.candidate_key}: added with prior entries")
-            if op.result_entry in prev_count:
-                raise ConsolidationRejected(f"{op.candidate_key}: added entry already present")
-            if attached:
-                raise ConsolidationRejected(f"{op.candidate_key}: lineage entries exist, must be superseded")
-        else:
-            if not op.prior_entries:
-                raise ConsolidationRejected(f"{op.candidate_key}: {op.action} without prior entries")
-            for prior in op.prior_entries:
-                if prev_count.get(prior, 0) != 1:
-                    raise ConsolidationRejected(
-                        f"{op.candidate_key}: prior entry is not one exact existing entry"
-                    )
-                if by_text[prior].has_continuation:
-                    raise ConsolidationRejected(
-                        f"{op.candidate_key}: prior entry has an indented continuation"
-                    )
-                if (c.project_key or None) != _project_of(prior):
-                    raise ConsolidationRejected(f"{op.candidate_key}: prior entry belongs to another project")
-            if op.action == "merged":
-                fact = normalize_fact(c.text)
-                if any(normalize_fact(p) != fact for p in op.prior_entries):
-                    raise ConsolidationRejected(f"{op.candidate_key}: merged prior entry states another fact")
-            if op.action == "superseded":
-                if not c.supersedes_key:
-                    raise ConsolidationRejected(f"{op.candidate_key}: superseded without a supersedesKey")
-                if attached and Counter(op.prior_entries) != Counter(attached):
-                    raise ConsolidationRejected(
-                        f"{op.candidate_key}: superseded entries differ from its lineage"
-                    )
-            removed.update(op.prior_entries)
-        results.append(op.result_entry)
+    return by_key
+
+
+def _check_result_entry(op: Operation, c: CandidateInput, out_lines: list[str]) -> None:
+    if op.result_entry != c.result_entry:
+        raise ConsolidationRejected(f"{op.candidate_key}: resultEntry differs from the supplied entry")
+    if not op.result_entry.startswith("- ") or f"Source: {c.source_ref}" not in op.result_entry:
+        raise ConsolidationRejected(f"{op.candidate_key}: resultEntry is not a bullet with its Source")
+    if (
+        len(normalize_snippet(_COMMENT.sub("", op.result_entry)))
+        > MAX_RESULT_TEXT_CHARS + len(c.source_ref) + 12
+    ):
+        raise ConsolidationRejected(f"{op.candidate_key}: resultEntry is too long")
+    if op.result_entry not in out_lines:
+        raise ConsolidationRejected(f"{op.candidate_key}: resultEntry does not appear in memory")
+
+
+def _check_added(op: Operation, c: CandidateInput, prior: _PriorEntries) -> None:
+    if op.prior_entries:
+        raise ConsolidationRejected(f"{op.candidate_key}: added with prior entries")
+    if op.result_entry in prior.count:
+        raise ConsolidationRejected(f"{op.candidate_key}: added entry already present")
+    if prior.lineage_of.get(c.supersedes_key or ""):
+        raise ConsolidationRejected(f"{op.candidate_key}: lineage entries exist, must be superseded")
+
+
+def _check_replacement(op: Operation, c: CandidateInput, prior: _PriorEntries) -> None:
+    """A merge or a supersede: exact, whole, same-project prior entries; a merge states the same
+    fact; a supersede names its lineage and replaces exactly the entries under it."""
+    if not op.prior_entries:
+        raise ConsolidationRejected(f"{op.candidate_key}: {op.action} without prior entries")
+    for text in op.prior_entries:
+        if prior.count.get(text, 0) != 1:
+            raise ConsolidationRejected(f"{op.candidate_key}: prior entry is not one exact existing entry")
+        if prior.by_text[text].has_continuation:
+            raise ConsolidationRejected(f"{op.candidate_key}: prior entry has an indented continuation")
+        if (c.project_key or None) != _project_of(text):
+            raise ConsolidationRejected(f"{op.candidate_key}: prior entry belongs to another project")
+    if op.action == "merged":
+        fact = normalize_fact(c.text)
+        if any(normalize_fact(p) != fact for p in op.prior_entries):
+            raise ConsolidationRejected(f"{op.candidate_key}: merged prior entry states another fact")
+    if op.action == "superseded":
+        if not c.supersedes_key:
+            raise ConsolidationRejected(f"{op.candidate_key}: superseded without a supersedesKey")
+        attached = prior.lineage_of.get(c.supersedes_key, [])
+        if attached and Counter(op.prior_entries) != Counter(attached):
+            raise ConsolidationRejected(f"{op.candidate_key}: superseded entries differ from its lineage")
+
+
+def _check_prior_loss(removed: Counter[str], prior: _PriorEntries, max_loss: float) -> None:
     if any(n > 1 for n in removed.values()):
         raise ConsolidationRejected("a prior entry is replaced by more than one operation")
-    total = max(1, len(prev_entries))
+    total = max(1, prior.total)
     if sum(removed.values()) / total > max_loss:
         raise ConsolidationRejected(f"prior-entry loss {sum(removed.values())}/{total} exceeds {max_loss:g}")
-    expected = prev_count - removed + Counter(dict.fromkeys(results, 1))
-    got = Counter(e.text for e in parse_entries(memory_out))
-    if got != expected:
-        raise ConsolidationRejected("model memory does not equal prior entries - replaced + results")
 
 
 def _project_of(entry: str) -> str | None:
