@@ -42,7 +42,8 @@ from daemon.dreaming.staged import StagedEntry, mark_promoted, read_staged
 from daemon.dreaming.text import normalize_snippet, truncate
 from daemon.errors import WriteConflict
 from daemon.failpoints import failpoint
-from daemon.store.db import Connection
+from daemon.settings import DreamingSettings
+from daemon.store.db import Connection, FenceToken
 from daemon.store.origins import EntryOrigin
 from daemon.store.tombstones import forgotten_ids
 
@@ -184,9 +185,76 @@ def _finish(conn: Connection, keys: Sequence[str], now_ms: int, rewrote: bool) -
     return mark_promoted(conn, keys, now_ms)
 
 
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """What one attempt writes: MEMORY.md's new text, the entries it holds and their lineage."""
+
+    text: str
+    done: list[Prepared]  # the prepared entries the new text holds
+    transfers: list[Transfer]
+    rewrite: consolidation.Rewrite | None  # the model's accepted plan, or None for the append
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    added: list[EntryOrigin]  # lineage rows reserved for the written entries
+    forgotten: set[str]  # sessions forgotten since the refresh: plan again without them
+    conflict: bool  # MEMORY.md changed under us: rebuild from its new content
+
+
 async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteReport:
     settings = rt.settings.dreaming
-    store = rt.require_store()
+    report = _new_report(rt, plan)
+    candidates = list(plan.ranking.candidates)
+    if not candidates:
+        report.mode = "none"
+        return report
+    max_chars = settings.max_promoted_snippet_tokens * 4
+    secret = rt.secret()
+    proposal = await _consult_model(rt, plan, candidates, max_chars, report)
+    snapshot = plan.memory
+    async with rt.lock().hold() as lease:
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            fresh = await _still_eligible(rt, candidates, secret, report)
+            if attempt:
+                snapshot = read_memory_file(rt.paths.workspace)
+            if not snapshot.writable:
+                report.warnings.append(snapshot.problem or "memory file not writable")
+                report.mode = "none"
+                return report
+            present = marker_keys(snapshot.text or "")
+            reconciled = [c for c in fresh if set(c.member_keys) & present]
+            prepared = _prepare([c for c in fresh if c not in reconciled], rt, max_chars, report)
+            # The model's plan was made for the first snapshot only.
+            write = _build_write(
+                proposal if attempt == 0 else None, snapshot, prepared, plan, settings, report
+            )
+            added: list[EntryOrigin] = []
+            if write.done:
+                commit = await _commit_write(rt, plan, snapshot, write, secret, lease.fence, report)
+                if commit.forgotten:
+                    candidates = [c for c in candidates if not set(c.session_ids) & commit.forgotten]
+                    continue
+                if commit.conflict:
+                    continue
+                added = commit.added
+            failpoint("dream.promote.mark")
+            finished = [k for c in reconciled for k in c.member_keys]
+            finished += [k for p in write.done for k in p.candidate.member_keys]
+            await rt.require_store().write(
+                _finish, finished, plan.now_ms, write.rewrite is not None, fence=lease.fence
+            )
+            _record_published(report, reconciled, write, added)
+            return report
+        report.warnings.append(
+            f"MEMORY.md kept changing during {MAX_COMMIT_ATTEMPTS} attempts; "
+            "candidates stay eligible for the next sweep"
+        )
+        report.mode = "none"
+        return report
+
+
+def _new_report(rt: AgentRuntime, plan: PromotionPlan) -> PromoteReport:
     report = PromoteReport(
         agent_id=rt.agent_id,
         memory_path=plan.memory.relative_path,
@@ -197,127 +265,145 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
         report.rejected[rej.reason] = report.rejected.get(rej.reason, 0) + 1
     if plan.expired:
         report.rejected["expired"] = plan.expired
-    candidates = list(plan.ranking.candidates)
-    if not candidates:
-        report.mode = "none"
-        return report
-    max_chars = settings.max_promoted_snippet_tokens * 4
-    secret = rt.secret()
+    return report
 
-    # The model (if configured) sees only trusted, rehydrated candidates, outside the lock.
-    proposal: consolidation.Proposal | None = None
-    if consolidation.enabled(settings) and plan.memory.writable:
-        pre = _prepare(candidates, rt, max_chars, report=None)
-        try:
-            proposal = await consolidation.propose(settings, plan.memory, [_model_input(p) for p in pre])
-        except consolidation.ConsolidationRejected as exc:
-            report.fallback_reason = str(exc)
 
-    snapshot = plan.memory
-    async with rt.lock().hold() as lease:
-        for attempt in range(MAX_COMMIT_ATTEMPTS):
-            keys = [k for c in candidates for k in c.member_keys]
-            sessions = sorted({o.session_id for c in candidates for o in c.origins})
-            rows, forgotten = await store.read(_live_state, rt.agent_id, keys, sessions, secret)
-            live = {e.entry_key: e for e in rows}
-            report.skipped = []
-            fresh: list[Candidate] = []
-            for c in candidates:
-                kept, reason = _refresh(c, live, forgotten)
-                if kept is None:
-                    report.skipped.append(SkippedEntry(entry_key=c.key, reason=reason))
-                else:
-                    fresh.append(kept)
-            if attempt:
-                snapshot = read_memory_file(rt.paths.workspace)
-            if not snapshot.writable:
-                report.warnings.append(snapshot.problem or "memory file not writable")
-                report.mode = "none"
-                return report
-            present = marker_keys(snapshot.text or "")
-            reconciled = [c for c in fresh if set(c.member_keys) & present]
-            prepared = _prepare([c for c in fresh if c not in reconciled], rt, max_chars, report)
+async def _consult_model(
+    rt: AgentRuntime,
+    plan: PromotionPlan,
+    candidates: Sequence[Candidate],
+    max_chars: int,
+    report: PromoteReport,
+) -> consolidation.Proposal | None:
+    """The model (if configured) sees only trusted, rehydrated candidates, outside the lock."""
+    settings = rt.settings.dreaming
+    if not (consolidation.enabled(settings) and plan.memory.writable):
+        return None
+    pre = _prepare(candidates, rt, max_chars, report=None)
+    try:
+        return await consolidation.propose(settings, plan.memory, [_model_input(p) for p in pre])
+    except consolidation.ConsolidationRejected as exc:
+        report.fallback_reason = str(exc)
+        return None
 
-            rewrite = None
-            if proposal is not None and attempt == 0:
-                try:
-                    rewrite = consolidation.apply_proposal(
-                        proposal,
-                        snapshot,
-                        [_model_input(p) for p in prepared],
-                        plan.day,
-                        settings.memory_file_max_chars,
-                        settings.max_prior_entry_loss_fraction,
-                    )
-                except consolidation.ConsolidationRejected as exc:
-                    report.fallback_reason = str(exc)
-            if rewrite is not None:
-                new_text = rewrite.text
-                written = [p.key for p in prepared]
-                transfers = list(rewrite.transfers)
-            else:
-                items = [AppendItem(p.key, p.append_line()) for p in prepared]
-                new_text, written = build_append(
-                    snapshot.text or "",
-                    APPEND_HEADING.format(day=plan.day),
-                    items,
-                    settings.memory_file_max_chars,
-                )
-                for p in prepared:
-                    if p.key not in written:
-                        report.skipped.append(SkippedEntry(entry_key=p.key, reason="budget"))
-                transfers = [t for p in prepared if p.key in written and (t := p.transfer())]
-            done = [p for p in prepared if p.key in written]
-            publish_sessions = sorted({o.session_id for p in done for o in p.candidate.origins})
-            preimage = (snapshot.text or "", plan.now_ms, snapshot.relative_path) if rewrite else None
-            added: list[EntryOrigin] = []
-            backup = None
-            if written:
-                gone, added, backup = await store.write(
-                    _reserve, rt.agent_id, transfers, publish_sessions, secret, preimage, fence=lease.fence
-                )
-                if gone:  # a forget finished in between: plan again without those sessions
-                    candidates = [c for c in candidates if not set(c.session_ids) & gone]
-                    continue
-                try:
-                    failpoint("dream.promote.commit")
-                    commit_memory(snapshot, new_text, rt.paths.workspace)
-                except WriteConflict as exc:
-                    await store.write(_undo, rt.agent_id, added, backup, fence=lease.fence)
-                    report.write_conflicts += 1
-                    if rewrite is not None:
-                        report.fallback_reason = str(exc)
-                    continue
-                except BaseException:
-                    await store.write(_undo, rt.agent_id, added, backup, fence=lease.fence)
-                    raise
-            failpoint("dream.promote.mark")
-            finished = [k for c in reconciled for k in c.member_keys]
-            finished += [k for p in done for k in p.candidate.member_keys]
-            await store.write(_finish, finished, plan.now_ms, rewrite is not None, fence=lease.fence)
-            report.reconciled = [c.key for c in reconciled]
-            report.promoted = [
-                PromotedEntry(
-                    entry_key=p.key,
-                    score=round(p.candidate.score, 4),
-                    session_ids=list(p.candidate.session_ids),
-                    merged_keys=list(p.candidate.member_keys[1:]),
-                    text=p.text,
-                )
-                for p in done
-            ]
-            report.origin_rows_added = len(added)
-            report.mode = "consolidated" if rewrite is not None else ("append" if done else "none")
-            if rewrite is not None:
-                report.consolidation = dict(rewrite.counts)
-                report.fallback_reason = None
-            return report
-        report.warnings.append(
-            f"MEMORY.md kept changing during {MAX_COMMIT_ATTEMPTS} attempts; "
-            "candidates stay eligible for the next sweep"
+
+async def _still_eligible(
+    rt: AgentRuntime, candidates: Sequence[Candidate], secret: bytes | None, report: PromoteReport
+) -> list[Candidate]:
+    """Under the lock: the candidates with the members still live; the others are reported skipped."""
+    keys = [k for c in candidates for k in c.member_keys]
+    sessions = sorted({o.session_id for c in candidates for o in c.origins})
+    rows, forgotten = await rt.require_store().read(_live_state, rt.agent_id, keys, sessions, secret)
+    live = {e.entry_key: e for e in rows}
+    report.skipped = []
+    fresh: list[Candidate] = []
+    for c in candidates:
+        kept, reason = _refresh(c, live, forgotten)
+        if kept is None:
+            report.skipped.append(SkippedEntry(entry_key=c.key, reason=reason))
+        else:
+            fresh.append(kept)
+    return fresh
+
+
+def _build_write(
+    proposal: consolidation.Proposal | None,
+    snapshot: MemorySnapshot,
+    prepared: Sequence[Prepared],
+    plan: PromotionPlan,
+    settings: DreamingSettings,
+    report: PromoteReport,
+) -> _Write:
+    """The model's rewrite if its plan still validates against this snapshot, else the append."""
+    rewrite = _rewrite(proposal, snapshot, prepared, plan, settings, report) if proposal else None
+    if rewrite is not None:
+        return _Write(rewrite.text, list(prepared), list(rewrite.transfers), rewrite)
+    items = [AppendItem(p.key, p.append_line()) for p in prepared]
+    new_text, written = build_append(
+        snapshot.text or "", APPEND_HEADING.format(day=plan.day), items, settings.memory_file_max_chars
+    )
+    for p in prepared:
+        if p.key not in written:
+            report.skipped.append(SkippedEntry(entry_key=p.key, reason="budget"))
+    done = [p for p in prepared if p.key in written]
+    return _Write(new_text, done, [t for p in done if (t := p.transfer())], None)
+
+
+def _rewrite(
+    proposal: consolidation.Proposal,
+    snapshot: MemorySnapshot,
+    prepared: Sequence[Prepared],
+    plan: PromotionPlan,
+    settings: DreamingSettings,
+    report: PromoteReport,
+) -> consolidation.Rewrite | None:
+    try:
+        return consolidation.apply_proposal(
+            proposal,
+            snapshot,
+            [_model_input(p) for p in prepared],
+            plan.day,
+            settings.memory_file_max_chars,
+            settings.max_prior_entry_loss_fraction,
         )
-        report.mode = "none"
-        return report
+    except consolidation.ConsolidationRejected as exc:
+        report.fallback_reason = str(exc)
+        return None
+
+
+async def _commit_write(
+    rt: AgentRuntime,
+    plan: PromotionPlan,
+    snapshot: MemorySnapshot,
+    write: _Write,
+    secret: bytes | None,
+    fence: FenceToken,
+    report: PromoteReport,
+) -> _Commit:
+    """Reserve the lineage (re-checking forgotten records), then commit MEMORY.md against the
+    snapshot's hash; the reservation is undone if the file cannot be committed."""
+    store = rt.require_store()
+    sessions = sorted({o.session_id for p in write.done for o in p.candidate.origins})
+    preimage = (snapshot.text or "", plan.now_ms, snapshot.relative_path) if write.rewrite else None
+    gone, added, backup = await store.write(
+        _reserve, rt.agent_id, write.transfers, sessions, secret, preimage, fence=fence
+    )
+    if gone:  # a forget finished in between
+        return _Commit([], gone, conflict=False)
+    try:
+        failpoint("dream.promote.commit")
+        commit_memory(snapshot, write.text, rt.paths.workspace)
+    except WriteConflict as exc:
+        await store.write(_undo, rt.agent_id, added, backup, fence=fence)
+        report.write_conflicts += 1
+        if write.rewrite is not None:
+            report.fallback_reason = str(exc)
+        return _Commit([], set(), conflict=True)
+    except BaseException:
+        await store.write(_undo, rt.agent_id, added, backup, fence=fence)
+        raise
+    return _Commit(added, set(), conflict=False)
+
+
+def _record_published(
+    report: PromoteReport, reconciled: Sequence[Candidate], write: _Write, added: Sequence[EntryOrigin]
+) -> None:
+    report.reconciled = [c.key for c in reconciled]
+    report.promoted = [
+        PromotedEntry(
+            entry_key=p.key,
+            score=round(p.candidate.score, 4),
+            session_ids=list(p.candidate.session_ids),
+            merged_keys=list(p.candidate.member_keys[1:]),
+            text=p.text,
+        )
+        for p in write.done
+    ]
+    report.origin_rows_added = len(added)
+    report.mode = "consolidated" if write.rewrite is not None else ("append" if write.done else "none")
+    if write.rewrite is not None:
+        report.consolidation = dict(write.rewrite.counts)
+        report.fallback_reason = None
 
 
 def _prepare(
