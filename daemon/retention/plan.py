@@ -70,46 +70,38 @@ class ErasurePlan:
         return bool(self.delete_scopes or self.delete_objects or self.rewrite_edges or self.forget_sessions)
 
 
+class _Holds:
+    """The legal holds by scope; `of(scope)` is the hold covering a scope, if any."""
+
+    def __init__(self, holds: tuple[HoldRow, ...]):
+        self.by_scope = {h.scope: h for h in holds}
+        self.keys = frozenset(self.by_scope)
+
+    def of(self, scope: str) -> HoldRow | None:
+        found = covering(scope, self.keys)
+        return self.by_scope[found] if found is not None else None
+
+
 def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
     target = snapshot.target
-    holds = {h.scope: h for h in snapshot.holds}
-    hold_keys = frozenset(holds)
-
-    def hold_of(scope: str) -> HoldRow | None:
-        found = covering(scope, hold_keys)
-        return holds[found] if found is not None else None
-
+    holds = _Holds(snapshot.holds)
     blocked: Counter[tuple[str, str]] = Counter()
-    # Ancestors (within the target) of any held scope stay as empty containers.
-    containers: set[str] = set()
-    for h in hold_keys:
-        if is_within(h, target) and h != target:
-            containers.update(a.key for a in parse_scope(h).ancestors() if is_within(a.key, target))
+    containers = _containers(target, holds)
 
     delete_scopes: list[str] = []
     for row in snapshot.scopes:
-        hold = hold_of(row.scope)
+        hold = holds.of(row.scope)
         if hold is not None:
             blocked[(hold.hold_id, "structural")] += 1
         elif row.scope not in containers:
             delete_scopes.append(row.scope)
 
-    delete_objects = tuple(o for o in snapshot.objects if hold_of(o.scope) is None)
-    deleted_ids = {o.object_id for o in delete_objects}
-
-    rewrite: list[str] = []
-    for edge in snapshot.citing:
-        if edge.object_id in deleted_ids or hold_of(edge.provenance_parent) is not None:
-            continue  # deleted with its scope, or the cited scope is held and so not erased
-        hold = hold_of(edge.scope)
-        if hold is not None:
-            blocked[(hold.hold_id, "provenance")] += 1
-        else:
-            rewrite.append(edge.object_id)
+    delete_objects = tuple(o for o in snapshot.objects if holds.of(o.scope) is None)
+    rewrite = _edges_to_rewrite(snapshot.citing, {o.object_id for o in delete_objects}, holds, blocked)
 
     forget: list[SessionTarget] = []
     for session in snapshot.sessions:
-        hold = hold_of(session.scope)
+        hold = holds.of(session.scope)
         if hold is not None:
             blocked[(hold.hold_id, "sessions")] += 1
         else:
@@ -126,17 +118,46 @@ def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
         blocks,
         tuple(sorted(containers)),
     )
-    if not blocks:
+    return _settle(plan, allow_partial)
+
+
+def _containers(target: str, holds: _Holds) -> set[str]:
+    """Ancestors (within the target) of any held scope: they stay as empty containers."""
+    containers: set[str] = set()
+    for h in holds.keys:
+        if is_within(h, target) and h != target:
+            containers.update(a.key for a in parse_scope(h).ancestors() if is_within(a.key, target))
+    return containers
+
+
+def _edges_to_rewrite(
+    citing: tuple[CitingEdge, ...], deleted_ids: set[str], holds: _Holds, blocked: Counter[tuple[str, str]]
+) -> list[str]:
+    rewrite: list[str] = []
+    for edge in citing:
+        if edge.object_id in deleted_ids or holds.of(edge.provenance_parent) is not None:
+            continue  # deleted with its scope, or the cited scope is held and so not erased
+        hold = holds.of(edge.scope)
+        if hold is not None:
+            blocked[(hold.hold_id, "provenance")] += 1
+        else:
+            rewrite.append(edge.object_id)
+    return rewrite
+
+
+def _settle(plan: ErasurePlan, allow_partial: bool) -> ErasurePlan:
+    """Any block refuses the whole erasure, unless partial erasure is allowed and work remains."""
+    if not plan.blocked:
         return plan
     if not allow_partial or not plan.has_work:
-        return ErasurePlan(target, "refused", (), (), (), (), blocks, ())
+        return ErasurePlan(plan.target, "refused", (), (), (), (), plan.blocked, ())
     return ErasurePlan(
-        target,
+        plan.target,
         "partial",
         plan.delete_scopes,
         plan.delete_objects,
         plan.rewrite_edges,
         plan.forget_sessions,
-        blocks,
+        plan.blocked,
         plan.containers,
     )
