@@ -162,22 +162,9 @@ def export_line(
     has more than that many characters (callers that keep only a snippet need no more)."""
     # Runs once per transcript line for ingest and the index alike: exact type checks (orjson
     # builds plain dicts) and one dict lookup per field keep it cheap.
-    if isinstance(raw, OversizedLine):
-        return SKIP_OVERSIZED
-    if b"\x00" in raw:
-        return SKIP_NUL
-    try:
-        entry = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        if not raw.strip():
-            return None  # blank lines are not entries
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return SKIP_INVALID_UTF8
-        return SKIP_MALFORMED
-    if type(entry) is not dict:
-        return SKIP_MALFORMED
+    entry = _entry_of(raw)
+    if not isinstance(entry, dict):
+        return entry  # a skip kind, or None
     kind = entry.get("type")
     if kind != "message":
         return None if kind in KNOWN_ENTRY_TYPES else SKIP_UNKNOWN_TYPE
@@ -190,24 +177,12 @@ def export_line(
     role = message.get("role")
     origin: OriginClass
     if role == "user":
-        if meta.get("senderIsOwner") is True:
-            origin = "owner"
-        elif _is_internal_system(message, meta):
-            origin = "system"
-        else:
-            origin = "untrusted"
+        origin = _user_origin(message, meta)
         carry.last_user = origin
         carry.tainted = False
         prefix = "User: "
     elif role == "assistant":
-        if carry.tainted or meta.get("turnTainted") is True:
-            origin = "untrusted"
-        elif carry.last_user == "owner":
-            origin = "agent"
-        elif carry.last_user == "system":
-            origin = "system"
-        else:
-            origin = "untrusted"
+        origin = _assistant_origin(meta, carry)
         prefix = "Assistant: "
     else:
         if role == "toolResult" and meta.get("resultContentSource") == "network":
@@ -223,6 +198,40 @@ def export_line(
     if not body:
         return None
     return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
+
+
+def _entry_of(raw: bytes) -> dict[str, Any] | str | None:
+    """The line's JSON object, a skip kind (str), or None for a blank line."""
+    if isinstance(raw, OversizedLine):
+        return SKIP_OVERSIZED
+    if b"\x00" in raw:
+        return SKIP_NUL
+    try:
+        entry = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if not raw.strip():
+            return None  # blank lines are not entries
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return SKIP_INVALID_UTF8
+        return SKIP_MALFORMED
+    return entry if type(entry) is dict else SKIP_MALFORMED
+
+
+def _user_origin(message: dict[str, Any], meta: dict[str, Any]) -> OriginClass:
+    if meta.get("senderIsOwner") is True:
+        return "owner"
+    return "system" if _is_internal_system(message, meta) else "untrusted"
+
+
+def _assistant_origin(meta: dict[str, Any], carry: Carry) -> OriginClass:
+    """Untrusted when tainted; otherwise the class of the turn it answers."""
+    if carry.tainted or meta.get("turnTainted") is True:
+        return "untrusted"
+    if carry.last_user == "owner":
+        return "agent"
+    return "system" if carry.last_user == "system" else "untrusted"
 
 
 def iter_exported(
