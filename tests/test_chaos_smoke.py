@@ -4,6 +4,7 @@ every forget and user-scope erase complete and no violation. The full campaign: 
 
 from __future__ import annotations
 
+import random
 import shutil
 
 import pytest
@@ -43,6 +44,47 @@ def test_a_short_fault_campaign_keeps_every_invariant(capsys):
     assert int(rows["forget jobs completed"]) == int(rows["forget jobs enqueued"]) >= 2
     # Erasures ride the same faults: each ends in a complete, verified receipt (no hold is placed).
     assert int(rows["erase jobs completed (receipt complete)"]) == int(rows["erase jobs enqueued"]) >= 1
+
+
+def test_the_invariant_checks_catch_what_is_planted(tmp_path):
+    """A check that cannot fail proves nothing: plant each fault the checks look for."""
+    from tools.chaos import AGENT, KEEPERS, Observed, World, judge_corpus, judge_store, scan_workspace, token
+
+    ws = tmp_path / "ws"
+    (ws / "memory" / ".dreams" / "session-corpus").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text(f"- {token('s01')} came back\n")
+    keeper = KEEPERS[0]
+    (ws / "memory" / ".dreams" / "session-corpus" / "2026-01-01.txt").write_text(
+        f"[{AGENT}/sessions/{AGENT}/{keeper}#L1] kept\n"
+    )
+    scan = scan_workspace(ws, {"s01"})
+    assert scan.found == ["MEMORY.md: holds text of forgotten session s01"]
+    assert scan.corpus_lines[keeper] == 1
+
+    obs = Observed(fence=10, tombstones={"s02"}, origins={keeper: 3}, corpus={keeper: 2})
+    facts = {
+        "leaks": ["fts: 1 rows matching x"],
+        "cache": set(),
+        "tombstones": {"s01"},
+        "fence": 9,
+        "origins": {keeper: 1},
+        "hashes": {},
+        "keeper_claims": set(),
+    }
+    found = judge_store(facts, {"s01"}, obs, scan.memory_md)
+    assert found == [
+        "fts: 1 rows matching x",
+        "forgotten records lost: ['s02']",
+        "stored fence went backwards: 10 -> 9",
+        f"collateral loss: origin rows of {keeper} 3 -> 1",
+    ]
+    world = World(tmp_path / "world", random.Random(1))
+    assert judge_corpus(scan, obs, world, final=False) == [
+        f"collateral loss: corpus lines of {keeper} 2 -> 1"
+    ]
+    assert f"expected state: 2 messages of {keeper} never staged" in judge_corpus(
+        scan, obs, world, final=True
+    )
 
 
 # --- regressions of bugs the campaign found ------------------------------------------------------

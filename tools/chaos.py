@@ -369,39 +369,47 @@ class Observed:
     chunk_hashes: dict[str, set[str]] = field(default_factory=dict)  # sid -> content hashes of its chunks
 
 
+def _count(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+def _rows_of_forgotten_sessions(conn: Any, done: list[str]) -> list[str]:
+    if not done:
+        return []
+    leaks: list[str] = []
+    marks = ",".join("?" * len(done))
+    for table, col in (
+        ("memory_entry_origins", "session_id"),
+        ("memory_index_chunks", "session_id"),
+        ("memory_index_sources", "session_id"),
+        ("curated_writes", "session_id"),
+    ):
+        n = _count(conn, f"SELECT count(*) FROM {table} WHERE {col} IN ({marks})", tuple(done))
+        if n:
+            leaks.append(f"{table}: {n} rows of forgotten sessions")
+    n = _count(
+        conn,
+        f"SELECT count(*) FROM ingest_seen_hashes WHERE scope IN ({marks})",
+        tuple(f"{AGENT}:{s}" for s in done),
+    )
+    if n:
+        leaks.append(f"ingest_seen_hashes: {n} rows of forgotten sessions")
+    n = _count(
+        conn,
+        f"SELECT count(*) FROM ingest_checkpoints WHERE session_id IN ({marks}) AND excluded_reason IS NULL",
+        tuple(done),
+    )
+    if n:
+        leaks.append(f"ingest_checkpoints: {n} admitted checkpoints of forgotten sessions")
+    return leaks
+
+
 def _store_facts(
     conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str], secret: bytes | None
 ) -> dict[str, Any]:
     from daemon.store.tombstones import forgotten_ids
 
-    def count(sql: str, params: tuple[Any, ...] = ()) -> int:
-        return int(conn.execute(sql, params).fetchone()[0])
-
-    facts: dict[str, Any] = {"leaks": [], "origins": {}, "hashes": {}}
-    marks = ",".join("?" * len(done))
-    if done:
-        for table, col in (
-            ("memory_entry_origins", "session_id"),
-            ("memory_index_chunks", "session_id"),
-            ("memory_index_sources", "session_id"),
-            ("curated_writes", "session_id"),
-        ):
-            n = count(f"SELECT count(*) FROM {table} WHERE {col} IN ({marks})", tuple(done))
-            if n:
-                facts["leaks"].append(f"{table}: {n} rows of forgotten sessions")
-        n = count(
-            f"SELECT count(*) FROM ingest_seen_hashes WHERE scope IN ({marks})",
-            tuple(f"{AGENT}:{s}" for s in done),
-        )
-        if n:
-            facts["leaks"].append(f"ingest_seen_hashes: {n} rows of forgotten sessions")
-        n = count(
-            f"SELECT count(*) FROM ingest_checkpoints WHERE session_id IN ({marks}) "
-            "AND excluded_reason IS NULL",
-            tuple(done),
-        )
-        if n:
-            facts["leaks"].append(f"ingest_checkpoints: {n} admitted checkpoints of forgotten sessions")
+    facts: dict[str, Any] = {"leaks": _rows_of_forgotten_sessions(conn, done), "origins": {}, "hashes": {}}
     for tok in tokens:
         like = f"%{tok}%"
         for table, col in (
@@ -409,17 +417,18 @@ def _store_facts(
             ("memory_index_chunks", "text"),
             ("memory_backups", "content"),
         ):
-            n = count(f"SELECT count(*) FROM {table} WHERE {col} LIKE ?", (like,))
+            n = _count(conn, f"SELECT count(*) FROM {table} WHERE {col} LIKE ?", (like,))
             if n:
                 facts["leaks"].append(f"{table}: {n} rows quoting {tok}")
-        n = count(
-            "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?", (tok,)
+        n = _count(
+            conn, "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?", (tok,)
         )
         if n:
             facts["leaks"].append(f"fts: {n} rows matching {tok}")
-    n = count(
+    n = _count(
+        conn,
         "SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid NOT IN "
-        "(SELECT rowid FROM memory_index_chunks)"
+        "(SELECT rowid FROM memory_index_chunks)",
     )
     if n:
         facts["leaks"].append(f"memory_index_vectors: {n} vectors of removed chunks")
@@ -434,7 +443,8 @@ def _store_facts(
     for sid in watch:
         # Staged claims (one per ingested message) whose whole lineage is in sessions no forget
         # names. (Dreaming's own REM/light entries are recomputed each run, so they come and go.)
-        facts["origins"][sid] = count(
+        facts["origins"][sid] = _count(
+            conn,
             "SELECT count(*) FROM memory_entry_origins WHERE session_id = ? AND entry_key LIKE 'memory:claim:%' "
             "AND entry_key NOT IN "
             f"(SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({','.join('?' * len(watch))}))",
@@ -457,6 +467,114 @@ def _store_facts(
     return facts
 
 
+@dataclass(frozen=True)
+class WorkspaceScan:
+    """What the workspace files hold: text of forgotten sessions, corpus lines of each keeper."""
+
+    found: list[str]
+    corpus_lines: dict[str, int]
+    corpus_text: str
+    memory_md: str
+
+
+def scan_workspace(ws: Path, done: set[str]) -> WorkspaceScan:
+    """Memory files, diary, daily notes and the corpus."""
+    found: list[str] = []
+    corpus_lines: dict[str, int] = dict.fromkeys(KEEPERS, 0)
+    corpus_text = ""
+    memory_md = ""
+    for p in sorted(ws.rglob("*")) if ws.exists() else []:
+        if p.is_symlink() or not p.is_file() or ".tmp-" in p.name:
+            continue
+        try:
+            text = p.read_text(errors="replace")
+        except FileNotFoundError:
+            continue  # replaced between listing and reading
+        rel = p.relative_to(ws)
+        if str(rel) == "MEMORY.md":
+            memory_md = text
+        found += [
+            f"{rel}: holds text of forgotten session {sid}"
+            for sid in done
+            if token(sid) in text or f"sessions/{AGENT}/{sid}#" in text
+        ]
+        if "session-corpus" in rel.parts:
+            corpus_text += text
+            for sid in KEEPERS:
+                corpus_lines[sid] += text.count(f"[{AGENT}/sessions/{AGENT}/{sid}#L")
+    return WorkspaceScan(found, corpus_lines, corpus_text, memory_md)
+
+
+async def read_store_facts(settings: Any, done: set[str], watch: list[str]) -> dict[str, Any] | None:
+    from daemon.agents import agent_paths
+    from daemon.store.db import Store
+
+    paths = agent_paths(settings, AGENT)
+    if not paths.db_path.exists():
+        return None
+    store = await Store.open(paths.db_path, readonly=True)
+    try:
+        live = [s for s in VICTIMS + KEEPERS if s not in done]
+        secret = paths.secret_path.read_bytes() if paths.secret_path.exists() else None
+        tokens = [token(s) for s in sorted(done)]
+        return await store.read(_store_facts, sorted(done), tokens, watch, live, secret)
+    finally:
+        await store.close()
+
+
+def judge_store(facts: dict[str, Any], done: set[str], obs: Observed, memory_md: str) -> list[str]:
+    """The store's leaks, lost records and collateral losses; updates what was observed."""
+    from daemon.forget.scrub import promotion_keys_on_lines
+
+    found = list(facts["leaks"])
+    for sid in done:
+        stale = obs.chunk_hashes.get(sid, set()) & facts["cache"]
+        if stale:
+            found.append(f"memory_embedding_cache: {len(stale)} embeddings of forgotten session {sid}")
+    lost = obs.tombstones - facts["tombstones"]
+    if lost:
+        found.append(f"forgotten records lost: {sorted(lost)}")
+    missing = done - facts["tombstones"]
+    if missing:
+        found.append(f"forget completed without a forgotten record: {sorted(missing)}")
+    if facts["fence"] < obs.fence:
+        found.append(f"stored fence went backwards: {obs.fence} -> {facts['fence']}")
+    for sid in KEEPERS:
+        if facts["origins"].get(sid, 0) < obs.origins.get(sid, 0):
+            found.append(
+                f"collateral loss: origin rows of {sid} {obs.origins[sid]} -> {facts['origins'][sid]}"
+            )
+        obs.origins[sid] = max(obs.origins.get(sid, 0), facts["origins"].get(sid, 0))
+    for sid, hashes in facts["hashes"].items():
+        if sid not in done:
+            obs.chunk_hashes.setdefault(sid, set()).update(hashes)
+    promoted_now = set(promotion_keys_on_lines(memory_md))
+    gone = obs.promoted - promoted_now
+    if gone:
+        found.append(f"collateral loss: {len(gone)} promoted entries of untouched sessions left MEMORY.md")
+    obs.promoted |= promoted_now & facts["keeper_claims"]
+    obs.tombstones |= facts["tombstones"]
+    obs.fence = max(obs.fence, facts["fence"])
+    return found
+
+
+def judge_corpus(scan: WorkspaceScan, obs: Observed, world: World, final: bool) -> list[str]:
+    """No keeper loses corpus lines; at the end, every keeper message is staged."""
+    found: list[str] = []
+    for sid in KEEPERS:
+        if scan.corpus_lines[sid] < obs.corpus.get(sid, 0):
+            found.append(
+                f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {scan.corpus_lines[sid]}"
+            )
+        obs.corpus[sid] = max(obs.corpus.get(sid, 0), scan.corpus_lines[sid])
+    if final:
+        for sid in KEEPERS:
+            absent = [t for t in world.written[sid] if t not in scan.corpus_text]
+            if absent:
+                found.append(f"expected state: {len(absent)} messages of {sid} never staged")
+    return found
+
+
 async def check_invariants(
     settings: Any,
     done: set[str],
@@ -468,86 +586,14 @@ async def check_invariants(
     world: World,
 ) -> None:
     from daemon.agents import agent_paths
-    from daemon.forget.scrub import promotion_keys_on_lines
-    from daemon.store.db import Store
 
-    paths = agent_paths(settings, AGENT)
-    found: list[str] = []
-    tokens = [token(s) for s in sorted(done)]
-    # Workspace files: memory files, diary, daily notes, the corpus.
-    corpus_lines: dict[str, int] = dict.fromkeys(KEEPERS, 0)
-    corpus_text = ""
-    ws = paths.workspace
-    memory_md = ""
-    if ws.exists():
-        for p in sorted(ws.rglob("*")):
-            if p.is_symlink() or not p.is_file() or ".tmp-" in p.name:
-                continue
-            try:
-                text = p.read_text(errors="replace")
-            except FileNotFoundError:
-                continue  # replaced between listing and reading
-            rel = p.relative_to(ws)
-            if str(rel) == "MEMORY.md":
-                memory_md = text
-            for sid in done:
-                if token(sid) in text or f"sessions/{AGENT}/{sid}#" in text:
-                    found.append(f"{rel}: holds text of forgotten session {sid}")
-            if "session-corpus" in rel.parts:
-                corpus_text += text
-                for sid in KEEPERS:
-                    corpus_lines[sid] += text.count(f"[{AGENT}/sessions/{AGENT}/{sid}#L")
+    scan = scan_workspace(agent_paths(settings, AGENT).workspace, done)
+    found = list(scan.found)
     tally.checks += 1
-    facts: dict[str, Any] | None = None
-    if paths.db_path.exists():
-        store = await Store.open(paths.db_path, readonly=True)
-        try:
-            live = [s for s in VICTIMS + KEEPERS if s not in done]
-            secret = paths.secret_path.read_bytes() if paths.secret_path.exists() else None
-            facts = await store.read(_store_facts, sorted(done), tokens, watch, live, secret)
-        finally:
-            await store.close()
+    facts = await read_store_facts(settings, done, watch)
     if facts is not None:
-        found.extend(facts["leaks"])
-        for sid in done:
-            stale = obs.chunk_hashes.get(sid, set()) & facts["cache"]
-            if stale:
-                found.append(f"memory_embedding_cache: {len(stale)} embeddings of forgotten session {sid}")
-        lost = obs.tombstones - facts["tombstones"]
-        if lost:
-            found.append(f"forgotten records lost: {sorted(lost)}")
-        missing = done - facts["tombstones"]
-        if missing:
-            found.append(f"forget completed without a forgotten record: {sorted(missing)}")
-        if facts["fence"] < obs.fence:
-            found.append(f"stored fence went backwards: {obs.fence} -> {facts['fence']}")
-        for sid in KEEPERS:
-            if facts["origins"].get(sid, 0) < obs.origins.get(sid, 0):
-                found.append(
-                    f"collateral loss: origin rows of {sid} {obs.origins[sid]} -> {facts['origins'][sid]}"
-                )
-            obs.origins[sid] = max(obs.origins.get(sid, 0), facts["origins"].get(sid, 0))
-        for sid, hashes in facts["hashes"].items():
-            if sid not in done:
-                obs.chunk_hashes.setdefault(sid, set()).update(hashes)
-        promoted_now = set(promotion_keys_on_lines(memory_md))
-        gone = obs.promoted - promoted_now
-        if gone:
-            found.append(
-                f"collateral loss: {len(gone)} promoted entries of untouched sessions left MEMORY.md"
-            )
-        obs.promoted |= promoted_now & facts["keeper_claims"]
-        obs.tombstones |= facts["tombstones"]
-        obs.fence = max(obs.fence, facts["fence"])
-    for sid in KEEPERS:
-        if corpus_lines[sid] < obs.corpus.get(sid, 0):
-            found.append(f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {corpus_lines[sid]}")
-        obs.corpus[sid] = max(obs.corpus.get(sid, 0), corpus_lines[sid])
-    if final:
-        for sid in KEEPERS:
-            absent = [t for t in world.written[sid] if t not in corpus_text]
-            if absent:
-                found.append(f"expected state: {len(absent)} messages of {sid} never staged")
+        found += judge_store(facts, done, obs, scan.memory_md)
+    found += judge_corpus(scan, obs, world, final)
     tally.checks += 1
     for item in found:
         tally.violations.append(f"{label}: {item}")
@@ -674,6 +720,121 @@ async def poll_pending(
     return still
 
 
+@dataclass
+class Run:
+    """One campaign's parts and what it has seen so far."""
+
+    rng: random.Random
+    tally: Tally
+    redis: PrivateRedis
+    world: World
+    daemon: Daemon
+    settings: Any
+    queue: str
+    seconds: float
+    forget_rate: float
+    erase_rate: float
+    pending: list[Pending] = field(default_factory=list)
+    done: set[str] = field(default_factory=set)
+    obs: Observed = field(default_factory=Observed)
+
+    async def round(self, client: Any, r: int, verbose: bool) -> None:
+        self.tally.rounds += 1
+        for sid in self.rng.sample(VICTIMS + KEEPERS, self.rng.randint(1, 3)):
+            self.world.append(sid, self.rng.randint(1, 2))
+            self.tally.appends += 1
+        await self.enqueue_requests(client)
+        # Right after an enqueue, half the time: aim the fault at the forget in flight.
+        aim = bool(self.pending) and self.rng.random() < 0.5
+        if aim and await _wait_running(client, self.pending, timeout_s=max(self.seconds, 2.0)):
+            await asyncio.sleep(self.rng.uniform(0.0, 0.08))
+        else:
+            await asyncio.sleep(self.rng.uniform(0.1, self.seconds))
+        await self.inject_fault(client)
+        self.restart_if_exited(f"round {r}")
+        self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+        await check_invariants(
+            self.settings, self.done, KEEPERS, self.obs, self.tally, f"round {r}", False, self.world
+        )
+        if verbose:
+            t = self.tally
+            print(
+                f"round {r}: kills={t.kills} redis={t.redis_restarts} pending={len(self.pending)} "
+                f"done={sorted(self.done)} violations={len(t.violations)}",
+                flush=True,
+            )
+
+    async def enqueue_requests(self, client: Any) -> None:
+        from daemon.errors import MemorydError
+        from daemon.jobs import FORGET
+
+        if self.rng.random() < self.forget_rate:
+            request, targets = self.world.random_request()
+            try:
+                enq = await client.enqueue(FORGET, request, queue=self.queue)
+                self.pending.append(Pending(request, targets, enq.job_id))
+                self.tally.forget_enqueued += 1
+            except (RedisError, OSError, MemorydError):
+                pass  # Redis is restarting: the request was never accepted
+        if self.rng.random() < self.erase_rate:
+            request, targets = self.world.random_erase()
+            try:
+                enq = await client.enqueue_erase(request, queue=self.queue)
+                self.pending.append(Pending(request, targets, enq.job_id, kind="erase"))
+                self.tally.erase_enqueued += 1
+            except (RedisError, OSError, MemorydError):
+                pass
+
+    async def inject_fault(self, client: Any) -> None:
+        """SIGKILL the daemon (45%), restart Redis (20%), both (5%), or nothing."""
+        fault = self.rng.random()
+        if fault < 0.70 and await _forget_running(client, self.pending):
+            self.tally.faults_mid_forget += 1
+        if fault < 0.45:
+            self.daemon.kill()
+            self.tally.kills += 1
+            self.daemon.start()
+        elif fault < 0.65:
+            self.redis.restart()
+            self.tally.redis_restarts += 1
+        elif fault < 0.70:
+            self.daemon.kill()
+            self.redis.restart()
+            self.tally.kills += 1
+            self.tally.redis_restarts += 1
+            self.daemon.start()
+
+    def restart_if_exited(self, where: str) -> None:
+        code = self.daemon.exited()
+        if code is None:
+            return
+        if self.daemon.refused_start():
+            self.tally.refused_starts += 1  # started while its Redis restarted
+        else:
+            self.tally.violations.append(f"{where}: the daemon exited by itself with {code}")
+        self.daemon.start()
+
+    async def drain(self, client: Any) -> None:
+        """Every forget completes, and every keeper message is staged; then two more scheduled
+        sweeps, after which nothing may have come back."""
+        deadline = time.monotonic() + DRAIN_S
+        while time.monotonic() < deadline:
+            self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+            self.restart_if_exited("drain")
+            staged_all = await _keepers_staged(self.settings, self.world)
+            if not self.pending and staged_all:
+                break
+            await asyncio.sleep(0.5)
+        for job in self.pending:
+            self.tally.violations.append(f"{job.kind} {job.request} did not complete within the drain")
+        await asyncio.sleep(2.5)
+        await check_invariants(
+            self.settings, self.done, KEEPERS, self.obs, self.tally, "final", True, self.world
+        )
+        self.tally.promoted_watched = len(self.obs.promoted)
+        self.tally.embeddings_watched = sum(len(self.obs.chunk_hashes.get(s, ())) for s in self.done)
+
+
 async def campaign(
     rounds: int,
     seconds: float,
@@ -685,8 +846,7 @@ async def campaign(
     erase_rate: float = 0.15,
 ) -> Tally:
     from daemon.constants import LOCK_KEY
-    from daemon.errors import MemorydError
-    from daemon.jobs import FORGET, queue_name
+    from daemon.jobs import queue_name
     from daemon.lock import workspace_key
     from daemon.runtime.client import MemorydClient
     from daemon.settings import load_settings
@@ -700,96 +860,16 @@ async def campaign(
     settings = load_settings(config)
     daemon = Daemon(config, root / "daemon.log")
     daemon.start()
-    queue = queue_name(HOST)
+    run = Run(rng, tally, redis, world, daemon, settings, queue_name(HOST), seconds, forget_rate, erase_rate)
     lock_key = LOCK_KEY.format(workspace=workspace_key(settings.workspace_for(AGENT)))
     watch = LockWatch(redis.url, lock_key, daemon, tally)
     stop = asyncio.Event()
     watcher = asyncio.create_task(watch.run(stop))
-    pending: list[Pending] = []
-    done: set[str] = set()
-    named: set[str] = set()
-    obs = Observed()
     try:
         async with MemorydClient.connect(settings, poll_delay_s=0.05) as client:
             for r in range(rounds):
-                tally.rounds += 1
-                for sid in rng.sample(VICTIMS + KEEPERS, rng.randint(1, 3)):
-                    world.append(sid, rng.randint(1, 2))
-                    tally.appends += 1
-                if rng.random() < forget_rate:
-                    request, targets = world.random_request()
-                    named |= targets
-                    try:
-                        enq = await client.enqueue(FORGET, request, queue=queue)
-                        pending.append(Pending(request, targets, enq.job_id))
-                        tally.forget_enqueued += 1
-                    except (RedisError, OSError, MemorydError):
-                        pass  # Redis is restarting: the request was never accepted
-                if rng.random() < erase_rate:
-                    request, targets = world.random_erase()
-                    try:
-                        enq = await client.enqueue_erase(request, queue=queue)
-                        pending.append(Pending(request, targets, enq.job_id, kind="erase"))
-                        tally.erase_enqueued += 1
-                    except (RedisError, OSError, MemorydError):
-                        pass
-                # Right after an enqueue, half the time: aim the fault at the forget in flight.
-                aim = bool(pending) and rng.random() < 0.5
-                if aim and await _wait_running(client, pending, timeout_s=max(seconds, 2.0)):
-                    await asyncio.sleep(rng.uniform(0.0, 0.08))
-                else:
-                    await asyncio.sleep(rng.uniform(0.1, seconds))
-                fault = rng.random()
-                if fault < 0.70 and await _forget_running(client, pending):
-                    tally.faults_mid_forget += 1
-                if fault < 0.45:
-                    daemon.kill()
-                    tally.kills += 1
-                    daemon.start()
-                elif fault < 0.65:
-                    redis.restart()
-                    tally.redis_restarts += 1
-                elif fault < 0.70:
-                    daemon.kill()
-                    redis.restart()
-                    tally.kills += 1
-                    tally.redis_restarts += 1
-                    daemon.start()
-                code = daemon.exited()
-                if code is not None:
-                    if daemon.refused_start():
-                        tally.refused_starts += 1  # started while its Redis restarted
-                    else:
-                        tally.violations.append(f"round {r}: the daemon exited by itself with {code}")
-                    daemon.start()
-                pending = await poll_pending(client, pending, done, tally, queue)
-                await check_invariants(settings, done, KEEPERS, obs, tally, f"round {r}", False, world)
-                if verbose:
-                    print(
-                        f"round {r}: kills={tally.kills} redis={tally.redis_restarts} pending={len(pending)} "
-                        f"done={sorted(done)} violations={len(tally.violations)}",
-                        flush=True,
-                    )
-            # Final drain: every forget completes, and every keeper message is staged.
-            deadline = time.monotonic() + DRAIN_S
-            while time.monotonic() < deadline:
-                pending = await poll_pending(client, pending, done, tally, queue)
-                if daemon.exited() is not None:
-                    if daemon.refused_start():
-                        tally.refused_starts += 1
-                    else:
-                        tally.violations.append(f"drain: the daemon exited by itself with {daemon.exited()}")
-                    daemon.start()
-                staged_all = await _keepers_staged(settings, world)
-                if not pending and staged_all:
-                    break
-                await asyncio.sleep(0.5)
-            for job in pending:
-                tally.violations.append(f"{job.kind} {job.request} did not complete within the drain")
-            await asyncio.sleep(2.5)  # two more scheduled sweeps: nothing may come back
-            await check_invariants(settings, done, KEEPERS, obs, tally, "final", True, world)
-            tally.promoted_watched = len(obs.promoted)
-            tally.embeddings_watched = sum(len(obs.chunk_hashes.get(s, ())) for s in done)
+                await run.round(client, r, verbose)
+            await run.drain(client)
     finally:
         stop.set()
         await watcher
