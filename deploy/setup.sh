@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Create .venv and install memoryd with its test and vector extras; make sure Redis runs.
+# Create .venv and install memoryd with its test and vector extras at the versions
+# requirements-dev.lock pins (every hash checked); make sure Redis runs. Any failure stops the
+# script with pip's own message and a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -c "import daemon, aiosqlite, arq" 
+# The lock holds pip, setuptools and every dependency; memoryd itself is then installed
+# editable from this tree without resolving or downloading anything else.
+.venv/bin/python -m pip install --quiet --require-hashes -r requirements-dev.lock
+.venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+.venv/bin/python -m pip check
+.venv/bin/python -c "import daemon, aiosqlite, arq"
 bash deploy/ensure-redis.sh

@@ -1,27 +1,36 @@
-"""How the project is installed and tested: bounded dependencies, and a hung test times out."""
+"""How the project is installed and tested: bounded dependencies, lock files that pin every one
+of them within its range, a setup script that fails loudly, and a hung test that times out."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
+LOCKS = {"requirements.lock": ("vec",), "requirements-dev.lock": ("vec", "dev")}
 
 
-def test_a_hung_test_times_out(request: pytest.FixtureRequest) -> None:
-    assert request.config.pluginmanager.hasplugin("timeout")
-    assert float(request.config.getini("timeout")) >= 120  # generous for a loaded 2-core machine
-
-
-def _requirements() -> list[Requirement]:
+def _requirements(extras: tuple[str, ...] | None = None) -> list[Requirement]:
+    """pyproject's requirements: the dependencies and the given extras (every extra by default)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    optional = project["optional-dependencies"]
     reqs = list(project["dependencies"])
-    for extra in project["optional-dependencies"].values():
-        reqs += extra
+    for name in optional if extras is None else extras:
+        reqs += optional[name]
     return [Requirement(r) for r in reqs]
+
+
+def _pins(lock: str) -> dict[str, str]:
+    text = (ROOT / lock).read_text()
+    return {
+        canonicalize_name(m[1]): m[2]
+        for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+?)(?: ;.*)? \\$", text, re.M)
+    }
 
 
 def test_every_dependency_has_an_upper_bound() -> None:
@@ -29,3 +38,35 @@ def test_every_dependency_has_an_upper_bound() -> None:
         str(r) for r in _requirements() if not any(s.operator in ("<", "<=", "==", "~=") for s in r.specifier)
     ]
     assert unbounded == []
+
+
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_the_lock_pins_every_requirement_within_its_range_with_hashes(lock: str) -> None:
+    pins = _pins(lock)
+    text = (ROOT / lock).read_text()
+    assert "--hash=sha256:" in text and "bash deploy/lock.sh" in text
+    wrong = [
+        f"{r}: {pins.get(canonicalize_name(r.name), 'missing')}"
+        for r in _requirements(LOCKS[lock])
+        if canonicalize_name(r.name) not in pins or pins[canonicalize_name(r.name)] not in r.specifier
+    ]
+    assert wrong == [], f"run `bash deploy/lock.sh` after changing pyproject.toml: {wrong}"
+
+
+def test_the_two_locks_pin_the_same_versions_of_what_both_hold() -> None:
+    run, dev = _pins("requirements.lock"), _pins("requirements-dev.lock")
+    assert {n: (v, dev.get(n)) for n, v in run.items() if dev.get(n) != v} == {}
+
+
+def test_setup_fails_loudly() -> None:
+    script = (ROOT / "deploy" / "setup.sh").read_text()
+    assert "set -euo pipefail" in script
+    commands = [ln for ln in script.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert [ln for ln in commands if "|| true" in ln or re.search(r"[^|]\|[^|]", ln)] == []
+    assert [ln for ln in commands if "pip install" in ln and ">/dev/null" in ln] == []
+    assert "--require-hashes -r requirements-dev.lock" in script
+
+
+def test_a_hung_test_times_out(request: pytest.FixtureRequest) -> None:
+    assert request.config.pluginmanager.hasplugin("timeout")
+    assert float(request.config.getini("timeout")) >= 120  # generous for a loaded 2-core machine
