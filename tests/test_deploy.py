@@ -57,6 +57,16 @@ def test_unit_is_a_hardened_notify_service_without_root():
     assert o["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
 
 
+def test_unit_caps_memory_and_tasks_and_says_why():
+    o = _unit_options()
+    assert o["MemoryMax"] == ["1G"] and o["TasksMax"] == ["512"]
+    lines = UNIT.read_text().splitlines()
+    first = min(i for i, line in enumerate(lines) if line.startswith(("MemoryMax=", "TasksMax=")))
+    assert lines[first - 1].startswith("#"), "the limits need a comment saying why"
+    doc = (REPO / "deploy" / "systemd.md").read_text()
+    assert "`MemoryMax=`" in doc and "`TasksMax=`" in doc
+
+
 def test_every_hardening_option_of_the_unit_is_documented():
     doc = (REPO / "deploy" / "systemd.md").read_text()
     hardening = UNIT.read_text().split("# Hardening", 1)[1].split("[Install]")[0]
