@@ -1,20 +1,33 @@
-"""Failpoints: a test and chaos hook that makes a named step fail on purpose.
+"""Failpoints: named steps that a test or the fault campaign can make fail, or be told about.
 
-    MEMORYD_FAILPOINTS=forget.index,forget.corpus memoryd forget …
+    MEMORYD_FAILPOINTS=forget.index,forget.corpus memoryd forget …   # these steps fail
+    MEMORYD_FAILPOINT_TRACE=/tmp/trace memoryd run                     # "<step> <pid>" per step reached
 
 Each multi-step operation calls `failpoint("<name>")` at the boundaries whose crash
 behaviour it promises (forget: forget.mark, forget.index, forget.state, forget.preimages,
-forget.memory_files, forget.corpus, forget.origins). Unset in production: the check is one
-environment lookup.
+forget.memory_files, forget.corpus, forget.origins), and where a test needs to know that a
+step was reached (lock.wait: an acquisition found the lock held and waits for it).
+
+A test in the same process registers a callback with `on_failpoint(name, fn)`, for example
+to set an event once a sweep waits for the lock, instead of sleeping and hoping. A test that
+runs memoryd as a subprocess reads the trace file. The trace holds step names and process
+ids only, never memory text or subject ids.
+
+Unset in production: the check is one dict lookup and two environment lookups.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from daemon.errors import OperationFailed
 
 ENV_VAR = "MEMORYD_FAILPOINTS"
+TRACE_ENV_VAR = "MEMORYD_FAILPOINT_TRACE"
+
+_callbacks: dict[str, list[Callable[[], None]]] = {}
 
 
 class FailpointTriggered(OperationFailed):
@@ -22,6 +35,33 @@ class FailpointTriggered(OperationFailed):
 
 
 def failpoint(name: str) -> None:
+    for callback in _callbacks.get(name, ()):
+        callback()
+    trace = os.environ.get(TRACE_ENV_VAR)
+    if trace:
+        _trace(trace, name)
     armed = os.environ.get(ENV_VAR)
     if armed and name in {n.strip() for n in armed.split(",")}:
         raise FailpointTriggered(f"failpoint {name} triggered ({ENV_VAR})")
+
+
+@contextmanager
+def on_failpoint(name: str, callback: Callable[[], None]) -> Iterator[None]:
+    """Call `callback` (in the caller's thread, before any armed failure) each time `name` is
+    reached, while the context is open."""
+    _callbacks.setdefault(name, []).append(callback)
+    try:
+        yield
+    finally:
+        _callbacks[name].remove(callback)
+        if not _callbacks[name]:
+            del _callbacks[name]
+
+
+def _trace(path: str, name: str) -> None:
+    # One write(2) on an O_APPEND file: lines from several processes never interleave.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, f"{name} {os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
