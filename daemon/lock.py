@@ -34,6 +34,7 @@ from redis.exceptions import RedisError
 
 from daemon.constants import FENCE_KEY, LOCK_KEY, LOCK_RETRY_S, LOCK_TTL_MS, LOCK_WAIT_S
 from daemon.errors import LockLost, LockTimeout, OperationFailed
+from daemon.failpoints import failpoint
 from daemon.store.db import FenceToken
 
 _RELEASE = """
@@ -121,6 +122,7 @@ class WorkspaceLock:
         token = f"{self.holder}#{secrets.token_hex(8)}"
         started = time.monotonic()
         deadline = started + self.wait_s
+        waiting = False
         while True:
             try:
                 ok = await self.redis.set(self.redis_key, token, nx=True, px=self.ttl_ms)
@@ -128,6 +130,9 @@ class WorkspaceLock:
                 raise OperationFailed(f"workspace lock: Redis unavailable: {exc}") from exc
             if ok:
                 break
+            if not waiting:
+                waiting = True
+                failpoint("lock.wait")  # held by another: this acquisition waits (tests hear it)
             if time.monotonic() >= deadline:
                 holder = await self.holder_info()
                 raise LockTimeout(

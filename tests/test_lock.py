@@ -96,3 +96,38 @@ async def test_fence_survives_a_redis_counter_reset(redis: Redis, tmp_path: Path
     await redis.delete(f"memoryd:fence:{lock.key}")  # as after a Redis restart without persistence
     async with lock.hold() as b:
         assert b.fence_value > first
+
+
+async def test_an_acquisition_that_finds_the_lock_held_reaches_lock_wait_once(
+    redis: Redis, tmp_path: Path
+) -> None:
+    from daemon.failpoints import on_failpoint
+
+    held, release, waiting = anyio.Event(), anyio.Event(), anyio.Event()
+    reached: list[int] = []
+
+    def heard() -> None:
+        reached.append(1)
+        waiting.set()
+
+    async def other() -> None:
+        async with WorkspaceLock(redis, tmp_path / "ws", holder="other").hold():
+            held.set()
+            await release.wait()
+
+    async def second() -> None:
+        async with WorkspaceLock(redis, tmp_path / "ws", wait_s=10).hold():
+            pass
+
+    with on_failpoint("lock.wait", heard):
+        await second()  # the lock is free: no wait
+        assert reached == []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other)
+            await held.wait()
+            tg.start_soon(second)  # started from this task: it does not share the other's lease
+            with anyio.fail_after(20):
+                await waiting.wait()  # the second acquisition waits now, however slow the machine
+            await anyio.sleep(0.2)  # several retries while still held
+            release.set()
+    assert reached == [1]
