@@ -13,6 +13,7 @@ from daemon.dreaming.backfill import BackfillRequest, run_backfill
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates
 from daemon.dreaming.sweep import run_dreaming
+from daemon.failpoints import on_failpoint
 from daemon.forget.apply import apply_plan
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import forget, plan_for, run_forget
@@ -182,12 +183,11 @@ async def test_a_session_forgotten_while_an_ingest_sweep_is_in_flight_is_never_s
         async with agent_runtime(settings, "main", redis=redis) as rt:
             reports["ingest"] = await run_ingest_sweep(rt)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(purge_holding_the_lock)
-        await held.wait()
-        tg.start_soon(sweep)  # scans outside the lock, then waits for it to commit
-        await anyio.sleep(0.5)
-        go.set()
+    with on_failpoint("lock.wait", go.set), anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(purge_holding_the_lock)
+            await held.wait()
+            tg.start_soon(sweep)  # scans outside the lock, then waits for it to commit: go
     assert reports["ingest"].messages_dropped_forgotten > 0  # parsed before, dropped at commit
     assert reports["ingest"].messages_staged > 0  # the other session went through
     await assert_nothing_of_target(settings)

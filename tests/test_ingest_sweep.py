@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
 from daemon.errors import LockTimeout, OperationFailed
+from daemon.failpoints import on_failpoint
 from daemon.ingest import sweep as sweep_module
 from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import IngestReport
@@ -424,18 +425,19 @@ async def test_a_session_forgotten_mid_sweep_is_never_staged(
         result.append(await sweep(settings, redis))
 
     async with agent_runtime(settings, "main", redis=redis) as rt:
-        held = anyio.Event()
+        held, sweep_waits = anyio.Event(), anyio.Event()
 
         async def purge() -> None:  # holds the lock while the sweep parses, then forgets "doomed"
             async with rt.lock().hold() as lease:
                 held.set()
-                await anyio.sleep(1.0)  # the sweep has enumerated and parsed, and waits for the lock
+                await sweep_waits.wait()  # the sweep has enumerated and parsed, and waits for the lock
                 await rt.require_store().write(record_tombstones, "main", ["doomed"], 1, fence=lease.fence)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(purge)
-            await held.wait()
-            tg.start_soon(run)  # started from this task: it does not share the purge's lease
+        with on_failpoint("lock.wait", sweep_waits.set), anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(purge)
+                await held.wait()
+                tg.start_soon(run)  # started from this task: it does not share the purge's lease
     report = result[0]
     assert report.messages_dropped_forgotten == 4 and report.messages_staged == 4
     assert "vault" not in corpus_text(settings) and "harbor" in corpus_text(settings)
