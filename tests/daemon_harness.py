@@ -15,6 +15,7 @@ from typing import Any
 import redis as sync_redis
 
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
+from daemon.failpoints import TRACE_ENV_VAR
 from daemon.jobs import queue_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,6 +74,34 @@ def write_config(
         f"[lock]\nwait_s = {lock_wait_s}\n\n{extra}\n"
     )
     return path
+
+
+class FailpointTrace:
+    """The failpoint trace file of daemon subprocesses (daemon/failpoints.py): which process
+    reached which step, so a test can wait for a step instead of sleeping."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {TRACE_ENV_VAR: str(self.path)}
+
+    def pids_at(self, step: str) -> set[int]:
+        text = self.path.read_text() if self.path.exists() else ""
+        return {int(pid) for name, pid in (line.split() for line in text.splitlines()) if name == step}
+
+    async def wait_for(self, step: str, pids: set[int], timeout_s: float = 20.0) -> None:
+        """Until every process in `pids` has reached `step`; AssertionError on timeout."""
+        import anyio
+
+        deadline = time.monotonic() + timeout_s
+        while not pids <= self.pids_at(step):
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{sorted(pids - self.pids_at(step))} never reached {step} in {timeout_s}s"
+                )
+            await anyio.sleep(0.02)
 
 
 class DaemonProcess:

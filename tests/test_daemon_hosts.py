@@ -18,7 +18,14 @@ from daemon.lock import WorkspaceLock
 from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
 from tests.builders import SessionStoreBuilder
-from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
+from tests.daemon_harness import (
+    DaemonProcess,
+    FailpointTrace,
+    NotifySocket,
+    cleanup_redis,
+    host_record,
+    write_config,
+)
 from tests.test_daemon_service import _conversation, _forgotten, _wait_state
 
 
@@ -37,6 +44,7 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
     builder.add("k-one", "s-one", _conversation("orchard"))
     builder.add("k-two", "s-two", _conversation("lighthouse"))
     daemons: list[DaemonProcess] = []
+    trace = FailpointTrace(tmp_path / "failpoints.trace")
     try:
         for i, host in enumerate(hosts):  # one state directory (one workspace), two hosts' daemons
             cfg = write_config(
@@ -47,7 +55,7 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
                 host_id=host,
             )
             notify = NotifySocket(tmp_path / f"n{i}.sock")
-            daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log").start())
+            daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log", env=trace.env).start())
             notify.wait_for("READY=1")
         settings = load_settings(tmp_path / f"{hosts[0]}.toml")
         ports = [int(host_record(redis_url, h)["metrics_port"]) for h in hosts]
@@ -64,11 +72,13 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
                 ]
                 for job in jobs:
                     await _wait_state(client, job.job_id, "running")
-                await anyio.sleep(1.0)
-                # Both purges are running, and neither has removed anything while another holds the lock.
+                await trace.wait_for("lock.wait", {d.proc.pid for d in daemons if d.proc is not None})
+                waiting_since = time.monotonic()
+                # Both purges are running, wait for our lock, and have removed nothing meanwhile.
                 assert [(await client.job(j.job_id)).state for j in jobs] == ["running", "running"]
                 assert not await _forgotten(settings, agent, "s-one")
                 assert not await _forgotten(settings, agent, "s-two")
+                held_while_waiting = time.monotonic() - waiting_since
             reports = [await client.wait(j.job_id, timeout_s=30) for j in jobs]
         assert [r.state for r in reports] == ["complete", "complete"]
         assert [r.queue for r in reports] == [queue_name(h) for h in hosts]
@@ -76,7 +86,7 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
         # Each daemon took the workspace lock once, after waiting out our hold.
         for port in ports:
             assert _metric(port, 'memoryd_lock_wait_seconds_count{family="forget"}') == 1.0
-            assert _metric(port, 'memoryd_lock_wait_seconds_sum{family="forget"}') >= 1.0
+            assert _metric(port, 'memoryd_lock_wait_seconds_sum{family="forget"}') >= held_while_waiting
         assert all(d.stop() == 0 for d in daemons)
     finally:
         for d in daemons:
