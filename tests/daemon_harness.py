@@ -17,6 +17,7 @@ import redis as sync_redis
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
 from daemon.failpoints import TRACE_ENV_VAR
 from daemon.jobs import queue_name
+from tests.polling import until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -93,15 +94,9 @@ class FailpointTrace:
 
     async def wait_for(self, step: str, pids: set[int], timeout_s: float = 20.0) -> None:
         """Until every process in `pids` has reached `step`; AssertionError on timeout."""
-        import anyio
-
-        deadline = time.monotonic() + timeout_s
-        while not pids <= self.pids_at(step):
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{sorted(pids - self.pids_at(step))} never reached {step} in {timeout_s}s"
-                )
-            await anyio.sleep(0.02)
+        await until(
+            lambda: pids <= self.pids_at(step), f"processes {sorted(pids)} reaching {step}", timeout_s
+        )
 
 
 class DaemonProcess:

@@ -14,6 +14,7 @@ from daemon.runtime.service import arq_pool
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis
+from tests.polling import until
 from workers.worker import MemorydWorker, worker_kwargs
 
 
@@ -280,7 +281,9 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
     worker = MemorydWorker(**worker_kwargs(slow, queue, ctx), redis_pool=pool)
     task = asyncio.create_task(worker.main())
     try:
-        await anyio.sleep(0.5)  # its first poll has found nothing; it waits for a minute or a ring
+        # arq records its health check at the end of a poll: the first poll has found nothing,
+        # and the worker waits for a minute or a ring.
+        await until(lambda: redis.exists(f"{queue}:health-check"), "the worker's first poll")
         async with MemorydClient.connect(settings) as client:
             job = await client.enqueue(
                 FORGET,
