@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from daemon.failpoints import on_failpoint
 from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name, request_job_id
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.service import arq_pool
@@ -219,10 +220,11 @@ async def test_wait_is_woken_by_the_done_bell_not_by_its_poll(world, redis):
         async def waiter() -> None:
             got.append(await client.wait(job.job_id, timeout_s=60))
 
-        with anyio.fail_after(20):
+        idle = anyio.Event()
+        with anyio.fail_after(20), on_failpoint("client.wait.idle", idle.set):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(waiter)
-                await anyio.sleep(0.2)  # the waiter has polled once and blocks on the bell
+                await idle.wait()  # the waiter has polled once and blocks on the bell
                 await run_jobs(settings, queue)
     assert got[0].state == "complete" and got[0].result is not None
     assert await redis.llen(JOB_DONE_KEY.format(job_id=job.job_id)) == 0  # the wait popped it
@@ -253,11 +255,12 @@ async def test_wait_still_completes_by_polling_when_no_bell_rings(world, redis):
         async def waiter() -> None:
             got.append(await client.wait(job.job_id, timeout_s=20))
 
+        idle = anyio.Event()
         try:
-            with anyio.fail_after(20):
+            with anyio.fail_after(20), on_failpoint("client.wait.idle", idle.set):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(waiter)
-                    await anyio.sleep(0.2)
+                    await idle.wait()  # the waiter has polled once: only a later poll can find the result
                     await Worker(
                         **{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool
                     ).main()

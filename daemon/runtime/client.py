@@ -45,6 +45,7 @@ from daemon.constants import (
     QUEUE_BELL_TTL_S,
 )
 from daemon.errors import OperationFailed, UsageError
+from daemon.failpoints import failpoint
 from daemon.jobs import (
     ERASE,
     FORGET,
@@ -344,6 +345,7 @@ class MemorydClient:
                 raise OperationFailed(f"job {job_id}: still {report.state} after {timeout_s:g}s")
             # The ring normally ends this wait; the poll delay bounds a missed one. No faster
             # polls: they would only take CPU from the worker running the job.
+            failpoint("client.wait.idle")  # polled, not done: waits for the ring (tests hear it)
             with anyio.move_on_after(self.poll_delay_s):
                 await bell.rung.wait()
             if bell.rung.is_set():
