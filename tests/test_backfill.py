@@ -15,7 +15,7 @@ from daemon.markers import promotion_key
 from daemon.store.tombstones import list_tombstones, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
-from tests.test_dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage
+from tests.dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage
 
 ORCHARD = "User: Remember the orchard rota changes on Monday."
 

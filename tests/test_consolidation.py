@@ -19,7 +19,7 @@ from daemon.dreaming.preimages import list_preimages, prune_preimages, store_pre
 from daemon.dreaming.promote import run_promote
 from daemon.markers import promotion_keys_in
 from tests.conftest import make_settings
-from tests.test_dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
+from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
 
 Reply = Callable[[dict[str, Any]], tuple[int, str]]
 

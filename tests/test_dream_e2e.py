@@ -8,7 +8,7 @@ from daemon.ingest.sweep import run_ingest_sweep
 from daemon.markers import promotion_key
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
-from tests.test_dream_kit import origin_sessions, runtime
+from tests.dream_kit import origin_sessions, runtime
 
 
 async def test_ingest_then_dream_promotes_marked_entries_with_exact_session_lineage(

@@ -11,7 +11,7 @@ from daemon.dreaming.sweep import run_dreaming
 from daemon.errors import UsageError
 from daemon.markers import promotion_key, promotion_keys_in
 from daemon.store.tombstones import record_tombstones
-from tests.test_dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage
+from tests.dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage
 
 
 def _diary(rt) -> str:

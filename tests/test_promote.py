@@ -10,7 +10,7 @@ from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.fileio import sha256_hex
 from daemon.markers import promotion_keys_in
 from daemon.store.tombstones import record_tombstones
-from tests.test_dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
+from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
 
 
 async def test_promoted_entries_are_marked_and_their_origins_name_exactly_their_sessions(settings, redis):
