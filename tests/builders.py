@@ -116,3 +116,11 @@ def conversation(topic: str, sid: str, n: int = 4) -> list[Msg]:
                 Msg("assistant", f"Understood, the {topic} rota changes on day {i - 1} for the {sid} team.")
             )
     return out
+
+
+def exchange(word: str) -> list[Msg]:
+    """One owner message about the `word` rota and the assistant's acknowledgement."""
+    return [
+        Msg("user", f"Remember that the {word} rota changes every Tuesday for the ops team."),
+        Msg("assistant", f"Understood: the {word} rota changes every Tuesday for the ops team."),
+    ]

@@ -14,9 +14,13 @@ from typing import Any
 
 import redis as sync_redis
 
+from daemon.agent_runtime import agent_runtime
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
 from daemon.failpoints import TRACE_ENV_VAR
 from daemon.jobs import queue_name
+from daemon.runtime.client import MemorydClient
+from daemon.settings import Settings
+from daemon.store.tombstones import is_forgotten
 from tests.polling import until
 
 REPO = Path(__file__).resolve().parent.parent
@@ -174,3 +178,31 @@ def host_record(redis_url: str, host_id: str) -> dict[str, Any]:
         return {k.decode(): v.decode() for k, v in r.hgetall(HOST_KEY.format(host=host_id)).items()}
     finally:
         r.close()
+
+
+def run_cli(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`memoryd --config CONFIG ARGS…` as a subprocess of its own, output captured."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+async def wait_state(client: MemorydClient, job_id: str, state: str, timeout_s: float = 20.0) -> None:
+    async def reached() -> bool:
+        return (await client.job(job_id)).state == state
+
+    await until(reached, f"job {job_id} reaching {state}", timeout_s, every_s=0.02)
+
+
+async def forgotten(settings: Settings, agent: str, sid: str) -> bool:
+    """Does the agent's store (read as the daemon left it) hold a forgotten record of `sid`?"""
+    async with agent_runtime(settings, agent, readonly=True, redis=False) as rt:
+        store = rt.require_store()
+        secret = rt.secret()
+        return await store.read(lambda conn: is_forgotten(conn, sid, secret))

@@ -4,9 +4,6 @@ published owner, request validation before enqueue, deduplication of identical r
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -15,7 +12,7 @@ from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
 from daemon.jobs import queue_name
 from daemon.runtime.client import MemorydClient
-from tests.daemon_harness import REPO, cleanup_redis, write_config
+from tests.daemon_harness import cleanup_redis, run_cli, write_config
 
 
 @pytest.fixture
@@ -76,18 +73,6 @@ async def test_waiting_for_an_unknown_job_fails_clearly(settings):
             await client.wait("forget:nope", timeout_s=1)
 
 
-def _cli(config, *args):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when_bad(
     tmp_path, routed, redis_url, settings
 ):
@@ -99,24 +84,24 @@ def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when
         redis_url=redis_url,
         host_id=settings.daemon.host_id,
     )
-    bad = _cli(cfg, "enqueue", "forget", "--agent", agent)
+    bad = run_cli(cfg, "enqueue", "forget", "--agent", agent)
     assert bad.returncode == 2
     assert "requires a session, hook source, or participant selector" in bad.stderr
-    unknown = _cli(cfg, "enqueue", "forget", "--agent", "nobody-x", "--session", "s1")
+    unknown = run_cli(cfg, "enqueue", "forget", "--agent", "nobody-x", "--session", "s1")
     assert unknown.returncode == 2 and "no memoryd host serves it" in unknown.stderr
 
     import redis as sync_redis
 
     r = sync_redis.Redis.from_url(redis_url)
     assert r.zcard(queue) == 0
-    ok = _cli(cfg, "enqueue", "forget", "--agent", agent, "--session", "s1", "--json")
+    ok = run_cli(cfg, "enqueue", "forget", "--agent", agent, "--session", "s1", "--json")
     assert ok.returncode == 0, ok.stderr
     job = json.loads(ok.stdout)
     job_ids.append(job["jobId"])
     assert job["queue"] == queue and job["function"] == "forget" and job["deduplicated"] is False
     assert r.zcard(queue) == 1
 
-    listed = _cli(cfg, "jobs", "--json")
+    listed = run_cli(cfg, "jobs", "--json")
     assert listed.returncode == 0, listed.stderr
     assert [(j["jobId"], j["state"]) for j in json.loads(listed.stdout)] == [(job["jobId"], "queued")]
     r.close()
@@ -136,7 +121,7 @@ def test_status_json_works_without_a_daemon(tmp_path, redis_url, unique):
         redis_url=redis_url,
         host_id=f"h{unique}",
     )
-    out = _cli(cfg, "status", "--json")
+    out = run_cli(cfg, "status", "--json")
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
     assert status["daemon"]["running"] is False and status["daemon"]["redis"] == "ok"

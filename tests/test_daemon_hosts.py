@@ -17,16 +17,17 @@ from daemon.jobs import FORGET, queue_name
 from daemon.lock import WorkspaceLock
 from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
-from tests.builders import SessionStoreBuilder
+from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
     DaemonProcess,
     FailpointTrace,
     NotifySocket,
     cleanup_redis,
+    forgotten,
     host_record,
+    wait_state,
     write_config,
 )
-from tests.test_daemon_service import _conversation, _forgotten, _wait_state
 
 
 def _metric(port: int, name: str) -> float:
@@ -41,8 +42,8 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
     agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
     sessions_root = tmp_path / "sessions"
     builder = SessionStoreBuilder(sessions_root, agent)
-    builder.add("k-one", "s-one", _conversation("orchard"))
-    builder.add("k-two", "s-two", _conversation("lighthouse"))
+    builder.add("k-one", "s-one", exchange("orchard"))
+    builder.add("k-two", "s-two", exchange("lighthouse"))
     daemons: list[DaemonProcess] = []
     trace = FailpointTrace(tmp_path / "failpoints.trace")
     try:
@@ -71,18 +72,18 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
                     for sid, host in zip(["s-one", "s-two"], hosts, strict=True)
                 ]
                 for job in jobs:
-                    await _wait_state(client, job.job_id, "running")
+                    await wait_state(client, job.job_id, "running")
                 await trace.wait_for("lock.wait", {d.proc.pid for d in daemons if d.proc is not None})
                 waiting_since = time.monotonic()
                 # Both purges are running, wait for our lock, and have removed nothing meanwhile.
                 assert [(await client.job(j.job_id)).state for j in jobs] == ["running", "running"]
-                assert not await _forgotten(settings, agent, "s-one")
-                assert not await _forgotten(settings, agent, "s-two")
+                assert not await forgotten(settings, agent, "s-one")
+                assert not await forgotten(settings, agent, "s-two")
                 held_while_waiting = time.monotonic() - waiting_since
             reports = [await client.wait(j.job_id, timeout_s=30) for j in jobs]
         assert [r.state for r in reports] == ["complete", "complete"]
         assert [r.queue for r in reports] == [queue_name(h) for h in hosts]
-        assert await _forgotten(settings, agent, "s-one") and await _forgotten(settings, agent, "s-two")
+        assert await forgotten(settings, agent, "s-one") and await forgotten(settings, agent, "s-two")
         # Each daemon took the workspace lock once, after waiting out our hold.
         for port in ports:
             assert _metric(port, 'memoryd_lock_wait_seconds_count{family="forget"}') == 1.0
@@ -144,7 +145,7 @@ def own_redis(tmp_path: Path):
 async def test_daemon_survives_a_redis_restart_and_reports_it(tmp_path: Path, own_redis, unique):
     agent, host = f"a{unique}", f"h{unique}"
     sessions_root = tmp_path / "sessions"
-    SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", _conversation("orchard"))
+    SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", exchange("orchard"))
     cfg = write_config(
         tmp_path / "d.toml",
         state_dir=tmp_path / "state",

@@ -5,10 +5,7 @@ refusal to start, SIGHUP reload, metrics."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,21 +13,21 @@ import anyio
 import httpx
 import pytest
 
-from daemon.agent_runtime import agent_runtime
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
-from daemon.store.tombstones import is_forgotten
-from tests.builders import Msg, SessionStoreBuilder
-from tests.daemon_harness import REPO, DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
-
-
-def _conversation(word: str) -> list[Msg]:
-    return [
-        Msg("user", f"Remember that the {word} rota changes every Tuesday for the ops team."),
-        Msg("assistant", f"Understood: the {word} rota changes every Tuesday for the ops team."),
-    ]
+from tests.builders import SessionStoreBuilder, exchange
+from tests.daemon_harness import (
+    DaemonProcess,
+    NotifySocket,
+    cleanup_redis,
+    forgotten,
+    host_record,
+    run_cli,
+    wait_state,
+    write_config,
+)
 
 
 @pytest.fixture
@@ -42,14 +39,14 @@ def world(tmp_path: Path, redis_url: str, unique: str):
     builder.add(
         f"agent:{agent}:main",
         "s-one",
-        _conversation("orchard"),
+        exchange("orchard"),
         chatType="direct",
         participants=[{"actorId": "nora"}],
     )
     builder.add(
         f"agent:{agent}:signal:direct:omar",
         "s-two",
-        _conversation("lighthouse"),
+        exchange("lighthouse"),
         chatType="direct",
         participants=[{"actorId": "omar"}],
     )
@@ -94,34 +91,6 @@ def world(tmp_path: Path, redis_url: str, unique: str):
     cleanup_redis(redis_url, hosts, [agent])
 
 
-async def _forgotten(settings, agent: str, sid: str) -> bool:
-    async with agent_runtime(settings, agent, readonly=True, redis=False) as rt:
-        store = rt.require_store()
-        secret = rt.secret()
-        return await store.read(lambda conn: is_forgotten(conn, sid, secret))
-
-
-def _cli(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-async def _wait_state(client: MemorydClient, job_id: str, state: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if (await client.job(job_id)).state == state:
-            return
-        await anyio.sleep(0.02)
-    raise AssertionError(f"job {job_id} never reached {state}: {await client.job(job_id)}")
-
-
 async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_the_restart(world, redis):
     notify = NotifySocket(world.tmp / "notify.sock")
     daemon = world.daemon(notify=notify)
@@ -129,27 +98,27 @@ async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_th
     assert "STATUS=serving 1 agent(s)" in ready
 
     # Another process (the CLI, through daemon.runtime.client) enqueues a forget and waits for the report.
-    done = _cli(
+    done = run_cli(
         world.config, "enqueue", "forget", "--agent", world.agent, "--session", "s-one", "--wait", "--json"
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["agentId"] == world.agent and report["dryRun"] is False
     assert report["sessionIds"] == ["s-one"]
-    assert await _forgotten(world.settings, world.agent, "s-one")
+    assert await forgotten(world.settings, world.agent, "s-one")
 
     # Mid-job SIGTERM: we hold the workspace lock, so the purge is running but cannot finish.
     async with MemorydClient.connect(world.settings) as client:
         lock = WorkspaceLock(redis, world.settings.workspace_for(world.agent), wait_s=5)
         async with lock.hold():
             job = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-two"]))
-            await _wait_state(client, job.job_id, "running")
+            await wait_state(client, job.job_id, "running")
             daemon.signal(signal.SIGTERM)
             assert daemon.wait(30) == 0, daemon.log()
             assert "STOPPING=1" in notify.wait_for("STOPPING=1")
             left = await client.job(job.job_id)
             assert left.state == "queued" and left.tries == 1  # back in the queue, not failed
-        assert not await _forgotten(world.settings, world.agent, "s-two")
+        assert not await forgotten(world.settings, world.agent, "s-two")
         assert host_record(world.redis_url, world.host)["state"] == "stopped"
 
         notify2 = NotifySocket(world.tmp / "notify2.sock")
@@ -159,7 +128,7 @@ async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_th
     assert final.state == "complete", final.error
     assert final.tries == 2
     assert final.result is not None and final.result["sessionIds"] == ["s-two"]
-    assert await _forgotten(world.settings, world.agent, "s-two")
+    assert await forgotten(world.settings, world.agent, "s-two")
     assert "returned to the queue for retry" in daemon.log()
 
 
@@ -179,7 +148,7 @@ async def test_sigterm_lets_the_running_job_finish_within_the_grace(world, redis
         lock = WorkspaceLock(redis, world.settings.workspace_for(world.agent), wait_s=5)
         async with lock.hold():
             job = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-two"]))
-            await _wait_state(client, job.job_id, "running")
+            await wait_state(client, job.job_id, "running")
             daemon.signal(signal.SIGTERM)
             stopping = notify.wait_for("STOPPING=1")
             assert "EXTEND_TIMEOUT_USEC=" in stopping
@@ -188,7 +157,7 @@ async def test_sigterm_lets_the_running_job_finish_within_the_grace(world, redis
         assert daemon.wait(30) == 0
         finished = await client.job(job.job_id)
     assert finished.state == "complete" and finished.tries == 1
-    assert await _forgotten(world.settings, world.agent, "s-two")
+    assert await forgotten(world.settings, world.agent, "s-two")
 
 
 def test_daemon_refuses_to_start_without_redis_in_one_line(world, tmp_path):
