@@ -12,7 +12,7 @@ from daemon.ingest.sweep import run_ingest_sweep
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids
-from tests.test_erase_sessions import build_world
+from tests.erase_world import build_world
 
 USER = "tenant:default:user:nora"
 

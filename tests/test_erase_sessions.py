@@ -10,36 +10,7 @@ from daemon.ingest.sweep import run_ingest_sweep
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref
-from tests.builders import Msg, SessionStoreBuilder
-from tests.conftest import make_settings
-
-NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
-OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."
-
-
-def build_world(tmp_path, sessions_root, unique):
-    settings = make_settings(
-        tmp_path,
-        sessions_root,
-        daemon={"host_id": f"test-{unique}"},
-        index={"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}},
-    )
-    b = SessionStoreBuilder(sessions_root, "main")
-    b.add(
-        "agent:main:dm:nora",
-        "sess-nora-1",
-        [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
-        participants=[{"actorId": "nora"}],
-        chatType="direct",
-    )
-    b.add(
-        "agent:main:dm:omar",
-        "sess-omar-1",
-        [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
-        participants=[{"actorId": "omar"}],
-        chatType="direct",
-    )
-    return settings
+from tests.erase_world import build_world
 
 
 def _tombstones(conn):

@@ -19,13 +19,10 @@ from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name
 from daemon.runtime.client import JobReport, MemorydClient
 from daemon.runtime.service import arq_pool
 from daemon.settings import Settings
-from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis
+from tests.erase_world import add_two_users
 from workers.worker import MemorydWorker, worker_kwargs
-
-NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
-OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."
 
 
 def store_threads() -> int:
@@ -75,21 +72,7 @@ async def served(tmp_path, sessions_root, unique, redis, redis_url) -> AsyncIter
     settings = make_settings(
         tmp_path, sessions_root, daemon={"host_id": f"test-{unique}", "poll_delay_s": 0.05}
     )
-    b = SessionStoreBuilder(sessions_root, "main")
-    b.add(
-        "agent:main:dm:nora",
-        "sess-nora-1",
-        [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
-        participants=[{"actorId": "nora"}],
-        chatType="direct",
-    )
-    b.add(
-        "agent:main:dm:omar",
-        "sess-omar-1",
-        [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
-        participants=[{"actorId": "omar"}],
-        chatType="direct",
-    )
+    add_two_users(sessions_root)
     queue = queue_name(settings.daemon.host_id)
     pool = arq_pool(settings, queue)
     ctx: dict[str, Any] = {
