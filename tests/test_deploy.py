@@ -184,7 +184,7 @@ async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
     from daemon.settings import load_settings
     from daemon.status import collect_status
     from tests.builders import Msg, SessionStoreBuilder
-    from tests.test_workers import run_jobs
+    from tests.worker_harness import run_jobs
 
     agent = f"a{unique}"
     SessionStoreBuilder(tmp_path / "sessions", agent).add(

@@ -16,6 +16,7 @@ from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis
 from tests.polling import until
+from tests.worker_harness import run_jobs
 from workers.worker import MemorydWorker, worker_kwargs
 
 
@@ -35,20 +36,6 @@ def world(settings: Settings, store_builder: SessionStoreBuilder, redis_url: str
     job_ids: list[str] = []
     yield settings, queue, job_ids
     cleanup_redis(redis_url, [settings.daemon.host_id], [], job_ids)
-
-
-async def run_jobs(
-    settings: Settings, queue: str, agents: frozenset[str] = frozenset({"main"})
-) -> MemorydWorker:
-    """Run the queue empty with the daemon's own worker configuration."""
-    pool = arq_pool(settings, queue)
-    ctx: dict[str, Any] = {"settings": settings, "agents": agents, "host_id": settings.daemon.host_id}
-    worker = MemorydWorker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool)
-    try:
-        await worker.main()
-    finally:
-        await pool.aclose(close_connection_pool=True)
-    return worker
 
 
 async def enqueue_and_run(

@@ -1,0 +1,24 @@
+"""The daemon's own arq worker, run in-process over real Redis (burst mode: until its queue is
+empty), for tests that enqueue jobs and want them run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.runtime.service import arq_pool
+from daemon.settings import Settings
+from workers.worker import MemorydWorker, worker_kwargs
+
+
+async def run_jobs(
+    settings: Settings, queue: str, agents: frozenset[str] = frozenset({"main"})
+) -> MemorydWorker:
+    """Run the queue empty with the daemon's own worker configuration."""
+    pool = arq_pool(settings, queue)
+    ctx: dict[str, Any] = {"settings": settings, "agents": agents, "host_id": settings.daemon.host_id}
+    worker = MemorydWorker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool)
+    try:
+        await worker.main()
+    finally:
+        await pool.aclose(close_connection_pool=True)
+    return worker
