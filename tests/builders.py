@@ -1,4 +1,5 @@
-"""Builders for real session stores on disk (sessions.json + pi v3 JSONL transcripts)."""
+"""Builders for real session stores on disk: sessions.json, and pi v3 JSONL transcripts written
+with the one transcript writer (daemon/sessions/transcript_writer.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from daemon.sessions.transcript_writer import Turn, encode_lines, message_lines, transcript
 
 DAY_MS = 86_400_000
 
@@ -18,20 +21,11 @@ class Msg:
     ts: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # merged into __openclaw
 
-
-def message_line(sid: str, i: int, msg: Msg, ts: int) -> dict[str, Any]:
-    body: dict[str, Any] = {"role": msg.role, "content": msg.text, "timestamp": ts}
-    meta: dict[str, Any] = dict(msg.extra)
-    if msg.role == "user" and msg.owner:
-        meta["senderIsOwner"] = True
-    if meta:
-        body["__openclaw"] = meta
-    return {
-        "type": "message",
-        "id": f"{sid}-{i}",
-        "parentId": f"{sid}-{i - 1}" if i else None,
-        "message": body,
-    }
+    def turn(self, default_ts: int) -> Turn:
+        meta: dict[str, Any] = dict(self.extra)
+        if self.role == "user" and self.owner:
+            meta["senderIsOwner"] = True
+        return Turn(self.role, self.text, self.ts if self.ts is not None else default_ts, meta=meta)
 
 
 class SessionStoreBuilder:
@@ -71,21 +65,18 @@ class SessionStoreBuilder:
             self.write_transcript(sid, messages or [])
         return path
 
+    def turns(self, messages: list[Msg], first_index: int = 0) -> list[Turn]:
+        """Message i is at base_ms + i seconds unless it says otherwise."""
+        return [m.turn(self.base_ms + i * 1000) for i, m in enumerate(messages, start=first_index)]
+
     def write_transcript(self, sid: str, messages: list[Msg]) -> Path:
-        lines = [{"type": "session", "version": 3, "id": sid, "cwd": "/srv"}]
-        for i, m in enumerate(messages):
-            lines.append(message_line(sid, i, m, m.ts if m.ts is not None else self.base_ms + i * 1000))
         path = self.dir / f"{sid}.jsonl"
-        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        path.write_bytes(encode_lines(transcript(sid, self.turns(messages), cwd="/srv")))
         return path
 
     def append(self, sid: str, messages: list[Msg], start_index: int) -> None:
-        path = self.dir / f"{sid}.jsonl"
-        with path.open("a") as fh:
-            for j, m in enumerate(messages):
-                i = start_index + j
-                ts = m.ts if m.ts is not None else self.base_ms + i * 1000
-                fh.write(json.dumps(message_line(sid, i, m, ts)) + "\n")
+        with (self.dir / f"{sid}.jsonl").open("ab") as fh:
+            fh.write(encode_lines(message_lines(sid, self.turns(messages, start_index), start_index)))
 
     def archive(
         self,
@@ -95,10 +86,7 @@ class SessionStoreBuilder:
         messages: list[Msg] | None = None,
     ) -> Path:
         path = self.dir / f"{sid}.jsonl.{reason}.{ts}"
-        lines = [{"type": "session", "version": 3, "id": sid, "cwd": "/srv"}]
-        for i, m in enumerate(messages or []):
-            lines.append(message_line(sid, i, m, self.base_ms + i * 1000))
-        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        path.write_bytes(encode_lines(transcript(sid, self.turns(messages or []), cwd="/srv")))
         return path
 
     def save(self) -> None:
