@@ -10,6 +10,9 @@ Layout written under DIR:
     DIR/memoryd.toml
     DIR/sessions/agents/<agent>/sessions/sessions.json + <sessionId>.jsonl (+ archives)
     DIR/state/                      (created by memoryd on first use)
+
+The transcripts are written with daemon/sessions/transcript_writer.py, the one pi v3 writer
+(memoryd itself never writes an agent's transcript).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from daemon.errors import UsageError
 from daemon.fileio import commit_file
+from daemon.sessions.transcript_writer import Turn, encode_lines, transcript
 
 DAY_MS = 86_400_000
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -239,28 +243,13 @@ class DemoReport(BaseModel):
     excluded_hook_sources: list[str] = Field(serialization_alias="excludedHookSources")
 
 
-def _line(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False) + "\n"
-
-
-def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int, owner: bool = True) -> str:
-    out = [_line({"type": "session", "version": 3, "id": sid, "cwd": "/srv/agent"})]
+def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int, owner: bool = True) -> bytes:
+    out: list[Turn] = []
     for i, (role, text) in enumerate(turns):
-        msg: dict[str, Any] = {"role": role, "content": text, "timestamp": start_ms + i * 45_000}
         # Owner turns are the operator's own words; a prefixed speaker in a group is someone else.
-        if owner and role == "user" and ":" not in text.split(" ", 1)[0]:
-            msg["__openclaw"] = {"senderIsOwner": True}
-        out.append(
-            _line(
-                {
-                    "type": "message",
-                    "id": f"{sid}-{i}",
-                    "parentId": f"{sid}-{i - 1}" if i else None,
-                    "message": msg,
-                }
-            )
-        )
-    return "".join(out)
+        own = owner and role == "user" and ":" not in text.split(" ", 1)[0]
+        out.append(Turn(role, text, start_ms + i * 45_000, meta={"senderIsOwner": True} if own else {}))
+    return encode_lines(transcript(sid, out))
 
 
 def config_text(directory: Path, redis_url: str) -> str:
@@ -301,9 +290,9 @@ def write_demo(
         )
     directory.mkdir(parents=True, exist_ok=True)
 
-    def write(path: Path, text: str) -> None:
+    def write(path: Path, data: bytes) -> None:
         # Atomic, 0600, no symlinks followed below `directory`; no hash check: these are new files.
-        commit_file(path, text.encode(), expected_hash=None, root=directory)
+        commit_file(path, data, expected_hash=None, root=directory)
 
     # Yesterday, so the sessions fall inside every default lookback window.
     base = (now_ms if now_ms is not None else int(time.time() * 1000)) // DAY_MS * DAY_MS - DAY_MS
@@ -329,9 +318,9 @@ def write_demo(
                     sdir / f"{s.session_id}.jsonl.reset.{stamp}.000Z",
                     _transcript(s.session_id, s.archive_turns, start - DAY_MS, s.owner),
                 )
-        write(sdir / "sessions.json", json.dumps(store, indent=2) + "\n")
+        write(sdir / "sessions.json", (json.dumps(store, indent=2) + "\n").encode())
         agents.append(DemoAgent(agent=agent, sessions=len(store), archives=archives, sessions_dir=str(sdir)))
-    write(config, config_text(directory, redis_url))
+    write(config, config_text(directory, redis_url).encode())
     return DemoReport(
         directory=str(directory),
         config=str(config),
