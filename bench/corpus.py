@@ -1,7 +1,8 @@
 """A synthetic but realistic session store, in the layout memoryd reads (DESIGN §3):
 
     <root>/agents/<agent>/sessions/sessions.json          sessionKey -> SessionEntry
-    <root>/agents/<agent>/sessions/<sessionId>.jsonl      pi v3 transcript
+    <root>/agents/<agent>/sessions/<sessionId>.jsonl      pi v3 transcript (the one writer:
+                                                          daemon/sessions/transcript_writer.py)
     <root>/agents/<agent>/sessions/<id>.jsonl.reset.<ts>  retained archives (and .deleted.)
 
 The mix follows what an assistant gateway accumulates: direct chats on several channels,
@@ -27,8 +28,10 @@ from typing import Any
 
 import orjson
 
+from daemon.sessions.transcript_writer import Turn, encode_lines, message_line, session_header
+
 CACHE_DIR = Path(os.environ.get("MEMORYD_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache")
-CORPUS_VERSION = 1  # bump when the generator's output changes, so stale caches are rebuilt
+CORPUS_VERSION = 2  # bump when the generator's output changes, so stale caches are rebuilt
 
 # Sessions per scale (the issue's 1k / 10k / 100k); "tiny" is for the smoke test.
 SCALES: dict[str, int] = {"tiny": 40, "small": 1_000, "medium": 10_000, "large": 100_000}
@@ -236,16 +239,17 @@ class _Writer:
         self.used_keys: set[str] = set()
 
     def _turn(self, sid: str, i: int, ts: int, role: str, speaker: str | None, owner: bool) -> dict[str, Any]:
-        msg: dict[str, Any] = {"role": role, "timestamp": ts}
         body = self.text.message()
+        content: str | list[dict[str, Any]]
         meta: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
         if role == "user":
-            msg["content"] = body if speaker is None else f"{speaker}: {body}"
+            content = body if speaker is None else f"{speaker}: {body}"
             if owner:
                 meta["senderIsOwner"] = True
         elif role == "assistant":
             if self.rng.random() < 0.08:  # a tool call, then its result on the next line
-                msg["content"] = [
+                content = [
                     {"type": "text", "text": body},
                     {
                         "type": "toolCall",
@@ -255,33 +259,23 @@ class _Writer:
                     },
                 ]
             elif self.rng.random() < 0.3:
-                msg["content"] = [{"type": "text", "text": body}]
+                content = [{"type": "text", "text": body}]
             else:
-                msg["content"] = body
+                content = body
         else:  # toolResult
-            msg.update(
-                toolCallId=f"t{i - 1}",
-                toolName="web_search",
-                isError=False,
-                content=[{"type": "text", "text": body}],
-            )
+            content = [{"type": "text", "text": body}]
+            fields = {"toolCallId": f"t{i - 1}", "toolName": "web_search", "isError": False}
             meta["resultContentSource"] = "network"
-        if meta:
-            msg["__openclaw"] = meta
-        return {
-            "type": "message",
-            "id": f"{sid[:8]}-{i}",
-            "parentId": f"{sid[:8]}-{i - 1}" if i else None,
-            "timestamp": _iso(ts),
-            "message": msg,
-        }
+        prefix = sid[:8]
+        return message_line(
+            f"{prefix}-{i}",
+            f"{prefix}-{i - 1}" if i else None,
+            Turn(role, content, ts, meta=meta, fields=fields),
+            timestamp=_iso(ts),
+        )
 
     def transcript(self, path: Path, sid: str, start_ms: int, n: int, kind: str, speakers: list[str]) -> int:
-        lines = [
-            orjson.dumps(
-                {"type": "session", "version": 3, "id": sid, "timestamp": _iso(start_ms), "cwd": "/srv/agent"}
-            )
-        ]
+        lines = [session_header(sid, timestamp=_iso(start_ms))]
         i = 0
         ts = start_ms
         messages = 0
@@ -290,17 +284,17 @@ class _Writer:
             if messages % 2 == 0:
                 speaker = self.rng.choice(speakers) if kind == "group" and speakers else None
                 owner = kind in ("direct", "group") and (speaker is None or speaker == speakers[0])
-                lines.append(orjson.dumps(self._turn(sid, i, ts, "user", speaker, owner)))
+                lines.append(self._turn(sid, i, ts, "user", speaker, owner))
             else:
                 line = self._turn(sid, i, ts, "assistant", None, False)
-                lines.append(orjson.dumps(line))
+                lines.append(line)
                 if isinstance(line["message"]["content"], list) and len(line["message"]["content"]) > 1:
                     i += 1
                     messages += 1
-                    lines.append(orjson.dumps(self._turn(sid, i, ts + 500, "toolResult", None, False)))
+                    lines.append(self._turn(sid, i, ts + 500, "toolResult", None, False))
             i += 1
             messages += 1
-        data = b"\n".join(lines) + b"\n"
+        data = encode_lines(lines)
         path.write_bytes(data)
         self.m.transcript_bytes += len(data)
         return messages
