@@ -9,13 +9,17 @@ import hashlib
 import json
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import zstandard
 
+from daemon.sessions.transcript_writer import message_line, session_header
 from daemon.store.db import sqlite3
 from tests.builders import DAY_MS, Msg
+
+EVENT_TIME = "2026-11-29T18:57:58.203Z"  # the events' own ISO time (readers prefer the message's)
 
 # The tables a reader needs, as observed (reference page). `conversations` is not read; it is
 # declared only because session_windows has a foreign key to it.
@@ -208,21 +212,12 @@ def external_delivery(channel: str, account: str, to: str, chat_type: str) -> di
 
 
 def message_event(msg: Msg, parent: str | None, ts_ms: int) -> dict[str, Any]:
-    """A v4 `message` event as OpenClaw appends it (id/parentId; vendor metadata in __openclaw)."""
-    content: Any = [{"type": "text", "text": msg.text}] if isinstance(msg.text, str) else msg.text
-    body: dict[str, Any] = {"role": msg.role, "content": content, "timestamp": ts_ms}
-    meta = dict(msg.extra)
-    if msg.role == "user" and msg.owner:
-        meta["senderIsOwner"] = True
-    if meta:
-        body["__openclaw"] = meta
-    return {
-        "type": "message",
-        "id": str(uuid.uuid4()),
-        "parentId": parent,
-        "timestamp": "2026-11-29T18:57:58.203Z",
-        "message": body,
-    }
+    """A v4 `message` event as OpenClaw appends it (a uuid id, content as blocks, vendor metadata
+    in __openclaw): the pi v3 message line of the one transcript writer."""
+    turn = msg.turn(ts_ms)
+    if isinstance(turn.content, str):
+        turn = replace(turn, content=[{"type": "text", "text": turn.content}])
+    return message_line(str(uuid.uuid4()), parent, turn, timestamp=EVENT_TIME)
 
 
 class OpenClawDbBuilder:
@@ -362,15 +357,7 @@ class OpenClawDbBuilder:
             ).fetchone()[0]
             events: list[dict[str, Any]] = []
             if last is None:
-                events.append(
-                    {
-                        "type": "session",
-                        "version": 4,
-                        "id": sid,
-                        "timestamp": "2026-11-29T18:57:58.203Z",
-                        "cwd": "/tmp",
-                    }
-                )
+                events.append(session_header(sid, cwd="/tmp", timestamp=EVENT_TIME, version=4))
                 parent = None
             else:
                 row = db.execute(
