@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -28,6 +26,7 @@ from tests.daemon_harness import (
     wait_state,
     write_config,
 )
+from tools.chaos import PrivateRedis
 
 
 def _metric(port: int, name: str) -> float:
@@ -98,46 +97,7 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
 @pytest.fixture
 def own_redis(tmp_path: Path):
     """A Redis server of this test's own on a free port, so the test may stop and restart it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [
-        "redis-server",
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        str(tmp_path),
-    ]
-
-    class Server:
-        proc: subprocess.Popen[bytes] | None = None
-
-        def start(self) -> None:
-            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    return
-                except OSError:
-                    time.sleep(0.05)
-            raise AssertionError("redis-server did not start")
-
-        def stop(self) -> None:
-            if self.proc is not None:
-                self.proc.terminate()
-                self.proc.wait(10)
-                self.proc = None
-
-    server = Server()
-    server.url = f"redis://127.0.0.1:{port}/0"
-    server.start()
+    server = PrivateRedis(tmp_path / "redis").start()
     yield server
     server.stop()
 
