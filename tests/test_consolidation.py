@@ -5,9 +5,7 @@ back to the append-only promotion, untrusted text never reaches the prompt."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,54 +18,26 @@ from daemon.dreaming.promote import run_promote
 from daemon.markers import promotion_keys_in
 from tests.conftest import make_settings
 from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
+from tests.local_http import JsonEndpoint, Request
 
 Reply = Callable[[dict[str, Any]], tuple[int, str]]
 
 
-class ModelServer:
-    """127.0.0.1 on an ephemeral port; `reply(payload)` returns (status, assistant content)."""
+class ModelServer(JsonEndpoint):
+    """Answers like an OpenAI chat-completions endpoint: `reply(payload)` gets the candidates
+    payload the prompt carries and returns (status, assistant content)."""
 
     def __init__(self, reply: Reply):
-        self.reply = reply
-        self.requests: list[dict[str, Any]] = []
-        server = self
+        def answer(request: Request) -> tuple[int, Any]:
+            status, content = reply(json.loads(request.body["messages"][1]["content"]))
+            message = {"role": "assistant", "content": content}
+            return status, {
+                "id": "x",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message}],
+            }
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "body": body})
-                payload = json.loads(body["messages"][1]["content"])
-                status, content = server.reply(payload)
-                data = json.dumps(
-                    {
-                        "id": "x",
-                        "object": "chat.completion",
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-                    }
-                ).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> ModelServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(answer)
 
 
 def honest_model(payload: dict[str, Any]) -> tuple[int, str]:
@@ -158,7 +128,7 @@ async def test_a_model_merge_rewrites_memory_and_the_survivor_inherits_every_ori
             assert await rt.store.read(origin_sessions, new) == ["a", "b"]
             backups = await rt.store.read(list_preimages)
             assert [b[3] for b in backups] == [before]
-            assert server.requests[0]["path"] == "/v1/chat/completions"
+            assert server.requests[0].path == "/v1/chat/completions"
 
 
 BAD_PLANS: dict[str, tuple[Callable[[dict[str, Any]], tuple[int, str]], str]] = {}
@@ -234,7 +204,7 @@ async def test_untrusted_candidates_never_reach_the_prompt(tmp_path, sessions_ro
             trusted = s.add("User: the harbour gate code is rotated weekly", ["s1"])
             await stage(rt, s)
             report = await run_promote(rt, OPEN_GATES)
-            sent = json.dumps([r["body"] for r in server.requests])
+            sent = json.dumps([r.body for r in server.requests])
             assert "wire money" not in sent and "heartbeat" not in sent and "harbour gate" in sent
             assert report.mode == "consolidated" and [p.entry_key for p in report.promoted] == [trusted]
 

@@ -3,10 +3,8 @@ server on localhost (standing in for the external endpoint)."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from daemon.errors import ConfigError, OperationFailed
 from daemon.index.embedder import HashingEmbedder, OpenAIEmbedder, make_embedder
 from daemon.settings import EmbeddingSettings
+from tests.local_http import JsonEndpoint, Request
 
 
 def test_hashing_embedder_is_deterministic_unit_length_and_groups_word_forms() -> None:
@@ -38,35 +37,19 @@ class _Endpoint:
 def endpoint() -> Iterator[tuple[str, _Endpoint]]:
     state = _Endpoint(failures=1)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.auth.append(self.headers.get("Authorization"))
-            if state.failures > 0:
-                state.failures -= 1
-                self.send_response(state.status)
-                self.end_headers()
-                return
-            state.batches.append(body["input"])
-            data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
-            payload = json.dumps({"data": list(reversed(data))}).encode()  # order must come from "index"
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(request: Request) -> tuple[int, Any]:
+        state.auth.append(request.headers.get("Authorization"))
+        if state.failures > 0:
+            state.failures -= 1
+            return state.status, None
+        state.batches.append(request.body["input"])
+        data = [
+            {"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(request.body["input"])
+        ]
+        return 200, {"data": list(reversed(data))}  # the order must come from "index"
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with JsonEndpoint(answer) as server:
+        yield server.url, state
 
 
 async def test_openai_embedder_batches_and_retries_a_server_error(endpoint, monkeypatch) -> None:
