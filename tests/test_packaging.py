@@ -3,6 +3,7 @@ of them within its range, a setup script that fails loudly, and a hung test that
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -70,3 +71,13 @@ def test_setup_fails_loudly() -> None:
 def test_a_hung_test_times_out(request: pytest.FixtureRequest) -> None:
     assert request.config.pluginmanager.hasplugin("timeout")
     assert float(request.config.getini("timeout")) >= 120  # generous for a loaded 2-core machine
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared setup lives in helper modules (builders, harnesses, kits), never in a test module."""
+    offenders = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
+                offenders.append(f"{path.name}: from {node.module}")
+    assert offenders == []
