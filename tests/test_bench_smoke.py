@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import orjson
+import pytest
 
 from bench.baselines import noop, orjson_parse
 from bench.corpus import generate
@@ -65,6 +66,7 @@ def test_noop_job_returns_a_result_of_the_size_asked_for() -> None:
     assert anyio.run(noop, {}, None) == {}
 
 
+@pytest.mark.slow
 def test_bench_cli_runs_a_baseline_scenario_and_writes_json_rows(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     env = {**os.environ, "MEMORYD_BENCH_CACHE": str(tmp_path / "cache")}

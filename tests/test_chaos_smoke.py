@@ -14,6 +14,7 @@ from tools.chaos import main
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 
 
+@pytest.mark.slow
 def test_a_short_fault_campaign_keeps_every_invariant(capsys):
     code = main(
         [

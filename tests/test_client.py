@@ -73,6 +73,7 @@ async def test_waiting_for_an_unknown_job_fails_clearly(settings):
             await client.wait("forget:nope", timeout_s=1)
 
 
+@pytest.mark.slow
 def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when_bad(
     tmp_path, routed, redis_url, settings
 ):
@@ -107,6 +108,7 @@ def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when
     r.close()
 
 
+@pytest.mark.slow
 def test_status_json_works_without_a_daemon(tmp_path, redis_url, unique):
     from tests.builders import Msg, SessionStoreBuilder
 

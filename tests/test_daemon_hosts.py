@@ -28,6 +28,8 @@ from tests.daemon_harness import (
 )
 from tools.chaos import PrivateRedis
 
+pytestmark = pytest.mark.slow  # runs memoryd as processes
+
 
 def _metric(port: int, name: str) -> float:
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()

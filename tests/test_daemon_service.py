@@ -29,6 +29,8 @@ from tests.daemon_harness import (
     write_config,
 )
 
+pytestmark = pytest.mark.slow  # runs memoryd as processes
+
 
 @pytest.fixture
 def world(tmp_path: Path, redis_url: str, unique: str):

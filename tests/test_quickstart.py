@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis as redis_sync
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +41,7 @@ def _read_until(proc: subprocess.Popen[str], patterns: list[str], timeout_s: flo
     return seen
 
 
+@pytest.mark.slow
 def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw_jobs(
     tmp_path: Path, redis_url: str, unique: str
 ) -> None:

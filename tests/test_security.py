@@ -150,6 +150,7 @@ def test_metric_labels_name_only_agents_families_states_and_reasons():
         assert labels <= allowed, f"{collector}: {labels - allowed}"
 
 
+@pytest.mark.slow
 async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_path, redis_url, unique):
     agent, host = f"a{unique}", f"h{unique}"
     secret_word, secret_actor = f"lilac{unique}words", f"actor-{unique}-private"

@@ -163,6 +163,7 @@ def _tls_files(d: Path) -> dict[str, Path]:
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a test CA")
+@pytest.mark.slow
 async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentials(tmp_path):
     tls = _tls_files(tmp_path / "tls")
     port = PrivateRedis(tmp_path / "x").port
@@ -213,6 +214,7 @@ async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentia
         server.proc.wait(5)
 
 
+@pytest.mark.slow
 def test_a_daemon_whose_acl_user_cannot_register_refuses_to_start_with_one_line(tmp_path):
     """Found by tools/chaos.py (Redis restarting between the start-up probe and the host's
     registration) and reproduced here with an ACL user that may PING but not write: `memoryd run`
