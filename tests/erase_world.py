@@ -13,22 +13,18 @@ NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
 OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."
 
 
-def add_two_users(sessions_root: Path) -> SessionStoreBuilder:
+def add_two_users(sessions_root: Path, *, acknowledged: bool = True) -> SessionStoreBuilder:
+    """Each user's message, and (unless not `acknowledged`) the assistant's "Noted: …" reply."""
     b = SessionStoreBuilder(sessions_root, "main")
-    b.add(
-        "agent:main:dm:nora",
-        "sess-nora-1",
-        [Msg("user", NORA_TEXT), Msg("assistant", "Noted: " + NORA_TEXT)],
-        participants=[{"actorId": "nora"}],
-        chatType="direct",
-    )
-    b.add(
-        "agent:main:dm:omar",
-        "sess-omar-1",
-        [Msg("user", OMAR_TEXT), Msg("assistant", "Noted: " + OMAR_TEXT)],
-        participants=[{"actorId": "omar"}],
-        chatType="direct",
-    )
+    for user, text in (("nora", NORA_TEXT), ("omar", OMAR_TEXT)):
+        messages = [Msg("user", text)] + ([Msg("assistant", "Noted: " + text)] if acknowledged else [])
+        b.add(
+            f"agent:main:dm:{user}",
+            f"sess-{user}-1",
+            messages,
+            participants=[{"actorId": user}],
+            chatType="direct",
+        )
     return b
 
 

@@ -170,25 +170,12 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
     from daemon.retention.verify import run_verify
-    from tests.builders import Msg, SessionStoreBuilder
+    from tests.builders import Msg
     from tests.conftest import make_settings
+    from tests.erase_world import add_two_users
 
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
-    b = SessionStoreBuilder(sessions_root, "main")
-    b.add(
-        "agent:main:dm:nora",
-        "sess-nora-1",
-        [Msg("user", "the violet mongoose launches on Friday")],
-        participants=[{"actorId": "nora"}],
-        chatType="direct",
-    )
-    b.add(
-        "agent:main:dm:omar",
-        "sess-omar-1",
-        [Msg("user", "the orchard rota changes on Monday")],
-        participants=[{"actorId": "omar"}],
-        chatType="direct",
-    )
+    b = add_two_users(sessions_root, acknowledged=False)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         assert (await run_ingest_sweep(rt)).messages_staged == 2
     receipt = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
@@ -221,25 +208,11 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     from daemon.retention.needles import VerifySubject
     from daemon.retention.verify import run_verify
     from daemon.store.tombstones import forgotten_ids, hashed_session_ref
-    from tests.builders import Msg, SessionStoreBuilder
     from tests.conftest import make_settings
+    from tests.erase_world import add_two_users
 
     settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
-    b = SessionStoreBuilder(sessions_root, "main")
-    b.add(
-        "agent:main:dm:nora",
-        "sess-nora-1",
-        [Msg("user", "the violet mongoose launches on Friday")],
-        participants=[{"actorId": "nora"}],
-        chatType="direct",
-    )
-    b.add(
-        "agent:main:dm:omar",
-        "sess-omar-1",
-        [Msg("user", "the orchard rota changes on Monday")],
-        participants=[{"actorId": "omar"}],
-        chatType="direct",
-    )
+    add_two_users(sessions_root, acknowledged=False)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
     assert (await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
