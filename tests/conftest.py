@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -52,6 +53,17 @@ def make_settings(tmp_path: Path, sessions_root: Path, **overrides) -> Settings:
     data = {"state_dir": tmp_path / "state", "sessions_root": sessions_root, "redis_url": REDIS_URL}
     data.update(overrides)
     return load_settings(None, **data)
+
+
+def index_settings(tmp_path: Path, sessions_root: Path, unique: str, **index: Any) -> Settings:
+    """Settings for the index tests: agent `main` with its workspace at tmp_path/ws, `index` keys."""
+    return make_settings(
+        tmp_path,
+        sessions_root,
+        daemon={"host_id": f"test-{unique}"},
+        agents={"main": {"workspace": str(tmp_path / "ws")}},
+        index=index,
+    )
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from redis.asyncio import Redis
 
@@ -15,7 +14,7 @@ from daemon.index.purge import purge_chunks
 from daemon.index.sync import prepare_index, publish_index, run_index_sync
 from daemon.store.tombstones import current_revision, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
-from tests.conftest import make_settings
+from tests.conftest import index_settings
 
 AGENT = "main"
 
@@ -25,16 +24,6 @@ MEMORY = """# Long-Term Memory
 - The lighthouse rota changes every Tuesday. <!-- importance: 6 -->
 - Nora prefers green tea in the morning.
 """
-
-
-def _settings(tmp_path: Path, sessions_root: Path, unique: str, **index: Any):
-    return make_settings(
-        tmp_path,
-        sessions_root,
-        daemon={"host_id": f"test-{unique}"},
-        agents={AGENT: {"workspace": str(tmp_path / "ws")}},
-        index=index,
-    )
 
 
 def _write(ws: Path, rel: str, text: str) -> Path:
@@ -86,7 +75,7 @@ def _session_text_rows(conn, sid: str) -> dict[str, int]:
 
 
 async def test_memory_files_are_published_with_every_row_kind(redis, tmp_path, sessions_root, unique) -> None:
-    settings = _settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
+    settings = index_settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     _write(tmp_path / "ws", "memory/2026-11-20.md", "Harbour crane inspection is due in March.\n")
     async with _runtime(settings, redis) as rt:
@@ -112,7 +101,7 @@ async def test_memory_files_are_published_with_every_row_kind(redis, tmp_path, s
 async def test_unchanged_files_are_not_rewritten_and_changed_ones_replace_their_rows(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _settings(tmp_path, sessions_root, unique)
+    settings = index_settings(tmp_path, sessions_root, unique)
     path = _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         await run_index_sync(rt)
@@ -136,7 +125,7 @@ async def test_session_forgotten_after_preparation_publishes_nothing_and_says_wh
     builder = SessionStoreBuilder(sessions_root, AGENT)
     builder.add("agent:main:one", "sess-keep", conversation("orchard", "sess-keep"))
     builder.add("agent:main:two", "sess-gone", conversation("lighthouse", "sess-gone"))
-    settings = _settings(
+    settings = index_settings(
         tmp_path,
         sessions_root,
         unique,
@@ -185,7 +174,7 @@ async def test_session_forgotten_after_preparation_publishes_nothing_and_says_wh
 async def test_memory_file_changed_while_indexing_is_not_published_and_is_retried(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _settings(tmp_path, sessions_root, unique)
+    settings = index_settings(tmp_path, sessions_root, unique)
     path = _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         prepared = await prepare_index(rt)
@@ -204,7 +193,7 @@ async def test_memory_file_changed_while_indexing_is_not_published_and_is_retrie
 async def test_rebuild_prepared_before_a_purge_is_discarded_by_the_revision_fence(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _settings(tmp_path, sessions_root, unique)
+    settings = index_settings(tmp_path, sessions_root, unique)
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         store = rt.require_store()
@@ -238,7 +227,7 @@ async def test_force_removes_rows_of_forgotten_and_internal_sessions_without_rei
     builder.add("agent:main:a", "sess-live", conversation("orchard", "sess-live"))
     builder.add("agent:main:b", "sess-forgot", conversation("lighthouse", "sess-forgot"))
     builder.add("agent:main:c", "sess-cron", conversation("harbour", "sess-cron"))
-    settings = _settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
+    settings = index_settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
     async with _runtime(settings, redis) as rt:
         store = rt.require_store()
         first = await run_index_sync(rt)
@@ -270,7 +259,7 @@ async def test_internal_and_system_only_transcripts_are_never_indexed(
         "sess-sys",
         [Msg("user", "scaffold prompt for checks", owner=False, extra={"provenance": "internal_system"})],
     )
-    settings = _settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
+    settings = index_settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
     async with _runtime(settings, redis) as rt:
         report = await run_index_sync(rt)
         assert {n.session_id: n.reason for n in report.skipped} == {
@@ -287,7 +276,7 @@ async def test_internal_and_system_only_transcripts_are_never_indexed(
 
 
 async def test_cached_embeddings_are_reused_on_a_rebuild(redis, tmp_path, sessions_root, unique) -> None:
-    settings = _settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
+    settings = index_settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         await run_index_sync(rt)
@@ -304,7 +293,7 @@ async def test_cached_embeddings_are_reused_on_a_rebuild(redis, tmp_path, sessio
 async def test_purge_chunks_removes_every_derived_row_in_one_call(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
+    settings = index_settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing", "dims": 64})
     _write(tmp_path / "ws", "MEMORY.md", MEMORY)
     async with _runtime(settings, redis) as rt:
         store = rt.require_store()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 import numpy as np
@@ -24,7 +23,7 @@ from daemon.store.db import Store
 from daemon.store.origins import EntryOrigin, record_origins
 from daemon.store.tombstones import record_tombstones
 from tests.builders import SessionStoreBuilder, conversation
-from tests.conftest import make_settings
+from tests.conftest import index_settings
 
 AGENT = "main"
 
@@ -37,16 +36,6 @@ MEMORY = """# Long-Term Memory
 """
 
 
-def _settings(tmp_path: Path, sessions_root: Path, unique: str, **index: Any):
-    return make_settings(
-        tmp_path,
-        sessions_root,
-        daemon={"host_id": f"test-{unique}"},
-        agents={AGENT: {"workspace": str(tmp_path / "ws")}},
-        index=index,
-    )
-
-
 def _memory(tmp_path: Path, text: str = MEMORY) -> Path:
     (tmp_path / "ws").mkdir(exist_ok=True)
     path = tmp_path / "ws" / "MEMORY.md"
@@ -57,7 +46,7 @@ def _memory(tmp_path: Path, text: str = MEMORY) -> Path:
 async def test_promoted_memory_is_found_by_its_words_with_lines_and_provenance(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _settings(tmp_path, sessions_root, unique)
+    settings = index_settings(tmp_path, sessions_root, unique)
     _memory(tmp_path)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
         async with rt.lock().hold() as lease:  # the entry was promoted from an agent-class line
@@ -81,11 +70,11 @@ async def test_the_hashing_embedder_finds_memory_by_meaning_where_words_do_not_m
 ) -> None:
     _memory(tmp_path)
     query = "deployment schedules"
-    fts_only = _settings(tmp_path, sessions_root, unique)
+    fts_only = index_settings(tmp_path, sessions_root, unique)
     async with agent_runtime(fts_only, AGENT, redis=redis) as rt:
         await run_index_sync(rt)
         assert (await run_search(rt, query)).results == []
-    hybrid = _settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing"})
+    hybrid = index_settings(tmp_path, sessions_root, unique, embedding={"provider": "hashing"})
     async with agent_runtime(hybrid, AGENT, redis=redis) as rt:
         stale = await run_search(rt, query)
         assert stale.stale and "built with 'fts-only'" in (stale.warning or "")
@@ -100,7 +89,7 @@ async def test_a_forgotten_sessions_text_is_never_returned(redis, tmp_path, sess
     builder = SessionStoreBuilder(sessions_root, AGENT)
     builder.add("agent:main:one", "sess-gone", conversation("lighthouse", "sess-gone"))
     builder.add("agent:main:two", "sess-kept", conversation("lighthouse", "sess-kept"))
-    settings = _settings(
+    settings = index_settings(
         tmp_path, sessions_root, unique, sources=["memory", "sessions"], embedding={"provider": "hashing"}
     )
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
@@ -121,7 +110,7 @@ async def test_a_forgotten_sessions_text_is_never_returned(redis, tmp_path, sess
 async def test_search_reports_stale_when_the_index_lags_the_files(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _settings(tmp_path, sessions_root, unique)
+    settings = index_settings(tmp_path, sessions_root, unique)
     path = _memory(tmp_path)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
         await run_index_sync(rt)
@@ -140,7 +129,7 @@ async def test_a_very_common_query_ranks_a_bounded_candidate_set(
     import daemon.index.search as search
 
     monkeypatch.setattr(search, "FTS_CANDIDATE_CAP", 50)
-    settings = _settings(tmp_path, sessions_root, unique, chunk_tokens=16, chunk_overlap=0)
+    settings = index_settings(tmp_path, sessions_root, unique, chunk_tokens=16, chunk_overlap=0)
     notes = "\n".join(f"The note {i} and the other note {i} share the common words." for i in range(200))
     _memory(tmp_path)
     (tmp_path / "ws" / "memory").mkdir()
@@ -154,7 +143,7 @@ async def test_a_very_common_query_ranks_a_bounded_candidate_set(
 
 
 async def test_bad_queries_are_usage_errors(redis, tmp_path, sessions_root, unique) -> None:
-    settings = _settings(tmp_path, sessions_root, unique)
+    settings = index_settings(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
         with pytest.raises(UsageError, match="QUERY"):
             await run_search(rt, "  ")
