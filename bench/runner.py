@@ -88,22 +88,7 @@ def at_least(
     note: str = "",
 ) -> Row:
     """Higher is better (a rate): pass when median(product) >= factor × median(baseline)."""
-    med, lo, hi = _stats(product)
-    base = statistics.median(baseline)
-    ratio = med / base if base else None
-    return Row(
-        scenario,
-        figure,
-        med,
-        base,
-        ratio,
-        f">= {factor:g}x baseline",
-        ratio is not None and ratio >= factor,
-        unit,
-        lo,
-        hi,
-        note,
-    )
+    return _ratio_row(scenario, figure, unit, product, baseline, factor, note, higher_is_better=True)
 
 
 def at_most(
@@ -116,22 +101,28 @@ def at_most(
     note: str = "",
 ) -> Row:
     """Lower is better (a time): pass when median(product) <= factor × median(baseline)."""
+    return _ratio_row(scenario, figure, unit, product, baseline, factor, note, higher_is_better=False)
+
+
+def _ratio_row(
+    scenario: str,
+    figure: str,
+    unit: str,
+    product: list[float],
+    baseline: list[float],
+    factor: float,
+    note: str,
+    *,
+    higher_is_better: bool,
+) -> Row:
     med, lo, hi = _stats(product)
     base = statistics.median(baseline)
     ratio = med / base if base else None
-    return Row(
-        scenario,
-        figure,
-        med,
-        base,
-        ratio,
-        f"<= {factor:g}x baseline",
-        ratio is not None and ratio <= factor,
-        unit,
-        lo,
-        hi,
-        note,
-    )
+    if higher_is_better:
+        target, passed = f">= {factor:g}x baseline", ratio is not None and ratio >= factor
+    else:
+        target, passed = f"<= {factor:g}x baseline", ratio is not None and ratio <= factor
+    return Row(scenario, figure, med, base, ratio, target, passed, unit, lo, hi, note)
 
 
 def limit(scenario: str, figure: str, unit: str, samples: list[float], ceiling: float, note: str = "") -> Row:
