@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The same pairs the job functions in workers/ use; tests check they agree.
 JOBS: dict[str, tuple[str, str]] = {
     "forget": ("daemon.forget.request:ForgetRequest", "daemon.forget.run:run_forget"),
-    "erase": ("daemon.retention.api:EraseRequest", "daemon.retention.api:run_erase"),
+    "erase": ("daemon.retention.request:EraseRequest", "daemon.ops.erasure:run_erase"),
     "expire": ("daemon.retention.request:ExpireRequest", "daemon.retention.api:run_expire"),
     "ingest_sweep": ("daemon.jobs:SweepRequest", "daemon.ingest.sweep:run_ingest_sweep"),
     "index_sync": ("daemon.jobs:IndexRequest", "daemon.index.sync:run_index_sync"),

@@ -15,7 +15,7 @@ INDEX = "daemon.index.sync:run_index_sync"
 SEARCH = "daemon.index.search:run_search"
 FORGET = "daemon.forget.run:run_forget"
 FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
-ERASE = "daemon.retention.api:run_erase"
+ERASE = "daemon.ops.erasure:run_erase"
 
 
 def entry(name: str) -> Any:

@@ -9,9 +9,10 @@ import click
 
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async
 from daemon.errors import OperationFailed, UsageError
-from daemon.forget.report import ForgetReport, VerifiedForgetReport, render_human
+from daemon.forget.report import ForgetReport, render_human
 from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget, forget_verified
+from daemon.forget.run import forget
+from daemon.ops.verified_forget import VerifiedForgetReport, forget_verified, render_verification
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,6 +78,13 @@ def forget_request(
     )
 
 
+def _human(report: ForgetReport) -> str:
+    lines = [render_human(report)]
+    if isinstance(report, VerifiedForgetReport):
+        lines += render_verification(report)
+    return "\n".join(lines)
+
+
 def register(cli: click.Group) -> None:
     @cli.command("forget")
     @agent_option
@@ -111,7 +119,7 @@ def register(cli: click.Group) -> None:
             )
         request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
         report: ForgetReport = run_async(forget_verified if verify else forget, state.settings, request)
-        emit(report, as_json, render_human)
+        emit(report, as_json, _human)
         if isinstance(report, VerifiedForgetReport) and not report.verification.verified:
             failed = ", ".join(c.name for c in report.verification.checks if not c.passed)
             raise OperationFailed(

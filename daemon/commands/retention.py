@@ -10,6 +10,7 @@ import click
 
 from daemon.commands import CliState, emit, json_option, pass_state, run_async, table
 from daemon.errors import RefusedError
+from daemon.ops.erasure import run_erase
 from daemon.redis_conn import connect_redis
 from daemon.retention import api
 from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
@@ -270,9 +271,9 @@ def register(cli: click.Group) -> None:
         """
         request = erase_request(scope, allow_partial, request_id, dry_run)
         if dry_run:
-            receipt = run_async(api.run_erase, state.settings, None, request)
+            receipt = run_async(run_erase, state.settings, None, request)
         else:
-            receipt = _with_redis(state.settings, api.run_erase, request)
+            receipt = _with_redis(state.settings, run_erase, request)
         emit(receipt, as_json, _receipt_human)
         if receipt.state == "refused":
             raise RefusedError(

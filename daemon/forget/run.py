@@ -1,4 +1,4 @@
-"""`run_forget`: the entry point the CLI and the `forget` job call.
+"""`run_forget`: the entry point of the forget pipeline (the `forget` operation, erasure's sessions).
 
 Preview (dry run): no lock, no writes, not even the schema; a missing store reads as an empty
 one. Apply: the whole plan and apply run under the workspace lock (a preview is not a plan:
@@ -8,22 +8,16 @@ changes under us the plan is recomputed under the same lock, keeping every entry
 
 from __future__ import annotations
 
-import anyio
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.apply import apply_plan
 from daemon.forget.plan import ForgetPlan, plan_forget
-from daemon.forget.report import ForgetReport, VerifiedForgetReport, build_report
+from daemon.forget.report import ForgetReport, build_report
 from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
-from daemon.redis_conn import connect_redis
-from daemon.retention.erase import session_subject
-from daemon.retention.verify import run_verify
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
 
@@ -106,39 +100,3 @@ async def forget(settings: Settings, request: ForgetRequest, *, redis: bool | Re
             return await run_forget(rt, request)
     async with agent_runtime(settings, request.agent, redis=redis) as rt:
         return await run_forget(rt, request)
-
-
-def _forgotten_sessions(
-    settings: Settings, agent: str, session_ids: list[str]
-) -> list[SessionInfo | ArchiveInfo]:
-    """The live windows and archives of the forgotten ids (transcripts are never deleted)."""
-    wanted = set(session_ids)
-    source = session_source_for(settings, agent)
-    found: list[SessionInfo | ArchiveInfo] = [
-        s for s in source.list_sessions().sessions if s.session_id in wanted
-    ]
-    found += [a for a in source.list_archives() if a.session_id in wanted]
-    return found
-
-
-async def forget_verified(settings: Settings, request: ForgetRequest) -> VerifiedForgetReport:
-    """`forget --verify`: purge, then run the retention verifier over what was forgotten.
-
-    The subject is the forgotten transcripts' text without their ids: the plain forgotten
-    records that keep them from being re-ingested are meant to remain.
-    """
-    if request.dry_run:
-        raise UsageError(
-            "--verify: needs a real forget; a dry run removes nothing to verify (drop --dry-run)"
-        )
-    redis = await connect_redis(settings.redis_url)
-    try:
-        report = await forget(settings, request, redis=redis)
-        sessions = await anyio.to_thread.run_sync(
-            _forgotten_sessions, settings, request.agent, report.sessionIds
-        )
-        subject = await session_subject(settings, sessions, include_ids=False)
-        verification = await run_verify(settings, redis, subject)
-    finally:
-        await redis.aclose()
-    return VerifiedForgetReport(**dict(report), verification=verification)
