@@ -13,14 +13,11 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from daemon.constants import QUEUE_PREFIX
-from daemon.errors import UsageError
-from daemon.ids import validate_agent_id
 
 FORGET = "forget"
 ERASE = "erase"
@@ -83,34 +80,3 @@ def deserialize(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("job data is not a JSON object")
     return value
-
-
-# --- Payloads of the sweep families (the domain entry points take only a runtime) -----------
-
-
-class _Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    agent: str = Field(description="The agent whose memory the job works on.")
-
-    @field_validator("agent")
-    @classmethod
-    def _agent(cls, v: str) -> str:
-        try:
-            return validate_agent_id(v)
-        except UsageError as exc:
-            raise ValueError(str(exc).removeprefix("agent: ")) from None
-
-
-class SweepRequest(_Payload):
-    """ingest_sweep and retention_sweep: one agent."""
-
-
-class IndexRequest(_Payload):
-    force: bool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
-
-
-class DreamRequest(_Payload):
-    phases: tuple[Literal["light", "rem", "deep"], ...] = Field(
-        default=("light", "rem", "deep"), min_length=1, description="Dreaming phases to run, in order."
-    )

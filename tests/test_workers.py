@@ -64,7 +64,7 @@ async def enqueue_and_run(
     [
         (
             {"agent": "main", "sessions": ["s-one"], "bogus": True},
-            "JobPayloadError: forget: payload.bogus: unknown field",
+            "JobPayloadError: forget: bogus: unknown field",
         ),
         (
             {"agent": "main"},
@@ -110,7 +110,7 @@ async def test_unknown_fields_fail_the_sweep_jobs_too(world):
     settings, queue, job_ids = world
     report = await enqueue_and_run(settings, queue, job_ids, INGEST_SWEEP, {"agent": "main", "full": True})
     assert report.state == "failed"
-    assert report.error == "JobPayloadError: ingest_sweep: payload.full: unknown field"
+    assert report.error == "JobPayloadError: ingest_sweep: full: unknown field"
 
 
 async def test_a_rerun_of_the_same_forget_converges(world):

@@ -18,20 +18,14 @@ from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
-from daemon.jobs import ERASE, deserialize, job_name_of, serialize
+from daemon.errors import UsageError
+from daemon.jobs import deserialize, job_name_of, serialize
+from daemon.ops.op import Op
+from daemon.ops.registry import OPS, op_named
+from daemon.runtime.jobs import STORES, job_function
 from daemon.runtime.store_pool import StorePool
 from daemon.settings import Settings
-from workers.backfill import backfill
-from workers.base import STORES
-from workers.dream import dream
-from workers.erase import erase
-from workers.expire import expire
-from workers.forget import forget
-from workers.index_sync import index_sync
-from workers.ingest_sweep import ingest_sweep
-from workers.retention_sweep import retention_sweep
 
-JOB_FUNCTIONS = (forget, erase, expire, ingest_sweep, index_sync, dream, backfill, retention_sweep)
 log = logging.getLogger("memoryd.jobs")
 # arq retries a job only when it is cancelled (drain, Retry); a failing job is not retried, so
 # the try limit bounds how often a job is interrupted by restarts before it is given up.
@@ -39,13 +33,11 @@ MAX_TRIES = 5
 
 
 def functions(settings: Settings) -> list[Function]:
-    out = []
-    for fn in JOB_FUNCTIONS:
-        keep = (
-            settings.retention.erase_result_ttl_s if fn.__name__ == ERASE else settings.daemon.keep_result_s
-        )
-        out.append(func(fn, name=fn.__name__, keep_result=keep, max_tries=MAX_TRIES))  # type: ignore[arg-type]
-    return out
+    """One arq function per operation of the registry, keeping its result as the op says."""
+    return [
+        func(job_function(op), name=op.name, keep_result=op.result_ttl_s(settings), max_tries=MAX_TRIES)  # type: ignore[arg-type]
+        for op in OPS
+    ]
 
 
 def worker_kwargs(settings: Settings, queue: str, ctx: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +58,13 @@ def worker_kwargs(settings: Settings, queue: str, ctx: dict[str, Any]) -> dict[s
         "health_check_interval": 60,
         "ctx": ctx,
     }
+
+
+def _op_of(job_id: str) -> Op[Any] | None:
+    try:
+        return op_named(job_name_of(job_id))
+    except UsageError:
+        return None  # not one of ours (another tool's id scheme): the worker-wide defaults apply
 
 
 class MemorydWorker(Worker):
@@ -159,8 +158,9 @@ class MemorydWorker(Worker):
 
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
-        if job_name_of(job_id) == ERASE:
-            ttl_s = self.ctx["settings"].retention.erase_result_ttl_s
+        op = _op_of(job_id)
+        if op is not None and op.payload_names_subject:
+            ttl_s = op.result_ttl_s(self.ctx["settings"])
             await self.pool.pexpire(result_key_prefix + job_id, ttl_s * 1000)
         await self._wake_waiters(job_id)
 

@@ -15,6 +15,7 @@ INDEX = "daemon.index.sync:run_index_sync"
 SEARCH = "daemon.index.search:run_search"
 FORGET = "daemon.forget.run:run_forget"
 FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
+FORGET_OP = "daemon.ops.forget:OP"  # the operation: its name, its one validation
 ERASE = "daemon.ops.erasure:run_erase"
 
 

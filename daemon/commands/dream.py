@@ -7,12 +7,24 @@ from typing import Any
 import click
 
 from daemon.agent_runtime import agent_runtime
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.commands import (
+    CliState,
+    agent_option,
+    command_name,
+    emit,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+    table,
+)
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates
 from daemon.dreaming.report import BackfillReport, DreamReport, PromoteReport
-from daemon.dreaming.sweep import PHASES, run_dreaming
+from daemon.dreaming.sweep import PHASES
+from daemon.ops import backfill as backfill_op
+from daemon.ops import dream as dream_op
 from daemon.settings import Settings
 
 
@@ -73,25 +85,13 @@ def _backfill_human(r: BackfillReport) -> str:
     return "\n".join(lines)
 
 
-async def _dream(settings: Settings, agent_id: str, phases: tuple[str, ...]) -> DreamReport:
-    async with agent_runtime(settings, agent_id) as rt:
-        return await run_dreaming(rt, phases)
-
-
 async def _promote(settings: Settings, agent_id: str, gates: PromotionGates) -> PromoteReport:
     async with agent_runtime(settings, agent_id) as rt:
         return await run_promote(rt, gates)
 
 
-async def _backfill(settings: Settings, request: BackfillRequest) -> BackfillReport:
-    # A preview writes nothing: no schema, no lock, no Redis.
-    preview = request.mode == "preview"
-    async with agent_runtime(settings, request.agent, readonly=preview, redis=not preview) as rt:
-        return await run_backfill(rt, request)
-
-
 def register(cli: click.Group) -> None:
-    @cli.command("dream")
+    @cli.command(command_name(dream_op.OP))
     @agent_option
     @click.option(
         "--phase",
@@ -105,7 +105,8 @@ def register(cli: click.Group) -> None:
     def dream(state: CliState, agent_id: str, phase: str, as_json: bool) -> None:
         """Run a dreaming sweep: light and REM diary blocks, deep promotion into MEMORY.md."""
         phases = PHASES if phase == "all" else (phase,)
-        emit(run_async(_dream, state.settings, agent_id, phases), as_json, _dream_human)
+        request = dream_op.OP.parse({"agent": agent_id, "phases": list(phases)})
+        emit_report(dream_op.OP, run_op(state, dream_op.OP, request), as_json, _dream_human)
 
     @cli.command("promote")
     @agent_option
@@ -135,7 +136,7 @@ def register(cli: click.Group) -> None:
         )
         emit(run_async(_promote, state.settings, agent_id, gates), as_json, _promote_human)
 
-    @cli.command("backfill")
+    @cli.command(command_name(backfill_op.OP))
     @agent_option
     @click.option("--from", "from_day", default=None, metavar="YYYY-MM-DD", help="First day to backfill.")
     @click.option("--to", "to_day", default=None, metavar="YYYY-MM-DD", help="Last day to backfill.")
@@ -168,5 +169,5 @@ def register(cli: click.Group) -> None:
         }
         if limit_days is not None:
             fields["limit_days"] = limit_days
-        request = BackfillRequest.parse_cli(fields)
-        emit(run_async(_backfill, state.settings, request), as_json, _backfill_human)
+        request = backfill_op.OP.parse(fields)
+        emit_report(backfill_op.OP, run_op(state, backfill_op.OP, request), as_json, _backfill_human)

@@ -7,12 +7,20 @@ from typing import Any, TypeVar
 
 import click
 
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async
+from daemon.commands import (
+    CliState,
+    agent_option,
+    command_name,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+)
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.report import ForgetReport, render_human
 from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.ops.verified_forget import VerifiedForgetReport, forget_verified, render_verification
+from daemon.ops import forget as forget_op
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,7 +74,7 @@ def forget_request(
     dry_run: bool,
 ) -> ForgetRequest:
     """The request the selector flags describe (a bad one is a UsageError, exit 2)."""
-    return ForgetRequest.parse(
+    return forget_op.OP.parse(
         {
             "agent": agent_id,
             "sessions": list(sessions),
@@ -79,6 +87,8 @@ def forget_request(
 
 
 def _human(report: ForgetReport) -> str:
+    from daemon.ops.verified_forget import VerifiedForgetReport, render_verification
+
     lines = [render_human(report)]
     if isinstance(report, VerifiedForgetReport):
         lines += render_verification(report)
@@ -86,7 +96,7 @@ def _human(report: ForgetReport) -> str:
 
 
 def register(cli: click.Group) -> None:
-    @cli.command("forget")
+    @cli.command(command_name(forget_op.OP))
     @agent_option
     @selector_options
     @click.option(
@@ -118,9 +128,14 @@ def register(cli: click.Group) -> None:
                 "--verify: cannot be combined with --dry-run (a preview removes nothing to verify)"
             )
         request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
-        report: ForgetReport = run_async(forget_verified if verify else forget, state.settings, request)
-        emit(report, as_json, _human)
-        if isinstance(report, VerifiedForgetReport) and not report.verification.verified:
+        if not verify:
+            emit_report(forget_op.OP, run_op(state, forget_op.OP, request), as_json, _human)
+            return
+        from daemon.ops.verified_forget import forget_verified
+
+        report = run_async(forget_verified, state.settings, request)
+        emit_report(forget_op.OP, report, as_json, _human)
+        if not report.verification.verified:
             failed = ", ".join(c.name for c in report.verification.checks if not c.passed)
             raise OperationFailed(
                 f"forget --verify: the purge is done but the verifier failed ({failed}); "

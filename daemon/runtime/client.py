@@ -6,8 +6,8 @@
 
 * Routing: every daemon publishes `agent → queue` in the Redis hash `memoryd:agents`; a job
   for an agent goes to its owner's queue. An agent nobody serves is a UsageError.
-* Requests are validated with the same pydantic models the CLI and the job use, before
-  anything is enqueued.
+* Requests are validated by their operation (daemon.ops: `Op.parse`), as the CLI and the job
+  validate them, before anything is enqueued; a bad one is one JobPayloadError line.
 * Job ids are deterministic (daemon.jobs): the same request enqueued twice is one job, and
   the second enqueue reports `deduplicated`. Pass `request_id` to run an identical request
   again while the first one's result is still kept.
@@ -45,18 +45,13 @@ from daemon.constants import (
     QUEUE_BELL_TTL_S,
 )
 from daemon.errors import OperationFailed, UsageError
-from daemon.jobs import (
-    ERASE,
-    FORGET,
-    INDEX_SYNC,
-    INGEST_SWEEP,
-    IndexRequest,
-    SweepRequest,
-    deserialize,
-    job_name_of,
-    request_job_id,
-    serialize,
-)
+from daemon.jobs import deserialize, job_name_of, request_job_id, serialize
+from daemon.ops import erase as erase_op
+from daemon.ops import forget as forget_op
+from daemon.ops import index_sync as index_op
+from daemon.ops import ingest_sweep as ingest_op
+from daemon.ops.execute import agent_of
+from daemon.ops.op import Op, Routing
 from daemon.redis_conn import redact_url
 from daemon.settings import Settings
 
@@ -112,24 +107,6 @@ def _error_text(result: Any) -> str:
     return str(result)
 
 
-def _validate(model: type[BaseModel], data: BaseModel | dict[str, Any], what: str) -> BaseModel:
-    """Validate exactly as the CLI does: a bad request is a UsageError and nothing is enqueued."""
-    if isinstance(data, model):
-        return data
-    raw = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
-    parse = getattr(model, "parse", None)
-    if callable(parse):  # the domain's own one-line error messages
-        return parse(raw)  # type: ignore[no-any-return]
-    from pydantic import ValidationError
-
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "request"
-        raise UsageError(f"{what} request: {where}: {err['msg']}") from None
-
-
 class _Doorbell:
     """Set when the worker signals that the job's result is stored."""
 
@@ -138,9 +115,9 @@ class _Doorbell:
 
 
 class MemorydClient:
-    def __init__(self, redis: ArqRedis, *, erase_ttl_s: int = 300, poll_delay_s: float = CLIENT_POLL_S):
+    def __init__(self, redis: ArqRedis, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S):
         self.redis = redis
-        self.erase_ttl_s = erase_ttl_s
+        self.settings = settings
         self.poll_delay_s = poll_delay_s
 
     @classmethod
@@ -158,7 +135,7 @@ class MemorydClient:
                 f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}"
             ) from None
         try:
-            yield cls(redis, erase_ttl_s=settings.retention.erase_result_ttl_s, poll_delay_s=poll_delay_s)
+            yield cls(redis, settings, poll_delay_s=poll_delay_s)
         finally:
             await redis.aclose(close_connection_pool=True)
 
@@ -208,48 +185,45 @@ class MemorydClient:
                 await pipe.execute()
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
+    async def submit(
+        self,
+        op: Op[Any],
+        request: BaseModel | dict[str, Any],
+        *,
+        queue: str | None = None,
+        request_id: str | None = None,
+    ) -> EnqueuedJob:
+        """Validate `request` as `op` does and enqueue it on the queue its routing names (or
+        `queue`). A payload naming a data subject expires if it is not delivered in time."""
+        req = op.parse(request)
+        if queue is None:
+            queue = (
+                await self.queue_for(agent_of(req))
+                if op.routing is Routing.AGENT
+                else await self.default_queue()
+            )
+        expires_s = op.result_ttl_s(self.settings) if op.payload_names_subject else None
+        return await self.enqueue(
+            op.name, op.payload(req), queue=queue, request_id=request_id, expires_s=expires_s
+        )
+
     async def enqueue_forget(
         self, request: BaseModel | dict[str, Any], *, request_id: str | None = None
     ) -> EnqueuedJob:
-        from daemon.forget.request import ForgetRequest
-
-        req = _validate(ForgetRequest, request, FORGET)
-        payload = req.model_dump(mode="json")
-        return await self.enqueue(
-            FORGET, payload, queue=await self.queue_for(payload["agent"]), request_id=request_id
-        )
+        return await self.submit(forget_op.OP, request, request_id=request_id)
 
     async def enqueue_erase(
         self, request: BaseModel | dict[str, Any], *, queue: str | None = None, request_id: str | None = None
     ) -> EnqueuedJob:
-        from daemon.retention.request import EraseRequest
-
-        req = _validate(EraseRequest, request, ERASE)
-        payload = req.model_dump(mode="json")
-        agent = payload.get("agent")
-        target = queue or (
-            await self.queue_for(agent) if isinstance(agent, str) else await self.default_queue()
-        )
-        # The payload names a data subject: the job key expires if it is not delivered in time.
-        return await self.enqueue(
-            ERASE, payload, queue=target, request_id=request_id, expires_s=self.erase_ttl_s
-        )
+        return await self.submit(erase_op.OP, request, queue=queue, request_id=request_id)
 
     async def enqueue_ingest(self, agent: str, *, request_id: str | None = None) -> EnqueuedJob:
-        payload = _validate(SweepRequest, {"agent": agent}, INGEST_SWEEP).model_dump(mode="json")
-        return await self.enqueue(
-            INGEST_SWEEP, payload, queue=await self.queue_for(agent), request_id=request_id
-        )
+        return await self.submit(ingest_op.OP, {"agent": agent}, request_id=request_id)
 
     async def enqueue_index(
         self, agent: str, *, force: bool = False, request_id: str | None = None
     ) -> EnqueuedJob:
-        payload = _validate(IndexRequest, {"agent": agent, "force": force}, INDEX_SYNC).model_dump(
-            mode="json"
-        )
-        return await self.enqueue(
-            INDEX_SYNC, payload, queue=await self.queue_for(agent), request_id=request_id
-        )
+        return await self.submit(index_op.OP, {"agent": agent, "force": force}, request_id=request_id)
 
     # --- results ----------------------------------------------------------------------------
 
