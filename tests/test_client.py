@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from redis.asyncio import Redis
 
 from daemon.constants import AGENT_OWNER_KEY
 from daemon.errors import UsageError
@@ -88,6 +89,18 @@ def _cli(config, *args):
     )
 
 
+def _start_cli(config, *args) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when_bad(
     tmp_path, routed, redis_url, settings
 ):
@@ -154,3 +167,67 @@ async def test_an_erase_is_validated_before_enqueue_and_its_payload_expires(sett
         job_ids.append(job.job_id)
     assert job.queue == queue
     assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= settings.retention.erase_result_ttl_s * 1000
+
+
+async def test_an_erase_refused_by_a_hold_exits_3_whether_run_directly_or_enqueued_and_waited_for(
+    tmp_path, settings, redis_url
+):
+    """The same request has the same exit code and message however it is sent: a refused
+    erasure is a receipt (the job completes), and `enqueue erase --wait` exits 3 on it too."""
+    import anyio
+
+    from tests.test_workers import run_jobs
+
+    host = settings.daemon.host_id
+    queue = queue_name(host)
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    scope = f"tenant:t:user:held-{host}"
+    wrote = _cli(cfg, "mem", "write", "--scope", scope, "--content", "a note under a legal hold")
+    held = _cli(cfg, "hold", "add", "--scope", scope, "--reason", "case 12")
+    assert wrote.returncode == held.returncode == 0, wrote.stderr + held.stderr
+    direct = _cli(cfg, "erase", "--scope", scope)
+    assert direct.returncode == 3, direct.stderr
+    assert "erasure refused: 1 item(s) under legal hold" in direct.stderr
+
+    waiting = _start_cli(
+        cfg, "enqueue", "erase", "--scope", scope, "--queue", queue, "--wait", "--timeout", "60", "--json"
+    )
+    r = Redis.from_url(redis_url)
+    try:
+        with anyio.fail_after(60):
+            while await r.zcard(queue) == 0:  # the CLI has enqueued it and waits
+                assert waiting.poll() is None, waiting.communicate()
+                await anyio.sleep(0.05)
+        await run_jobs(settings, queue)
+        out, err = await anyio.to_thread.run_sync(waiting.communicate, 60)
+        assert waiting.returncode == 3, err
+        assert json.loads(out)["state"] == "refused"  # the receipt is printed either way
+        assert direct.stderr.splitlines()[-1] in err  # with the direct command's message
+    finally:
+        waiting.kill()
+        await r.aclose()
+        cleanup_redis(redis_url, [host], [])
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("JobPayloadError", 2),
+        ("AgentNotServed", 2),
+        ("ConfigError", 2),
+        ("LockTimeout", 3),
+        ("RefusedError", 3),
+        ("FencedOut", 1),
+        ("JobExecutionFailed", 1),  # arq's own (max tries exceeded): not ours, a failure
+    ],
+)
+def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
+    from daemon.errors import exit_code_of
+
+    assert exit_code_of(error) == code

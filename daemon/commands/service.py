@@ -84,6 +84,9 @@ def _enqueue_and_maybe_wait(
         emit_json(report.result)
     else:
         click.echo(json.dumps(report.result, indent=2))
+    problem = report.outcome()  # the direct command's exit code and message for the same report
+    if problem is not None:
+        raise problem
 
 
 wait_option = click.option("--wait", is_flag=True, help="Wait for the job and print its report.")

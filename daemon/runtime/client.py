@@ -44,7 +44,7 @@ from daemon.constants import (
     QUEUE_BELL_KEY,
     QUEUE_BELL_TTL_S,
 )
-from daemon.errors import OperationFailed, UsageError
+from daemon.errors import MemorydError, OperationFailed, UsageError, exit_code_of
 from daemon.jobs import deserialize, job_name_of, request_job_id, serialize
 from daemon.ops import erase as erase_op
 from daemon.ops import forget as forget_op
@@ -52,13 +52,11 @@ from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.ops.execute import agent_of
 from daemon.ops.op import Op, Routing
+from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
 from daemon.settings import Settings
 
 JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]
-# Job errors that mean "the request was bad" or "refused", for exit codes of `enqueue --wait`.
-USAGE_ERRORS = frozenset({"JobPayloadError", "AgentNotServed", "UsageError", "ConfigError"})
-REFUSED_ERRORS = frozenset({"RefusedError", "LockTimeout"})
 
 
 class _Model(BaseModel):
@@ -88,11 +86,23 @@ class JobReport(_Model):
     def done(self) -> bool:
         return self.state in ("complete", "failed", "not_found")
 
+    def outcome(self) -> MemorydError | None:
+        """The error a completed job's report means, as its operation reads it (a refused
+        erasure): what the direct command would have raised after printing the same report."""
+        if self.state != "complete" or self.result is None:
+            return None
+        try:
+            op = op_named(self.function)
+        except UsageError:
+            return None  # not a memoryd job
+        return op.outcome(self.result)
+
     def exit_code(self) -> int:
+        """The exit code the same request has as a direct command (0 ok, 1 failed, 2 usage, 3 refused)."""
         if self.state == "complete":
-            return 0
-        name = (self.error or "").split(":", 1)[0]
-        return 2 if name in USAGE_ERRORS else 3 if name in REFUSED_ERRORS else 1
+            problem = self.outcome()
+            return 0 if problem is None else problem.exit_code
+        return exit_code_of((self.error or "").split(":", 1)[0])
 
 
 def _iso(ms: Any) -> str | None:
