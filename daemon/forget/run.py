@@ -1,9 +1,13 @@
-"""`run_forget`: the entry point of the forget pipeline (the `forget` operation, erasure's sessions).
+"""The entry points of the forget pipeline.
 
-Preview (dry run): no lock, no writes, not even the schema; a missing store reads as an empty
-one. Apply: the whole plan and apply run under the workspace lock (a preview is not a plan:
-the apply recomputes it from current state); sessions are resolved once, and if the lineage
-changes under us the plan is recomputed under the same lock, keeping every entry key seen.
+* `preview_forget(rt, request)` (dry run): no lock, no writes, not even the schema; a missing
+  store reads as an empty one.
+* `purge(rt, request, lease)`: the whole plan and apply under the workspace lease the caller
+  holds (the `forget` operation holds it for the job, an erasure for the agent's sessions), so
+  a job acquires the lock once. A preview is not a plan: the purge recomputes it from current
+  state; sessions are resolved once, and if the lineage changes under us the plan is
+  recomputed under the same lease, keeping every entry key seen.
+* `run_forget(rt, request)`: either, taking the lock itself for a purge (tests, benchmarks).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from daemon.forget.report import ForgetReport, build_report
 from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
+from daemon.lock import Lease
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
 
@@ -46,39 +51,56 @@ async def plan_for(
     return plan_forget(await read_snapshot(rt, catalog, selection, carried_keys))
 
 
-async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+def _check_agent(rt: AgentRuntime, request: ForgetRequest) -> None:
     if rt.agent_id != request.agent:
         raise UsageError(f"agent: request is for {request.agent!r} but the runtime is for {rt.agent_id!r}")
-    if request.dry_run:
-        catalog, selection = await _resolve(rt, request)
-        return build_report(await plan_for(rt, catalog, selection), dry_run=True)
+
+
+async def preview_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+    """The report of a dry run: what a purge would remove now."""
+    _check_agent(rt, request)
+    catalog, selection = await _resolve(rt, request)
+    return build_report(await plan_for(rt, catalog, selection), dry_run=True)
+
+
+async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> ForgetReport:
+    """Plan and apply the forget under `lease`, the workspace lease the caller holds."""
+    _check_agent(rt, request)
     store = rt.require_store()
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
-    async with rt.lock().hold() as lease:
-        catalog, selection = await _resolve(rt, request)
-        carried: frozenset[str] = frozenset()
-        tombstoned = False
-        secret = _existing_secret(rt)
-        for _ in range(MAX_PLAN_ROUNDS):
-            plan = await plan_for(rt, catalog, selection, carried)
-            report = build_report(plan, dry_run=False)
-            if not plan.session_ids:
-                return report
-            outcome = await apply_plan(
-                store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned, secret=secret
-            )
-            if outcome.complete:
-                # The purge's rows are gone from the database pages (secure delete), but frames
-                # written before it may still sit in the WAL while any connection stays open.
-                await store.run(truncate_wal)
-                return report
-            tombstoned = outcome.tombstoned
-            carried = plan.lineage.entry_keys
-        raise OperationFailed(
-            f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
-            f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget"
+    catalog, selection = await _resolve(rt, request)
+    carried: frozenset[str] = frozenset()
+    tombstoned = False
+    secret = _existing_secret(rt)
+    for _ in range(MAX_PLAN_ROUNDS):
+        plan = await plan_for(rt, catalog, selection, carried)
+        report = build_report(plan, dry_run=False)
+        if not plan.session_ids:
+            return report
+        outcome = await apply_plan(
+            store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned, secret=secret
         )
+        if outcome.complete:
+            # The purge's rows are gone from the database pages (secure delete), but frames
+            # written before it may still sit in the WAL while any connection stays open.
+            await store.run(truncate_wal)
+            return report
+        tombstoned = outcome.tombstoned
+        carried = plan.lineage.entry_keys
+    raise OperationFailed(
+        f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
+        f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget"
+    )
+
+
+async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+    """A preview, or a purge under a lease taken here."""
+    if request.dry_run:
+        return await preview_forget(rt, request)
+    _check_agent(rt, request)
+    async with rt.lock().hold() as lease:
+        return await purge(rt, request, lease)
 
 
 def _existing_secret(rt: AgentRuntime) -> bytes | None:

@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
+from daemon.forget.run import purge
 from daemon.lock import Lease
 from daemon.retention import erase
 from daemon.retention.receipts import ErasureReceipt
@@ -22,8 +22,7 @@ from daemon.settings import Settings
 
 async def purge_sessions(rt: AgentRuntime, session_ids: list[str], lease: Lease) -> Mapping[str, int]:
     """Forget `session_ids` of `rt`'s agent under the erasure's lease; the artifact counters."""
-    del lease  # held by the caller; the forget re-enters it (same task)
-    report = await run_forget(rt, ForgetRequest(agent=rt.agent_id, sessions=session_ids))
+    report = await purge(rt, ForgetRequest(agent=rt.agent_id, sessions=session_ids), lease)
     artifacts = report.model_dump(mode="json", by_alias=True)["artifacts"]
     return {k: v for k, v in artifacts.items() if isinstance(v, int)}
 

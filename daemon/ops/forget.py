@@ -14,9 +14,11 @@ from daemon.ops.op import LockPolicy, Op, OpContext, Routing
 
 
 async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
-    from daemon.forget.run import run_forget
+    from daemon.forget.run import preview_forget, purge
 
-    return await run_forget(ctx.agent_runtime(), request)
+    if request.dry_run:
+        return await preview_forget(ctx.agent_runtime(), request)
+    return await purge(ctx.agent_runtime(), request, ctx.require_lease())
 
 
 def _result() -> type[BaseModel]:
