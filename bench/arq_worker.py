@@ -28,7 +28,7 @@ async def serve(settings_data: dict[str, Any], queue: str) -> None:
     from arq.connections import RedisSettings
     from arq.worker import func
 
-    from daemon.jobs import deserialize, serialize
+    from daemon.runtime.wire import deserialize, serialize
     from daemon.settings import load_settings
     from workers.worker import MemorydWorker, worker_kwargs
 

@@ -15,7 +15,7 @@ from typing import Any
 import redis as sync_redis
 
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
-from daemon.jobs import queue_name
+from daemon.runtime.wire import queue_name
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -58,7 +58,7 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
     from arq.worker import func
     from redis.asyncio import ConnectionPool
 
-    from daemon.jobs import deserialize, serialize
+    from daemon.runtime.wire import deserialize, serialize
     from tests.conftest import REDIS_URL
     from workers.worker import MemorydWorker
 

@@ -14,8 +14,8 @@ from redis.asyncio import Redis
 from daemon.constants import AGENT_OWNER_KEY
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
-from daemon.jobs import queue_name
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.wire import queue_name
 from tests.daemon_harness import REPO, cleanup_redis, write_config
 
 

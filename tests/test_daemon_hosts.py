@@ -13,13 +13,16 @@ import anyio
 import pytest
 
 from daemon.forget.request import ForgetRequest
-from daemon.jobs import FORGET, queue_name
 from daemon.lock import WorkspaceLock
+from daemon.ops import forget as forget_op
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.wire import queue_name
 from daemon.settings import load_settings
 from tests.builders import SessionStoreBuilder
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
 from tests.test_daemon_service import _conversation, _forgotten, _wait_state
+
+FORGET = forget_op.OP.name
 
 
 def _metric(port: int, name: str) -> float:

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from daemon.errors import JobPayloadError, UsageError
 from daemon.ids import session_id_problem, validate_agent_id
-from daemon.jobs import deserialize, request_job_id, serialize
 from daemon.ops import forget
 from daemon.ops.registry import OPS, op_named
+from daemon.runtime.wire import deserialize, request_job_id, serialize
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,13 +8,18 @@ from typing import Any
 import orjson
 import pytest
 
-from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name, request_job_id
+from daemon.ops import erase as erase_op
+from daemon.ops import forget as forget_op
+from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.service import arq_pool
+from daemon.runtime.wire import queue_name, request_job_id
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis
 from workers.worker import MemorydWorker, worker_kwargs
+
+ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
 
 
 @pytest.fixture

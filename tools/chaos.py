@@ -276,7 +276,13 @@ class Pending:
     targets: frozenset[str]
     job_id: str
     attempt: int = 0
-    kind: str = "forget"  # or "erase"
+    erase: bool = False  # an erasure; else a forget
+
+    @property
+    def kind(self) -> str:
+        from daemon.ops import erase, forget
+
+        return (erase.OP if self.erase else forget.OP).name
 
 
 @dataclass
@@ -624,7 +630,7 @@ def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
 async def poll_pending(
     client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str
 ) -> list[Pending]:
-    from daemon.jobs import FORGET
+    from daemon.ops import forget
 
     still: list[Pending] = []
     for job in pending:
@@ -633,7 +639,7 @@ async def poll_pending(
         except (RedisError, OSError):
             still.append(job)
             continue
-        if report.state == "complete" and job.kind == "erase":
+        if report.state == "complete" and job.erase:
             _judge_erase(job, report.result or {}, tally)
             done.update(job.targets)
             tally.erase_completed += 1
@@ -658,15 +664,15 @@ async def poll_pending(
                 job.attempt += 1
             retry_id = f"retry-{job.attempt}" if job.attempt else None
             try:
-                if job.kind == "erase":
+                if job.erase:
                     enq = await client.enqueue_erase(job.request, queue=queue, request_id=retry_id)
                 else:
-                    enq = await client.enqueue(FORGET, job.request, queue=queue, request_id=retry_id)
+                    enq = await client.enqueue(forget.OP.name, job.request, queue=queue, request_id=retry_id)
             except (RedisError, OSError):
                 still.append(job)
                 continue
             job.job_id = enq.job_id
-            if job.kind == "erase":
+            if job.erase:
                 tally.erase_reenqueued += 1
             else:
                 tally.forget_reenqueued += 1
@@ -686,9 +692,10 @@ async def campaign(
 ) -> Tally:
     from daemon.constants import LOCK_KEY
     from daemon.errors import MemorydError
-    from daemon.jobs import FORGET, queue_name
     from daemon.lock import workspace_key
+    from daemon.ops import forget
     from daemon.runtime.client import MemorydClient
+    from daemon.runtime.wire import queue_name
     from daemon.settings import load_settings
 
     rng = random.Random(seed)
@@ -720,7 +727,7 @@ async def campaign(
                     request, targets = world.random_request()
                     named |= targets
                     try:
-                        enq = await client.enqueue(FORGET, request, queue=queue)
+                        enq = await client.enqueue(forget.OP.name, request, queue=queue)
                         pending.append(Pending(request, targets, enq.job_id))
                         tally.forget_enqueued += 1
                     except (RedisError, OSError, MemorydError):
@@ -729,7 +736,7 @@ async def campaign(
                     request, targets = world.random_erase()
                     try:
                         enq = await client.enqueue_erase(request, queue=queue)
-                        pending.append(Pending(request, targets, enq.job_id, kind="erase"))
+                        pending.append(Pending(request, targets, enq.job_id, erase=True))
                         tally.erase_enqueued += 1
                     except (RedisError, OSError, MemorydError):
                         pass

@@ -19,11 +19,11 @@ from redis.exceptions import RedisError
 
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
 from daemon.errors import UsageError
-from daemon.jobs import deserialize, job_name_of, serialize
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
 from daemon.runtime.jobs import STORES, job_function
 from daemon.runtime.store_pool import StorePool
+from daemon.runtime.wire import deserialize, job_name_of, serialize
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")

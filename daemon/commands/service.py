@@ -11,7 +11,7 @@ import click
 from daemon.commands import CliState, emit, emit_json, json_option, pass_state, run_async, table
 from daemon.commands.forget import forget_request, selector_options
 from daemon.commands.retention import erase_options, erase_request
-from daemon.jobs import queue_name
+from daemon.runtime.wire import queue_name
 
 
 def _status_human(report: Any) -> str:

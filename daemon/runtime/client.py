@@ -8,7 +8,7 @@
   for an agent goes to its owner's queue. An agent nobody serves is a UsageError.
 * Requests are validated by their operation (daemon.ops: `Op.parse`), as the CLI and the job
   validate them, before anything is enqueued; a bad one is one JobPayloadError line.
-* Job ids are deterministic (daemon.jobs): the same request enqueued twice is one job, and
+* Job ids are deterministic (daemon.runtime.wire): the same request enqueued twice is one job, and
   the second enqueue reports `deduplicated`. Pass `request_id` to run an identical request
   again while the first one's result is still kept.
 * Pickup is pushed: after enqueuing, the client RPUSHes the queue's bell (QUEUE_BELL_KEY) and
@@ -45,7 +45,6 @@ from daemon.constants import (
     QUEUE_BELL_TTL_S,
 )
 from daemon.errors import MemorydError, OperationFailed, UsageError, exit_code_of
-from daemon.jobs import deserialize, job_name_of, request_job_id, serialize
 from daemon.ops import erase as erase_op
 from daemon.ops import forget as forget_op
 from daemon.ops import index_sync as index_op
@@ -54,6 +53,7 @@ from daemon.ops.execute import agent_of
 from daemon.ops.op import Op, Routing
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
+from daemon.runtime.wire import deserialize, job_name_of, request_job_id, serialize
 from daemon.settings import Settings
 
 JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]

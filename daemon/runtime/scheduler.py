@@ -17,10 +17,10 @@ from typing import Any
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 
-from daemon.jobs import deserialize, scheduled_job_id
 from daemon.ops.op import Routing
 from daemon.ops.registry import OPS, op_named
 from daemon.runtime import metrics
+from daemon.runtime.wire import deserialize, scheduled_job_id
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.scheduler")

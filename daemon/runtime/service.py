@@ -46,12 +46,12 @@ from daemon.constants import (
 )
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
-from daemon.jobs import deserialize, queue_name, serialize
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.runtime import metrics
 from daemon.runtime.jobs import RedactJobErrors
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime.wire import deserialize, queue_name, serialize
 from daemon.settings import Settings, load_settings
 from daemon.status import sweep_summary
 from daemon.store.db import Store

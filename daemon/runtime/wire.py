@@ -1,6 +1,7 @@
-"""Job identity and wire format shared by the daemon, its workers and the client.
+"""Job identity and wire format shared by the daemon's worker, its scheduler and the client.
 
-* Names: one per job family (DESIGN §6).
+* Names: one per operation, declared by the registry (daemon.ops.registry, DESIGN §6).
+* Queues: one per host, `memoryd:queue:<host_id>`.
 * Ids: deterministic. A client request's id is the family plus a hash of its canonical
   JSON payload, so the same request enqueued twice is one job (arq refuses an id whose
   job or result key exists). A scheduled sweep's id names the agent and the interval slot,
@@ -18,27 +19,6 @@ from typing import Any
 import orjson
 
 from daemon.constants import QUEUE_PREFIX
-
-FORGET = "forget"
-ERASE = "erase"
-EXPIRE = "expire"
-INGEST_SWEEP = "ingest_sweep"
-INDEX_SYNC = "index_sync"
-DREAM = "dream"
-BACKFILL = "backfill"
-RETENTION_SWEEP = "retention_sweep"
-JOB_NAMES: tuple[str, ...] = (
-    FORGET,
-    ERASE,
-    EXPIRE,
-    INGEST_SWEEP,
-    INDEX_SYNC,
-    DREAM,
-    BACKFILL,
-    RETENTION_SWEEP,
-)
-# Families that delete data: their counters feed the purge metrics and alerts.
-PURGE_JOBS: frozenset[str] = frozenset({FORGET, ERASE, EXPIRE, RETENTION_SWEEP})
 
 
 def queue_name(host_id: str) -> str:
