@@ -231,3 +231,39 @@ def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
     from daemon.errors import exit_code_of
 
     assert exit_code_of(error) == code
+
+
+def test_every_operation_with_a_command_can_be_enqueued_with_the_same_flags():
+    import click
+
+    from daemon.cli import cli
+    from daemon.ops.registry import OPS
+
+    enqueue = cli.commands["enqueue"]
+    assert isinstance(enqueue, click.Group)
+    for op in OPS:
+        if op.command is None:
+            continue
+        direct = {p.name for p in cli.commands[op.command].params} - {"verify"}  # --verify: forget only
+        queued = {p.name for p in enqueue.commands[op.command].params}
+        assert direct <= queued, f"enqueue {op.command} lacks {sorted(direct - queued)}"
+
+
+def test_a_bad_backfill_is_refused_before_enqueue_with_the_direct_commands_message(
+    tmp_path, redis_url, settings
+):
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    direct = _cli(cfg, "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01")
+    queued = _cli(cfg, "enqueue", "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01")
+    assert direct.returncode == queued.returncode == 2
+    assert (
+        direct.stderr
+        == queued.stderr
+        == "memoryd: error: backfill: from_day: 2026-11-02 is after to_day 2026-11-01\n"
+    )

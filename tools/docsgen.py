@@ -36,37 +36,27 @@ from daemon.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it).
-# `enqueue … --json` prints the enqueued job; with --wait it prints the job's result (the op's report).
+# `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it),
+# for the commands that are not an operation's (those print the op's report: `cli_json_models`).
 CLI_JSON: dict[str, str] = {
     "config check": "daemon.settings:Settings",
     "status": "daemon.status:StatusReport",
     "jobs": "list:daemon.runtime.client:JobReport",
     "demo init": "daemon.demo:DemoReport",
     "sessions": "daemon.ingest.report:SessionsReport",
-    "ingest": "daemon.ingest.report:IngestReport",
     "checkpoints": "daemon.ingest.report:CheckpointsReport",
-    "dream": "daemon.dreaming.report:DreamReport",
     "promote": "daemon.dreaming.report:PromoteReport",
-    "backfill": "daemon.dreaming.report:BackfillReport",
-    "index": "daemon.index.report:IndexReport",
     "search": "daemon.index.report:SearchReport",
-    "forget": "daemon.forget.report:ForgetReport",
     "mem write": "daemon.retention.models:WriteResult",
     "mem read": "daemon.retention.models:ReadResult",
     "mem lineage": "daemon.retention.models:LineageReport",
     "hold add": "daemon.retention.models:HoldView",
     "hold release": "daemon.retention.models:HoldReleased",
     "hold list": "daemon.retention.models:HoldList",
-    "expire": "daemon.retention.models:ExpireReport",
-    "erase": "daemon.retention.receipts:ErasureReceipt",
     "receipts": "daemon.retention.receipts:ReceiptList",
     "verify": "daemon.retention.receipts:Verification",
-    "enqueue forget": "daemon.runtime.client:EnqueuedJob",
-    "enqueue erase": "daemon.runtime.client:EnqueuedJob",
-    "enqueue ingest": "daemon.runtime.client:EnqueuedJob",
-    "enqueue index": "daemon.runtime.client:EnqueuedJob",
 }
+ENQUEUED_JOB = "daemon.runtime.client:EnqueuedJob"
 
 # Defaults computed on the host; the example shows them commented out with where they come from.
 HOST_DEFAULTS = {
@@ -285,20 +275,39 @@ def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
     return out
 
 
+def cli_json_models() -> dict[str, tuple[Any, bool]]:
+    """Every `--json` command -> (the model of what it prints, whether it prints a list of it):
+    an operation's command prints its report; `enqueue <command> --json` the enqueued job (with
+    --wait, the job's result: the same report)."""
+    from daemon.ops.registry import OPS
+
+    refs: dict[str, Any] = dict(CLI_JSON)
+    for op in OPS:
+        if op.command is not None:
+            refs[op.command] = op.result
+            refs[f"enqueue {op.command}"] = ENQUEUED_JOB
+    out: dict[str, tuple[Any, bool]] = {}
+    for command, ref in refs.items():
+        if callable(ref):
+            out[command] = (ref(), False)
+        else:
+            out[command] = (_resolve(ref.removeprefix("list:")), ref.startswith("list:"))
+    return out
+
+
 def cli_json_schemas(missing: list[str] | None = None) -> dict[str, str]:
     """docs/schemas/cli/<command>.schema.json: the document each `--json` prints."""
     from pydantic import TypeAdapter
 
     out: dict[str, str] = {}
-    for command, ref in CLI_JSON.items():
-        many = ref.startswith("list:")
-        try:
-            model = _resolve(ref.removeprefix("list:"))
-        except (ImportError, AttributeError) as exc:
-            if missing is None:
-                raise
-            missing.append(f"{command}: {exc.__class__.__name__}: {exc}")
-            continue
+    try:
+        models = cli_json_models()
+    except (ImportError, AttributeError) as exc:
+        if missing is None:
+            raise
+        missing.append(f"cli: {exc.__class__.__name__}: {exc}")
+        models = {}
+    for command, (model, many) in models.items():
         schema = (
             TypeAdapter(list[model]).json_schema(mode="serialization", by_alias=True)  # type: ignore[valid-type]
             if many

@@ -17,6 +17,7 @@ from daemon.commands import (
     run_async,
     run_op,
 )
+from daemon.commands._enqueue import register_enqueue
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.report import ForgetReport, render_human
 from daemon.forget.request import ForgetRequest
@@ -65,25 +66,23 @@ def selector_options(fn: F) -> F:
     return fn
 
 
-def forget_request(
+def forget_fields(
     agent_id: str,
     sessions: tuple[str, ...],
     participants: tuple[str, ...],
     hook_sources: tuple[str, ...],
     since: str | None,
     dry_run: bool,
-) -> ForgetRequest:
-    """The request the selector flags describe (a bad one is a UsageError, exit 2)."""
-    return forget_op.OP.parse(
-        {
-            "agent": agent_id,
-            "sessions": list(sessions),
-            "participants": list(participants),
-            "hook_sources": list(hook_sources),
-            "since": since,
-            "dry_run": dry_run,
-        }
-    )
+) -> dict[str, Any]:
+    """The request the selector flags describe (validated by the forget operation)."""
+    return {
+        "agent": agent_id,
+        "sessions": list(sessions),
+        "participants": list(participants),
+        "hook_sources": list(hook_sources),
+        "since": since,
+        "dry_run": dry_run,
+    }
 
 
 def _human(report: ForgetReport) -> str:
@@ -127,7 +126,9 @@ def register(cli: click.Group) -> None:
             raise UsageError(
                 "--verify: cannot be combined with --dry-run (a preview removes nothing to verify)"
             )
-        request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
+        request: ForgetRequest = forget_op.OP.parse(
+            forget_fields(agent_id, sessions, participants, hook_sources, since, dry_run)
+        )
         if not verify:
             emit_report(forget_op.OP, run_op(state, forget_op.OP, request), as_json, _human)
             return
@@ -141,3 +142,14 @@ def register(cli: click.Group) -> None:
                 f"forget --verify: the purge is done but the verifier failed ({failed}); "
                 "see the report's verification for where"
             )
+
+    register_enqueue(
+        cli,
+        forget_op.OP,
+        [
+            click.option("--agent", "agent_id", required=True, help="The agent whose memory to purge."),
+            selector_options,
+        ],
+        forget_fields,
+        "Enqueue a forget (same selectors as `memoryd forget`).",
+    )

@@ -19,6 +19,7 @@ from daemon.commands import (
     run_op,
     table,
 )
+from daemon.commands._enqueue import register_enqueue
 from daemon.index.report import IndexReport, SearchReport
 from daemon.index.search import run_search
 from daemon.ops import index_sync as index_op
@@ -96,3 +97,14 @@ def register(cli: click.Group) -> None:
                 return await run_search(rt, query, limit)
 
         emit(run_async(go), as_json, _search_human)
+
+    register_enqueue(
+        cli,
+        index_op.OP,
+        [
+            click.option("--agent", "agent_id", required=True, help="The agent whose index to sync."),
+            click.option("--force", is_flag=True, help="Re-chunk and re-embed even unchanged sources."),
+        ],
+        lambda agent_id, force: {"agent": agent_id, "force": force},
+        "Enqueue an index sync of one agent.",
+    )

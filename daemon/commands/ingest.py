@@ -17,6 +17,7 @@ from daemon.commands import (
     run_op,
     table,
 )
+from daemon.commands._enqueue import register_enqueue
 from daemon.errors import UsageError
 from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import (
@@ -183,3 +184,11 @@ def register(cli: click.Group) -> None:
     def checkpoints(state: CliState, agent_id: str, as_json: bool) -> None:
         """List ingestion checkpoints: fingerprint, cursor and why a session was kept out."""
         emit(run_async(_checkpoints, state.settings, agent_id), as_json, _human_checkpoints)
+
+    register_enqueue(
+        cli,
+        ingest_op.OP,
+        [click.option("--agent", "agent_id", required=True, help="The agent to sweep.")],
+        lambda agent_id: {"agent": agent_id},
+        "Enqueue an ingest sweep of one agent.",
+    )

@@ -19,13 +19,14 @@ from daemon.commands import (
     run_op,
     table,
 )
+from daemon.commands._enqueue import register_enqueue
 from daemon.ops import erase as erase_op
 from daemon.ops import expire as expire_op
 from daemon.redis_conn import connect_redis
 from daemon.retention import api
 from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
 from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
-from daemon.retention.request import EraseRequest, ExpireRequest
+from daemon.retention.request import ExpireRequest
 from daemon.settings import Settings
 
 T = TypeVar("T")
@@ -49,11 +50,9 @@ def erase_options(request_id_help: str) -> Callable[[F], F]:
     return apply
 
 
-def erase_request(scope: str, allow_partial: bool, request_id: str | None, dry_run: bool) -> EraseRequest:
-    """The request the erasure flags describe (a bad one is a UsageError, exit 2)."""
-    return erase_op.OP.parse(
-        {"scope": scope, "allow_partial": allow_partial, "request_id": request_id, "dry_run": dry_run}
-    )
+def erase_fields(scope: str, allow_partial: bool, request_id: str | None, dry_run: bool) -> dict[str, Any]:
+    """The request the erasure flags describe (validated by the erase operation)."""
+    return {"scope": scope, "allow_partial": allow_partial, "request_id": request_id, "dry_run": dry_run}
 
 
 def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -280,8 +279,24 @@ def register(cli: click.Group) -> None:
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
         printed either way.
         """
-        request = erase_request(scope, allow_partial, request_id, dry_run)
+        request = erase_op.OP.parse(erase_fields(scope, allow_partial, request_id, dry_run))
         emit_report(erase_op.OP, run_op(state, erase_op.OP, request), as_json, _receipt_human)
+
+    register_enqueue(
+        cli,
+        expire_op.OP,
+        [],
+        dict,
+        "Enqueue an expiry run (as `memoryd expire`) on the host's queue.",
+    )
+    register_enqueue(
+        cli,
+        erase_op.OP,
+        [erase_options("Your reference, copied to the receipt (a new one also makes a new job).")],
+        erase_fields,
+        "Enqueue an erasure (same flags as `memoryd erase`); its arguments and result are kept in\n"
+        "        Redis only retention.erase_result_ttl_s.",
+    )
 
     @cli.command("receipts")
     @json_option
