@@ -22,7 +22,7 @@ import orjson
 
 from bench import arq_worker
 from bench.runner import Context, Row, at_most, entry_point_missing, info, not_available, run_async
-from bench.scenarios._common import CONTEXT, FORGET, FORGET_OP, INGEST, entry, sweep_agents
+from bench.scenarios._common import CONTEXT, FORGET_OP, INGEST, RUN_FORGET, entry, sweep_agents
 
 NAME = "forget_job"
 AGENT = "main"
@@ -36,7 +36,7 @@ def missing() -> str | None:
     return entry_point_missing(
         CONTEXT,
         INGEST,
-        FORGET,
+        RUN_FORGET,
         FORGET_OP,
         "workers.worker:worker_kwargs",
         "daemon.runtime.client:MemorydClient",
@@ -50,7 +50,7 @@ async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float,
     request = entry(FORGET_OP).parse(payload)
     t0 = time.perf_counter()
     async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:
-        report = await entry(FORGET)(rt, request)
+        report = await entry(RUN_FORGET)(rt, request)
     elapsed = time.perf_counter() - t0
     return elapsed, len(orjson.dumps(report.model_dump(mode="json")))
 
