@@ -59,8 +59,8 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
     from redis.asyncio import ConnectionPool
 
     from daemon.runtime.wire import deserialize, serialize
+    from daemon.runtime.worker import MemorydWorker
     from tests.conftest import REDIS_URL
-    from workers.worker import MemorydWorker
 
     runs: list[dict] = []
     started, release = anyio.Event(), anyio.Event()

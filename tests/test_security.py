@@ -28,11 +28,11 @@ from daemon.runtime import metrics
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.service import check_state_dir
 from daemon.runtime.wire import deserialize, queue_name, serialize
+from daemon.runtime.worker import worker_kwargs
 from daemon.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, write_config
-from workers.worker import worker_kwargs
 
 FORGET = forget_op.OP.name
 

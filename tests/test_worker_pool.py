@@ -21,11 +21,11 @@ from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import JobReport, MemorydClient
 from daemon.runtime.service import arq_pool
 from daemon.runtime.wire import queue_name
+from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis
-from workers.worker import MemorydWorker, worker_kwargs
 
 ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
 

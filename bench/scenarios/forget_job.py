@@ -2,7 +2,7 @@
 real session, against a no-op arq job round trip on the same Redis in the same run, plus the
 same forget run in-process. Target: job <= no-op + in-process.
 
-As a real caller would: memoryd's own worker (workers.worker) runs in a process of its own
+As a real caller would: memoryd's own worker (daemon.runtime.worker) runs in a process of its own
 (bench.arq_worker) and this process enqueues with `daemon.runtime.client.MemorydClient` and waits for
 the report with its polls. The no-op job returns as many bytes as the forget report, so storing,
 reading and decoding the result count on both sides. Both forgets are previews (dry runs), so
@@ -38,7 +38,7 @@ def missing() -> str | None:
         INGEST,
         RUN_FORGET,
         FORGET_OP,
-        "workers.worker:worker_kwargs",
+        "daemon.runtime.worker:worker_kwargs",
         "daemon.runtime.client:MemorydClient",
     )
 
