@@ -3,8 +3,12 @@ payload validation before anything runs, JSON on the wire, idempotent reruns, er
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
+import anyio
 import orjson
 import pytest
 
@@ -17,7 +21,7 @@ from daemon.runtime.wire import queue_name, request_job_id
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
-from tests.daemon_harness import cleanup_redis
+from tests.daemon_harness import REPO, cleanup_redis, write_config
 
 ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
 
@@ -303,3 +307,42 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
             await task
         await pool.aclose(close_connection_pool=True)
         await redis.delete(QUEUE_BELL_KEY.format(queue=queue))
+
+
+def _run_arq_command(config, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMORYD_CONFIG": str(config)}
+    return subprocess.run(
+        [sys.executable, "-m", "arq", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+async def test_arqs_own_command_runs_the_registrys_jobs_from_the_worker_settings(world, tmp_path, redis_url):
+    settings, queue, job_ids = world
+    config = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue(
+            FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue, request_id="arq"
+        )
+        job_ids.append(job.job_id)
+        ran = await anyio.to_thread.run_sync(
+            _run_arq_command, config, "workers.settings.WorkerSettings", "--burst"
+        )
+        assert ran.returncode == 0, ran.stderr
+        report = await client.job(job.job_id)
+    assert report.state == "complete" and report.result is not None
+    assert report.result["sessionIds"] == ["s-one"]
+    assert "s-one" not in ran.stdout + ran.stderr  # arq's job lines (the payload) are kept out
+
+
+def test_arqs_own_command_with_a_bad_config_ends_with_one_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("no_such_key = 1\n")
+    ran = _run_arq_command(bad, "workers.settings.WorkerSettings", "--burst")
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines() == [f"memoryd: error: {bad}: unknown key 'no_such_key'"]
