@@ -346,3 +346,27 @@ def test_arqs_own_command_with_a_bad_config_ends_with_one_line(tmp_path):
     ran = _run_arq_command(bad, "workers.settings.WorkerSettings", "--burst")
     assert ran.returncode == 1
     assert ran.stderr.strip().splitlines() == [f"memoryd: error: {bad}: unknown key 'no_such_key'"]
+
+
+async def test_the_job_list_shows_finished_jobs_through_arqs_job_api_and_skips_what_is_not_json(world, redis):
+    settings, queue, job_ids = world
+    foreign = f"arq:result:not-ours-{settings.daemon.host_id}"
+    await redis.set(foreign, b"\x80\x04K\x01.", px=60_000)  # a pickle another tool left: never read
+    try:
+        done = await enqueue_and_run(
+            settings,
+            queue,
+            job_ids,
+            FORGET,
+            {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+            request_id="listed",
+        )
+        async with MemorydClient.connect(settings) as client:
+            listed = await client.list_jobs(queue)
+            waited = await client.wait(done.job_id, queue=queue, timeout_s=5)
+    finally:
+        await redis.delete(foreign)
+    [row] = [j for j in listed if j.job_id == done.job_id]
+    assert row == done == waited
+    assert row.state == "complete" and row.queue == queue and row.tries == 1
+    assert row.enqueued_at and row.started_at and row.finished_at and row.result["dryRun"] is True

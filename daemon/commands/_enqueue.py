@@ -60,7 +60,7 @@ def enqueue_and_maybe_wait(
     async def go() -> tuple[Any, Any]:
         async with MemorydClient.connect(state.settings) as client:
             job = await action(client)
-            report = await client.wait(job.job_id, timeout_s=timeout_s) if wait else None
+            report = await client.wait(job.job_id, queue=job.queue, timeout_s=timeout_s) if wait else None
             return job, report
 
     job, report = run_async(go)

@@ -30,7 +30,8 @@ from typing import Any, Literal
 
 import anyio
 from arq.connections import ArqRedis
-from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
+from arq.constants import default_queue_name, result_key_prefix, retry_key_prefix
+from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.asyncio import ConnectionPool
@@ -105,10 +106,48 @@ class JobReport(_Model):
         return exit_code_of((self.error or "").split(":", 1)[0])
 
 
-def _iso(ms: Any) -> str | None:
-    if not isinstance(ms, int | float):
+_STATES: dict[JobStatus, JobState] = {
+    JobStatus.queued: "queued",
+    JobStatus.deferred: "deferred",
+    JobStatus.in_progress: "running",
+    JobStatus.complete: "complete",
+}
+
+
+def _iso(when: datetime | None) -> str | None:
+    if when is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _finished(job_id: str, r: JobResult) -> JobReport:
+    return JobReport(
+        job_id=job_id,
+        function=r.function,
+        queue=r.queue_name,
+        state="complete" if r.success else "failed",
+        tries=r.job_try,
+        enqueued_at=_iso(r.enqueue_time),
+        started_at=_iso(r.start_time),
+        finished_at=_iso(r.finish_time),
+        error=None if r.success else _error_text(r.result),
+        result=r.result if r.success and isinstance(r.result, dict) else None,
+    )
+
+
+def _not_found(job_id: str, queue: str | None) -> JobReport:
+    return JobReport(
+        job_id=job_id,
+        function=job_name_of(job_id),
+        queue=queue,
+        state="not_found",
+        tries=None,
+        enqueued_at=None,
+        started_at=None,
+        finished_at=None,
+        error=None,
+        result=None,
+    )
 
 
 def _error_text(result: Any) -> str:
@@ -237,68 +276,49 @@ class MemorydClient:
 
     # --- results ----------------------------------------------------------------------------
 
+    def _handle(self, job_id: str, queue: str | None) -> Job:
+        # Without its queue arq's Job cannot see a queued job's score; it is then given arq's
+        # default queue, which memoryd never uses (and which an ACL for `~arq:*` allows), and
+        # the job reads as not found there: `job` and `wait` tell "queued" from its job key.
+        return Job(job_id, self.redis, _queue_name=queue or default_queue_name, _deserializer=deserialize)
+
     async def job(self, job_id: str, queue: str | None = None) -> JobReport:
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.get(result_key_prefix + job_id)
-            pipe.get(job_key_prefix + job_id)
-            pipe.exists(in_progress_key_prefix + job_id)
-            pipe.get(retry_key_prefix + job_id)
-            result_raw, job_raw, running, retries = await pipe.execute()
-        if result_raw:
-            r = deserialize(result_raw)
-            ok = bool(r.get("s"))
-            return JobReport(
-                job_id=job_id,
-                function=r.get("f", job_name_of(job_id)),
-                queue=r.get("q"),
-                state="complete" if ok else "failed",
-                tries=r.get("t"),
-                enqueued_at=_iso(r.get("et")),
-                started_at=_iso(r.get("st")),
-                finished_at=_iso(r.get("ft")),
-                error=None if ok else _error_text(r.get("r")),
-                result=r.get("r") if ok and isinstance(r.get("r"), dict) else None,
-            )
-        if job_raw:
-            j = deserialize(job_raw)
-            state: JobState = "running" if running else "queued"
-            if not running and queue is not None:
-                score = await self.redis.zscore(queue, job_id)
-                if score is not None and score > time.time() * 1000:
-                    state = "deferred"
-            tries = int(retries) if retries else j.get("t")
-            return JobReport(
-                job_id=job_id,
-                function=j.get("f", job_name_of(job_id)),
-                queue=queue,
-                state=state,
-                tries=tries,
-                enqueued_at=_iso(j.get("et")),
-                started_at=None,
-                finished_at=None,
-                error=None,
-                result=None,
-            )
+        """The job's state and, once it is done, its result (arq's Job API: result_info, info, status)."""
+        handle = self._handle(job_id, queue)
+        done = await handle.result_info()
+        if done is not None:
+            return _finished(job_id, done)
+        info = await handle.info()
+        if info is None:
+            return _not_found(job_id, queue)
+        status = await handle.status()
+        state: JobState = _STATES.get(status, "queued")  # a job key but no known queue: queued
+        # arq's Job API has no try count for a job that has not finished; its retry counter
+        # (incremented as each try starts) is the record.
+        retries = await self.redis.get(retry_key_prefix + job_id)
         return JobReport(
             job_id=job_id,
-            function=job_name_of(job_id),
+            function=info.function,
             queue=queue,
-            state="not_found",
-            tries=None,
-            enqueued_at=None,
+            state=state,
+            tries=int(retries) if retries else info.job_try,
+            enqueued_at=_iso(info.enqueue_time),
             started_at=None,
             finished_at=None,
             error=None,
             result=None,
         )
 
-    async def wait(self, job_id: str, *, timeout_s: float | None = None) -> JobReport:
+    async def wait(
+        self, job_id: str, *, queue: str | None = None, timeout_s: float | None = None
+    ) -> JobReport:
         """Wait until the job is complete or failed; OperationFailed on timeout or an unknown job.
 
         The worker rings the job's doorbell (JOB_DONE_KEY) once its result is stored, and a
-        background BLPOP wakes this wait at once. The result itself is always read from arq's
-        key, polled on the usual back-off, so a missed ring (a daemon without it, another
-        client popping it first) only costs the next poll.
+        background BLPOP wakes this wait at once. The result itself is always read through
+        arq's Job (`result_info`, then `status`), polled on the usual back-off, so a missed ring
+        (a daemon without it, another client popping it first) only costs the next poll. With
+        the job's `queue` (EnqueuedJob.queue) a poll of a pending job is two Redis round trips.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         bell = _Doorbell()
@@ -306,7 +326,7 @@ class MemorydClient:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._listen, job_id, bell, deadline)
                 try:
-                    report = await self._poll(job_id, bell, deadline, timeout_s)
+                    report = await self._poll(self._handle(job_id, queue), queue, bell, deadline, timeout_s)
                 finally:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # the listener never fails: hand the poll's error on as is
@@ -316,16 +336,26 @@ class MemorydClient:
         return report
 
     async def _poll(
-        self, job_id: str, bell: _Doorbell, deadline: float | None, timeout_s: float | None
+        self,
+        handle: Job,
+        queue: str | None,
+        bell: _Doorbell,
+        deadline: float | None,
+        timeout_s: float | None,
     ) -> JobReport:
+        job_id = handle.job_id
         while True:
-            report = await self.job(job_id)
-            if report.state == "not_found":
+            done = await handle.result_info()
+            if done is not None:
+                return _finished(job_id, done)
+            status = await handle.status()
+            if status is JobStatus.complete:
+                continue  # it finished between the two reads
+            if status is JobStatus.not_found and (queue is not None or await handle.info() is None):
                 raise OperationFailed(f"job {job_id}: not found (never enqueued, or its result expired)")
-            if report.done:
-                return report
             if deadline is not None and time.monotonic() >= deadline:
-                raise OperationFailed(f"job {job_id}: still {report.state} after {timeout_s:g}s")
+                state = _STATES.get(status, "queued")  # a job key but no known queue: queued
+                raise OperationFailed(f"job {job_id}: still {state} after {timeout_s:g}s")
             # The ring normally ends this wait; the poll delay bounds a missed one. No faster
             # polls: they would only take CPU from the worker running the job.
             with anyio.move_on_after(self.poll_delay_s):
@@ -350,20 +380,18 @@ class MemorydClient:
         """Queued and running jobs of a queue (oldest first), then its newest finished jobs."""
         pending = [m.decode() for m in await self.redis.zrange(queue, 0, -1)]
         out = [await self.job(job_id, queue) for job_id in pending]
-        finished: list[tuple[int, JobReport]] = []
+        finished: list[JobReport] = []
+        # SCAN, not arq's all_job_results (KEYS over the whole keyspace, failing on a result
+        # that expires meanwhile); each result is read through arq's Job.
         async for key in self.redis.scan_iter(match=result_key_prefix + "*", count=500):
-            raw = await self.redis.get(key)
-            if not raw:
-                continue
-            try:
-                r = deserialize(raw)
-            except ValueError:
-                continue
-            if r.get("q") != queue:
-                continue
             job_id = key.decode()[len(result_key_prefix) :]
             if job_id in pending:
                 continue
-            finished.append((int(r.get("ft") or 0), await self.job(job_id, queue)))
-        finished.sort(key=lambda item: item[0], reverse=True)
-        return out + [report for _, report in finished[:finished_limit]]
+            try:
+                done = await self._handle(job_id, queue).result_info()
+            except DeserializationError:
+                continue  # not JSON: not a job of ours
+            if done is not None and done.queue_name == queue:
+                finished.append(_finished(job_id, done))
+        finished.sort(key=lambda report: report.finished_at or "", reverse=True)
+        return out + finished[:finished_limit]
