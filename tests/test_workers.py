@@ -370,3 +370,55 @@ async def test_the_job_list_shows_finished_jobs_through_arqs_job_api_and_skips_w
     assert row == done == waited
     assert row.state == "complete" and row.queue == queue and row.tries == 1
     assert row.enqueued_at and row.started_at and row.finished_at and row.result["dryRun"] is True
+
+
+def _results_quoting(raw_results: dict[str, bytes], needles: tuple[str, ...]) -> list[str]:
+    """The job ids whose stored result quotes any of `needles` (JSON-escaped or not)."""
+    quoted = []
+    for job_id, raw in raw_results.items():
+        text = raw.decode("utf-8", "replace")
+        if any(n in text or orjson.dumps(n).decode()[1:-1] in text for n in needles):
+            quoted.append(job_id)
+    return quoted
+
+
+MEMORY_TEXT = ("orchard rota changes", "on Tuesdays")
+
+
+async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
+    """DESIGN §6: a result is stored in Redis, outside what forget and erase reach, so no
+    operation's report may carry memory text; the registry declares it (and none may)."""
+    from daemon.ops.registry import OPS
+
+    settings, queue, job_ids = world
+    payloads = {
+        "ingest_sweep": {"agent": "main"},
+        "dream": {"agent": "main"},
+        "index_sync": {"agent": "main"},
+        "backfill": {"agent": "main"},
+        "forget": {"agent": "main", "participants": ["nora"], "dry_run": True},
+        "erase": {"scope": "tenant:default:user:nora", "dry_run": True},
+        "expire": {},
+        "retention_sweep": {},
+    }
+    assert set(payloads) == {op.name for op in OPS}  # every operation is run here
+    assert not any(op.result_may_carry_memory_text for op in OPS)
+    raw: dict[str, bytes] = {}
+    reports: dict[str, dict[str, Any]] = {}
+    async with MemorydClient.connect(settings) as client:
+        for name, payload in [*payloads.items(), ("forget", {"agent": "main", "participants": ["nora"]})]:
+            job = await client.enqueue(name, payload, queue=queue, request_id=f"text-{len(raw)}")
+            job_ids.append(job.job_id)
+            await run_jobs(settings, queue)
+            report = await client.job(job.job_id)
+            assert report.state == "complete" and report.result is not None, (name, report.error)
+            raw[job.job_id] = await redis.get(f"arq:result:{job.job_id}")
+            reports[name] = report.result
+    # The text was there to quote: staged, indexed, then purged by the last forget.
+    assert reports["ingest_sweep"]["messagesStaged"] > 0 and reports["forget"]["sessionIds"] == ["s-one"]
+    assert _results_quoting(raw, MEMORY_TEXT) == []
+
+
+def test_the_memory_text_check_finds_text_planted_in_a_result():
+    planted = {"forget:x": orjson.dumps({"r": {"snippet": "Remember the orchard rota changes on Tuesdays."}})}
+    assert _results_quoting(planted, MEMORY_TEXT) == ["forget:x"]

@@ -100,8 +100,9 @@ class Op(Generic[R]):
     # The payload names a data subject: its job key expires after result_ttl_s if not
     # delivered, and a job given up before it ran keeps its result no longer either.
     payload_names_subject: bool = False
-    # A result is stored in Redis, outside what forget and erase reach (DESIGN §6): only an op
-    # whose report may quote memory text sets this, and its result then lives result_ttl_s only.
+    # Whether its report may quote memory text. A result is stored in Redis, outside what
+    # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
+    # checks its stored result against this.
     result_may_carry_memory_text: bool = False
     # The error a successful report still means for the CLI's exit code (a refused erasure).
     outcome: Callable[[Mapping[str, Any]], MemorydError | None] = no_outcome
