@@ -33,8 +33,11 @@ def test_every_job_has_a_payload_and_a_result_schema() -> None:
 def test_the_job_contract_lists_every_operation_with_its_schemas() -> None:
     text = (ROOT / "docs" / "jobs.md").read_text()
     for op in OPS:
-        row = f"| `{op.name}` | [{op.name}.payload](schemas/{op.name}.payload.schema.json) |"
-        assert row in text, f"docs/jobs.md: no table row for {op.name}"
+        row = (
+            f"| `{op.name}` | [{op.name}.payload](schemas/{op.name}.payload.schema.json) | "
+            f"[{op.name}.result](schemas/{op.name}.result.schema.json) | {op.summary} |"
+        )
+        assert row in text, f"docs/jobs.md: no table row for {op.name} with its summary"
 
 
 def test_example_config_loads_and_its_values_are_the_defaults(tmp_path: Path) -> None:
