@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import LockTimeout
 from daemon.lock import Lease
-from daemon.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Routing
+from daemon.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Routing, agent_of
 from daemon.redis_conn import connect_redis
 from daemon.settings import Settings
 
@@ -37,13 +37,6 @@ class Resources(Protocol):
     def lock_waited(self, op: str, waited_s: float, *, timed_out: bool) -> None:
         """Called once per whole-run lock acquisition (metrics)."""
         ...
-
-
-def agent_of(request: BaseModel) -> str:
-    agent = getattr(request, "agent", None)
-    if not isinstance(agent, str):
-        raise TypeError(f"{type(request).__name__} names no agent")
-    return agent
 
 
 async def execute(

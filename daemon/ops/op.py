@@ -138,6 +138,14 @@ class Op(Generic[R]):
         return None if self.interval_s is None else self.interval_s(settings)
 
 
+def agent_of(request: BaseModel) -> str:
+    """The agent an agent-routed request names (its `agent` field)."""
+    agent = getattr(request, "agent", None)
+    if not isinstance(agent, str):
+        raise TypeError(f"{type(request).__name__} names no agent")
+    return agent
+
+
 def describe_validation(err: ValidationError) -> str:
     """`<field>: <problem>` for the first error (the field dotted, as the payload names it)."""
     first = err.errors()[0]

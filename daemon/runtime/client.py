@@ -50,8 +50,7 @@ from daemon.ops import erase as erase_op
 from daemon.ops import forget as forget_op
 from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
-from daemon.ops.execute import agent_of
-from daemon.ops.op import Op, Routing
+from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
 from daemon.runtime.wire import deserialize, job_name_of, request_job_id, serialize

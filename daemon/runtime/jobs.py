@@ -21,8 +21,8 @@ from redis.asyncio import Redis
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import agent_paths
 from daemon.errors import AgentNotServed
-from daemon.ops.execute import agent_of, execute
-from daemon.ops.op import Op, Routing
+from daemon.ops.execute import execute
+from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import OPS
 from daemon.runtime import metrics
 from daemon.runtime.store_pool import StorePool
