@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 async def _run(ctx: OpContext, request: EraseRequest) -> BaseModel:
     from daemon.ops.erasure import run_erase
 
-    return await run_erase(ctx.settings, ctx.redis, request)  # type: ignore[arg-type]  # None: dry run
+    return await run_erase(ctx.settings, ctx.redis, request)  # no Redis for a dry run (LockPolicy.NONE)
 
 
 def _result() -> type[BaseModel]:

@@ -28,9 +28,15 @@ async def purge_sessions(rt: AgentRuntime, session_ids: list[str], lease: Lease)
 
 
 async def run_erase(
-    settings: Settings, redis: Redis, request: EraseRequest, *, now: int | None = None, verify: bool = True
+    settings: Settings,
+    redis: Redis | None,
+    request: EraseRequest,
+    *,
+    now: int | None = None,
+    verify: bool = True,
 ) -> ErasureReceipt:
-    """Erase `request.scope` (daemon.retention.erase), purging its sessions with forget."""
+    """Erase `request.scope` (daemon.retention.erase), purging its sessions with forget; a dry
+    run needs no Redis."""
     return await erase.run_erase(
         settings, redis, request, purge_sessions=purge_sessions, now=now, verify=verify
     )

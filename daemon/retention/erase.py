@@ -313,7 +313,7 @@ async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[Erasure
 
 async def run_erase(
     settings: Settings,
-    redis: Redis,
+    redis: Redis | None,
     request: EraseRequest,
     *,
     purge_sessions: PurgeSessions,
@@ -321,13 +321,15 @@ async def run_erase(
     verify: bool = True,
 ) -> ErasureReceipt:
     """Erase `request.scope` (see the module doc). Refusal is a receipt with state `refused`,
-    not an exception: the CLI turns it into exit 3, the job returns it."""
+    not an exception: the CLI turns it into exit 3, the job returns it. A dry run takes no
+    lock, so it needs no Redis (`redis` None)."""
     from daemon.retention.verify import run_verify
 
     ts = now if now is not None else now_ms()
     if request.dry_run:
         plan, _ = await plan_erase(settings, request)
         return build_receipt(plan, request, ts, planned_artifacts(plan), None)
+    assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
         plan, subject = await _prepare(settings, store, request)
         if plan.state == "refused":
