@@ -10,8 +10,7 @@ read-only commands. The runtime's own Redis client connects on first use (the lo
 operation that ends up changing nothing (a quiet re-sweep) never talks to Redis; an
 unreachable Redis is then reported by the lock ("workspace lock: Redis unavailable").
 
-`pooled_runtime` is the same runtime for the worker, which keeps its stores open between
-jobs: the store is checked out of the worker's StorePool, Redis is the worker's client.
+The worker builds the same runtime over the stores it keeps open (daemon.runtime.jobs).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from redis.asyncio import Redis
 from daemon.agents import AgentPaths, agent_paths
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redis_from_url
-from daemon.runtime.store_pool import StorePool
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
@@ -97,18 +95,3 @@ async def agent_runtime(
             await store.close()
         if client is not None and own_client:
             await client.aclose()
-
-
-@asynccontextmanager
-async def pooled_runtime(
-    settings: Settings,
-    agent_id: str,
-    stores: StorePool,
-    *,
-    readonly: bool = False,
-    redis: Redis | None = None,
-) -> AsyncIterator[AgentRuntime]:
-    paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id)
-    async with stores.checkout(paths.db_path, readonly=readonly) as store:
-        yield AgentRuntime(settings, paths, store, redis, source, readonly)

@@ -49,3 +49,24 @@ class WriteConflict(OperationFailed):
 
 class SourceChanged(OperationFailed):
     """A source changed (or a session was forgotten) while derived data was being prepared."""
+
+
+class JobPayloadError(UsageError):
+    """A request (CLI flags, a client call or a job's payload) does not match its operation's
+    request model; nothing ran. The name is the one other tools see in a failed job's result."""
+
+
+class AgentNotServed(UsageError):
+    """The job names an agent this host does not own."""
+
+
+def exit_code_of(error_class: str) -> int:
+    """The exit code of an error class named in a failed job's result (`{"error": <class>}`);
+    1 for a class that is not ours (arq's, Python's)."""
+    pending: list[type[MemorydError]] = [MemorydError]
+    while pending:
+        cls = pending.pop()
+        if cls.__name__ == error_class:
+            return cls.exit_code
+        pending.extend(cls.__subclasses__())
+    return 1

@@ -20,9 +20,9 @@ from redis.exceptions import RedisError
 from daemon.agents import agent_paths, list_agents
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
 from daemon.errors import MemorydError
-from daemon.jobs import queue_name
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
+from daemon.runtime.wire import queue_name
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, Store, table_exists

@@ -17,8 +17,8 @@ import redis as sync_redis
 from daemon.agent_runtime import agent_runtime
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
 from daemon.failpoints import TRACE_ENV_VAR
-from daemon.jobs import queue_name
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.wire import queue_name
 from daemon.settings import Settings
 from daemon.store.tombstones import is_forgotten
 from tests.polling import until
@@ -178,6 +178,19 @@ def host_record(redis_url: str, host_id: str) -> dict[str, Any]:
         return {k.decode(): v.decode() for k, v in r.hgetall(HOST_KEY.format(host=host_id)).items()}
     finally:
         r.close()
+
+
+def start_cli(config: Path, *args: str) -> subprocess.Popen[str]:
+    """`memoryd --config CONFIG ARGS…` started in the background, output piped."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def run_cli(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -101,9 +101,9 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
     from arq.worker import func
     from redis.asyncio import ConnectionPool
 
-    from daemon.jobs import deserialize, serialize
+    from daemon.runtime.wire import deserialize, serialize
+    from daemon.runtime.worker import MemorydWorker
     from tests.conftest import REDIS_URL
-    from workers.worker import MemorydWorker
 
     runs: list[dict] = []
     started, release = anyio.Event(), anyio.Event()
@@ -166,7 +166,7 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
     from daemon.agent_runtime import agent_runtime
     from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.retention import api
+    from daemon.ops import erasure
     from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
     from daemon.retention.verify import run_verify
@@ -178,7 +178,7 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     b = add_two_users(sessions_root, acknowledged=False)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         assert (await run_ingest_sweep(rt)).messages_staged == 2
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
     assert receipt.state == "complete" and receipt.verified, receipt
 
     b.append("sess-nora-1", [Msg("assistant", "noted: the violet mongoose")], start_index=1)
@@ -203,7 +203,7 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     from daemon.forget.request import ForgetRequest
     from daemon.forget.run import run_forget
     from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.retention import api
+    from daemon.ops import erasure
     from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
     from daemon.retention.verify import run_verify
@@ -215,7 +215,7 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     add_two_users(sessions_root, acknowledged=False)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-    assert (await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
+    assert (await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))).verified
 
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1", "sess-omar-1"]))

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from redis.asyncio import Redis
 
 from daemon.constants import AGENT_OWNER_KEY
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
-from daemon.jobs import queue_name
 from daemon.runtime.client import MemorydClient
-from tests.daemon_harness import cleanup_redis, run_cli, write_config
+from daemon.runtime.wire import queue_name
+from tests.daemon_harness import cleanup_redis, run_cli, start_cli, write_config
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ async def test_a_bad_request_is_refused_by_the_client_before_enqueue(settings, r
     async with MemorydClient.connect(settings) as client:
         with pytest.raises(UsageError, match="memory forget requires a session"):
             await client.enqueue_forget({"agent": agent})
-        with pytest.raises(UsageError, match="forget request: colour: Extra inputs are not permitted"):
+        with pytest.raises(UsageError, match="forget: colour: unknown field"):
             await client.enqueue_forget({"agent": agent, "sessions": ["s1"], "colour": "red"})
     assert await redis.zcard(queue) == 0
 
@@ -141,3 +142,105 @@ async def test_an_erase_is_validated_before_enqueue_and_its_payload_expires(sett
         job_ids.append(job.job_id)
     assert job.queue == queue
     assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= settings.retention.erase_result_ttl_s * 1000
+
+
+async def test_an_erase_refused_by_a_hold_exits_3_whether_run_directly_or_enqueued_and_waited_for(
+    tmp_path, settings, redis_url
+):
+    """The same request has the same exit code and message however it is sent: a refused
+    erasure is a receipt (the job completes), and `enqueue erase --wait` exits 3 on it too."""
+    import anyio
+
+    from tests.worker_harness import run_jobs
+
+    host = settings.daemon.host_id
+    queue = queue_name(host)
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    scope = f"tenant:t:user:held-{host}"
+    wrote = run_cli(cfg, "mem", "write", "--scope", scope, "--content", "a note under a legal hold")
+    held = run_cli(cfg, "hold", "add", "--scope", scope, "--reason", "case 12")
+    assert wrote.returncode == held.returncode == 0, wrote.stderr + held.stderr
+    direct = run_cli(cfg, "erase", "--scope", scope)
+    assert direct.returncode == 3, direct.stderr
+    assert "erasure refused: 1 item(s) under legal hold" in direct.stderr
+
+    waiting = start_cli(
+        cfg, "enqueue", "erase", "--scope", scope, "--queue", queue, "--wait", "--timeout", "60", "--json"
+    )
+    r = Redis.from_url(redis_url)
+    try:
+        with anyio.fail_after(60):
+            while await r.zcard(queue) == 0:  # the CLI has enqueued it and waits
+                assert waiting.poll() is None, waiting.communicate()
+                await anyio.sleep(0.05)
+        await run_jobs(settings, queue)
+        out, err = await anyio.to_thread.run_sync(waiting.communicate, 60)
+        assert waiting.returncode == 3, err
+        assert json.loads(out)["state"] == "refused"  # the receipt is printed either way
+        assert direct.stderr.splitlines()[-1] in err  # with the direct command's message
+    finally:
+        waiting.kill()
+        await r.aclose()
+        cleanup_redis(redis_url, [host], [])
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("JobPayloadError", 2),
+        ("AgentNotServed", 2),
+        ("ConfigError", 2),
+        ("LockTimeout", 3),
+        ("RefusedError", 3),
+        ("FencedOut", 1),
+        ("JobExecutionFailed", 1),  # arq's own (max tries exceeded): not ours, a failure
+    ],
+)
+def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
+    from daemon.errors import exit_code_of
+
+    assert exit_code_of(error) == code
+
+
+def test_every_operation_with_a_command_can_be_enqueued_with_the_same_flags():
+    import click
+
+    from daemon.cli import cli
+    from daemon.ops.registry import OPS
+
+    enqueue = cli.commands["enqueue"]
+    assert isinstance(enqueue, click.Group)
+    for op in OPS:
+        if op.command is None:
+            continue
+        direct = {p.name for p in cli.commands[op.command].params} - {"verify"}  # --verify: forget only
+        queued = {p.name for p in enqueue.commands[op.command].params}
+        assert direct <= queued, f"enqueue {op.command} lacks {sorted(direct - queued)}"
+
+
+def test_a_bad_backfill_is_refused_before_enqueue_with_the_direct_commands_message(
+    tmp_path, redis_url, settings
+):
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    direct = run_cli(cfg, "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01")
+    queued = run_cli(
+        cfg, "enqueue", "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01"
+    )
+    assert direct.returncode == queued.returncode == 2
+    assert (
+        direct.stderr
+        == queued.stderr
+        == "memoryd: error: backfill: from_day: 2026-11-02 is after to_day 2026-11-01\n"
+    )

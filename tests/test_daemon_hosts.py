@@ -11,9 +11,10 @@ import anyio
 import pytest
 
 from daemon.forget.request import ForgetRequest
-from daemon.jobs import FORGET, queue_name
 from daemon.lock import WorkspaceLock
+from daemon.ops import forget as forget_op
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.wire import queue_name
 from daemon.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
@@ -29,6 +30,8 @@ from tests.daemon_harness import (
 from tools.chaos import PrivateRedis
 
 pytestmark = pytest.mark.slow  # runs memoryd as processes
+
+FORGET = forget_op.OP.name
 
 
 def _metric(port: int, name: str) -> float:

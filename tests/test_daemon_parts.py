@@ -9,20 +9,23 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.jobs import (
-    DREAM,
-    INDEX_SYNC,
-    INGEST_SWEEP,
-    RETENTION_SWEEP,
-    deserialize,
-    request_job_id,
-    serialize,
-)
+from daemon.ops import dream as dream_op
+from daemon.ops import index_sync as index_op
+from daemon.ops import ingest_sweep as ingest_op
+from daemon.ops import retention_sweep as retention_sweep_op
 from daemon.runtime.scheduler import Schedule, Scheduler, due, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.service import arq_pool
+from daemon.runtime.wire import deserialize, request_job_id, serialize
 from daemon.status import CheckpointRow, summarize
 from tests.daemon_harness import cleanup_redis
+
+DREAM, INDEX_SYNC, INGEST_SWEEP, RETENTION_SWEEP = (
+    dream_op.OP.name,
+    index_op.OP.name,
+    ingest_op.OP.name,
+    retention_sweep_op.OP.name,
+)
 
 PLAN = (
     Schedule(INGEST_SWEEP, 300),

@@ -178,9 +178,9 @@ async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
     production_redis, tmp_path, unique
 ):
     from daemon.forget.request import ForgetRequest
-    from daemon.jobs import queue_name
     from daemon.runtime.client import MemorydClient
     from daemon.runtime.service import Service
+    from daemon.runtime.wire import queue_name
     from daemon.settings import load_settings
     from daemon.status import collect_status
     from tests.builders import Msg, SessionStoreBuilder

@@ -3,13 +3,12 @@ TOML, CLI reference and the JSON Schemas of job payloads and results."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import tomllib
 from pathlib import Path
 
-from daemon.jobs import JOB_NAMES
+from daemon.ops.registry import OPS, op_named
 from daemon.settings import load_settings
 from tools import docsgen
 
@@ -23,8 +22,7 @@ def test_committed_reference_docs_equal_what_the_code_generates() -> None:
 
 
 def test_every_job_has_a_payload_and_a_result_schema() -> None:
-    assert set(docsgen.JOBS) == set(JOB_NAMES)
-    for job in JOB_NAMES:
+    for job in (op.name for op in OPS):
         for kind in ("payload", "result"):
             schema = json.loads((ROOT / "docs" / "schemas" / f"{job}.{kind}.schema.json").read_text())
             assert schema["type"] == "object" and "properties" in schema, f"{job}.{kind}"
@@ -32,29 +30,14 @@ def test_every_job_has_a_payload_and_a_result_schema() -> None:
         assert payload.get("additionalProperties") is False, f"{job} payload must reject unknown fields"
 
 
-def _names_used(module: str) -> set[str]:
-    """Names, string constants and imports of a workers module and the workers modules it imports
-    (a job may delegate to another job family's helper), base excepted."""
-    tree = ast.parse((ROOT / "workers" / f"{module}.py").read_text())
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            names.add(node.value)
-        elif isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, ast.ImportFrom):
-            names |= {a.name for a in node.names}
-            if node.module and node.module.startswith("workers.") and node.module != "workers.base":
-                names |= _names_used(node.module.removeprefix("workers."))
-    return names
-
-
-def test_docsgen_names_the_models_the_job_functions_use() -> None:
-    for job, (payload_ref, entry_ref) in docsgen.JOBS.items():
-        names = _names_used(job)
-        for ref in (payload_ref, entry_ref):
-            module, _, attr = ref.partition(":")
-            assert attr in names, f"workers/{job}.py does not use {attr}"
+def test_the_job_contract_lists_every_operation_with_its_schemas() -> None:
+    text = (ROOT / "docs" / "jobs.md").read_text()
+    for op in OPS:
+        row = (
+            f"| `{op.name}` | [{op.name}.payload](schemas/{op.name}.payload.schema.json) | "
+            f"[{op.name}.result](schemas/{op.name}.result.schema.json) | {op.summary} |"
+        )
+        assert row in text, f"docs/jobs.md: no table row for {op.name} with its summary"
 
 
 def test_example_config_loads_and_its_values_are_the_defaults(tmp_path: Path) -> None:
@@ -99,8 +82,7 @@ def test_job_payload_examples_in_the_docs_are_accepted_by_the_request_models() -
     examples = re.findall(r"<!-- payload: (\w+) -->\n```json\n(.*?)```", text, re.S)
     assert {job for job, _ in examples} >= {"forget", "erase"}
     for job, body in examples:
-        model = docsgen._resolve(docsgen.JOBS[job][0])
-        model.model_validate(json.loads(body))
+        op_named(job).parse(json.loads(body))
 
 
 def test_error_catalogue_quotes_raise_sites_with_their_exit_codes() -> None:
@@ -115,8 +97,9 @@ def test_error_catalogue_quotes_raise_sites_with_their_exit_codes() -> None:
 
 
 def test_every_command_with_json_output_has_a_documented_schema() -> None:
-    assert docsgen.json_commands() == sorted(docsgen.CLI_JSON)
-    for command in docsgen.CLI_JSON:
+    documented = docsgen.cli_json_models()
+    assert docsgen.json_commands() == sorted(documented)
+    for command in documented:
         schema = json.loads(
             (ROOT / "docs" / "schemas" / "cli" / f"{command.replace(' ', '-')}.schema.json").read_text()
         )

@@ -9,6 +9,7 @@ import pytest
 from daemon.agent_runtime import agent_runtime
 from daemon.failpoints import ENV_VAR, FailpointTriggered
 from daemon.ingest.sweep import run_ingest_sweep
+from daemon.ops import erasure
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids
@@ -50,13 +51,13 @@ async def test_a_crash_at_each_step_converges_on_rerun(
 
     monkeypatch.setenv(ENV_VAR, step)
     with pytest.raises(FailpointTriggered):
-        await api.run_erase(settings, redis, EraseRequest(scope=USER))
+        await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
     async with agent_runtime(settings, "main", redis=redis) as rt:
         gone = await rt.require_store().read(forgotten_ids, ["sess-nora-1"], rt.secret())
     assert (gone == {"sess-nora-1"}) is excluded
 
     monkeypatch.delenv(ENV_VAR)
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
     assert receipt.state == "complete" and receipt.verified, receipt.verification
     async with agent_runtime(settings, "main", redis=redis) as rt:
         store = rt.require_store()

@@ -8,6 +8,7 @@ import json
 
 from daemon.cli import main
 from daemon.constants import DAY_MS, TOMBSTONE_REF_PREFIX
+from daemon.ops import erasure
 from daemon.retention import api
 from daemon.retention.api import EraseRequest, ObjectWrite
 from daemon.retention.content import content_hash
@@ -63,7 +64,7 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
     before = {r[0]: r for r in await dump_objects(settings)}
     assert sum(1 for r in before.values() if r[3] == USER and r[4] == parent_hash) == CHILDREN
 
-    receipt = await api.run_erase(
+    receipt = await erasure.run_erase(
         settings, redis, EraseRequest(scope=USER, request_id="dsr-77"), now=T0 + DAY_MS
     )
 
@@ -101,8 +102,8 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
 async def test_rerunning_a_finished_erasure_converges_with_nothing_to_do(settings, redis) -> None:
     await api.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
     await api.write_object(settings, redis, child_scope(1), "child", provenance_parent=USER, now=T0 + 1)
-    first = await api.run_erase(settings, redis, EraseRequest(scope=USER))
-    again = await api.run_erase(settings, redis, EraseRequest(scope=USER))
+    first = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
+    again = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
     assert (first.provenance_rewritten, again.provenance_rewritten, again.structural_deleted) == (1, 0, 0)
     assert again.state == "complete" and again.verified
 
@@ -110,7 +111,7 @@ async def test_rerunning_a_finished_erasure_converges_with_nothing_to_do(setting
 async def test_a_dry_run_plans_the_same_counts_and_changes_nothing(settings, redis) -> None:
     await build_seed(settings, redis)
     before = await dump_objects(settings)
-    preview = await api.run_erase(settings, redis, EraseRequest(scope=USER, dry_run=True))
+    preview = await erasure.run_erase(settings, redis, EraseRequest(scope=USER, dry_run=True))
     assert (preview.dry_run, preview.state, preview.provenance_rewritten, preview.structural_deleted) == (
         True,
         "complete",
@@ -127,7 +128,7 @@ async def test_one_held_child_refuses_the_erasure_and_changes_nothing(settings, 
     hold = await api.add_hold(settings, redis, child_scope(7), "litigation 2026-118")
     before = await dump_objects(settings)
 
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
 
     assert (
         receipt.state,
@@ -145,7 +146,7 @@ async def test_one_held_child_with_allow_partial_erases_the_rest_and_lists_the_h
     await build_seed(settings, redis)
     hold = await api.add_hold(settings, redis, child_scope(7), "litigation 2026-118")
 
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
 
     assert (receipt.state, receipt.hold_blocked, receipt.provenance_rewritten) == ("partial", 1, CHILDREN - 1)
     assert [b.hold_id for b in receipt.blocked] == [hold.hold_id]
@@ -165,7 +166,7 @@ async def test_one_held_child_with_allow_partial_erases_the_rest_and_lists_the_h
 async def test_a_hold_on_a_nested_scope_keeps_it_and_its_ancestors_only(settings, redis) -> None:
     await build_seed(settings, redis)
     await api.add_hold(settings, redis, f"{USER}:session:own", "preserve")
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER, allow_partial=True))
     assert receipt.state == "partial" and receipt.provenance_rewritten == CHILDREN
     assert [o.content for o in (await api.read_scope(settings, f"{USER}:session:own")).objects] == [
         "the user's own session note"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from daemon.agent_runtime import agent_runtime
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
+from daemon.ops import erasure
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref
@@ -36,7 +37,7 @@ async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_recor
         provenance_parent="tenant:default:user:nora",
     )
 
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
 
     assert receipt.state == "complete", receipt
     assert (receipt.artifacts.sessions, receipt.artifacts.forgotten_records_hashed) == (1, 1)
@@ -63,7 +64,7 @@ async def test_erasing_a_user_forgets_their_sessions_and_keeps_only_hashed_recor
     corpus = "".join(p.read_text() for p in (settings.workspace_for("main") / "memory").rglob("*.txt"))
     assert "violet mongoose" not in corpus and "orchard rota" in corpus  # omar's memory is untouched
 
-    rerun = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    rerun = await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
     assert rerun.state == "complete" and rerun.verified  # a rerun converges (forget is idempotent)
 
 
@@ -75,7 +76,7 @@ async def test_a_hold_on_a_users_session_scope_blocks_its_forget(
         await run_ingest_sweep(rt)
     hold = await api.add_hold(settings, redis, "tenant:default:user:nora:session:sess-nora-1", "subpoena")
 
-    refused = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    refused = await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
 
     assert refused.state == "refused"
     assert [(b.hold_id, b.sessions) for b in refused.blocked] == [(hold.hold_id, 1)]

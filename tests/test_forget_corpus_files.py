@@ -15,7 +15,7 @@ from daemon.forget.request import ForgetRequest
 from daemon.forget.run import forget
 from daemon.forget.snapshot import corpus_files_to_scan
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import api
+from daemon.ops import erasure
 from daemon.retention.api import EraseRequest
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
@@ -104,7 +104,7 @@ async def test_forget_removes_the_sessions_lines_and_its_corpus_file_rows_only(
 async def test_erasure_leaves_no_corpus_file_row_naming_the_session(tmp_path, sessions_root, unique, redis):
     settings, _ = build(tmp_path, sessions_root, unique)
     await sweep(settings, redis)
-    receipt = await api.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
     assert receipt.state == "complete", receipt
     assert receipt.artifacts.forget["sessionCorpusLines"] == 2
     rows = await records(settings, redis)

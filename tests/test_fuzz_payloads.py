@@ -12,26 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.dreaming.backfill import BackfillRequest
-from daemon.errors import UsageError
-from daemon.forget.request import ForgetRequest
+from daemon.errors import JobPayloadError, UsageError
 from daemon.ids import session_id_problem, validate_agent_id
-from daemon.jobs import DreamRequest, IndexRequest, SweepRequest, deserialize, request_job_id, serialize
-from daemon.retention.request import EraseRequest, ExpireRequest
-from workers.base import JobPayloadError, parse_payload
+from daemon.ops import forget
+from daemon.ops.registry import OPS, op_named
+from daemon.runtime.wire import deserialize, request_job_id, serialize
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-MODELS = {
-    "forget": ForgetRequest,
-    "erase": EraseRequest,
-    "expire": ExpireRequest,
-    "ingest_sweep": SweepRequest,
-    "index_sync": IndexRequest,
-    "dream": DreamRequest,
-    "backfill": BackfillRequest,
-}
+JOBS = sorted(op.name for op in OPS)
 FIELDS = [
     "agent",
     "sessions",
@@ -113,10 +103,10 @@ def _check_accepted(job: str, request) -> None:
 
 
 @FUZZ
-@given(job=st.sampled_from(sorted(MODELS)), payload=payloads)
+@given(job=st.sampled_from(JOBS), payload=payloads)
 def test_every_job_payload_validates_or_fails_with_one_line_naming_the_job(job, payload):
     try:
-        request = parse_payload(MODELS[job], payload, job)
+        request = op_named(job).parse(payload)
     except JobPayloadError as exc:
         message = str(exc)
         assert message.startswith(f"{job}:") and "\n" not in message
@@ -137,9 +127,9 @@ def test_every_job_payload_validates_or_fails_with_one_line_naming_the_job(job, 
 )
 def test_forget_requests_from_the_cli_or_client_are_safe_or_a_usage_error(payload):
     try:
-        request = ForgetRequest.parse(payload)
+        request = forget.OP.parse(payload)
     except UsageError as exc:
-        assert "\n" not in str(exc)
+        assert str(exc).startswith("forget: ") and "\n" not in str(exc)
         return
     _check_accepted("forget", request)
 
@@ -181,4 +171,4 @@ def test_a_lone_surrogate_in_a_selector_is_a_usage_error_not_a_crash_at_enqueue(
         {"agent": "main", "hook_sources": ["gmail\udc80"]},
     ):
         with pytest.raises(UsageError, match="surrogate"):
-            ForgetRequest.parse(payload)
+            forget.OP.parse(payload)

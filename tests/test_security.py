@@ -22,16 +22,19 @@ from daemon.forget.request import ForgetRequest
 from daemon.forget.run import run_forget
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.jobs import FORGET, deserialize, queue_name, serialize
+from daemon.ops import forget as forget_op
 from daemon.redis_conn import redact_url
 from daemon.runtime import metrics
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.service import check_state_dir
+from daemon.runtime.wire import deserialize, queue_name, serialize
+from daemon.runtime.worker import worker_kwargs
 from daemon.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, write_config
-from workers.worker import worker_kwargs
+
+FORGET = forget_op.OP.name
 
 REPO = Path(__file__).resolve().parent.parent
 OPEN_GATES = PromotionGates(min_score=0, min_recall_count=0, min_unique_queries=0)

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from daemon.errors import OperationFailed
-from daemon.jobs import FORGET
 from daemon.lock import WorkspaceLock
+from daemon.ops import forget as forget_op
 from daemon.redis_conn import connect_redis
 from daemon.runtime.client import MemorydClient
 from daemon.settings import load_settings
 from tools.chaos import PrivateRedis
+
+FORGET = forget_op.OP.name
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 PASSWORD = "s3cret-pass-word"

@@ -18,6 +18,7 @@ from daemon.index.embedder import HashingEmbedder
 from daemon.index.vectors import to_blob
 from daemon.ingest.staging import claim_hash
 from daemon.ingest.sweep import run_ingest_sweep
+from daemon.ops import erasure
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.retention.content import content_hash
@@ -87,7 +88,7 @@ async def world(tmp_path, sessions_root, unique, redis) -> World:
     )
     request = EraseRequest(scope=USER)
     _, subject = await api.plan_erase(settings, request)
-    receipt = await api.run_erase(settings, redis, request)
+    receipt = await erasure.run_erase(settings, redis, request)
     assert receipt.verified, receipt.verification
     return World(settings, subject, child.object_id)
 
@@ -291,7 +292,7 @@ async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after
         reader.execute("SELECT count(*) FROM retention_objects").fetchone()  # attaches it to the WAL
         request = EraseRequest(scope=USER)
         _, subject = await api.plan_erase(settings, request)
-        receipt = await api.run_erase(settings, redis, request, verify=False)
+        receipt = await erasure.run_erase(settings, redis, request, verify=False)
         assert receipt.state == "complete" and (await api.read_scope(settings, USER)).state == "missing"
         assert PHYSICAL.encode() in _raw(db)  # deleted, but its bytes are still on disk
 

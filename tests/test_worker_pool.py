@@ -15,14 +15,19 @@ import anyio
 import pytest
 
 from daemon.constants import QUEUE_BELL_KEY
-from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name
+from daemon.ops import erase as erase_op
+from daemon.ops import forget as forget_op
+from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import JobReport, MemorydClient
 from daemon.runtime.service import arq_pool
+from daemon.runtime.wire import queue_name
+from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis
 from tests.erase_world import add_two_users
-from workers.worker import MemorydWorker, worker_kwargs
+
+ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
 
 
 def store_threads() -> int:

@@ -3,21 +3,30 @@ payload validation before anything runs, JSON on the wire, idempotent reruns, er
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
+import anyio
 import orjson
 import pytest
 
 from daemon.failpoints import on_failpoint
-from daemon.jobs import ERASE, FORGET, INGEST_SWEEP, queue_name, request_job_id
+from daemon.ops import erase as erase_op
+from daemon.ops import forget as forget_op
+from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.service import arq_pool
+from daemon.runtime.wire import queue_name, request_job_id
+from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
-from tests.daemon_harness import cleanup_redis
+from tests.daemon_harness import REPO, cleanup_redis, write_config
 from tests.polling import until
 from tests.worker_harness import run_jobs
-from workers.worker import MemorydWorker, worker_kwargs
+
+ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
 
 
 @pytest.fixture
@@ -53,7 +62,7 @@ async def enqueue_and_run(
     [
         (
             {"agent": "main", "sessions": ["s-one"], "bogus": True},
-            "JobPayloadError: forget: payload.bogus: unknown field",
+            "JobPayloadError: forget: bogus: unknown field",
         ),
         (
             {"agent": "main"},
@@ -99,7 +108,7 @@ async def test_unknown_fields_fail_the_sweep_jobs_too(world):
     settings, queue, job_ids = world
     report = await enqueue_and_run(settings, queue, job_ids, INGEST_SWEEP, {"agent": "main", "full": True})
     assert report.state == "failed"
-    assert report.error == "JobPayloadError: ingest_sweep: payload.full: unknown field"
+    assert report.error == "JobPayloadError: ingest_sweep: full: unknown field"
 
 
 async def test_a_rerun_of_the_same_forget_converges(world):
@@ -291,3 +300,118 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
             await task
         await pool.aclose(close_connection_pool=True)
         await redis.delete(QUEUE_BELL_KEY.format(queue=queue))
+
+
+def _run_arq_command(config, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMORYD_CONFIG": str(config)}
+    return subprocess.run(
+        [sys.executable, "-m", "arq", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+async def test_arqs_own_command_runs_the_registrys_jobs_from_the_worker_settings(world, tmp_path, redis_url):
+    settings, queue, job_ids = world
+    config = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue(
+            FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue, request_id="arq"
+        )
+        job_ids.append(job.job_id)
+        ran = await anyio.to_thread.run_sync(
+            _run_arq_command, config, "workers.settings.WorkerSettings", "--burst"
+        )
+        assert ran.returncode == 0, ran.stderr
+        report = await client.job(job.job_id)
+    assert report.state == "complete" and report.result is not None
+    assert report.result["sessionIds"] == ["s-one"]
+    assert "s-one" not in ran.stdout + ran.stderr  # arq's job lines (the payload) are kept out
+
+
+def test_arqs_own_command_with_a_bad_config_ends_with_one_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("no_such_key = 1\n")
+    ran = _run_arq_command(bad, "workers.settings.WorkerSettings", "--burst")
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines() == [f"memoryd: error: {bad}: unknown key 'no_such_key'"]
+
+
+async def test_the_job_list_shows_finished_jobs_through_arqs_job_api_and_skips_what_is_not_json(world, redis):
+    settings, queue, job_ids = world
+    foreign = f"arq:result:not-ours-{settings.daemon.host_id}"
+    await redis.set(foreign, b"\x80\x04K\x01.", px=60_000)  # a pickle another tool left: never read
+    try:
+        done = await enqueue_and_run(
+            settings,
+            queue,
+            job_ids,
+            FORGET,
+            {"agent": "main", "sessions": ["s-one"], "dry_run": True},
+            request_id="listed",
+        )
+        async with MemorydClient.connect(settings) as client:
+            listed = await client.list_jobs(queue)
+            waited = await client.wait(done.job_id, queue=queue, timeout_s=5)
+    finally:
+        await redis.delete(foreign)
+    [row] = [j for j in listed if j.job_id == done.job_id]
+    assert row == done == waited
+    assert row.state == "complete" and row.queue == queue and row.tries == 1
+    assert row.enqueued_at and row.started_at and row.finished_at and row.result["dryRun"] is True
+
+
+def _results_quoting(raw_results: dict[str, bytes], needles: tuple[str, ...]) -> list[str]:
+    """The job ids whose stored result quotes any of `needles` (JSON-escaped or not)."""
+    quoted = []
+    for job_id, raw in raw_results.items():
+        text = raw.decode("utf-8", "replace")
+        if any(n in text or orjson.dumps(n).decode()[1:-1] in text for n in needles):
+            quoted.append(job_id)
+    return quoted
+
+
+MEMORY_TEXT = ("orchard rota changes", "on Tuesdays")
+
+
+async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
+    """DESIGN §6: a result is stored in Redis, outside what forget and erase reach, so no
+    operation's report may carry memory text; the registry declares it (and none may)."""
+    from daemon.ops.registry import OPS
+
+    settings, queue, job_ids = world
+    payloads = {
+        "ingest_sweep": {"agent": "main"},
+        "dream": {"agent": "main"},
+        "index_sync": {"agent": "main"},
+        "backfill": {"agent": "main"},
+        "forget": {"agent": "main", "participants": ["nora"], "dry_run": True},
+        "erase": {"scope": "tenant:default:user:nora", "dry_run": True},
+        "expire": {},
+        "retention_sweep": {},
+    }
+    assert set(payloads) == {op.name for op in OPS}  # every operation is run here
+    assert not any(op.result_may_carry_memory_text for op in OPS)
+    raw: dict[str, bytes] = {}
+    reports: dict[str, dict[str, Any]] = {}
+    async with MemorydClient.connect(settings) as client:
+        for name, payload in [*payloads.items(), ("forget", {"agent": "main", "participants": ["nora"]})]:
+            job = await client.enqueue(name, payload, queue=queue, request_id=f"text-{len(raw)}")
+            job_ids.append(job.job_id)
+            await run_jobs(settings, queue)
+            report = await client.job(job.job_id)
+            assert report.state == "complete" and report.result is not None, (name, report.error)
+            raw[job.job_id] = await redis.get(f"arq:result:{job.job_id}")
+            reports[name] = report.result
+    # The text was there to quote: staged, indexed, then purged by the last forget.
+    assert reports["ingest_sweep"]["messagesStaged"] > 0 and reports["forget"]["sessionIds"] == ["s-one"]
+    assert _results_quoting(raw, MEMORY_TEXT) == []
+
+
+def test_the_memory_text_check_finds_text_planted_in_a_result():
+    planted = {"forget:x": orjson.dumps({"r": {"snippet": "Remember the orchard rota changes on Tuesdays."}})}
+    assert _results_quoting(planted, MEMORY_TEXT) == ["forget:x"]

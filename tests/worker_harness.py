@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from daemon.runtime.service import arq_pool
+from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
-from workers.worker import MemorydWorker, worker_kwargs
 
 
 async def run_jobs(

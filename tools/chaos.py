@@ -276,7 +276,13 @@ class Pending:
     targets: frozenset[str]
     job_id: str
     attempt: int = 0
-    kind: str = "forget"  # or "erase"
+    erase: bool = False  # an erasure; else a forget
+
+    @property
+    def kind(self) -> str:
+        from daemon.ops import erase, forget
+
+        return (erase.OP if self.erase else forget.OP).name
 
 
 @dataclass
@@ -670,7 +676,7 @@ def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
 async def poll_pending(
     client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str
 ) -> list[Pending]:
-    from daemon.jobs import FORGET
+    from daemon.ops import forget
 
     still: list[Pending] = []
     for job in pending:
@@ -679,7 +685,7 @@ async def poll_pending(
         except (RedisError, OSError):
             still.append(job)
             continue
-        if report.state == "complete" and job.kind == "erase":
+        if report.state == "complete" and job.erase:
             _judge_erase(job, report.result or {}, tally)
             done.update(job.targets)
             tally.erase_completed += 1
@@ -704,15 +710,15 @@ async def poll_pending(
                 job.attempt += 1
             retry_id = f"retry-{job.attempt}" if job.attempt else None
             try:
-                if job.kind == "erase":
+                if job.erase:
                     enq = await client.enqueue_erase(job.request, queue=queue, request_id=retry_id)
                 else:
-                    enq = await client.enqueue(FORGET, job.request, queue=queue, request_id=retry_id)
+                    enq = await client.enqueue(forget.OP.name, job.request, queue=queue, request_id=retry_id)
             except (RedisError, OSError):
                 still.append(job)
                 continue
             job.job_id = enq.job_id
-            if job.kind == "erase":
+            if job.erase:
                 tally.erase_reenqueued += 1
             else:
                 tally.forget_reenqueued += 1
@@ -766,12 +772,12 @@ class Run:
 
     async def enqueue_requests(self, client: Any) -> None:
         from daemon.errors import MemorydError
-        from daemon.jobs import FORGET
+        from daemon.ops import forget
 
         if self.rng.random() < self.forget_rate:
             request, targets = self.world.random_request()
             try:
-                enq = await client.enqueue(FORGET, request, queue=self.queue)
+                enq = await client.enqueue(forget.OP.name, request, queue=self.queue)
                 self.pending.append(Pending(request, targets, enq.job_id))
                 self.tally.forget_enqueued += 1
             except (RedisError, OSError, MemorydError):
@@ -780,7 +786,7 @@ class Run:
             request, targets = self.world.random_erase()
             try:
                 enq = await client.enqueue_erase(request, queue=self.queue)
-                self.pending.append(Pending(request, targets, enq.job_id, kind="erase"))
+                self.pending.append(Pending(request, targets, enq.job_id, erase=True))
                 self.tally.erase_enqueued += 1
             except (RedisError, OSError, MemorydError):
                 pass
@@ -846,9 +852,9 @@ async def campaign(
     erase_rate: float = 0.15,
 ) -> Tally:
     from daemon.constants import LOCK_KEY
-    from daemon.jobs import queue_name
     from daemon.lock import workspace_key
     from daemon.runtime.client import MemorydClient
+    from daemon.runtime.wire import queue_name
     from daemon.settings import load_settings
 
     rng = random.Random(seed)

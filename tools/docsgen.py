@@ -36,53 +36,27 @@ from daemon.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# job name -> (payload model, domain entry point whose return annotation is the result model).
-# The same pairs the job functions in workers/ use; tests check they agree.
-JOBS: dict[str, tuple[str, str]] = {
-    "forget": ("daemon.forget.request:ForgetRequest", "daemon.forget.run:run_forget"),
-    "erase": ("daemon.retention.api:EraseRequest", "daemon.retention.api:run_erase"),
-    "expire": ("daemon.retention.request:ExpireRequest", "daemon.retention.api:run_expire"),
-    "ingest_sweep": ("daemon.jobs:SweepRequest", "daemon.ingest.sweep:run_ingest_sweep"),
-    "index_sync": ("daemon.jobs:IndexRequest", "daemon.index.sync:run_index_sync"),
-    "dream": ("daemon.jobs:DreamRequest", "daemon.dreaming.sweep:run_dreaming"),
-    "backfill": (
-        "daemon.dreaming.backfill:BackfillRequest",
-        "daemon.dreaming.backfill:run_backfill",
-    ),
-    "retention_sweep": ("daemon.retention.request:ExpireRequest", "daemon.retention.api:run_expire"),
-}
-
-# `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it).
-# `enqueue … --json` prints the enqueued job; with --wait it prints the job's result (see JOBS).
+# `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it),
+# for the commands that are not an operation's (those print the op's report: `cli_json_models`).
 CLI_JSON: dict[str, str] = {
     "config check": "daemon.settings:Settings",
     "status": "daemon.status:StatusReport",
     "jobs": "list:daemon.runtime.client:JobReport",
     "demo init": "daemon.demo:DemoReport",
     "sessions": "daemon.ingest.report:SessionsReport",
-    "ingest": "daemon.ingest.report:IngestReport",
     "checkpoints": "daemon.ingest.report:CheckpointsReport",
-    "dream": "daemon.dreaming.report:DreamReport",
     "promote": "daemon.dreaming.report:PromoteReport",
-    "backfill": "daemon.dreaming.report:BackfillReport",
-    "index": "daemon.index.report:IndexReport",
     "search": "daemon.index.report:SearchReport",
-    "forget": "daemon.forget.report:ForgetReport",
     "mem write": "daemon.retention.models:WriteResult",
     "mem read": "daemon.retention.models:ReadResult",
     "mem lineage": "daemon.retention.models:LineageReport",
     "hold add": "daemon.retention.models:HoldView",
     "hold release": "daemon.retention.models:HoldReleased",
     "hold list": "daemon.retention.models:HoldList",
-    "expire": "daemon.retention.models:ExpireReport",
-    "erase": "daemon.retention.receipts:ErasureReceipt",
     "receipts": "daemon.retention.receipts:ReceiptList",
     "verify": "daemon.retention.receipts:Verification",
-    "enqueue forget": "daemon.runtime.client:EnqueuedJob",
-    "enqueue erase": "daemon.runtime.client:EnqueuedJob",
-    "enqueue ingest": "daemon.runtime.client:EnqueuedJob",
-    "enqueue index": "daemon.runtime.client:EnqueuedJob",
 }
+ENQUEUED_JOB = "daemon.runtime.client:EnqueuedJob"
 
 # Defaults computed on the host; the example shows them commented out with where they come from.
 HOST_DEFAULTS = {
@@ -271,41 +245,53 @@ def _resolve(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def result_model(entry_ref: str) -> type[BaseModel]:
-    fn = _resolve(entry_ref)
-    # Only the return annotation is resolved: parameters may name types imported for checking only.
-    model = fn.__annotations__.get("return")
-    if isinstance(model, str):
-        model = eval(model, vars(sys.modules[fn.__module__]))  # noqa: S307 - a name from our own code
-    if not _is_model(model):
-        raise TypeError(f"{entry_ref} is not annotated to return a pydantic report model")
-    return model  # type: ignore[return-value]
-
-
 def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
-    """docs/schemas/<job>.(payload|result).schema.json -> JSON text.
+    """docs/schemas/<job>.(payload|result).schema.json -> JSON text, for every operation of the
+    registry (daemon.ops.registry): its request model and its report model.
 
     A job whose models cannot be imported is named in `missing` (if given) instead of raising.
     """
+    from daemon.ops.registry import OPS
+
     out: dict[str, str] = {}
-    for job, (payload_ref, entry_ref) in JOBS.items():
+    for op in OPS:
         try:
-            payload = _resolve(payload_ref).model_json_schema(mode="validation")
-            result = result_model(entry_ref).model_json_schema(mode="serialization", by_alias=True)
+            payload = op.request.model_json_schema(mode="validation")
+            result = op.result().model_json_schema(mode="serialization", by_alias=True)
         except (ImportError, AttributeError, TypeError, NameError) as exc:
             if missing is None:
                 raise
-            missing.append(f"{job}: {exc.__class__.__name__}: {exc}")
+            missing.append(f"{op.name}: {exc.__class__.__name__}: {exc}")
             continue
         for kind, schema in (("payload", payload), ("result", result)):
             schema = {
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "$id": f"memoryd/jobs/{job}.{kind}.schema.json",
+                "$id": f"memoryd/jobs/{op.name}.{kind}.schema.json",
                 **schema,
             }
-            out[f"docs/schemas/{job}.{kind}.schema.json"] = (
+            out[f"docs/schemas/{op.name}.{kind}.schema.json"] = (
                 json.dumps(schema, indent=2, sort_keys=False) + "\n"
             )
+    return out
+
+
+def cli_json_models() -> dict[str, tuple[Any, bool]]:
+    """Every `--json` command -> (the model of what it prints, whether it prints a list of it):
+    an operation's command prints its report; `enqueue <command> --json` the enqueued job (with
+    --wait, the job's result: the same report)."""
+    from daemon.ops.registry import OPS
+
+    refs: dict[str, Any] = dict(CLI_JSON)
+    for op in OPS:
+        if op.command is not None:
+            refs[op.command] = op.result
+            refs[f"enqueue {op.command}"] = ENQUEUED_JOB
+    out: dict[str, tuple[Any, bool]] = {}
+    for command, ref in refs.items():
+        if callable(ref):
+            out[command] = (ref(), False)
+        else:
+            out[command] = (_resolve(ref.removeprefix("list:")), ref.startswith("list:"))
     return out
 
 
@@ -314,15 +300,14 @@ def cli_json_schemas(missing: list[str] | None = None) -> dict[str, str]:
     from pydantic import TypeAdapter
 
     out: dict[str, str] = {}
-    for command, ref in CLI_JSON.items():
-        many = ref.startswith("list:")
-        try:
-            model = _resolve(ref.removeprefix("list:"))
-        except (ImportError, AttributeError) as exc:
-            if missing is None:
-                raise
-            missing.append(f"{command}: {exc.__class__.__name__}: {exc}")
-            continue
+    try:
+        models = cli_json_models()
+    except (ImportError, AttributeError) as exc:
+        if missing is None:
+            raise
+        missing.append(f"cli: {exc.__class__.__name__}: {exc}")
+        models = {}
+    for command, (model, many) in models.items():
         schema = (
             TypeAdapter(list[model]).json_schema(mode="serialization", by_alias=True)  # type: ignore[valid-type]
             if many
@@ -452,8 +437,15 @@ def _template(node: ast.expr, consts: dict[str, str] | None = None) -> str | Non
     return None
 
 
+def _error_call(node: ast.AST) -> ast.Call | None:
+    """The `SomeError("message")` a `raise` raises, or a `return` hands back (an operation's
+    outcome returns the error its report means; the CLI raises it)."""
+    value = node.exc if isinstance(node, ast.Raise) else node.value if isinstance(node, ast.Return) else None
+    return value if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args else None
+
+
 def raise_sites(root: Path = ROOT) -> list[RaiseSite]:
-    """Every `raise SomeMemorydError("message")` in daemon/ and workers/, in file order."""
+    """Every `raise SomeMemorydError("message")` (or `return` of one) in daemon/ and workers/."""
     trees = {
         str(p.relative_to(root)): ast.parse(p.read_text(encoding="utf-8"))
         for d in ("daemon", "workers")
@@ -473,19 +465,12 @@ def raise_sites(root: Path = ROOT) -> list[RaiseSite]:
             if isinstance(t, ast.Name)
         }
         for node in ast.walk(tree):
-            if not (
-                isinstance(node, ast.Raise)
-                and isinstance(node.exc, ast.Call)
-                and isinstance(node.exc.func, ast.Name)
-                and node.exc.func.id in codes
-                and node.exc.args
-            ):
+            call = _error_call(node)
+            if call is None or not isinstance(call.func, ast.Name) or call.func.id not in codes:
                 continue
-            message = _template(node.exc.args[0], consts)
+            message = _template(call.args[0], consts)
             if message:
-                sites.append(
-                    RaiseSite(node.exc.func.id, codes[node.exc.func.id], " ".join(message.split()), rel)
-                )
+                sites.append(RaiseSite(call.func.id, codes[call.func.id], " ".join(message.split()), rel))
     return sorted(set(sites), key=lambda s: (s.exit_code, s.file, s.message))
 
 

@@ -1,1 +1,3 @@
-"""arq job functions and WorkerSettings; one module per job family."""
+"""memoryd's jobs for arq's own command: `arq workers.settings.WorkerSettings` (see settings.py).
+The job functions are generated from the operation registry (daemon.runtime.jobs); the daemon
+(`memoryd run`) runs the same ones in its own worker."""

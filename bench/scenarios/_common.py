@@ -13,9 +13,10 @@ CONTEXT = "daemon.agent_runtime:agent_runtime"
 INGEST = "daemon.ingest.sweep:run_ingest_sweep"
 INDEX = "daemon.index.sync:run_index_sync"
 SEARCH = "daemon.index.search:run_search"
-FORGET = "daemon.forget.run:run_forget"
+RUN_FORGET = "daemon.forget.run:run_forget"
 FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
-ERASE = "daemon.retention.api:run_erase"
+FORGET_OP = "daemon.ops.forget:OP"  # the operation: its name, its one validation
+RUN_ERASE = "daemon.ops.erasure:run_erase"
 
 
 def entry(name: str) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.baselines import build_provenance_table, indexed_update
 from bench.runner import Context, Row, entry_point_missing, info, not_available, run_async, timed
-from bench.scenarios._common import ERASE, entry
+from bench.scenarios._common import RUN_ERASE, entry
 
 NAME = "erase"
 CHILDREN = 1_000
@@ -20,7 +20,7 @@ SUBJECT = f"{TENANT}:user:u-erased"
 
 def missing() -> str | None:
     return entry_point_missing(
-        ERASE,
+        RUN_ERASE,
         "daemon.retention.api:write_objects",
         "daemon.retention.request:EraseRequest",
         "daemon.redis_conn:connect_redis",
@@ -61,7 +61,7 @@ async def _erase(settings: Any, verify: bool) -> Any:
     request = entry("daemon.retention.request:EraseRequest")(scope=SUBJECT)
     redis = await connect_redis(settings.redis_url)
     try:
-        return await entry(ERASE)(settings, redis, request, verify=verify)
+        return await entry(RUN_ERASE)(settings, redis, request, verify=verify)
     finally:
         await redis.aclose()
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.baselines import connect
 from bench.runner import Context, Row, at_most, entry_point_missing, info, not_available, run_async, timed
-from bench.scenarios._common import CONTEXT, FORGET, FORGET_REQUEST, INGEST, entry, sweep_agents
+from bench.scenarios._common import CONTEXT, FORGET_REQUEST, INGEST, RUN_FORGET, entry, sweep_agents
 
 NAME = "forget"
 AGENT = "main"
@@ -33,7 +33,7 @@ DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?=[^/]*$)")
 
 
 def missing() -> str | None:
-    return entry_point_missing(CONTEXT, INGEST, FORGET, FORGET_REQUEST)
+    return entry_point_missing(CONTEXT, INGEST, RUN_FORGET, FORGET_REQUEST)
 
 
 def subset_sessions(ctx: Context, target: str, others: int = OTHER_SESSIONS) -> Path:
@@ -148,10 +148,10 @@ async def _forget(settings: Any, target: str, dry_run: bool) -> None:
     request = entry(FORGET_REQUEST).model_validate({"agent": AGENT, "sessions": [target], "dry_run": dry_run})
     async with agent_runtime(settings, AGENT, readonly=dry_run, redis=not dry_run) as rt:
         if dry_run:
-            await entry(FORGET)(rt, request)
+            await entry(RUN_FORGET)(rt, request)
         else:
             async with rt.lock().hold():
-                await entry(FORGET)(rt, request)
+                await entry(RUN_FORGET)(rt, request)
 
 
 def run(ctx: Context) -> list[Row]:

@@ -2,7 +2,7 @@
 real session, against a no-op arq job round trip on the same Redis in the same run, plus the
 same forget run in-process. Target: job <= no-op + in-process.
 
-As a real caller would: memoryd's own worker (workers.worker) runs in a process of its own
+As a real caller would: memoryd's own worker (daemon.runtime.worker) runs in a process of its own
 (bench.arq_worker) and this process enqueues with `daemon.runtime.client.MemorydClient` and waits for
 the report with its polls. The no-op job returns as many bytes as the forget report, so storing,
 reading and decoding the result count on both sides. Both forgets are previews (dry runs), so
@@ -22,7 +22,7 @@ import orjson
 
 from bench import arq_worker
 from bench.runner import Context, Row, at_most, entry_point_missing, info, not_available, run_async
-from bench.scenarios._common import CONTEXT, FORGET, FORGET_REQUEST, INGEST, entry, sweep_agents
+from bench.scenarios._common import CONTEXT, FORGET_OP, INGEST, RUN_FORGET, entry, sweep_agents
 
 NAME = "forget_job"
 AGENT = "main"
@@ -36,9 +36,9 @@ def missing() -> str | None:
     return entry_point_missing(
         CONTEXT,
         INGEST,
-        FORGET,
-        FORGET_REQUEST,
-        "workers.worker:worker_kwargs",
+        RUN_FORGET,
+        FORGET_OP,
+        "daemon.runtime.worker:worker_kwargs",
         "daemon.runtime.client:MemorydClient",
     )
 
@@ -47,10 +47,10 @@ async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float,
     """One in-process forget preview: (seconds, bytes of its JSON report)."""
     from daemon.agent_runtime import agent_runtime
 
-    request = entry(FORGET_REQUEST).parse(payload)
+    request = entry(FORGET_OP).parse(payload)
     t0 = time.perf_counter()
     async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:
-        report = await entry(FORGET)(rt, request)
+        report = await entry(RUN_FORGET)(rt, request)
     elapsed = time.perf_counter() - t0
     return elapsed, len(orjson.dumps(report.model_dump(mode="json")))
 
@@ -66,15 +66,16 @@ async def _round_trips(
 ) -> dict[str, list[float]]:
     """Per repetition, the median of `trips` rounds of: no-op job, then per payload its job and
     its in-process run. Returns {"noop": [...], "<name>:job": [...], "<name>:local": [...]}."""
-    from daemon.jobs import FORGET as FORGET_JOB
     from daemon.runtime.client import MemorydClient
+
+    forget_op = entry(FORGET_OP)
 
     async with MemorydClient.connect(settings) as client:
 
         async def trip(function: str, payload: dict[str, Any], parts: str | None = None) -> float:
             t0 = time.perf_counter()
-            if function == FORGET_JOB:  # validated exactly as the client's enqueue_forget does
-                payload = entry(FORGET_REQUEST).parse(payload).model_dump(mode="json")
+            if function == forget_op.name:  # validated exactly as the client's submit does
+                payload = forget_op.payload(forget_op.parse(payload))
             job = await client.enqueue(function, payload, queue=queue, request_id=uuid.uuid4().hex)
             report = await client.wait(job.job_id, timeout_s=120)
             elapsed = time.perf_counter() - t0
@@ -100,7 +101,7 @@ async def _round_trips(
             for _ in range(trips):
                 round_["noop"].append(await trip(arq_worker.NOOP, {"result_bytes": result_bytes}, "noop"))
                 for name, payload in payloads.items():
-                    round_[f"{name}:job"].append(await trip(FORGET_JOB, payload, name))
+                    round_[f"{name}:job"].append(await trip(forget_op.name, payload, name))
                     round_[f"{name}:local"].append((await _forget_inproc(settings, payload))[0])
             if rep >= warmup:
                 for key, values in round_.items():

@@ -10,6 +10,7 @@ import click
 import orjson
 from pydantic import BaseModel
 
+from daemon.ops.op import Op, ProgressFn, R
 from daemon.settings import Settings, load_settings
 
 T = TypeVar("T")
@@ -37,6 +38,32 @@ agent_option = click.option("--agent", "agent_id", required=True, help="The agen
 
 def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     return anyio.run(fn, *args)
+
+
+def command_name(op: Op[Any]) -> str:
+    """The `memoryd <command>` of an operation (the registry names it)."""
+    if op.command is None:
+        raise RuntimeError(f"operation {op.name} has no command")
+    return op.command
+
+
+def run_op(state: CliState, op: Op[R], request: R, progress: ProgressFn | None = None) -> Any:
+    """Run an operation in the foreground, as the daemon's job would (daemon.ops.execute)."""
+    from daemon.ops.execute import run_locally
+
+    async def go() -> Any:
+        return await run_locally(op, state.settings, request, progress=progress)
+
+    return run_async(go)
+
+
+def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[Any], str]) -> None:
+    """Print an operation's report, then raise what it means for the exit code (a refused
+    erasure exits 3), exactly as `memoryd enqueue … --wait` does with the job's result."""
+    emit(report, as_json, human)
+    problem = op.outcome(report.model_dump(mode="json", by_alias=True))
+    if problem is not None:
+        raise problem
 
 
 def to_jsonable(obj: Any) -> Any:

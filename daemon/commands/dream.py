@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from daemon.agent_runtime import agent_runtime
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
+from daemon.commands import (
+    CliState,
+    agent_option,
+    command_name,
+    emit,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+    table,
+)
+from daemon.commands._enqueue import register_enqueue
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates
 from daemon.dreaming.report import BackfillReport, DreamReport, PromoteReport
-from daemon.dreaming.sweep import PHASES, run_dreaming
+from daemon.dreaming.sweep import PHASES
+from daemon.ops import backfill as backfill_op
+from daemon.ops import dream as dream_op
 from daemon.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _promote_human(r: PromoteReport) -> str:
@@ -73,39 +89,79 @@ def _backfill_human(r: BackfillReport) -> str:
     return "\n".join(lines)
 
 
-async def _dream(settings: Settings, agent_id: str, phases: tuple[str, ...]) -> DreamReport:
-    async with agent_runtime(settings, agent_id) as rt:
-        return await run_dreaming(rt, phases)
-
-
 async def _promote(settings: Settings, agent_id: str, gates: PromotionGates) -> PromoteReport:
     async with agent_runtime(settings, agent_id) as rt:
         return await run_promote(rt, gates)
 
 
-async def _backfill(settings: Settings, request: BackfillRequest) -> BackfillReport:
-    # A preview writes nothing: no schema, no lock, no Redis.
-    preview = request.mode == "preview"
-    async with agent_runtime(settings, request.agent, readonly=preview, redis=not preview) as rt:
-        return await run_backfill(rt, request)
+phase_option = click.option(
+    "--phase",
+    type=click.Choice([*PHASES, "all"]),
+    default="all",
+    show_default=True,
+    help="Run one phase, or light → REM → deep.",
+)
+
+
+def dream_fields(agent_id: str, phase: str) -> dict[str, Any]:
+    return {"agent": agent_id, "phases": list(PHASES) if phase == "all" else [phase]}
+
+
+def backfill_options(fn: F) -> F:
+    """The flags of a backfill (`memoryd backfill` and `memoryd enqueue backfill`)."""
+    for option in reversed(
+        (
+            click.option(
+                "--from", "from_day", default=None, metavar="YYYY-MM-DD", help="First day to backfill."
+            ),
+            click.option("--to", "to_day", default=None, metavar="YYYY-MM-DD", help="Last day to backfill."),
+            click.option(
+                "--limit-days", type=click.IntRange(min=1), default=None, help="Days per run (default 92)."
+            ),
+            click.option("--rem", "rem", is_flag=True, help="Write the grounded diary lines only."),
+            click.option(
+                "--apply", "apply", is_flag=True, help="Stage the claims and write the diary lines."
+            ),
+            click.option("--rollback", "rollback", is_flag=True, help="Undo earlier backfill runs."),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def backfill_fields(
+    agent_id: str,
+    from_day: str | None,
+    to_day: str | None,
+    limit_days: int | None,
+    rem: bool,
+    apply: bool,
+    rollback: bool,
+) -> dict[str, Any]:
+    chosen = [name for name, on in (("rem", rem), ("apply", apply), ("rollback", rollback)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"--{chosen[0]} cannot be combined with --{chosen[1]}")
+    fields: dict[str, Any] = {
+        "agent": agent_id,
+        "from_day": from_day,
+        "to_day": to_day,
+        "mode": chosen[0] if chosen else "preview",
+    }
+    if limit_days is not None:
+        fields["limit_days"] = limit_days
+    return fields
 
 
 def register(cli: click.Group) -> None:
-    @cli.command("dream")
+    @cli.command(command_name(dream_op.OP))
     @agent_option
-    @click.option(
-        "--phase",
-        type=click.Choice([*PHASES, "all"]),
-        default="all",
-        show_default=True,
-        help="Run one phase, or light → REM → deep.",
-    )
+    @phase_option
     @json_option
     @pass_state
     def dream(state: CliState, agent_id: str, phase: str, as_json: bool) -> None:
         """Run a dreaming sweep: light and REM diary blocks, deep promotion into MEMORY.md."""
-        phases = PHASES if phase == "all" else (phase,)
-        emit(run_async(_dream, state.settings, agent_id, phases), as_json, _dream_human)
+        request = dream_op.OP.parse(dream_fields(agent_id, phase))
+        emit_report(dream_op.OP, run_op(state, dream_op.OP, request), as_json, _dream_human)
 
     @cli.command("promote")
     @agent_option
@@ -135,14 +191,9 @@ def register(cli: click.Group) -> None:
         )
         emit(run_async(_promote, state.settings, agent_id, gates), as_json, _promote_human)
 
-    @cli.command("backfill")
+    @cli.command(command_name(backfill_op.OP))
     @agent_option
-    @click.option("--from", "from_day", default=None, metavar="YYYY-MM-DD", help="First day to backfill.")
-    @click.option("--to", "to_day", default=None, metavar="YYYY-MM-DD", help="Last day to backfill.")
-    @click.option("--limit-days", type=click.IntRange(min=1), default=None, help="Days per run (default 92).")
-    @click.option("--rem", "rem", is_flag=True, help="Write the grounded diary lines only.")
-    @click.option("--apply", "apply", is_flag=True, help="Stage the claims and write the diary lines.")
-    @click.option("--rollback", "rollback", is_flag=True, help="Undo earlier backfill runs.")
+    @backfill_options
     @json_option
     @pass_state
     def backfill(
@@ -157,16 +208,21 @@ def register(cli: click.Group) -> None:
         as_json: bool,
     ) -> None:
         """Backfill memory from historical sessions. Preview (writes nothing) unless a mode is given."""
-        chosen = [name for name, on in (("rem", rem), ("apply", apply), ("rollback", rollback)) if on]
-        if len(chosen) > 1:
-            raise click.UsageError(f"--{chosen[0]} cannot be combined with --{chosen[1]}")
-        fields: dict[str, Any] = {
-            "agent": agent_id,
-            "from_day": from_day,
-            "to_day": to_day,
-            "mode": chosen[0] if chosen else "preview",
-        }
-        if limit_days is not None:
-            fields["limit_days"] = limit_days
-        request = BackfillRequest.parse_cli(fields)
-        emit(run_async(_backfill, state.settings, request), as_json, _backfill_human)
+        fields = backfill_fields(agent_id, from_day, to_day, limit_days, rem, apply, rollback)
+        request = backfill_op.OP.parse(fields)
+        emit_report(backfill_op.OP, run_op(state, backfill_op.OP, request), as_json, _backfill_human)
+
+    register_enqueue(
+        cli,
+        dream_op.OP,
+        [agent_option, phase_option],
+        dream_fields,
+        "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`).",
+    )
+    register_enqueue(
+        cli,
+        backfill_op.OP,
+        [agent_option, backfill_options],
+        backfill_fields,
+        "Enqueue a backfill of one agent (same flags as `memoryd backfill`).",
+    )

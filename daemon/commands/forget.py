@@ -7,11 +7,21 @@ from typing import Any, TypeVar
 
 import click
 
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async
+from daemon.commands import (
+    CliState,
+    agent_option,
+    command_name,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+)
+from daemon.commands._enqueue import register_enqueue
 from daemon.errors import OperationFailed, UsageError
-from daemon.forget.report import ForgetReport, VerifiedForgetReport, render_human
+from daemon.forget.report import ForgetReport, render_human
 from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget, forget_verified
+from daemon.ops import forget as forget_op
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,29 +66,36 @@ def selector_options(fn: F) -> F:
     return fn
 
 
-def forget_request(
+def forget_fields(
     agent_id: str,
     sessions: tuple[str, ...],
     participants: tuple[str, ...],
     hook_sources: tuple[str, ...],
     since: str | None,
     dry_run: bool,
-) -> ForgetRequest:
-    """The request the selector flags describe (a bad one is a UsageError, exit 2)."""
-    return ForgetRequest.parse(
-        {
-            "agent": agent_id,
-            "sessions": list(sessions),
-            "participants": list(participants),
-            "hook_sources": list(hook_sources),
-            "since": since,
-            "dry_run": dry_run,
-        }
-    )
+) -> dict[str, Any]:
+    """The request the selector flags describe (validated by the forget operation)."""
+    return {
+        "agent": agent_id,
+        "sessions": list(sessions),
+        "participants": list(participants),
+        "hook_sources": list(hook_sources),
+        "since": since,
+        "dry_run": dry_run,
+    }
+
+
+def _human(report: ForgetReport) -> str:
+    from daemon.ops.verified_forget import VerifiedForgetReport, render_verification
+
+    lines = [render_human(report)]
+    if isinstance(report, VerifiedForgetReport):
+        lines += render_verification(report)
+    return "\n".join(lines)
 
 
 def register(cli: click.Group) -> None:
-    @cli.command("forget")
+    @cli.command(command_name(forget_op.OP))
     @agent_option
     @selector_options
     @click.option(
@@ -109,12 +126,30 @@ def register(cli: click.Group) -> None:
             raise UsageError(
                 "--verify: cannot be combined with --dry-run (a preview removes nothing to verify)"
             )
-        request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
-        report: ForgetReport = run_async(forget_verified if verify else forget, state.settings, request)
-        emit(report, as_json, render_human)
-        if isinstance(report, VerifiedForgetReport) and not report.verification.verified:
+        request: ForgetRequest = forget_op.OP.parse(
+            forget_fields(agent_id, sessions, participants, hook_sources, since, dry_run)
+        )
+        if not verify:
+            emit_report(forget_op.OP, run_op(state, forget_op.OP, request), as_json, _human)
+            return
+        from daemon.ops.verified_forget import forget_verified
+
+        report = run_async(forget_verified, state.settings, request)
+        emit_report(forget_op.OP, report, as_json, _human)
+        if not report.verification.verified:
             failed = ", ".join(c.name for c in report.verification.checks if not c.passed)
             raise OperationFailed(
                 f"forget --verify: the purge is done but the verifier failed ({failed}); "
                 "see the report's verification for where"
             )
+
+    register_enqueue(
+        cli,
+        forget_op.OP,
+        [
+            click.option("--agent", "agent_id", required=True, help="The agent whose memory to purge."),
+            selector_options,
+        ],
+        forget_fields,
+        "Enqueue a forget (same selectors as `memoryd forget`).",
+    )

@@ -7,10 +7,22 @@ import sys
 import click
 
 from daemon.agent_runtime import agent_runtime
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
+from daemon.commands import (
+    CliState,
+    agent_option,
+    command_name,
+    emit,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+    table,
+)
+from daemon.commands._enqueue import register_enqueue
 from daemon.index.report import IndexReport, SearchReport
 from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
+from daemon.ops import index_sync as index_op
 
 
 def _index_human(report: IndexReport) -> str:
@@ -44,7 +56,7 @@ def _search_human(report: SearchReport) -> str:
 
 
 def register(cli: click.Group) -> None:
-    @cli.command("index")
+    @cli.command(command_name(index_op.OP))
     @agent_option
     @click.option(
         "--force", is_flag=True, help="Rechunk every file; drop rows of forgotten and internal sessions."
@@ -53,29 +65,23 @@ def register(cli: click.Group) -> None:
     @pass_state
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
         """Index the agent's memory files (and transcripts, if configured) for search."""
-        show_progress = not as_json and sys.stderr.isatty()
+        request = index_op.OP.parse({"agent": agent_id, "force": force})
+        if as_json or not sys.stderr.isatty():
+            report = run_op(state, index_op.OP, request)
+        else:
+            from rich.console import Console
+            from rich.progress import Progress
 
-        async def go() -> IndexReport:
-            async with agent_runtime(state.settings, agent_id) as rt:
-                if not show_progress:
-                    return await run_index_sync(rt, force=force)
-                from rich.console import Console
-                from rich.progress import Progress
+            with Progress(transient=True, console=Console(stderr=True)) as bar:
+                tasks: dict[str, object] = {}
 
-                with Progress(transient=True, console=Console(stderr=True)) as bar:
-                    tasks: dict[str, object] = {}
+                def progress(phase: str, done: int, total: int) -> None:
+                    if phase not in tasks:
+                        tasks[phase] = bar.add_task(phase, total=max(total, 1))
+                    bar.update(tasks[phase], completed=done, total=max(total, 1))  # type: ignore[arg-type]
 
-                    def progress(phase: str, done: int, total: int) -> None:
-                        if phase not in tasks:
-                            tasks[phase] = bar.add_task(phase, total=max(total, 1))
-                        bar.update(tasks[phase], completed=done, total=max(total, 1))  # type: ignore[arg-type]
-
-                    return await run_index_sync(rt, force=force, progress=progress)
-
-        report = run_async(go)
-        emit(report, as_json, _index_human)
-        if not report.ok:
-            raise click.exceptions.Exit(1)
+                report = run_op(state, index_op.OP, request, progress)
+        emit_report(index_op.OP, report, as_json, _index_human)
 
     @cli.command("search")
     @agent_option
@@ -91,3 +97,14 @@ def register(cli: click.Group) -> None:
                 return await run_search(rt, query, limit)
 
         emit(run_async(go), as_json, _search_human)
+
+    register_enqueue(
+        cli,
+        index_op.OP,
+        [
+            click.option("--agent", "agent_id", required=True, help="The agent whose index to sync."),
+            click.option("--force", is_flag=True, help="Re-chunk and re-embed even unchanged sources."),
+        ],
+        lambda agent_id, force: {"agent": agent_id, "force": force},
+        "Enqueue an index sync of one agent.",
+    )

@@ -5,7 +5,19 @@ from __future__ import annotations
 import click
 
 from daemon.agent_runtime import agent_runtime
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
+from daemon.commands import (
+    CliState,
+    agent_option,
+    command_name,
+    emit,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+    table,
+)
+from daemon.commands._enqueue import register_enqueue
 from daemon.errors import UsageError
 from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import (
@@ -17,7 +29,7 @@ from daemon.ingest.report import (
     SessionRow,
     SessionsReport,
 )
-from daemon.ingest.sweep import run_ingest_sweep
+from daemon.ops import ingest_sweep as ingest_op
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.settings import Settings
 from daemon.store.db import table_exists
@@ -69,11 +81,6 @@ async def _sessions(settings: Settings, agent_id: str, limit: int | None) -> Ses
             archives=len(rt.sessions.list_archives()),
             errors=list(listing.errors),
         )
-
-
-async def _ingest(settings: Settings, agent_id: str) -> IngestReport:
-    async with agent_runtime(settings, agent_id) as rt:
-        return await run_ingest_sweep(rt)
 
 
 async def _checkpoints(settings: Settings, agent_id: str) -> CheckpointsReport:
@@ -161,13 +168,14 @@ def register(cli: click.Group) -> None:
         report = run_async(_sessions, state.settings, agent_id, _parse_limit(limit))
         emit(report, as_json, _human_sessions)
 
-    @cli.command("ingest")
+    @cli.command(command_name(ingest_op.OP))
     @agent_option
     @json_option
     @pass_state
     def ingest(state: CliState, agent_id: str, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
-        emit(run_async(_ingest, state.settings, agent_id), as_json, _human_ingest)
+        report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}))
+        emit_report(ingest_op.OP, report, as_json, _human_ingest)
 
     @cli.command("checkpoints")
     @agent_option
@@ -176,3 +184,11 @@ def register(cli: click.Group) -> None:
     def checkpoints(state: CliState, agent_id: str, as_json: bool) -> None:
         """List ingestion checkpoints: fingerprint, cursor and why a session was kept out."""
         emit(run_async(_checkpoints, state.settings, agent_id), as_json, _human_checkpoints)
+
+    register_enqueue(
+        cli,
+        ingest_op.OP,
+        [click.option("--agent", "agent_id", required=True, help="The agent to sweep.")],
+        lambda agent_id: {"agent": agent_id},
+        "Enqueue an ingest sweep of one agent.",
+    )

@@ -8,13 +8,25 @@ from typing import Any, TypeVar
 
 import click
 
-from daemon.commands import CliState, emit, json_option, pass_state, run_async, table
-from daemon.errors import RefusedError
+from daemon.commands import (
+    CliState,
+    command_name,
+    emit,
+    emit_report,
+    json_option,
+    pass_state,
+    run_async,
+    run_op,
+    table,
+)
+from daemon.commands._enqueue import register_enqueue
+from daemon.ops import erase as erase_op
+from daemon.ops import expire as expire_op
 from daemon.redis_conn import connect_redis
 from daemon.retention import api
 from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
 from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
-from daemon.retention.request import EraseRequest
+from daemon.retention.request import ExpireRequest
 from daemon.settings import Settings
 
 T = TypeVar("T")
@@ -38,11 +50,9 @@ def erase_options(request_id_help: str) -> Callable[[F], F]:
     return apply
 
 
-def erase_request(scope: str, allow_partial: bool, request_id: str | None, dry_run: bool) -> EraseRequest:
-    """The request the erasure flags describe (a bad one is a UsageError, exit 2)."""
-    return EraseRequest.parse(
-        {"scope": scope, "allow_partial": allow_partial, "request_id": request_id, "dry_run": dry_run}
-    )
+def erase_fields(scope: str, allow_partial: bool, request_id: str | None, dry_run: bool) -> dict[str, Any]:
+    """The request the erasure flags describe (validated by the erase operation)."""
+    return {"scope": scope, "allow_partial": allow_partial, "request_id": request_id, "dry_run": dry_run}
 
 
 def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -249,14 +259,15 @@ def register(cli: click.Group) -> None:
         """Every legal hold."""
         emit(run_async(api.list_holds, state.settings), as_json, _holds_human)
 
-    @cli.command("expire")
+    @cli.command(command_name(expire_op.OP))
     @json_option
     @pass_state
     def expire(state: CliState, as_json: bool) -> None:
         """Hide scopes past their TTL (held ones excepted); purge old expired data if configured."""
-        emit(_with_redis(state.settings, api.run_expire), as_json, _expire_human)
+        report = run_op(state, expire_op.OP, ExpireRequest())
+        emit_report(expire_op.OP, report, as_json, _expire_human)
 
-    @cli.command("erase")
+    @cli.command(command_name(erase_op.OP))
     @erase_options("Your reference, copied to the receipt.")
     @json_option
     @pass_state
@@ -268,18 +279,24 @@ def register(cli: click.Group) -> None:
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
         printed either way.
         """
-        request = erase_request(scope, allow_partial, request_id, dry_run)
-        if dry_run:
-            receipt = run_async(api.run_erase, state.settings, None, request)
-        else:
-            receipt = _with_redis(state.settings, api.run_erase, request)
-        emit(receipt, as_json, _receipt_human)
-        if receipt.state == "refused":
-            raise RefusedError(
-                f"erasure refused: {receipt.hold_blocked} item(s) under legal hold "
-                f"({', '.join(b.hold_id for b in receipt.blocked)}); nothing was changed. "
-                "Release the hold(s) or pass --allow-partial"
-            )
+        request = erase_op.OP.parse(erase_fields(scope, allow_partial, request_id, dry_run))
+        emit_report(erase_op.OP, run_op(state, erase_op.OP, request), as_json, _receipt_human)
+
+    register_enqueue(
+        cli,
+        expire_op.OP,
+        [],
+        dict,
+        "Enqueue an expiry run (as `memoryd expire`) on the host's queue.",
+    )
+    register_enqueue(
+        cli,
+        erase_op.OP,
+        [erase_options("Your reference, copied to the receipt (a new one also makes a new job).")],
+        erase_fields,
+        "Enqueue an erasure (same flags as `memoryd erase`); its arguments and result are kept in\n"
+        "        Redis only retention.erase_result_ttl_s.",
+    )
 
     @cli.command("receipts")
     @json_option

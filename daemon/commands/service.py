@@ -1,17 +1,14 @@
-"""`memoryd run`, `memoryd status`, `memoryd jobs`, `memoryd enqueue forget|erase|ingest|index`."""
+"""`memoryd run`, `memoryd status`, `memoryd jobs` (each family's command module registers its
+own `memoryd enqueue <command>`, daemon/commands/_enqueue.py)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
 
-from daemon.commands import CliState, emit, emit_json, json_option, pass_state, run_async, table
-from daemon.commands.forget import forget_request, selector_options
-from daemon.commands.retention import erase_options, erase_request
-from daemon.jobs import queue_name
+from daemon.commands import CliState, emit, json_option, pass_state, run_async, table
+from daemon.runtime.wire import queue_name
 
 
 def _status_human(report: Any) -> str:
@@ -49,56 +46,6 @@ def _jobs_human(jobs: list[Any]) -> str:
         for j in jobs
     ]
     return table(["job", "state", "tries", "enqueued", "finished", "outcome"], rows) if rows else "no jobs"
-
-
-def _enqueue_and_maybe_wait(
-    state: CliState,
-    action: Callable[[Any], Awaitable[Any]],
-    wait: bool,
-    timeout_s: float | None,
-    as_json: bool,
-) -> None:
-    from daemon.runtime.client import MemorydClient
-
-    async def go() -> tuple[Any, Any]:
-        async with MemorydClient.connect(state.settings) as client:
-            job = await action(client)
-            report = await client.wait(job.job_id, timeout_s=timeout_s) if wait else None
-            return job, report
-
-    job, report = run_async(go)
-    if report is None:
-        if as_json:
-            emit_json(job)
-        else:
-            click.echo(
-                job.job_id
-                + (" (deduplicated: an identical request is already known)" if job.deduplicated else "")
-            )
-        return
-    click.echo(f"job {job.job_id}: {report.state}", err=True)
-    if report.state != "complete":
-        click.echo(f"memoryd: error: job {job.job_id} failed: {report.error}", err=True)
-        raise click.exceptions.Exit(report.exit_code())
-    if as_json:
-        emit_json(report.result)
-    else:
-        click.echo(json.dumps(report.result, indent=2))
-
-
-wait_option = click.option("--wait", is_flag=True, help="Wait for the job and print its report.")
-timeout_option = click.option(
-    "--timeout",
-    "timeout_s",
-    type=float,
-    default=None,
-    help="With --wait: give up after this many seconds (exit 1).",
-)
-request_id_option = click.option(
-    "--request-id",
-    default=None,
-    help="Distinguish this request from an identical earlier one (else deduplicated).",
-)
 
 
 def register(cli: click.Group) -> None:
@@ -149,112 +96,3 @@ def register(cli: click.Group) -> None:
                 return await client.list_jobs(target, finished_limit=limit)
 
         emit(run_async(go), as_json, _jobs_human)
-
-    @cli.group("enqueue")
-    def enqueue_group() -> None:
-        """Send a job to the daemon that owns the agent (validated like the direct command)."""
-
-    @enqueue_group.command("forget")
-    @click.option("--agent", "agent_id", required=True, help="The agent whose memory to purge.")
-    @selector_options
-    @request_id_option
-    @wait_option
-    @timeout_option
-    @json_option
-    @pass_state
-    def enqueue_forget(
-        state: CliState,
-        agent_id: str,
-        sessions: tuple[str, ...],
-        participants: tuple[str, ...],
-        hook_sources: tuple[str, ...],
-        since: str | None,
-        dry_run: bool,
-        request_id: str | None,
-        wait: bool,
-        timeout_s: float | None,
-        as_json: bool,
-    ) -> None:
-        """Enqueue a forget (same selectors as `memoryd forget`)."""
-        # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
-        request = forget_request(agent_id, sessions, participants, hook_sources, since, dry_run)
-        _enqueue_and_maybe_wait(
-            state, lambda c: c.enqueue_forget(request, request_id=request_id), wait, timeout_s, as_json
-        )
-
-    @enqueue_group.command("erase")
-    @erase_options("Your reference, copied to the receipt (a new one also makes a new job).")
-    @click.option("--queue", default=None, help="Target queue when several hosts share Redis.")
-    @wait_option
-    @timeout_option
-    @json_option
-    @pass_state
-    def enqueue_erase(
-        state: CliState,
-        scope: str,
-        allow_partial: bool,
-        request_id: str | None,
-        dry_run: bool,
-        queue: str | None,
-        wait: bool,
-        timeout_s: float | None,
-        as_json: bool,
-    ) -> None:
-        """Enqueue an erasure (same flags as `memoryd erase`); its arguments and result are kept in
-        Redis only retention.erase_result_ttl_s."""
-        request = erase_request(scope, allow_partial, request_id, dry_run)
-        _enqueue_and_maybe_wait(
-            state, lambda c: c.enqueue_erase(request, queue=queue), wait, timeout_s, as_json
-        )
-
-    @enqueue_group.command("ingest")
-    @click.option("--agent", "agent_id", required=True, help="The agent to sweep.")
-    @request_id_option
-    @wait_option
-    @timeout_option
-    @json_option
-    @pass_state
-    def enqueue_ingest(
-        state: CliState,
-        agent_id: str,
-        request_id: str | None,
-        wait: bool,
-        timeout_s: float | None,
-        as_json: bool,
-    ) -> None:
-        """Enqueue an ingest sweep of one agent."""
-        from daemon.ids import validate_agent_id
-
-        validate_agent_id(agent_id)
-        _enqueue_and_maybe_wait(
-            state, lambda c: c.enqueue_ingest(agent_id, request_id=request_id), wait, timeout_s, as_json
-        )
-
-    @enqueue_group.command("index")
-    @click.option("--agent", "agent_id", required=True, help="The agent whose index to sync.")
-    @click.option("--force", is_flag=True, help="Re-chunk and re-embed even unchanged sources.")
-    @request_id_option
-    @wait_option
-    @timeout_option
-    @json_option
-    @pass_state
-    def enqueue_index(
-        state: CliState,
-        agent_id: str,
-        force: bool,
-        request_id: str | None,
-        wait: bool,
-        timeout_s: float | None,
-        as_json: bool,
-    ) -> None:
-        """Enqueue an index sync of one agent."""
-        from daemon.ids import validate_agent_id
-
-        validate_agent_id(agent_id)
-        _enqueue_and_maybe_wait(
-            state,
-            lambda c: c.enqueue_index(agent_id, force=force, request_id=request_id),
-            wait,
-            timeout_s,
-            as_json,
-        )

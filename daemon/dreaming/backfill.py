@@ -22,9 +22,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
@@ -42,6 +39,7 @@ from daemon.dreaming.backfill_plan import (
     diary_items,
     select_days,
 )
+from daemon.dreaming.backfill_request import BackfillRequest
 from daemon.dreaming.diary import DIARY_HEADER, block_text, publish_block, read_diary, remove_block
 from daemon.dreaming.memory_file import commit_memory, marker_keys, read_memory_file
 from daemon.dreaming.report import BackfillDay, BackfillReport
@@ -49,7 +47,6 @@ from daemon.dreaming.staged import TRUSTED_ORIGINS
 from daemon.dreaming.text import normalize_snippet
 from daemon.errors import UsageError, WriteConflict
 from daemon.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
-from daemon.ids import validate_agent_id
 from daemon.ingest.corpus import corpus_relative_path, render_line
 from daemon.ingest.scan import DayOf, truncate_utf16
 from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
@@ -65,46 +62,6 @@ from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tomb
 
 BLOCK, HEADING = "backfill", "Session Backfill"
 DEFAULT_LIMIT_DAYS = BACKFILL_DEFAULT_LIMIT_DAYS
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-Mode = Literal["preview", "rem", "apply", "rollback"]
-
-
-class BackfillRequest(BaseModel):
-    """One request model for the CLI and the `backfill` job."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    agent: str
-    from_day: str | None = Field(default=None, description="First day (YYYY-MM-DD), inclusive.")
-    to_day: str | None = Field(default=None, description="Last day (YYYY-MM-DD), inclusive.")
-    limit_days: int = Field(default=DEFAULT_LIMIT_DAYS, ge=1, le=10_000)
-    mode: Mode = "preview"
-
-    @field_validator("agent")
-    @classmethod
-    def _agent(cls, v: str) -> str:
-        return validate_agent_id(v)
-
-    @field_validator("from_day", "to_day")
-    @classmethod
-    def _day(cls, v: str | None) -> str | None:
-        if v is not None and not _DAY.match(v):
-            raise ValueError(f"expected YYYY-MM-DD, got {v!r}")
-        return v
-
-    @classmethod
-    def parse_cli(cls, fields: dict[str, Any]) -> BackfillRequest:
-        try:
-            request = cls.model_validate(fields)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            name = {"from_day": "--from", "to_day": "--to", "limit_days": "--limit-days"}.get(
-                str(first["loc"][0]) if first["loc"] else "", str(first["loc"])
-            )
-            raise UsageError(f"{name}: {first['msg']}") from None
-        if request.from_day and request.to_day and request.from_day > request.to_day:
-            raise UsageError(f"--from {request.from_day} is after --to {request.to_day}")
-        return request
 
 
 @dataclass(frozen=True, slots=True)

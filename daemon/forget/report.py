@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.forget.plan import ForgetPlan
 from daemon.forget.select import utf16_key
-from daemon.retention.receipts import Verification
 
 
 class _Model(BaseModel):
@@ -68,13 +67,6 @@ class ForgetReport(_Model):
     curatedWrites: list[CuratedWriteModel]
     artifacts: Artifacts
     refusals: list[str]
-
-
-class VerifiedForgetReport(ForgetReport):
-    """`forget --verify`: the reference's report, then (after `refusals`, so the reference's
-    field order is kept) the retention verifier's run over the forgotten sessions' content."""
-
-    verification: Verification
 
 
 def _sorted(values: Any) -> list[str]:
@@ -161,11 +153,4 @@ def render_human(report: ForgetReport) -> str:
     lines += [f"Refused: {r}" for r in report.refusals]
     if report.dryRun:
         lines.append("Dry run: no memory files, index rows, or plugin state were changed.")
-    if isinstance(report, VerifiedForgetReport):
-        v = report.verification
-        lines.append(f"Verified: {'yes' if v.verified else 'NO'}")
-        for c in v.checks:
-            state = "skipped" if c.skipped else ("passed" if c.passed else f"FAILED ({c.count} findings)")
-            where = f" at {', '.join(c.locations)}" if c.locations else ""
-            lines.append(f"Check {c.name}: {state}{where}" + (f" — {c.note}" if c.note else ""))
     return "\n".join(lines)

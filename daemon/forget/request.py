@@ -1,4 +1,5 @@
-"""The forget request: one model for the CLI and the `forget` job, so they cannot drift.
+"""The forget request: one model for the CLI and the `forget` job, so they cannot drift
+(validated through its operation, daemon.ops.forget).
 
 Selectors are exact strings, never patterns. Every problem raises UsageError naming the field.
 """
@@ -8,13 +9,11 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from daemon.errors import UsageError
 from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
-from daemon.validation import validate_request
 
 NO_SELECTOR_MESSAGE = (
     "memory forget requires a session, hook source, or participant selector "
@@ -110,8 +109,3 @@ class ForgetRequest(BaseModel):
     @property
     def since_ms(self) -> int | None:
         return None if self.since is None else parse_since(self.since)
-
-    @classmethod
-    def parse(cls, data: dict[str, Any]) -> ForgetRequest:
-        """Validate a payload (CLI flags or a job's JSON); any problem is one UsageError line."""
-        return validate_request(cls, data, "forget")

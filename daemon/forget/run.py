@@ -1,29 +1,28 @@
-"""`run_forget`: the entry point the CLI and the `forget` job call.
+"""The entry points of the forget pipeline.
 
-Preview (dry run): no lock, no writes, not even the schema; a missing store reads as an empty
-one. Apply: the whole plan and apply run under the workspace lock (a preview is not a plan:
-the apply recomputes it from current state); sessions are resolved once, and if the lineage
-changes under us the plan is recomputed under the same lock, keeping every entry key seen.
+* `preview_forget(rt, request)` (dry run): no lock, no writes, not even the schema; a missing
+  store reads as an empty one.
+* `purge(rt, request, lease)`: the whole plan and apply under the workspace lease the caller
+  holds (the `forget` operation holds it for the job, an erasure for the agent's sessions), so
+  a job acquires the lock once. A preview is not a plan: the purge recomputes it from current
+  state; sessions are resolved once, and if the lineage changes under us the plan is
+  recomputed under the same lease, keeping every entry key seen.
+* `run_forget(rt, request)`: either, taking the lock itself for a purge (tests, benchmarks).
 """
 
 from __future__ import annotations
 
-import anyio
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.apply import apply_plan
 from daemon.forget.plan import ForgetPlan, plan_forget
-from daemon.forget.report import ForgetReport, VerifiedForgetReport, build_report
+from daemon.forget.report import ForgetReport, build_report
 from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
-from daemon.redis_conn import connect_redis
-from daemon.retention.erase import session_subject
-from daemon.retention.verify import run_verify
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
+from daemon.lock import Lease
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
 
@@ -52,39 +51,56 @@ async def plan_for(
     return plan_forget(await read_snapshot(rt, catalog, selection, carried_keys))
 
 
-async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+def _check_agent(rt: AgentRuntime, request: ForgetRequest) -> None:
     if rt.agent_id != request.agent:
         raise UsageError(f"agent: request is for {request.agent!r} but the runtime is for {rt.agent_id!r}")
-    if request.dry_run:
-        catalog, selection = await _resolve(rt, request)
-        return build_report(await plan_for(rt, catalog, selection), dry_run=True)
+
+
+async def preview_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+    """The report of a dry run: what a purge would remove now."""
+    _check_agent(rt, request)
+    catalog, selection = await _resolve(rt, request)
+    return build_report(await plan_for(rt, catalog, selection), dry_run=True)
+
+
+async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> ForgetReport:
+    """Plan and apply the forget under `lease`, the workspace lease the caller holds."""
+    _check_agent(rt, request)
     store = rt.require_store()
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
-    async with rt.lock().hold() as lease:
-        catalog, selection = await _resolve(rt, request)
-        carried: frozenset[str] = frozenset()
-        tombstoned = False
-        secret = _existing_secret(rt)
-        for _ in range(MAX_PLAN_ROUNDS):
-            plan = await plan_for(rt, catalog, selection, carried)
-            report = build_report(plan, dry_run=False)
-            if not plan.session_ids:
-                return report
-            outcome = await apply_plan(
-                store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned, secret=secret
-            )
-            if outcome.complete:
-                # The purge's rows are gone from the database pages (secure delete), but frames
-                # written before it may still sit in the WAL while any connection stays open.
-                await store.run(truncate_wal)
-                return report
-            tombstoned = outcome.tombstoned
-            carried = plan.lineage.entry_keys
-        raise OperationFailed(
-            f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
-            f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget"
+    catalog, selection = await _resolve(rt, request)
+    carried: frozenset[str] = frozenset()
+    tombstoned = False
+    secret = _existing_secret(rt)
+    for _ in range(MAX_PLAN_ROUNDS):
+        plan = await plan_for(rt, catalog, selection, carried)
+        report = build_report(plan, dry_run=False)
+        if not plan.session_ids:
+            return report
+        outcome = await apply_plan(
+            store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned, secret=secret
         )
+        if outcome.complete:
+            # The purge's rows are gone from the database pages (secure delete), but frames
+            # written before it may still sit in the WAL while any connection stays open.
+            await store.run(truncate_wal)
+            return report
+        tombstoned = outcome.tombstoned
+        carried = plan.lineage.entry_keys
+    raise OperationFailed(
+        f"forget: the lineage of agent {rt.agent_id!r} kept changing during "
+        f"{MAX_PLAN_ROUNDS} plans; the forgotten records are in force, rerun the same forget"
+    )
+
+
+async def run_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
+    """A preview, or a purge under a lease taken here."""
+    if request.dry_run:
+        return await preview_forget(rt, request)
+    _check_agent(rt, request)
+    async with rt.lock().hold() as lease:
+        return await purge(rt, request, lease)
 
 
 def _existing_secret(rt: AgentRuntime) -> bytes | None:
@@ -106,39 +122,3 @@ async def forget(settings: Settings, request: ForgetRequest, *, redis: bool | Re
             return await run_forget(rt, request)
     async with agent_runtime(settings, request.agent, redis=redis) as rt:
         return await run_forget(rt, request)
-
-
-def _forgotten_sessions(
-    settings: Settings, agent: str, session_ids: list[str]
-) -> list[SessionInfo | ArchiveInfo]:
-    """The live windows and archives of the forgotten ids (transcripts are never deleted)."""
-    wanted = set(session_ids)
-    source = session_source_for(settings, agent)
-    found: list[SessionInfo | ArchiveInfo] = [
-        s for s in source.list_sessions().sessions if s.session_id in wanted
-    ]
-    found += [a for a in source.list_archives() if a.session_id in wanted]
-    return found
-
-
-async def forget_verified(settings: Settings, request: ForgetRequest) -> VerifiedForgetReport:
-    """`forget --verify`: purge, then run the retention verifier over what was forgotten.
-
-    The subject is the forgotten transcripts' text without their ids: the plain forgotten
-    records that keep them from being re-ingested are meant to remain.
-    """
-    if request.dry_run:
-        raise UsageError(
-            "--verify: needs a real forget; a dry run removes nothing to verify (drop --dry-run)"
-        )
-    redis = await connect_redis(settings.redis_url)
-    try:
-        report = await forget(settings, request, redis=redis)
-        sessions = await anyio.to_thread.run_sync(
-            _forgotten_sessions, settings, request.agent, report.sessionIds
-        )
-        subject = await session_subject(settings, sessions, include_ids=False)
-        verification = await run_verify(settings, redis, subject)
-    finally:
-        await redis.aclose()
-    return VerifiedForgetReport(**dict(report), verification=verification)

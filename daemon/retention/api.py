@@ -1,5 +1,6 @@
 """The memory-tool API over scopes (async): write, read, lineage, legal holds, and the entry
-points of expiry, erasure, receipts and verification.
+points of expiry, erasure planning, receipts and verification. An erasure runs through
+daemon.ops.erasure, which hands it the forget pipeline for the erased sessions.
 
     await write_object(settings, redis, "tenant:t:user:u1", "a note")
     await read_scope(settings, "tenant:t:user:u1")
@@ -19,7 +20,7 @@ from daemon.constants import LINEAGE_MAX_DEPTH, TOMBSTONE_REF_PREFIX
 from daemon.errors import RefusedError, UsageError
 from daemon.retention import store as repo
 from daemon.retention.content import content_hash, validate_content
-from daemon.retention.erase import list_receipts, plan_erase, run_erase, session_subject
+from daemon.retention.erase import list_receipts, plan_erase, session_subject
 from daemon.retention.expire import run_expire, run_retention_sweep
 from daemon.retention.gate import RetentionGate, load_gate
 from daemon.retention.models import (
@@ -59,7 +60,6 @@ __all__ = [
     "EraseRequest",
     "ErasureReceipt",
     "plan_erase",
-    "run_erase",
     "session_subject",
     "VerifySubject",
     "ReceiptList",

@@ -1,6 +1,6 @@
 """Erasure (seed 001, DESIGN §5): plan the three-way decision, then apply it in order.
 
-    run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1")) -> ErasureReceipt
+    run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1"), purge_sessions=…) -> ErasureReceipt
 
 Under the retention lease:
 1. snapshot (one read transaction) + the ingested sessions mapped into the subtree;
@@ -9,7 +9,8 @@ Under the retention lease:
 4. one transaction in retention.sqlite: provenance children rewritten to TOMBSTONE:<random>
    and the structural subtree deleted — together, so no reader ever sees an erased parent
    next to a derivable edge;
-5. per agent, under its workspace lock: the erased sessions go through the forget pipeline,
+5. per agent, under its workspace lock: the erased sessions go through the forget pipeline
+   (`purge_sessions`, handed in by daemon.ops.erasure),
    then, in one transaction, their forgotten records are replaced by keyed-hash records
    (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
 6. the verifier runs; the receipt (counts only) is stored.
@@ -22,17 +23,18 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import anyio
 import orjson
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
+from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import list_agents
 from daemon.constants import DAY_MS, SQL_IN_BATCH, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
+from daemon.lock import Lease
 from daemon.retention import store as repo
 from daemon.retention.mapping import sessions_within
 from daemon.retention.needles import VerifySubject
@@ -54,6 +56,10 @@ from daemon.store.db import Connection, Store, table_exists
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 
 REASON_ERASED = "erased"
+# The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
+# go through it under the agent's workspace lease, and it returns the forget report's artifact
+# counters. Retention does not import forget; the composition sits above both.
+PurgeSessions = Callable[[AgentRuntime, list[str], Lease], Awaitable[Mapping[str, int]]]
 NO_ARTIFACTS = ErasureArtifacts(
     scopes=0, objects=0, provenance_edges=0, sessions=0, forgotten_records_hashed=0, curated_writes=0
 )
@@ -188,13 +194,14 @@ def _hash_forgotten_records(
 
 
 async def forget_sessions(
-    settings: Settings, redis: Redis, sessions: tuple[SessionTarget, ...], now: int
+    settings: Settings,
+    redis: Redis,
+    sessions: tuple[SessionTarget, ...],
+    now: int,
+    purge_sessions: PurgeSessions,
 ) -> tuple[int, int, int, dict[str, int]]:
     """Each agent's erased sessions through its forget pipeline, then hashed records.
     Returns (sessions, hashed records, curated rows, summed forget artifact counters)."""
-    from daemon.forget.request import ForgetRequest
-    from daemon.forget.run import run_forget
-
     by_agent: dict[str, list[str]] = defaultdict(list)
     for s in sessions:
         by_agent[s.agent_id].append(s.session_id)
@@ -208,7 +215,7 @@ async def forget_sessions(
             assert secret is not None  # a writable runtime creates the key
             async with rt.lock().hold() as lease:
                 failpoint("erase.forget")
-                report = await run_forget(rt, ForgetRequest(agent=agent, sessions=ids))
+                artifacts = await purge_sessions(rt, ids, lease)
                 failpoint("erase.hash_records")
                 hashed, curated = await rt.require_store().write(
                     _hash_forgotten_records,
@@ -220,10 +227,8 @@ async def forget_sessions(
                 )
         total_hashed += hashed
         total_curated += curated
-        artifacts = report.model_dump(mode="json", by_alias=True).get("artifacts", {})
         for key, value in artifacts.items():
-            if isinstance(value, int):
-                counters[key] = counters.get(key, 0) + value
+            counters[key] = counters.get(key, 0) + value
     return len({(s.agent_id, s.session_id) for s in sessions}), total_hashed, total_curated, counters
 
 
@@ -307,16 +312,24 @@ async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[Erasure
 
 
 async def run_erase(
-    settings: Settings, redis: Redis, request: EraseRequest, *, now: int | None = None, verify: bool = True
+    settings: Settings,
+    redis: Redis | None,
+    request: EraseRequest,
+    *,
+    purge_sessions: PurgeSessions,
+    now: int | None = None,
+    verify: bool = True,
 ) -> ErasureReceipt:
     """Erase `request.scope` (see the module doc). Refusal is a receipt with state `refused`,
-    not an exception: the CLI turns it into exit 3, the job returns it."""
+    not an exception: the CLI turns it into exit 3, the job returns it. A dry run takes no
+    lock, so it needs no Redis (`redis` None)."""
     from daemon.retention.verify import run_verify
 
     ts = now if now is not None else now_ms()
     if request.dry_run:
         plan, _ = await plan_erase(settings, request)
         return build_receipt(plan, request, ts, planned_artifacts(plan), None)
+    assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
         plan, subject = await _prepare(settings, store, request)
         if plan.state == "refused":
@@ -328,7 +341,7 @@ async def run_erase(
         sessions, hashed, curated, counters = 0, 0, 0, dict[str, int]()
         if plan.forget_sessions:
             sessions, hashed, curated, counters = await forget_sessions(
-                settings, redis, plan.forget_sessions, ts
+                settings, redis, plan.forget_sessions, ts, purge_sessions
             )
         artifacts = ErasureArtifacts(
             scopes=scopes,

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from daemon.errors import UsageError
 from daemon.retention.scopes import parse_scope
-from daemon.validation import validate_request
 
 REQUEST_ID_MAX_CHARS = 128
 
@@ -34,10 +31,6 @@ class EraseRequest(BaseModel):
         ):
             raise UsageError(f"request_id: {v!r} must be 1-{REQUEST_ID_MAX_CHARS} printable characters")
         return v
-
-    @classmethod
-    def parse(cls, data: dict[str, Any]) -> EraseRequest:
-        return validate_request(cls, data, "erase")
 
 
 class ExpireRequest(BaseModel):

@@ -6,9 +6,9 @@
 
 * Routing: every daemon publishes `agent → queue` in the Redis hash `memoryd:agents`; a job
   for an agent goes to its owner's queue. An agent nobody serves is a UsageError.
-* Requests are validated with the same pydantic models the CLI and the job use, before
-  anything is enqueued.
-* Job ids are deterministic (daemon.jobs): the same request enqueued twice is one job, and
+* Requests are validated by their operation (daemon.ops: `Op.parse`), as the CLI and the job
+  validate them, before anything is enqueued; a bad one is one JobPayloadError line.
+* Job ids are deterministic (daemon.runtime.wire): the same request enqueued twice is one job, and
   the second enqueue reports `deduplicated`. Pass `request_id` to run an identical request
   again while the first one's result is still kept.
 * Pickup is pushed: after enqueuing, the client RPUSHes the queue's bell (QUEUE_BELL_KEY) and
@@ -30,7 +30,8 @@ from typing import Any, Literal
 
 import anyio
 from arq.connections import ArqRedis
-from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
+from arq.constants import default_queue_name, result_key_prefix, retry_key_prefix
+from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.asyncio import ConnectionPool
@@ -44,27 +45,19 @@ from daemon.constants import (
     QUEUE_BELL_KEY,
     QUEUE_BELL_TTL_S,
 )
-from daemon.errors import OperationFailed, UsageError
+from daemon.errors import MemorydError, OperationFailed, UsageError, exit_code_of
 from daemon.failpoints import failpoint
-from daemon.jobs import (
-    ERASE,
-    FORGET,
-    INDEX_SYNC,
-    INGEST_SWEEP,
-    IndexRequest,
-    SweepRequest,
-    deserialize,
-    job_name_of,
-    request_job_id,
-    serialize,
-)
+from daemon.ops import erase as erase_op
+from daemon.ops import forget as forget_op
+from daemon.ops import index_sync as index_op
+from daemon.ops import ingest_sweep as ingest_op
+from daemon.ops.op import Op, Routing, agent_of
+from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
+from daemon.runtime.wire import deserialize, job_name_of, request_job_id, serialize
 from daemon.settings import Settings
 
 JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]
-# Job errors that mean "the request was bad" or "refused", for exit codes of `enqueue --wait`.
-USAGE_ERRORS = frozenset({"JobPayloadError", "AgentNotServed", "UsageError", "ConfigError"})
-REFUSED_ERRORS = frozenset({"RefusedError", "LockTimeout"})
 
 
 class _Model(BaseModel):
@@ -94,41 +87,73 @@ class JobReport(_Model):
     def done(self) -> bool:
         return self.state in ("complete", "failed", "not_found")
 
+    def outcome(self) -> MemorydError | None:
+        """The error a completed job's report means, as its operation reads it (a refused
+        erasure): what the direct command would have raised after printing the same report."""
+        if self.state != "complete" or self.result is None:
+            return None
+        try:
+            op = op_named(self.function)
+        except UsageError:
+            return None  # not a memoryd job
+        return op.outcome(self.result)
+
     def exit_code(self) -> int:
+        """The exit code the same request has as a direct command (0 ok, 1 failed, 2 usage, 3 refused)."""
         if self.state == "complete":
-            return 0
-        name = (self.error or "").split(":", 1)[0]
-        return 2 if name in USAGE_ERRORS else 3 if name in REFUSED_ERRORS else 1
+            problem = self.outcome()
+            return 0 if problem is None else problem.exit_code
+        return exit_code_of((self.error or "").split(":", 1)[0])
 
 
-def _iso(ms: Any) -> str | None:
-    if not isinstance(ms, int | float):
+_STATES: dict[JobStatus, JobState] = {
+    JobStatus.queued: "queued",
+    JobStatus.deferred: "deferred",
+    JobStatus.in_progress: "running",
+    JobStatus.complete: "complete",
+}
+
+
+def _iso(when: datetime | None) -> str | None:
+    if when is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _finished(job_id: str, r: JobResult) -> JobReport:
+    return JobReport(
+        job_id=job_id,
+        function=r.function,
+        queue=r.queue_name,
+        state="complete" if r.success else "failed",
+        tries=r.job_try,
+        enqueued_at=_iso(r.enqueue_time),
+        started_at=_iso(r.start_time),
+        finished_at=_iso(r.finish_time),
+        error=None if r.success else _error_text(r.result),
+        result=r.result if r.success and isinstance(r.result, dict) else None,
+    )
+
+
+def _not_found(job_id: str, queue: str | None) -> JobReport:
+    return JobReport(
+        job_id=job_id,
+        function=job_name_of(job_id),
+        queue=queue,
+        state="not_found",
+        tries=None,
+        enqueued_at=None,
+        started_at=None,
+        finished_at=None,
+        error=None,
+        result=None,
+    )
 
 
 def _error_text(result: Any) -> str:
     if isinstance(result, dict) and "error" in result:
         return f"{result['error']}: {result.get('message', '')}"
     return str(result)
-
-
-def _validate(model: type[BaseModel], data: BaseModel | dict[str, Any], what: str) -> BaseModel:
-    """Validate exactly as the CLI does: a bad request is a UsageError and nothing is enqueued."""
-    if isinstance(data, model):
-        return data
-    raw = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
-    parse = getattr(model, "parse", None)
-    if callable(parse):  # the domain's own one-line error messages
-        return parse(raw)  # type: ignore[no-any-return]
-    from pydantic import ValidationError
-
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "request"
-        raise UsageError(f"{what} request: {where}: {err['msg']}") from None
 
 
 class _Doorbell:
@@ -139,9 +164,9 @@ class _Doorbell:
 
 
 class MemorydClient:
-    def __init__(self, redis: ArqRedis, *, erase_ttl_s: int = 300, poll_delay_s: float = CLIENT_POLL_S):
+    def __init__(self, redis: ArqRedis, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S):
         self.redis = redis
-        self.erase_ttl_s = erase_ttl_s
+        self.settings = settings
         self.poll_delay_s = poll_delay_s
 
     @classmethod
@@ -159,7 +184,7 @@ class MemorydClient:
                 f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}"
             ) from None
         try:
-            yield cls(redis, erase_ttl_s=settings.retention.erase_result_ttl_s, poll_delay_s=poll_delay_s)
+            yield cls(redis, settings, poll_delay_s=poll_delay_s)
         finally:
             await redis.aclose(close_connection_pool=True)
 
@@ -209,113 +234,91 @@ class MemorydClient:
                 await pipe.execute()
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
+    async def submit(
+        self,
+        op: Op[Any],
+        request: BaseModel | dict[str, Any],
+        *,
+        queue: str | None = None,
+        request_id: str | None = None,
+    ) -> EnqueuedJob:
+        """Validate `request` as `op` does and enqueue it on the queue its routing names (or
+        `queue`). A payload naming a data subject expires if it is not delivered in time."""
+        req = op.parse(request)
+        if queue is None:
+            queue = (
+                await self.queue_for(agent_of(req))
+                if op.routing is Routing.AGENT
+                else await self.default_queue()
+            )
+        expires_s = op.result_ttl_s(self.settings) if op.payload_names_subject else None
+        return await self.enqueue(
+            op.name, op.payload(req), queue=queue, request_id=request_id, expires_s=expires_s
+        )
+
     async def enqueue_forget(
         self, request: BaseModel | dict[str, Any], *, request_id: str | None = None
     ) -> EnqueuedJob:
-        from daemon.forget.request import ForgetRequest
-
-        req = _validate(ForgetRequest, request, FORGET)
-        payload = req.model_dump(mode="json")
-        return await self.enqueue(
-            FORGET, payload, queue=await self.queue_for(payload["agent"]), request_id=request_id
-        )
+        return await self.submit(forget_op.OP, request, request_id=request_id)
 
     async def enqueue_erase(
         self, request: BaseModel | dict[str, Any], *, queue: str | None = None, request_id: str | None = None
     ) -> EnqueuedJob:
-        from daemon.retention.request import EraseRequest
-
-        req = _validate(EraseRequest, request, ERASE)
-        payload = req.model_dump(mode="json")
-        agent = payload.get("agent")
-        target = queue or (
-            await self.queue_for(agent) if isinstance(agent, str) else await self.default_queue()
-        )
-        # The payload names a data subject: the job key expires if it is not delivered in time.
-        return await self.enqueue(
-            ERASE, payload, queue=target, request_id=request_id, expires_s=self.erase_ttl_s
-        )
+        return await self.submit(erase_op.OP, request, queue=queue, request_id=request_id)
 
     async def enqueue_ingest(self, agent: str, *, request_id: str | None = None) -> EnqueuedJob:
-        payload = _validate(SweepRequest, {"agent": agent}, INGEST_SWEEP).model_dump(mode="json")
-        return await self.enqueue(
-            INGEST_SWEEP, payload, queue=await self.queue_for(agent), request_id=request_id
-        )
+        return await self.submit(ingest_op.OP, {"agent": agent}, request_id=request_id)
 
     async def enqueue_index(
         self, agent: str, *, force: bool = False, request_id: str | None = None
     ) -> EnqueuedJob:
-        payload = _validate(IndexRequest, {"agent": agent, "force": force}, INDEX_SYNC).model_dump(
-            mode="json"
-        )
-        return await self.enqueue(
-            INDEX_SYNC, payload, queue=await self.queue_for(agent), request_id=request_id
-        )
+        return await self.submit(index_op.OP, {"agent": agent, "force": force}, request_id=request_id)
 
     # --- results ----------------------------------------------------------------------------
 
+    def _handle(self, job_id: str, queue: str | None) -> Job:
+        # Without its queue arq's Job cannot see a queued job's score; it is then given arq's
+        # default queue, which memoryd never uses (and which an ACL for `~arq:*` allows), and
+        # the job reads as not found there: `job` and `wait` tell "queued" from its job key.
+        return Job(job_id, self.redis, _queue_name=queue or default_queue_name, _deserializer=deserialize)
+
     async def job(self, job_id: str, queue: str | None = None) -> JobReport:
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.get(result_key_prefix + job_id)
-            pipe.get(job_key_prefix + job_id)
-            pipe.exists(in_progress_key_prefix + job_id)
-            pipe.get(retry_key_prefix + job_id)
-            result_raw, job_raw, running, retries = await pipe.execute()
-        if result_raw:
-            r = deserialize(result_raw)
-            ok = bool(r.get("s"))
-            return JobReport(
-                job_id=job_id,
-                function=r.get("f", job_name_of(job_id)),
-                queue=r.get("q"),
-                state="complete" if ok else "failed",
-                tries=r.get("t"),
-                enqueued_at=_iso(r.get("et")),
-                started_at=_iso(r.get("st")),
-                finished_at=_iso(r.get("ft")),
-                error=None if ok else _error_text(r.get("r")),
-                result=r.get("r") if ok and isinstance(r.get("r"), dict) else None,
-            )
-        if job_raw:
-            j = deserialize(job_raw)
-            state: JobState = "running" if running else "queued"
-            if not running and queue is not None:
-                score = await self.redis.zscore(queue, job_id)
-                if score is not None and score > time.time() * 1000:
-                    state = "deferred"
-            tries = int(retries) if retries else j.get("t")
-            return JobReport(
-                job_id=job_id,
-                function=j.get("f", job_name_of(job_id)),
-                queue=queue,
-                state=state,
-                tries=tries,
-                enqueued_at=_iso(j.get("et")),
-                started_at=None,
-                finished_at=None,
-                error=None,
-                result=None,
-            )
+        """The job's state and, once it is done, its result (arq's Job API: result_info, info, status)."""
+        handle = self._handle(job_id, queue)
+        done = await handle.result_info()
+        if done is not None:
+            return _finished(job_id, done)
+        info = await handle.info()
+        if info is None:
+            return _not_found(job_id, queue)
+        status = await handle.status()
+        state: JobState = _STATES.get(status, "queued")  # a job key but no known queue: queued
+        # arq's Job API has no try count for a job that has not finished; its retry counter
+        # (incremented as each try starts) is the record.
+        retries = await self.redis.get(retry_key_prefix + job_id)
         return JobReport(
             job_id=job_id,
-            function=job_name_of(job_id),
+            function=info.function,
             queue=queue,
-            state="not_found",
-            tries=None,
-            enqueued_at=None,
+            state=state,
+            tries=int(retries) if retries else info.job_try,
+            enqueued_at=_iso(info.enqueue_time),
             started_at=None,
             finished_at=None,
             error=None,
             result=None,
         )
 
-    async def wait(self, job_id: str, *, timeout_s: float | None = None) -> JobReport:
+    async def wait(
+        self, job_id: str, *, queue: str | None = None, timeout_s: float | None = None
+    ) -> JobReport:
         """Wait until the job is complete or failed; OperationFailed on timeout or an unknown job.
 
         The worker rings the job's doorbell (JOB_DONE_KEY) once its result is stored, and a
-        background BLPOP wakes this wait at once. The result itself is always read from arq's
-        key, polled on the usual back-off, so a missed ring (a daemon without it, another
-        client popping it first) only costs the next poll.
+        background BLPOP wakes this wait at once. The result itself is always read through
+        arq's Job (`result_info`, then `status`), polled on the usual back-off, so a missed ring
+        (a daemon without it, another client popping it first) only costs the next poll. With
+        the job's `queue` (EnqueuedJob.queue) a poll of a pending job is two Redis round trips.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         bell = _Doorbell()
@@ -323,7 +326,7 @@ class MemorydClient:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._listen, job_id, bell, deadline)
                 try:
-                    report = await self._poll(job_id, bell, deadline, timeout_s)
+                    report = await self._poll(self._handle(job_id, queue), queue, bell, deadline, timeout_s)
                 finally:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # the listener never fails: hand the poll's error on as is
@@ -333,16 +336,26 @@ class MemorydClient:
         return report
 
     async def _poll(
-        self, job_id: str, bell: _Doorbell, deadline: float | None, timeout_s: float | None
+        self,
+        handle: Job,
+        queue: str | None,
+        bell: _Doorbell,
+        deadline: float | None,
+        timeout_s: float | None,
     ) -> JobReport:
+        job_id = handle.job_id
         while True:
-            report = await self.job(job_id)
-            if report.state == "not_found":
+            done = await handle.result_info()
+            if done is not None:
+                return _finished(job_id, done)
+            status = await handle.status()
+            if status is JobStatus.complete:
+                continue  # it finished between the two reads
+            if status is JobStatus.not_found and (queue is not None or await handle.info() is None):
                 raise OperationFailed(f"job {job_id}: not found (never enqueued, or its result expired)")
-            if report.done:
-                return report
             if deadline is not None and time.monotonic() >= deadline:
-                raise OperationFailed(f"job {job_id}: still {report.state} after {timeout_s:g}s")
+                state = _STATES.get(status, "queued")  # a job key but no known queue: queued
+                raise OperationFailed(f"job {job_id}: still {state} after {timeout_s:g}s")
             # The ring normally ends this wait; the poll delay bounds a missed one. No faster
             # polls: they would only take CPU from the worker running the job.
             failpoint("client.wait.idle")  # polled, not done: waits for the ring (tests hear it)
@@ -368,20 +381,18 @@ class MemorydClient:
         """Queued and running jobs of a queue (oldest first), then its newest finished jobs."""
         pending = [m.decode() for m in await self.redis.zrange(queue, 0, -1)]
         out = [await self.job(job_id, queue) for job_id in pending]
-        finished: list[tuple[int, JobReport]] = []
+        finished: list[JobReport] = []
+        # SCAN, not arq's all_job_results (KEYS over the whole keyspace, failing on a result
+        # that expires meanwhile); each result is read through arq's Job.
         async for key in self.redis.scan_iter(match=result_key_prefix + "*", count=500):
-            raw = await self.redis.get(key)
-            if not raw:
-                continue
-            try:
-                r = deserialize(raw)
-            except ValueError:
-                continue
-            if r.get("q") != queue:
-                continue
             job_id = key.decode()[len(result_key_prefix) :]
             if job_id in pending:
                 continue
-            finished.append((int(r.get("ft") or 0), await self.job(job_id, queue)))
-        finished.sort(key=lambda item: item[0], reverse=True)
-        return out + [report for _, report in finished[:finished_limit]]
+            try:
+                done = await self._handle(job_id, queue).result_info()
+            except DeserializationError:
+                continue  # not JSON: not a job of ours
+            if done is not None and done.queue_name == queue:
+                finished.append(_finished(job_id, done))
+        finished.sort(key=lambda report: report.finished_at or "", reverse=True)
+        return out + finished[:finished_limit]

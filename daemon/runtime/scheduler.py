@@ -17,18 +17,10 @@ from typing import Any
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 
-from daemon.jobs import (
-    DREAM,
-    INDEX_SYNC,
-    INGEST_SWEEP,
-    RETENTION_SWEEP,
-    DreamRequest,
-    IndexRequest,
-    SweepRequest,
-    deserialize,
-    scheduled_job_id,
-)
+from daemon.ops.op import Routing
+from daemon.ops.registry import OPS, op_named
 from daemon.runtime import metrics
+from daemon.runtime.wire import deserialize, scheduled_job_id
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.scheduler")
@@ -51,11 +43,12 @@ class Due:
 
 
 def schedules(settings: Settings) -> tuple[Schedule, ...]:
-    out = [Schedule(INGEST_SWEEP, settings.ingest.interval_s)]
-    if settings.dreaming.enabled:
-        out.append(Schedule(DREAM, settings.dreaming.interval_s))
-    out.append(Schedule(INDEX_SYNC, settings.index.interval_s))
-    out.append(Schedule(RETENTION_SWEEP, settings.retention.interval_s, per_agent=False))
+    """The scheduled operations of the registry, in its order, with their intervals now."""
+    out = []
+    for op in OPS:
+        interval = op.scheduled(settings)
+        if interval is not None:
+            out.append(Schedule(op.name, interval, per_agent=op.routing is Routing.AGENT))
     return tuple(out)
 
 
@@ -85,13 +78,9 @@ def due(
 
 
 def payload_for(job: str, agent: str | None) -> dict[str, Any]:
-    if agent is None:
-        return {}  # host-wide (retention_sweep): ExpireRequest takes no fields
-    if job == DREAM:
-        return DreamRequest(agent=agent).model_dump(mode="json")
-    if job == INDEX_SYNC:
-        return IndexRequest(agent=agent).model_dump(mode="json")
-    return SweepRequest(agent=agent).model_dump(mode="json")
+    """The payload of a scheduled job: its request with only the agent given (none host-wide)."""
+    op = op_named(job)
+    return op.payload(op.parse({} if agent is None else {"agent": agent}))
 
 
 _PENDING = (JobStatus.queued, JobStatus.deferred, JobStatus.in_progress)

@@ -46,16 +46,15 @@ from daemon.constants import (
 )
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
-from daemon.jobs import deserialize, queue_name, serialize
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.runtime import metrics
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime.wire import deserialize, queue_name, serialize
+from daemon.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
 from daemon.settings import Settings, load_settings
 from daemon.status import sweep_summary
 from daemon.store.db import Store
-from workers.base import RedactJobErrors
-from workers.worker import MemorydWorker, worker_kwargs
 
 log = logging.getLogger("memoryd.service")
 
@@ -148,10 +147,7 @@ class Service:
                 f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
             ) from None
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
-        # arq logs each job's arguments at INFO; payloads name sessions and people, so keep
-        # arq's own job lines out and log one line per job ourselves (workers.base.observed).
-        logging.getLogger("arq.worker").setLevel(logging.WARNING)
-        logging.getLogger("arq.worker").addFilter(RedactJobErrors())
+        quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
 

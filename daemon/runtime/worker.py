@@ -1,9 +1,15 @@
-"""The arq worker configuration of memoryd (arq's `WorkerSettings`, built from Settings).
+"""arq in one place: memoryd's worker (MemorydWorker) and its configuration (worker_kwargs).
 
 Values follow reference/perf-limits.md: arq's default poll of 0.5 s caps a worker at about
 2 jobs/s and makes a round trip take 0.5 s, so `poll_delay` is set explicitly
-(daemon.poll_delay_s). Results are JSON and kept `daemon.keep_result_s`, except erase
-results, which hold a subject's ids and so live only `retention.erase_result_ttl_s`.
+(daemon.poll_delay_s). Results are JSON and kept as each operation says (`Op.result_ttl_s`):
+`daemon.keep_result_s`, or `retention.erase_result_ttl_s` for an erasure, whose payload names
+a data subject.
+
+arq's public hooks are used where they exist (`after_job_end` rings a job's doorbell once its
+result is stored). The methods overridden below have no hook; each says why, and
+tests/test_arq_contract.py fails when an arq release within pyproject's range changes what
+an override relies on.
 """
 
 from __future__ import annotations
@@ -18,20 +24,14 @@ from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
-from daemon.jobs import ERASE, deserialize, job_name_of, serialize
+from daemon.errors import UsageError
+from daemon.ops.op import Op
+from daemon.ops.registry import OPS, op_named
+from daemon.runtime.jobs import STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
+from daemon.runtime.wire import deserialize, job_name_of, serialize
 from daemon.settings import Settings
-from workers.backfill import backfill
-from workers.base import STORES
-from workers.dream import dream
-from workers.erase import erase
-from workers.expire import expire
-from workers.forget import forget
-from workers.index_sync import index_sync
-from workers.ingest_sweep import ingest_sweep
-from workers.retention_sweep import retention_sweep
 
-JOB_FUNCTIONS = (forget, erase, expire, ingest_sweep, index_sync, dream, backfill, retention_sweep)
 log = logging.getLogger("memoryd.jobs")
 # arq retries a job only when it is cancelled (drain, Retry); a failing job is not retried, so
 # the try limit bounds how often a job is interrupted by restarts before it is given up.
@@ -39,13 +39,11 @@ MAX_TRIES = 5
 
 
 def functions(settings: Settings) -> list[Function]:
-    out = []
-    for fn in JOB_FUNCTIONS:
-        keep = (
-            settings.retention.erase_result_ttl_s if fn.__name__ == ERASE else settings.daemon.keep_result_s
-        )
-        out.append(func(fn, name=fn.__name__, keep_result=keep, max_tries=MAX_TRIES))  # type: ignore[arg-type]
-    return out
+    """One arq function per operation of the registry, keeping its result as the op says."""
+    return [
+        func(job_function(op), name=op.name, keep_result=op.result_ttl_s(settings), max_tries=MAX_TRIES)  # type: ignore[arg-type]
+        for op in OPS
+    ]
 
 
 def worker_kwargs(settings: Settings, queue: str, ctx: dict[str, Any]) -> dict[str, Any]:
@@ -68,13 +66,30 @@ def worker_kwargs(settings: Settings, queue: str, ctx: dict[str, Any]) -> dict[s
     }
 
 
+def _op_of(job_id: str) -> Op[Any] | None:
+    try:
+        return op_named(job_name_of(job_id))
+    except UsageError:
+        return None  # not one of ours (another tool's id scheme): the worker-wide defaults apply
+
+
+def quiet_job_logs() -> None:
+    """arq logs each job's arguments at INFO and a failure's message with its traceback;
+    payloads and messages name sessions and people, so keep arq's job lines out and the class
+    of a failure only (daemon.runtime.jobs logs one line per job with ids and counts)."""
+    arq_log = logging.getLogger("arq.worker")
+    arq_log.setLevel(logging.WARNING)
+    if not any(isinstance(f, RedactJobErrors) for f in arq_log.filters):
+        arq_log.addFilter(RedactJobErrors())
+
+
 class MemorydWorker(Worker):
-    """arq's Worker, with erase results kept short on every path. arq applies a function's
-    `keep_result` when the function ran, but a job it gives up on before running (too many
-    tries, expired) is stored with the worker-wide default — with its arguments.
+    """arq's Worker, with subject-naming results kept short on every path. arq applies a
+    function's `keep_result` when the function ran, but a job it gives up on before running
+    (too many tries, expired) is stored with the worker-wide default — with its arguments.
 
     It also answers doorbells (daemon.runtime.client): between its polls it starts a job as soon as a
-    client rings the queue's bell, and after storing a result it rings the job's own bell.
+    client rings the queue's bell, and once a result is stored it rings the job's own bell.
 
     And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
@@ -84,10 +99,14 @@ class MemorydWorker(Worker):
     _enqueued: asyncio.Event | None = None
 
     def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("after_job_end", self._after_job_end)
         super().__init__(*args, **kwargs)
         self.stores = StorePool()
         self.ctx[STORES] = self.stores
 
+    # Override: `main` is arq's public entry point, and arq has no hook at its end (on_shutdown
+    # runs in close(), which the service does not call between Redis reconnects). The stores
+    # and the bell listener live exactly as long as a main().
     async def main(self) -> None:
         self.stores.reopen()
         try:
@@ -102,6 +121,8 @@ class MemorydWorker(Worker):
             finally:
                 await self.stores.close()
 
+    # Override: arq has no hook between its polls, and its poll loop sleeps out poll_delay; this
+    # waits that time out itself, polling again as soon as a client rings, and closes idle stores.
     async def _poll_iteration(self) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -133,6 +154,7 @@ class MemorydWorker(Worker):
             if rang is not None:
                 enqueued.set()
 
+    # Override: arq has no hook that can keep a job from starting.
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         # Redis can lose a running job's in-progress key (a restart without persistence). If the
         # job is then enqueued again, arq would start a second copy in this same worker, and the
@@ -141,26 +163,20 @@ class MemorydWorker(Worker):
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
         await super().start_jobs([j for j in job_ids if j.decode() not in running])
 
-    async def finish_job(
-        self,
-        job_id: str,
-        finish: bool,
-        result_data: bytes | None,
-        result_timeout_s: float | None,
-        keep_result_forever: bool,
-        incr_score: int | None,
-        keep_in_progress: float | None,
-    ) -> None:
-        await super().finish_job(
-            job_id, finish, result_data, result_timeout_s, keep_result_forever, incr_score, keep_in_progress
-        )
-        if finish:  # not when the job goes back to the queue (cancelled by a drain, retried)
-            await self._wake_waiters(job_id)
+    async def _after_job_end(self, ctx: dict[str, Any]) -> None:
+        # arq calls after_job_end once finish_job's transaction has stored the result. A job
+        # that went back to the queue (a drain cancelled it) rings too: a waiting client reads
+        # it still queued and waits on.
+        await self._wake_waiters(ctx["job_id"])
 
+    # Override: a job arq gives up on before running it (too many tries, expired, unknown
+    # function) ends here, and no hook runs on that path: its result gets the subject TTL and
+    # its doorbell rings here.
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
-        if job_name_of(job_id) == ERASE:
-            ttl_s = self.ctx["settings"].retention.erase_result_ttl_s
+        op = _op_of(job_id)
+        if op is not None and op.payload_names_subject:
+            ttl_s = op.result_ttl_s(self.ctx["settings"])
             await self.pool.pexpire(result_key_prefix + job_id, ttl_s * 1000)
         await self._wake_waiters(job_id)
 

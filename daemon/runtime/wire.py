@@ -1,6 +1,7 @@
-"""Job identity and wire format shared by the daemon, its workers and the client.
+"""Job identity and wire format shared by the daemon's worker, its scheduler and the client.
 
-* Names: one per job family (DESIGN §6).
+* Names: one per operation, declared by the registry (daemon.ops.registry, DESIGN §6).
+* Queues: one per host, `memoryd:queue:<host_id>`.
 * Ids: deterministic. A client request's id is the family plus a hash of its canonical
   JSON payload, so the same request enqueued twice is one job (arq refuses an id whose
   job or result key exists). A scheduled sweep's id names the agent and the interval slot,
@@ -13,35 +14,11 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from daemon.constants import QUEUE_PREFIX
-from daemon.errors import UsageError
-from daemon.ids import validate_agent_id
-
-FORGET = "forget"
-ERASE = "erase"
-EXPIRE = "expire"
-INGEST_SWEEP = "ingest_sweep"
-INDEX_SYNC = "index_sync"
-DREAM = "dream"
-BACKFILL = "backfill"
-RETENTION_SWEEP = "retention_sweep"
-JOB_NAMES: tuple[str, ...] = (
-    FORGET,
-    ERASE,
-    EXPIRE,
-    INGEST_SWEEP,
-    INDEX_SYNC,
-    DREAM,
-    BACKFILL,
-    RETENTION_SWEEP,
-)
-# Families that delete data: their counters feed the purge metrics and alerts.
-PURGE_JOBS: frozenset[str] = frozenset({FORGET, ERASE, EXPIRE, RETENTION_SWEEP})
 
 
 def queue_name(host_id: str) -> str:
@@ -83,34 +60,3 @@ def deserialize(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("job data is not a JSON object")
     return value
-
-
-# --- Payloads of the sweep families (the domain entry points take only a runtime) -----------
-
-
-class _Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    agent: str = Field(description="The agent whose memory the job works on.")
-
-    @field_validator("agent")
-    @classmethod
-    def _agent(cls, v: str) -> str:
-        try:
-            return validate_agent_id(v)
-        except UsageError as exc:
-            raise ValueError(str(exc).removeprefix("agent: ")) from None
-
-
-class SweepRequest(_Payload):
-    """ingest_sweep and retention_sweep: one agent."""
-
-
-class IndexRequest(_Payload):
-    force: bool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
-
-
-class DreamRequest(_Payload):
-    phases: tuple[Literal["light", "rem", "deep"], ...] = Field(
-        default=("light", "rem", "deep"), min_length=1, description="Dreaming phases to run, in order."
-    )

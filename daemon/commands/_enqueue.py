@@ -1,0 +1,122 @@
+"""`memoryd enqueue <command>`: the same request as `memoryd <command>`, sent to the daemon.
+
+A family's command module declares its flags and how they become a request once, and
+registers both commands from them (`register_enqueue`), so the two cannot drift: the same
+validation before anything is sent (a bad request exits 2 and enqueues nothing) and, with
+`--wait`, the same report and the same exit code as the direct command.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import click
+
+from daemon.commands import CliState, command_name, emit_json, json_option, pass_state, run_async
+from daemon.ops.op import Op, Routing
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+wait_option = click.option("--wait", is_flag=True, help="Wait for the job and print its report.")
+timeout_option = click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=None,
+    help="With --wait: give up after this many seconds (exit 1).",
+)
+request_id_option = click.option(
+    "--request-id",
+    default=None,
+    help="Distinguish this request from an identical earlier one (else deduplicated).",
+)
+queue_option = click.option("--queue", default=None, help="Target queue when several hosts share Redis.")
+
+
+def enqueue_group(cli: click.Group) -> click.Group:
+    """The `memoryd enqueue` group, created by whichever family registers first."""
+    group = cli.commands.get("enqueue")
+    if isinstance(group, click.Group):
+        return group
+
+    @cli.group("enqueue")
+    def enqueue() -> None:
+        """Send a job to the daemon that owns the agent (validated like the direct command)."""
+
+    return enqueue
+
+
+def enqueue_and_maybe_wait(
+    state: CliState,
+    action: Callable[[Any], Awaitable[Any]],
+    wait: bool,
+    timeout_s: float | None,
+    as_json: bool,
+) -> None:
+    from daemon.runtime.client import MemorydClient
+
+    async def go() -> tuple[Any, Any]:
+        async with MemorydClient.connect(state.settings) as client:
+            job = await action(client)
+            report = await client.wait(job.job_id, queue=job.queue, timeout_s=timeout_s) if wait else None
+            return job, report
+
+    job, report = run_async(go)
+    if report is None:
+        if as_json:
+            emit_json(job)
+        else:
+            click.echo(
+                job.job_id
+                + (" (deduplicated: an identical request is already known)" if job.deduplicated else "")
+            )
+        return
+    click.echo(f"job {job.job_id}: {report.state}", err=True)
+    if report.state != "complete":
+        click.echo(f"memoryd: error: job {job.job_id} failed: {report.error}", err=True)
+        raise click.exceptions.Exit(report.exit_code())
+    if as_json:
+        emit_json(report.result)
+    else:
+        click.echo(json.dumps(report.result, indent=2))
+    problem = report.outcome()  # the direct command's exit code and message for the same report
+    if problem is not None:
+        raise problem
+
+
+def register_enqueue(
+    cli: click.Group,
+    op: Op[Any],
+    options: Sequence[Decorator],
+    fields: Callable[..., dict[str, Any]],
+    help: str,
+) -> None:
+    """`memoryd enqueue <op's command>`: `options` are the direct command's flags, `fields`
+    turns them into the request's fields. A request whose model has no `request_id` of its own
+    gets `--request-id` (a new job for an identical request); a host-wide one gets `--queue`."""
+    own_request_id = "request_id" not in op.request.model_fields
+    host_wide = op.routing is Routing.HOST
+
+    def enqueue_cmd(
+        state: CliState, wait: bool, timeout_s: float | None, as_json: bool, **flags: Any
+    ) -> None:
+        request_id = flags.pop("request_id", None) if own_request_id else None
+        queue = flags.pop("queue", None) if host_wide else None
+        # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
+        request = op.parse(fields(**flags))
+        enqueue_and_maybe_wait(
+            state,
+            lambda c: c.submit(op, request, queue=queue, request_id=request_id),
+            wait,
+            timeout_s,
+            as_json,
+        )
+
+    enqueue_cmd.__doc__ = help
+    decorated: Callable[..., Any] = pass_state(enqueue_cmd)
+    extra = [*([request_id_option] if own_request_id else []), *([queue_option] if host_wide else [])]
+    for option in reversed([*options, *extra, wait_option, timeout_option, json_option]):
+        decorated = option(decorated)
+    enqueue_group(cli).command(command_name(op))(decorated)

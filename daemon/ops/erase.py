@@ -1,0 +1,67 @@
+"""`erase`: erase a data subject's scope (seed 001); the result is the erasure receipt.
+
+The payload names a data subject, so it must not outlive its delivery: the client enqueues
+it with a job-key expiry, and its result (even a job given up before it ran) is kept only
+`retention.erase_result_ttl_s`. Erasure takes the retention lease and each agent's workspace
+lock inside the domain. A refusal (a legal hold) is a receipt, and exits 3 however it was sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from daemon.errors import MemorydError, RefusedError
+from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from daemon.retention.request import EraseRequest
+
+if TYPE_CHECKING:
+    from daemon.settings import Settings
+
+
+async def _run(ctx: OpContext, request: EraseRequest) -> BaseModel:
+    from daemon.ops.erasure import run_erase
+
+    return await run_erase(ctx.settings, ctx.redis, request)  # no Redis for a dry run (LockPolicy.NONE)
+
+
+def _result() -> type[BaseModel]:
+    from daemon.retention.receipts import ErasureReceipt
+
+    return ErasureReceipt
+
+
+def _lock(request: EraseRequest) -> LockPolicy:
+    return LockPolicy.NONE if request.dry_run else LockPolicy.IN_DOMAIN
+
+
+def _result_ttl_s(settings: Settings) -> int:
+    return settings.retention.erase_result_ttl_s
+
+
+def _outcome(receipt: Mapping[str, Any]) -> MemorydError | None:
+    if receipt.get("state") != "refused":
+        return None
+    holds = ", ".join(str(b.get("hold_id")) for b in receipt.get("blocked", []))
+    return RefusedError(
+        f"erasure refused: {receipt.get('hold_blocked')} item(s) under legal hold ({holds}); "
+        "nothing was changed. Release the hold(s) or pass --allow-partial"
+    )
+
+
+OP = Op(
+    name="erase",
+    summary="erase a data subject's scope; the result is the erasure receipt",
+    request=EraseRequest,
+    run=_run,
+    result=_result,
+    routing=Routing.HOST,
+    lock=_lock,
+    result_ttl_s=_result_ttl_s,
+    payload_names_subject=True,
+    outcome=_outcome,
+    command="erase",
+    purge=True,
+)

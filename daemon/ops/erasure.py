@@ -1,0 +1,42 @@
+"""An erasure, with its sessions: the retention erasure (daemon.retention.erase) runs each
+erased session through the forget pipeline (daemon.forget), handed in from here.
+
+    await run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1")) -> ErasureReceipt
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from redis.asyncio import Redis
+
+from daemon.agent_runtime import AgentRuntime
+from daemon.forget.request import ForgetRequest
+from daemon.forget.run import purge
+from daemon.lock import Lease
+from daemon.retention import erase
+from daemon.retention.receipts import ErasureReceipt
+from daemon.retention.request import EraseRequest
+from daemon.settings import Settings
+
+
+async def purge_sessions(rt: AgentRuntime, session_ids: list[str], lease: Lease) -> Mapping[str, int]:
+    """Forget `session_ids` of `rt`'s agent under the erasure's lease; the artifact counters."""
+    report = await purge(rt, ForgetRequest(agent=rt.agent_id, sessions=session_ids), lease)
+    artifacts = report.model_dump(mode="json", by_alias=True)["artifacts"]
+    return {k: v for k, v in artifacts.items() if isinstance(v, int)}
+
+
+async def run_erase(
+    settings: Settings,
+    redis: Redis | None,
+    request: EraseRequest,
+    *,
+    now: int | None = None,
+    verify: bool = True,
+) -> ErasureReceipt:
+    """Erase `request.scope` (daemon.retention.erase), purging its sessions with forget; a dry
+    run needs no Redis."""
+    return await erase.run_erase(
+        settings, redis, request, purge_sessions=purge_sessions, now=now, verify=verify
+    )

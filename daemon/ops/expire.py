@@ -1,0 +1,39 @@
+"""`expire`: apply retention TTLs now (host-wide). It hides scopes past their TTL from reads
+and dreaming (provenance stays resolvable for audit) and purges them
+`retention.expired_purge_after_days` later. The payload takes no fields today."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from daemon.retention.request import ExpireRequest
+
+
+async def run_expiry(ctx: OpContext, request: ExpireRequest) -> BaseModel:
+    from daemon.retention.expire import run_expire
+
+    return await run_expire(ctx.settings, ctx.require_redis(), request)
+
+
+def expiry_report() -> type[BaseModel]:
+    from daemon.retention.models import ExpireReport
+
+    return ExpireReport
+
+
+def takes_retention_lease(request: ExpireRequest) -> LockPolicy:
+    return LockPolicy.IN_DOMAIN
+
+
+OP = Op(
+    name="expire",
+    summary="apply retention TTLs now (host-wide)",
+    request=ExpireRequest,
+    run=run_expiry,
+    result=expiry_report,
+    routing=Routing.HOST,
+    lock=takes_retention_lease,
+    command="expire",
+    purge=True,
+)

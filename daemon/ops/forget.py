@@ -1,0 +1,44 @@
+"""`forget`: purge what was derived from chosen sessions of one agent; `dry_run` previews.
+
+A preview reads a read-only store without Redis: no lock, no writes, not even a schema. A
+purge holds the workspace lock for its whole run (plan and apply). A rerun of the same
+request converges, so arq's at-least-once delivery is safe.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from daemon.forget.request import ForgetRequest
+from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+
+
+async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
+    from daemon.forget.run import preview_forget, purge
+
+    if request.dry_run:
+        return await preview_forget(ctx.agent_runtime(), request)
+    return await purge(ctx.agent_runtime(), request, ctx.require_lease())
+
+
+def _result() -> type[BaseModel]:
+    from daemon.forget.report import ForgetReport
+
+    return ForgetReport
+
+
+def _lock(request: ForgetRequest) -> LockPolicy:
+    return LockPolicy.NONE if request.dry_run else LockPolicy.WHOLE_RUN
+
+
+OP = Op(
+    name="forget",
+    summary="purge what was derived from selected sessions of one agent; `dry_run` previews",
+    request=ForgetRequest,
+    run=_run,
+    result=_result,
+    routing=Routing.AGENT,
+    lock=_lock,
+    command="forget",
+    purge=True,
+)

@@ -1,0 +1,64 @@
+"""`index_sync`: sync an agent's search index. Publication takes the workspace lock inside the
+domain; chunking and embedding run outside it. A report that discarded prepared work (a
+source changed or a session was forgotten meanwhile) exits 1: run it again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from daemon.errors import MemorydError, OperationFailed
+from daemon.ops.agent_request import AgentRequest
+from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+
+if TYPE_CHECKING:
+    from daemon.settings import Settings
+
+
+class IndexRequest(AgentRequest):
+    force: bool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
+
+
+async def _run(ctx: OpContext, request: IndexRequest) -> BaseModel:
+    from daemon.index.sync import run_index_sync
+
+    return await run_index_sync(ctx.agent_runtime(), force=request.force, progress=ctx.progress)
+
+
+def _result() -> type[BaseModel]:
+    from daemon.index.report import IndexReport
+
+    return IndexReport
+
+
+def _lock(request: IndexRequest) -> LockPolicy:
+    return LockPolicy.IN_DOMAIN
+
+
+def _interval_s(settings: Settings) -> float:
+    return settings.index.interval_s
+
+
+def _outcome(report: Mapping[str, Any]) -> MemorydError | None:
+    if report.get("ok", True):
+        return None
+    return OperationFailed(
+        "index_sync: prepared work was discarded at publication (see discarded); run it again"
+    )
+
+
+OP = Op(
+    name="index_sync",
+    summary="sync an agent's search index",
+    request=IndexRequest,
+    run=_run,
+    result=_result,
+    routing=Routing.AGENT,
+    lock=_lock,
+    outcome=_outcome,
+    command="index",
+    interval_s=_interval_s,
+    sweep=True,
+)

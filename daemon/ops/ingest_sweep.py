@@ -1,0 +1,53 @@
+"""`ingest_sweep`: one ingest sweep of an agent. The sweep takes the workspace lock itself,
+only around staging (slow parsing runs outside it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from daemon.ops.agent_request import AgentRequest
+from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+
+if TYPE_CHECKING:
+    from daemon.settings import Settings
+
+
+class SweepRequest(AgentRequest):
+    """ingest_sweep: one agent."""
+
+
+async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
+    from daemon.ingest.sweep import run_ingest_sweep
+
+    return await run_ingest_sweep(ctx.agent_runtime())
+
+
+def _result() -> type[BaseModel]:
+    from daemon.ingest.report import IngestReport
+
+    return IngestReport
+
+
+def _lock(request: SweepRequest) -> LockPolicy:
+    return LockPolicy.IN_DOMAIN
+
+
+def _interval_s(settings: Settings) -> float:
+    return settings.ingest.interval_s
+
+
+OP = Op(
+    name="ingest_sweep",
+    summary="one ingest sweep of an agent",
+    request=SweepRequest,
+    run=_run,
+    result=_result,
+    routing=Routing.AGENT,
+    lock=_lock,
+    command="ingest",
+    interval_s=_interval_s,
+    sweep=True,
+    sessions_scanned_field="sessionsScanned",
+)

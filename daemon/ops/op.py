@@ -1,0 +1,159 @@
+"""What an operation declares: one `Op` per job family, read by the CLI, the arq job
+functions, the client, the scheduler and the docs generator.
+
+An op module (daemon/ops/<family>.py) builds its `Op` from light pieces only — its request
+model, small functions — and imports its domain entry point inside `run`, so the registry
+stays cheap to import.
+
+One validation for a request, whichever way it arrives (CLI flags, a client call, a raw arq
+job from another tool): `Op.parse`, whose every error is one `JobPayloadError` line
+`<family>: <field>: <problem>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from daemon.errors import JobPayloadError, MemorydError, UsageError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from daemon.agent_runtime import AgentRuntime
+    from daemon.lock import Lease
+    from daemon.settings import Settings
+
+R = TypeVar("R", bound=BaseModel)
+ProgressFn = Callable[[str, int, int], None]  # (phase, done, total), for a CLI progress bar
+
+
+class Routing(Enum):
+    """Which host's queue a job goes to."""
+
+    AGENT = "agent"  # the host that owns `request.agent` (published in Redis)
+    HOST = "host"  # host-wide state (retention.sqlite): the only host's queue, or the one named
+
+
+class LockPolicy(Enum):
+    """Who takes the workspace lock, and what the op is given to run with."""
+
+    # Reads only: a read-only store (none if the agent has none yet), no Redis, no lock.
+    NONE = "none"
+    # The domain takes its locks around its own writes; slow work (parsing, embedding, model
+    # calls) runs outside them. The op gets a writable store and Redis.
+    IN_DOMAIN = "in_domain"
+    # The op holds the agent's workspace lock for its whole run, once, and hands the lease to
+    # the domain: purges of one workspace never overlap, on any host.
+    WHOLE_RUN = "whole_run"
+
+
+@dataclass(frozen=True, slots=True)
+class OpContext:
+    """What a run gets, opened as its lock policy says (daemon.ops.execute)."""
+
+    settings: Settings
+    redis: Redis | None  # None under LockPolicy.NONE
+    runtime: AgentRuntime | None  # the agent's runtime (Routing.AGENT); None for host-wide ops
+    lease: Lease | None  # the workspace lease under LockPolicy.WHOLE_RUN
+    progress: ProgressFn | None = None
+
+    def agent_runtime(self) -> AgentRuntime:
+        if self.runtime is None:
+            raise RuntimeError("this operation was run without an agent runtime")
+        return self.runtime
+
+    def require_redis(self) -> Redis:
+        if self.redis is None:
+            raise RuntimeError("this operation was run without Redis")
+        return self.redis
+
+    def require_lease(self) -> Lease:
+        if self.lease is None:
+            raise RuntimeError("this operation was run without the workspace lease")
+        return self.lease
+
+
+def keep_result_s(settings: Settings) -> int:
+    return settings.daemon.keep_result_s
+
+
+def no_outcome(result: Mapping[str, Any]) -> MemorydError | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Op(Generic[R]):
+    name: str  # the job function's name on the wire (arq's "f"), the metrics' family label
+    summary: str  # one line for docs/jobs.md
+    request: type[R]  # the payload model (extra fields forbidden); one for the CLI and the job
+    run: Callable[[OpContext, R], Awaitable[BaseModel]]  # imports its domain entry point when called
+    result: Callable[[], type[BaseModel]]  # the report model (the job's result, the CLI's --json)
+    routing: Routing
+    lock: Callable[[R], LockPolicy]  # may depend on the request (a dry run takes no lock)
+    # How long Redis keeps the result (and a payload naming a subject, see below).
+    result_ttl_s: Callable[[Settings], int] = keep_result_s
+    # The payload names a data subject: its job key expires after result_ttl_s if not
+    # delivered, and a job given up before it ran keeps its result no longer either.
+    payload_names_subject: bool = False
+    # Whether its report may quote memory text. A result is stored in Redis, outside what
+    # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
+    # checks its stored result against this.
+    result_may_carry_memory_text: bool = False
+    # The error a successful report still means for the CLI's exit code (a refused erasure).
+    outcome: Callable[[Mapping[str, Any]], MemorydError | None] = no_outcome
+    # The `memoryd <command>` that runs it in the foreground (and `memoryd enqueue <command>`).
+    command: str | None = None
+    # The scheduler's interval for it (None: not scheduled with these settings).
+    interval_s: Callable[[Settings], float | None] | None = None
+    purge: bool = False  # deletes data: counted in the purge metrics and alerts
+    sweep: bool = False  # a sweep: its duration and last success are exported per agent (or host)
+    sessions_scanned_field: str | None = None  # result field counted in memoryd_sessions_scanned_total
+
+    def parse(self, data: Any) -> R:
+        """`data` (CLI flags, a client's request, a job's JSON payload) as this op's request;
+        any problem is one JobPayloadError line naming the family and the field."""
+        if isinstance(data, self.request):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
+        if not isinstance(data, dict):
+            raise JobPayloadError(f"{self.name}: payload must be a JSON object, got {type(data).__name__}")
+        try:
+            return self.request.model_validate(data)
+        except ValidationError as exc:
+            raise JobPayloadError(f"{self.name}: {describe_validation(exc)}") from None
+        except UsageError as exc:  # the request models' validators name the field themselves
+            raise JobPayloadError(f"{self.name}: {exc}") from None
+
+    def payload(self, request: R) -> dict[str, Any]:
+        """The request as JSON, the job's single argument (and what its id hashes)."""
+        return request.model_dump(mode="json")
+
+    def scheduled(self, settings: Settings) -> float | None:
+        return None if self.interval_s is None else self.interval_s(settings)
+
+
+def agent_of(request: BaseModel) -> str:
+    """The agent an agent-routed request names (its `agent` field)."""
+    agent = getattr(request, "agent", None)
+    if not isinstance(agent, str):
+        raise TypeError(f"{type(request).__name__} names no agent")
+    return agent
+
+
+def describe_validation(err: ValidationError) -> str:
+    """`<field>: <problem>` for the first error (the field dotted, as the payload names it)."""
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        problem = "unknown field"
+    elif first["type"] == "value_error":  # a validator's ValueError: its message, not pydantic's prefix
+        problem = str(first.get("ctx", {}).get("error", first["msg"]))
+    else:
+        problem = first["msg"]
+    return f"{where}: {problem}" if where else problem

@@ -1,0 +1,31 @@
+"""`retention_sweep`: the scheduled form of `expire`, once per host per interval (retention
+state is host-wide, in state_dir/retention.sqlite). Same payload, same report."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from daemon.ops.expire import expiry_report, run_expiry, takes_retention_lease
+from daemon.ops.op import Op, Routing
+from daemon.retention.request import ExpireRequest
+
+if TYPE_CHECKING:
+    from daemon.settings import Settings
+
+
+def _interval_s(settings: Settings) -> float:
+    return settings.retention.interval_s
+
+
+OP = Op(
+    name="retention_sweep",
+    summary="the scheduled form of `expire`",
+    request=ExpireRequest,
+    run=run_expiry,
+    result=expiry_report,
+    routing=Routing.HOST,
+    lock=takes_retention_lease,
+    interval_s=_interval_s,
+    purge=True,
+    sweep=True,
+)

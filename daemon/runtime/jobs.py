@@ -1,0 +1,160 @@
+"""The arq job functions, generated from the operation registry (daemon.ops.registry).
+
+Each validates its JSON payload with its op (`Op.parse`: unknown fields, bad ids and empty
+selectors fail the job with one JobPayloadError line before anything runs), refuses an agent
+this host does not serve, runs the op with the worker's stores and Redis
+(daemon.ops.execute), and counts it: duration, outcome, purges, sweeps, and one log line
+with ids and counts only, never content. The result is the JSON report the CLI prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from pydantic import BaseModel
+from redis.asyncio import Redis
+
+from daemon.agent_runtime import AgentRuntime, agent_runtime
+from daemon.agents import agent_paths
+from daemon.errors import AgentNotServed
+from daemon.ops.execute import execute
+from daemon.ops.op import Op, Routing, agent_of
+from daemon.ops.registry import OPS
+from daemon.runtime import metrics
+from daemon.runtime.store_pool import StorePool
+from daemon.sessions.source import session_source_for
+from daemon.settings import Settings
+
+log = logging.getLogger("memoryd.jobs")
+# ctx key of the worker's open stores (MemorydWorker); absent, a job opens and closes its own
+# store, as a plain arq Worker given only worker_kwargs would.
+STORES = "stores"
+HOST_SCOPE = "host"  # the `agent` label of host-wide sweeps in metrics
+
+JobFn = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
+
+
+class WorkerResources:
+    """An op's stores and Redis inside a job: the worker's pool and client (daemon.ops.execute)."""
+
+    def __init__(self, ctx: dict[str, Any]):
+        self.ctx = ctx
+        # The service swaps ctx["settings"] on SIGHUP (admission policy reload); read it per job.
+        self.settings: Settings = ctx["settings"]
+
+    def agent_runtime(self, agent: str, *, readonly: bool) -> AbstractAsyncContextManager[AgentRuntime]:
+        stores: StorePool | None = self.ctx.get(STORES)
+        if stores is None:
+            redis = False if readonly else self.ctx["redis"]
+            return agent_runtime(self.settings, agent, readonly=readonly, redis=redis)
+        redis_client = None if readonly else self.ctx["redis"]
+        return pooled_runtime(self.settings, agent, stores, readonly=readonly, redis=redis_client)
+
+    async def redis(self) -> Redis:
+        return self.ctx["redis"]  # type: ignore[no-any-return]
+
+    def lock_waited(self, op: str, waited_s: float, *, timed_out: bool) -> None:
+        metrics.LOCK_WAIT.labels(family=op).observe(waited_s)
+        if timed_out:
+            metrics.LOCK_TIMEOUTS.labels(family=op).inc()
+
+
+@asynccontextmanager
+async def pooled_runtime(
+    settings: Settings, agent_id: str, stores: StorePool, *, readonly: bool, redis: Redis | None
+) -> AsyncIterator[AgentRuntime]:
+    """The agent's runtime over a store checked out of the worker's pool; Redis is the worker's."""
+    paths = agent_paths(settings, agent_id)
+    source = session_source_for(settings, agent_id)
+    async with stores.checkout(paths.db_path, readonly=readonly) as store:
+        yield AgentRuntime(settings, paths, store, redis, source, readonly)
+
+
+def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:
+    served = ctx.get("agents")
+    if served is not None and agent not in served:
+        raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {ctx.get('host_id')!r}")
+
+
+def dump(report: BaseModel) -> dict[str, Any]:
+    """The report as the CLI prints it (field order and aliases of the model)."""
+    return report.model_dump(mode="json", by_alias=True)
+
+
+def _count_success(op: Op[Any], request: BaseModel, report: dict[str, Any], elapsed_s: float) -> None:
+    if op.purge and isinstance(artifacts := report.get("artifacts"), dict):
+        metrics.count_purged(op.name, artifacts)
+    target = agent_of(request) if op.routing is Routing.AGENT else HOST_SCOPE
+    if op.sweep:
+        metrics.SWEEP_DURATION.labels(family=op.name, agent=target).observe(elapsed_s)
+        metrics.LAST_SWEEP.labels(family=op.name, agent=target).set_to_current_time()
+    if op.sessions_scanned_field is not None:
+        scanned = report.get(op.sessions_scanned_field)
+        if isinstance(scanned, int):
+            metrics.SESSIONS_SCANNED.labels(agent=target).inc(scanned)
+
+
+def job_function(op: Op[Any]) -> JobFn:
+    """The arq job function of `op`, named after it."""
+
+    async def job(ctx: dict[str, Any], payload: Any) -> dict[str, Any]:
+        started = time.monotonic()
+        outcome = "failed"
+        try:
+            request = op.parse(payload)
+            if op.routing is Routing.AGENT:
+                ensure_served(ctx, agent_of(request), op.name)
+            report = dump(await execute(op, WorkerResources(ctx), request))
+            outcome = "complete"
+            _count_success(op, request, report, time.monotonic() - started)
+            return report
+        except BaseException as exc:
+            # Cancellation (drain, timeout) returns the job to the queue: a retry, not a failure.
+            if not isinstance(exc, Exception):
+                outcome = "retried"
+            else:
+                # The message may name sessions or people (it goes to the job result, which
+                # the client reads); the log keeps the error class only.
+                log.warning("job %s %s failed: %s", ctx.get("job_id"), op.name, type(exc).__name__)
+            raise
+        finally:
+            elapsed = time.monotonic() - started
+            metrics.JOB_DURATION.labels(family=op.name).observe(elapsed)
+            metrics.JOBS_TOTAL.labels(family=op.name, outcome=outcome).inc()
+            if op.purge and outcome != "retried":
+                metrics.PURGES.labels(family=op.name, outcome=outcome).inc()
+            log.info(
+                "job %s %s %s in %.3fs (try %s)",
+                ctx.get("job_id"),
+                op.name,
+                outcome,
+                elapsed,
+                ctx.get("job_try"),
+            )
+
+    job.__name__ = job.__qualname__ = op.name
+    return job
+
+
+JOB_FUNCTIONS: tuple[JobFn, ...] = tuple(job_function(op) for op in OPS)
+
+
+class RedactJobErrors(logging.Filter):
+    """arq logs a failed job as `… ! <id>:<fn> failed, <Class>: <message>` with the traceback;
+    the message and traceback may name sessions or people, so keep only the class."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            record.levelno >= logging.ERROR
+            and isinstance(record.args, tuple)
+            and len(record.args) == 4
+            and "failed" in str(record.msg)
+        ):
+            record.args = (*record.args[:3], "(message in the job result)")
+            record.exc_info = None
+            record.exc_text = None
+        return True
