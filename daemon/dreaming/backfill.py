@@ -59,6 +59,7 @@ from daemon.sessions.transcript import iter_exported
 from daemon.store.batched import select_in
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection, table_exists
+from daemon.store.engine import inserted_rowid
 from daemon.store.origins import origins_for_entries, record_origins
 from daemon.store.short_term import COLUMNS, SELECT_LIST
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
@@ -265,11 +266,11 @@ def _begin_run(
     gone = forgotten_ids(conn, {o.session_id for o in origins}, secret)
     if gone:
         return 0, gone, 0
-    run_id = int(
+    run_id = inserted_rowid(
         conn.execute(
             "INSERT INTO backfill_runs(created_at, mode, from_day, to_day) VALUES (?, ?, ?, ?)",
             (now_ms, request.mode, request.from_day, request.to_day),
-        ).lastrowid
+        )
     )
     added = record_origins(conn, agent_id, origins)
     rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, "") for d in days]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from daemon.constants import MAX_REWRITE_PREIMAGES
 from daemon.fileio import sha256_hex
 from daemon.store.db import Connection
+from daemon.store.engine import inserted_rowid
 
 
 def store_preimage(conn: Connection, content: str, now_ms: int, relative_path: str = "MEMORY.md") -> int:
@@ -18,7 +19,7 @@ def store_preimage(conn: Connection, content: str, now_ms: int, relative_path: s
         "INSERT INTO memory_backups(created_at, relative_path, content, content_hash) VALUES (?, ?, ?, ?)",
         (now_ms, relative_path, content, sha256_hex(content)),
     )
-    return int(cur.lastrowid)
+    return inserted_rowid(cur)
 
 
 def prune_preimages(conn: Connection) -> int:

@@ -6,92 +6,57 @@ thread hop instead of a thousand (about 50 µs each on these machines).
 
 Writes run inside `BEGIN IMMEDIATE` and check the workspace fence first (DESIGN §4): a lease
 holder whose lease silently expired carries a stale token and its commit is refused.
+
+The engine underneath (sqlite3 module, Connection type, connection setup) is `engine.py`;
+the schema steps are `migrations.py`.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3 as _stdlib_sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
 from daemon.constants import FILE_MODE
 from daemon.errors import FencedOut, OperationFailed
 from daemon.fileio import make_private_dirs
+from daemon.store.engine import (
+    ANY_SQLITE_ERROR,
+    SQLITE_SOFT_HEAP_LIMIT_BYTES,
+    SQLITE_VERSION,
+    Connection,
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    connect,
+    has_vector_extension,
+    sqlite3,
+    truncate_wal,
+)
+from daemon.store.migrations import migrate_connection
 
-try:  # SQLite 3.51 with FTS5 contentless_delete, secure-delete and loadable extensions.
-    import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - other platforms fall back to the stdlib build
-    import sqlite3  # type: ignore[no-redef]
+# The engine's names most callers need, importable from here with the Store.
+__all__ = [
+    "ANY_SQLITE_ERROR",
+    "SQLITE_SOFT_HEAP_LIMIT_BYTES",
+    "SQLITE_VERSION",
+    "Connection",
+    "DatabaseError",
+    "FenceToken",
+    "IntegrityError",
+    "OperationalError",
+    "Store",
+    "check_and_store_fence",
+    "has_vector_extension",
+    "sqlite3",
+    "table_exists",
+    "truncate_wal",
+]
 
 T = TypeVar("T")
-Connection = Any  # a DB-API connection of whichever sqlite3 module is in use
-
-SQLITE_VERSION: str = sqlite3.sqlite_version
-DatabaseError = sqlite3.DatabaseError
-IntegrityError = sqlite3.IntegrityError
-OperationalError = sqlite3.OperationalError
-# The stdlib module's errors are distinct classes; catch both where either can surface.
-ANY_SQLITE_ERROR: tuple[type[BaseException], ...] = (sqlite3.Error, _stdlib_sqlite3.Error)
-
-
-BUSY_TIMEOUT_MS = 30_000
-WAL_TRUNCATE_WAIT_MS = 2_000
-SQLITE_SOFT_HEAP_LIMIT_BYTES = 32 * 1024 * 1024
-
-
-def _connect_raw(path: str, *, readonly: bool) -> Connection:
-    if readonly:
-        conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-        )
-        conn.execute("PRAGMA query_only = ON")
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    # Deleted content is overwritten with zeros instead of lingering in free pages (erasure).
-    conn.execute("PRAGMA secure_delete = ON")
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA cache_size = -65536")
-    # Process-wide: however many stores are open (the worker keeps some), SQLite's caches
-    # together stay near this; above it, pages are recycled instead of the heap growing.
-    conn.execute(f"PRAGMA soft_heap_limit = {SQLITE_SOFT_HEAP_LIMIT_BYTES}")
-    return conn
-
-
-def _load_vector_extension(conn: Connection) -> None:
-    try:
-        import sqlite_vec  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
-    except (AttributeError, sqlite3.Error):
-        pass  # exact cosine in-process is used instead (index/vectors.py)
-
-
-def has_vector_extension(conn: Connection) -> bool:
-    """Whether sqlite-vec's functions work on `conn`, loading it on the first ask: most
-    connections (sweeps, forgets, previews) never need it, and loading costs ~0.25 ms an open."""
-    if _vector_functions_work(conn):
-        return True
-    _load_vector_extension(conn)
-    return _vector_functions_work(conn)
-
-
-def _vector_functions_work(conn: Connection) -> bool:
-    try:
-        conn.execute("SELECT vec_version()").fetchone()
-        return True
-    except ANY_SQLITE_ERROR:
-        return False
 
 
 class Store:
@@ -108,8 +73,6 @@ class Store:
 
         A read-only open never creates a file or a table: a dry run writes nothing.
         """
-        from daemon.store.migrations import migrate_connection
-
         if readonly and not path.exists():
             raise FileNotFoundError(path)
         if not readonly:
@@ -118,8 +81,8 @@ class Store:
                 fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
                 os.close(fd)
 
-        def connect() -> Connection:
-            conn = _connect_raw(str(path), readonly=readonly)
+        def open_connection() -> Connection:
+            conn = connect(str(path), readonly=readonly)
             if migrate and not readonly:
                 # On the connection's own thread as it opens: no second hop to the thread, and
                 # an up-to-date schema costs one PRAGMA read (migrate_connection skips the rest).
@@ -130,7 +93,8 @@ class Store:
                     raise
             return conn
 
-        db = aiosqlite.Connection(connect, 64)
+        # aiosqlite is typed for the stdlib's connection class; pysqlite3's has the same API.
+        db = aiosqlite.Connection(cast(Callable[[], Any], open_connection), 64)
         try:
             await db
         except ANY_SQLITE_ERROR as exc:
@@ -220,16 +184,3 @@ def table_exists(conn: Connection, name: str) -> bool:
         "SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')", (name,)
     ).fetchone()
     return row is not None
-
-
-def truncate_wal(conn: Connection) -> bool:
-    """Copy the WAL into the database and cut it to zero bytes, so frames written before a purge
-    (rows it has since deleted) do not outlive it in the -wal file while connections stay open.
-    Waits at most WAL_TRUNCATE_WAIT_MS for readers; False if one still held an older snapshot
-    (the frames then go at the next checkpoint or when the last connection closes)."""
-    conn.execute(f"PRAGMA busy_timeout = {WAL_TRUNCATE_WAIT_MS}")
-    try:
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return busy == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daemon.store.db import Connection
+from daemon.store.engine import Connection
 from daemon.store.schema import core, dreaming, index, ingest, retention
 
 # Version 1 is the union of every domain's tables. Later versions append steps here; a step
