@@ -208,7 +208,7 @@ def test_stale_internal_session_chunks_are_read_through_the_partial_index_not_a_
     """The query's WHERE must stay the partial index's WHERE, or every session chunk is scanned."""
     from daemon.forget.snapshot import STALE_CHUNKS_SQL
     from daemon.store.db import sqlite3
-    from daemon.store.migrations import migrate_connection
+    from daemon.store.migrate import migrate_connection
 
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate_connection(conn)

@@ -149,24 +149,6 @@ async def test_a_recreated_database_never_reuses_the_old_stamps(
     assert fresh.sessions_scanned == 1 and fresh.messages_staged == 4
 
 
-def test_a_version_1_store_gains_the_token_and_its_triggers(tmp_path: Path) -> None:
-    from daemon.store.migrations import MIGRATIONS, migrate_connection
-
-    conn = sqlite3.connect(str(tmp_path / "v1.sqlite"), isolation_level=None)
-    conn.executescript(f"BEGIN; {MIGRATIONS[0][1]}; PRAGMA user_version = 1; COMMIT;")
-    conn.execute(
-        "INSERT INTO ingest_checkpoints (state_key, agent_id, session_id, session_path, mtime_ms, size, "
-        "content_hash, line_count, last_content_line, updated_at) "
-        "VALUES ('main:sessions/main/a', 'main', 'a', 'sessions/main/a', 1, 2, 'h', 3, 3, 4)"
-    )
-    assert migrate_connection(conn) >= 2
-    before = conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0]
-    conn.execute("UPDATE ingest_checkpoints SET size = 5")
-    assert conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0] != before
-    assert conn.execute("SELECT count(*) FROM ingest_checkpoints").fetchone()[0] == 1  # rows kept
-    conn.close()
-
-
 async def test_a_listing_the_source_did_not_keep_leaves_no_decided_entry_behind(
     tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
 ) -> None:

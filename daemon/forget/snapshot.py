@@ -281,7 +281,7 @@ _CHUNK_COLUMNS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.ori
 FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
 
 
-# Chunks of internal sessions, driven by the partial index of the same WHERE (schema/index.py):
+# Chunks of internal sessions, driven by the partial index of the same WHERE (migrations/agent/0001):
 # the cost follows those chunks, not every session chunk. The terms are literals so the planner
 # can prove the index applies.
 INTERNAL_PROVENANCE = " OR ".join(

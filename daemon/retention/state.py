@@ -18,6 +18,7 @@ from daemon.constants import RETENTION_DB_NAME, RETENTION_LOCK_NAME
 from daemon.lock import Lease, WorkspaceLock
 from daemon.settings import Settings
 from daemon.store.db import Store
+from daemon.store.migrate import RETENTION
 
 
 def retention_db_path(settings: Settings) -> Path:
@@ -44,7 +45,7 @@ async def open_for_read(settings: Settings) -> AsyncIterator[Store | None]:
     if not path.exists():
         yield None
         return
-    store = await Store.open(path, readonly=True)
+    store = await Store.open(path, readonly=True, schema=RETENTION)
     try:
         yield store
     finally:
@@ -55,7 +56,7 @@ async def open_for_read(settings: Settings) -> AsyncIterator[Store | None]:
 async def open_for_write(settings: Settings, redis: Redis) -> AsyncIterator[tuple[Store, Lease]]:
     """The store (created and migrated if needed) and the retention lease, held together."""
     async with retention_lock(settings, redis).hold() as lease:
-        store = await Store.open(retention_db_path(settings))
+        store = await Store.open(retention_db_path(settings), schema=RETENTION)
         try:
             yield store, lease
         finally:

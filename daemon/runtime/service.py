@@ -48,12 +48,14 @@ from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
 from daemon.jobs import deserialize, queue_name, serialize
 from daemon.redis_conn import connect_redis, redact_url
+from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.settings import Settings, load_settings
 from daemon.status import sweep_summary
 from daemon.store.db import Store
+from daemon.store.migrate import AGENT, RETENTION, Schema
 from workers.base import RedactJobErrors
 from workers.worker import MemorydWorker, worker_kwargs
 
@@ -72,10 +74,14 @@ def check_state_dir(path: Path) -> None:
 
 
 async def migrate_stores(settings: Settings, agents: list[str]) -> None:
-    for agent in agents:
-        path = agent_paths(settings, agent).db_path
+    """Open each served agent's store and the host's retention store (if it exists) for writing,
+    which migrates them: read-only openers later find them current."""
+    stores: list[tuple[Path, Schema]] = [(agent_paths(settings, agent).db_path, AGENT) for agent in agents]
+    if retention_db_path(settings).exists():
+        stores.append((retention_db_path(settings), RETENTION))
+    for path, schema in stores:
         try:
-            store = await Store.open(path)
+            store = await Store.open(path, schema=schema)
         except OSError as exc:
             raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
         await store.close()

@@ -8,7 +8,7 @@ Writes run inside `BEGIN IMMEDIATE` and check the workspace fence first (DESIGN 
 holder whose lease silently expired carries a stale token and its commit is refused.
 
 The engine underneath (sqlite3 module, Connection type, connection setup) is `engine.py`;
-the schema steps are `migrations.py`.
+the schema steps are `migrate.py` and the SQL files under `migrations/`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from daemon.store.engine import (
     sqlite3,
     truncate_wal,
 )
-from daemon.store.migrations import migrate_connection
+from daemon.store.migrate import AGENT, Schema, check_current, migrate_connection
 
 # The engine's names most callers need, importable from here with the Store.
 __all__ = [
@@ -60,16 +60,19 @@ T = TypeVar("T")
 
 
 class Store:
-    """An open per-agent database. Use `await Store.open(path)`; close with `await store.close()`."""
+    """An open store: a per-agent database, or the host's retention database. Use
+    `await Store.open(path)`; close with `await store.close()`."""
 
-    def __init__(self, path: Path, db: aiosqlite.Connection, readonly: bool):
+    def __init__(self, path: Path, db: aiosqlite.Connection, readonly: bool, schema: Schema = AGENT):
         self.path = path
         self._db = db
         self.readonly = readonly
+        self.schema = schema
 
     @classmethod
-    async def open(cls, path: Path, *, readonly: bool = False, migrate: bool = True) -> Store:
-        """Open (creating and migrating unless readonly) the database at `path`.
+    async def open(cls, path: Path, *, readonly: bool = False, schema: Schema = AGENT) -> Store:
+        """Open the database at `path`: for writing, created and migrated as needed; read-only,
+        it must exist and have run every migration of `schema` (see migrate.check_current).
 
         A read-only open never creates a file or a table: a dry run writes nothing.
         """
@@ -83,14 +86,16 @@ class Store:
 
         def open_connection() -> Connection:
             conn = connect(str(path), readonly=readonly)
-            if migrate and not readonly:
-                # On the connection's own thread as it opens: no second hop to the thread, and
-                # an up-to-date schema costs one PRAGMA read (migrate_connection skips the rest).
-                try:
-                    migrate_connection(conn)
-                except BaseException:
-                    conn.close()
-                    raise
+            # On the connection's own thread as it opens: no second hop to the thread, and an
+            # up-to-date schema costs one PRAGMA read.
+            try:
+                if readonly:
+                    check_current(conn, schema)
+                else:
+                    migrate_connection(conn, schema)
+            except BaseException:
+                conn.close()
+                raise
             return conn
 
         # aiosqlite is typed for the stdlib's connection class; pysqlite3's has the same API.
@@ -99,7 +104,7 @@ class Store:
             await db
         except ANY_SQLITE_ERROR as exc:
             raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
-        return cls(path, db, readonly)
+        return cls(path, db, readonly, schema)
 
     async def close(self) -> None:
         await self._db.close()
