@@ -82,8 +82,7 @@ async def agent_runtime(
     own_client = False
     try:
         if readonly:
-            if paths.db_path.exists():
-                store = await Store.open(paths.db_path, readonly=True)
+            store = await Store.open_existing(paths.db_path)
         else:
             store = await Store.open(paths.db_path)
         if isinstance(redis, Redis):

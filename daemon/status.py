@@ -136,15 +136,15 @@ async def sweep_summary(settings: Settings, agent: str) -> tuple[SweepSummary, l
     errors: list[str] = []
     paths = agent_paths(settings, agent)
     checkpoints: list[CheckpointRow] = []
-    if paths.db_path.exists():
-        try:
-            store = await Store.open(paths.db_path, readonly=True)
+    try:
+        store = await Store.open_existing(paths.db_path)
+        if store is not None:
             try:
                 checkpoints = await store.read(_read_checkpoints)
             finally:
                 await store.close()
-        except _STORE_ERRORS as exc:
-            errors.append(f"{paths.db_path}: {exc}")
+    except _STORE_ERRORS as exc:
+        errors.append(f"{paths.db_path}: {exc}")
     # Listing and stat-ing every transcript is blocking file I/O: keep it off the event loop
     # (the daemon's watchdog pings come from that loop).
     live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent)

@@ -499,8 +499,8 @@ async def check_invariants(
                     corpus_lines[sid] += text.count(f"[{AGENT}/sessions/{AGENT}/{sid}#L")
     tally.checks += 1
     facts: dict[str, Any] | None = None
-    if paths.db_path.exists():
-        store = await Store.open(paths.db_path, readonly=True)
+    store = await Store.open_existing(paths.db_path)
+    if store is not None:
         try:
             live = [s for s in VICTIMS + KEEPERS if s not in done]
             secret = paths.secret_path.read_bytes() if paths.secret_path.exists() else None

@@ -41,11 +41,10 @@ def now_ms() -> int:
 @asynccontextmanager
 async def open_for_read(settings: Settings) -> AsyncIterator[Store | None]:
     """The store read-only, or None if nothing was ever written (reads create nothing)."""
-    path = retention_db_path(settings)
-    if not path.exists():
+    store = await Store.open_existing(retention_db_path(settings), schema=RETENTION)
+    if store is None:
         yield None
         return
-    store = await Store.open(path, readonly=True, schema=RETENTION)
     try:
         yield store
     finally:

@@ -14,6 +14,7 @@ the schema steps are `migrate.py` and the SQL files under `migrations/`.
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -22,7 +23,7 @@ import aiosqlite
 
 from daemon.constants import FILE_MODE
 from daemon.errors import FencedOut, OperationFailed
-from daemon.fileio import make_private_dirs
+from daemon.fileio import fsync_dir, make_private_dirs
 from daemon.store.engine import (
     ANY_SQLITE_ERROR,
     SQLITE_SOFT_HEAP_LIMIT_BYTES,
@@ -36,7 +37,7 @@ from daemon.store.engine import (
     sqlite3,
     truncate_wal,
 )
-from daemon.store.migrate import AGENT, Schema, check_current, migrate_connection
+from daemon.store.migrate import AGENT, Schema, StoreMissing, check_current, migrate_connection
 
 # The engine's names most callers need, importable from here with the Store.
 __all__ = [
@@ -74,20 +75,20 @@ class Store:
         """Open the database at `path`: for writing, created and migrated as needed; read-only,
         it must exist and have run every migration of `schema` (see migrate.check_current).
 
-        A read-only open never creates a file or a table: a dry run writes nothing.
+        A read-only open never creates a file or a table: a dry run writes nothing. A new store
+        appears at `path` with its whole schema (see `_create`): a reader never finds it empty.
         """
         if readonly and not path.exists():
-            raise FileNotFoundError(path)
+            raise StoreMissing(path)
         if not readonly:
             make_private_dirs(path.parent)
-            if not path.exists():
-                fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
-                os.close(fd)
 
         def open_connection() -> Connection:
-            conn = connect(str(path), readonly=readonly)
             # On the connection's own thread as it opens: no second hop to the thread, and an
             # up-to-date schema costs one PRAGMA read.
+            if not readonly and not path.exists():
+                _create(path, schema)
+            conn = connect(str(path), readonly=readonly)
             try:
                 if readonly:
                     check_current(conn, schema)
@@ -105,6 +106,14 @@ class Store:
         except ANY_SQLITE_ERROR as exc:
             raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
         return cls(path, db, readonly, schema)
+
+    @classmethod
+    async def open_existing(cls, path: Path, *, schema: Schema = AGENT) -> Store | None:
+        """The store at `path` read-only, or None when there is none (see migrate.StoreMissing)."""
+        try:
+            return await cls.open(path, readonly=True, schema=schema)
+        except StoreMissing:
+            return None
 
     async def close(self) -> None:
         await self._db.close()
@@ -134,6 +143,30 @@ class Store:
         if self.readonly:
             raise OperationFailed(f"{self.path}: store is open read-only")
         return await self.run(_in_write_txn, fn, fence, *args)
+
+
+def _create(path: Path, schema: Schema) -> None:
+    """Build a new store in a temporary file beside `path`, migrated and closed, then link it into
+    place: the name appears with the whole schema or not at all (a reader racing the first writer
+    never sees an empty database). A link, not a rename, so a store another opener created first
+    is never replaced; the temporary name goes either way."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
+    os.close(fd)
+    try:
+        conn = connect(str(tmp), readonly=False)
+        try:
+            migrate_connection(conn, schema)
+        finally:
+            conn.close()  # the last connection: SQLite checkpoints and removes the WAL
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        fsync_dir(path.parent)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 class FenceToken:

@@ -30,6 +30,11 @@ RETENTION: Schema = "retention"
 STEP_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 
 
+class StoreMissing(FileNotFoundError):
+    """No store at the path: no file, or a file without a schema (user_version 0, what an opener
+    killed between creating a file and migrating it left, before creation was atomic)."""
+
+
 class StoreTooNew(OperationFailed):
     """The store was migrated by a newer memoryd than this one."""
 
@@ -122,6 +127,8 @@ def check_current(conn: Connection, schema: Schema) -> None:
     says what to do (a read-only open never migrates: a dry run writes nothing)."""
     found = user_version(conn)
     latest = latest_version(schema)
+    if found == 0:
+        raise StoreMissing(_path(conn))
     if found > latest:
         raise StoreTooNew(_too_new(conn, schema, found))
     if found < latest:
