@@ -25,7 +25,7 @@ from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, Store, table_exists
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, Store
 
 
 class _Model(BaseModel):
@@ -105,8 +105,6 @@ _STORE_ERRORS: tuple[type[BaseException], ...] = (MemorydError, *ANY_SQLITE_ERRO
 
 
 def _read_checkpoints(conn: Connection) -> list[CheckpointRow]:
-    if not table_exists(conn, "ingest_checkpoints"):
-        return []
     rows = conn.execute(
         "SELECT session_id, mtime_ms, size, excluded_reason, updated_at FROM ingest_checkpoints"
     )

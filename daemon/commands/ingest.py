@@ -20,7 +20,6 @@ from daemon.ingest.report import (
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.settings import Settings
-from daemon.store.db import table_exists
 from daemon.store.tombstones import forgotten_ids
 
 
@@ -80,11 +79,7 @@ async def _checkpoints(settings: Settings, agent_id: str) -> CheckpointsReport:
     async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
         found = {}
         if rt.store is not None:
-            found = await rt.store.read(
-                lambda conn: (
-                    load_checkpoints(conn, agent_id) if table_exists(conn, "ingest_checkpoints") else {}
-                )
-            )
+            found = await rt.store.read(load_checkpoints, agent_id)
         rows = [
             CheckpointRow(
                 session_id=cp.session_id,

@@ -58,7 +58,7 @@ from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.transcript import iter_exported
 from daemon.store.batched import select_in
 from daemon.store.corpus_files import record_corpus_files
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 from daemon.store.engine import inserted_rowid
 from daemon.store.origins import origins_for_entries, record_origins
 from daemon.store.short_term import COLUMNS, SELECT_LIST
@@ -120,8 +120,6 @@ def _tombstones(conn: Connection) -> set[str]:
 
 
 def _processed_days(conn: Connection) -> set[str]:
-    if not table_exists(conn, "backfill_journal"):
-        return set()
     return {
         d
         for (d,) in conn.execute(
@@ -479,8 +477,6 @@ class Journal:
 
 
 def _read_journal(conn: Connection) -> Journal:
-    if not table_exists(conn, "backfill_runs"):
-        return Journal((), (), (), (), (), frozenset(), False)
     runs = tuple(
         r
         for (r,) in conn.execute("SELECT id FROM backfill_runs WHERE rolled_back_at IS NULL ORDER BY id DESC")

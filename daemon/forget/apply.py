@@ -33,7 +33,7 @@ from daemon.forget.refs import references_session
 from daemon.index.purge import clear_embedding_cache, purge_chunks
 from daemon.store.batched import execute_in
 from daemon.store.corpus_files import delete_corpus_files
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store, table_exists
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.origins import delete_origins_for_entries
 from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
 
@@ -104,8 +104,6 @@ def _purge_backfill_journal(conn: Connection, plan: ForgetPlan) -> None:
     """Backfill's rollback journal keeps what a run added: origin rows (session ids), prior
     staged rows (snippets) and appended corpus lines. Rows of the selected sessions and entry
     keys go with the staged state, so neither the text nor a later rollback outlives the purge."""
-    if not table_exists(conn, "backfill_journal"):
-        return
     execute_in(
         conn,
         "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import orjson
 
 from daemon.store.batched import select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -49,9 +49,6 @@ def read_lineage(
 ) -> Lineage:
     """Lineage of `session_ids`; `carried_keys` stay selected across re-plans (a key seen once
     stays selected even if another writer removed its rows meanwhile)."""
-    if not table_exists(conn, "memory_entry_origins"):
-        keys = frozenset(carried_keys)
-        return Lineage((), keys, frozenset())
     sids = sorted(set(session_ids))
     by_session = select_in(
         conn,
@@ -75,7 +72,7 @@ def read_lineage(
 
 def keys_with_origins(conn: Connection, agent_id: str, entry_keys: Collection[str]) -> frozenset[str]:
     """Which of `entry_keys` have at least one origin row for this agent (primary-key lookups)."""
-    if not entry_keys or not table_exists(conn, "memory_entry_origins"):
+    if not entry_keys:
         return frozenset()
     rows = select_in(
         conn,

@@ -34,7 +34,7 @@ from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.store.batched import select_in
 from daemon.store.corpus_files import corpus_files_by_session
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -112,8 +112,8 @@ def corpus_files_to_scan(
 
     Ingest and backfill record each file before appending a session's lines to it, so a
     session with records has lines in those files only. A selected session with no record at
-    all (an unresolved id, lines written before the store tracked them, or a store without the
-    table: `recorded` None) may have lines anywhere: then every corpus file is scanned, as the
+    all (an unresolved id, lines written before the store tracked them, or no store at all:
+    `recorded` None) may have lines anywhere: then every corpus file is scanned, as the
     reference does, so nothing can survive the forget.
     """
     if not session_ids:
@@ -297,8 +297,6 @@ WHERE ({INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
 def _chunk_rows(
     conn: Connection, session_ids: Sequence[str], excluded: Sequence[str], paths: Sequence[str]
 ) -> list[ChunkRow]:
-    if not table_exists(conn, "memory_index_chunks"):
-        return []
     rows: dict[int, tuple] = {}
     for r in conn.execute(f"SELECT {_CHUNK_COLUMNS.format(text='c.text')} WHERE c.source = 'memory'"):
         rows[r[0]] = r

@@ -40,7 +40,7 @@ from daemon.index.report import HitProvenance, SearchHit, SearchReport
 from daemon.index.vectors import nearest
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
 from daemon.retention.gate import hidden_entries, load_visibility
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -190,8 +190,6 @@ def _search_txn(
     agent_id: str,
     hide: HiddenSessions | None,
 ) -> tuple[list[SearchHit], bool, Freshness]:
-    if not table_exists(conn, "memory_index_chunks"):
-        return [], False, Freshness(True, "the agent has no index yet")
     fts, capped = fts_candidates(conn, words)
     vec = nearest(conn, query_vector, model, max(limit * 5, 50)) if query_vector is not None else []
     ranked = merge(fts, vec, query_vector is not None)

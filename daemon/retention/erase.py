@@ -50,7 +50,7 @@ from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
-from daemon.store.db import Connection, Store, table_exists
+from daemon.store.db import Connection, Store
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 
 REASON_ERASED = "erased"
@@ -172,10 +172,7 @@ def _hash_forgotten_records(
         batch = session_ids[start : start + SQL_IN_BATCH]
         marks = ",".join("?" * len(batch))
         conn.execute(f"DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", batch)
-        if table_exists(conn, "curated_writes"):
-            curated += conn.execute(
-                f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch
-            ).rowcount
+        curated += conn.execute(f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch).rowcount
     hashed_count = 0
     for start in range(0, len(hashed), SQL_IN_BATCH):
         batch = hashed[start : start + SQL_IN_BATCH]

@@ -37,7 +37,7 @@ from daemon.retention.needles import Needles, VerifySubject, compile_needles, sn
 from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
 from daemon.settings import Settings
-from daemon.store.db import Connection, Store, table_exists
+from daemon.store.db import Connection, Store
 
 
 @dataclass
@@ -133,7 +133,7 @@ def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
 def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, int], dict[str, int]]:
     """(derivability hits, invariant hits) that need the retention schema's meaning."""
     derivable: dict[str, int] = {}
-    if needles.times and table_exists(conn, "retention_objects"):
+    if needles.times:
         times = sorted(needles.times)
         n = 0
         for start in range(0, len(times), 500):
@@ -146,23 +146,18 @@ def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, i
         if n:
             derivable["retention_objects.provenance_at"] = n
     invariant: dict[str, int] = {}
-    if table_exists(conn, "retention_objects"):
-        for _, what in repo.derivable_edges(conn):
-            invariant[f"retention_objects: {what}"] = invariant.get(f"retention_objects: {what}", 0) + 1
+    for _, what in repo.derivable_edges(conn):
+        invariant[f"retention_objects: {what}"] = invariant.get(f"retention_objects: {what}", 0) + 1
     return derivable, invariant
 
 
 def _vectors(conn: Connection) -> list[tuple[str, bytes]]:
-    out: list[tuple[str, bytes]] = []
-    if table_exists(conn, "memory_index_vectors"):
-        out += [
-            ("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")
-        ]
-    if table_exists(conn, "memory_embedding_cache"):
-        out += [
-            ("memory_embedding_cache", r[0])
-            for r in conn.execute("SELECT embedding FROM memory_embedding_cache")
-        ]
+    out: list[tuple[str, bytes]] = [
+        ("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")
+    ]
+    out += [
+        ("memory_embedding_cache", r[0]) for r in conn.execute("SELECT embedding FROM memory_embedding_cache")
+    ]
     return out
 
 
@@ -253,8 +248,9 @@ async def _check_store(
             findings.add(findings.derivability, f"{label}:{where}", n)
         for where, n in invariant.items():
             findings.add(findings.invariant, f"{label}:{where}", n)
-    for where, n in embedding_hits(await store.read(_vectors), probes).items():
-        findings.add(findings.embeddings, f"{label}:{where}", n)
+    else:  # vectors live in agent stores only
+        for where, n in embedding_hits(await store.read(_vectors), probes).items():
+            findings.add(findings.embeddings, f"{label}:{where}", n)
     for where, n in raw_hits(store.path, needles).items():
         findings.add(findings.physical, f"{label}:{where}", n)
 

@@ -53,7 +53,6 @@ __all__ = [
     "check_and_store_fence",
     "has_vector_extension",
     "sqlite3",
-    "table_exists",
     "truncate_wal",
 ]
 
@@ -215,10 +214,3 @@ def _in_write_txn(conn: Connection, fn: Callable[..., T], fence: FenceToken | No
         raise
     conn.execute("COMMIT")
     return result
-
-
-def table_exists(conn: Connection, name: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')", (name,)
-    ).fetchone()
-    return row is not None

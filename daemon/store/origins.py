@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from daemon.store.batched import execute_in, select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 
 ORIGIN_CLASSES = ("owner", "agent", "untrusted", "system")
 
@@ -52,7 +52,7 @@ def record_origins(conn: Connection, agent_id: str, origins: Iterable[EntryOrigi
 
 def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[str]) -> list[EntryOrigin]:
     """Origins of the given sessions, by index (never a scan of all origins)."""
-    if not session_ids or not table_exists(conn, "memory_entry_origins"):
+    if not session_ids:
         return []
     rows = select_in(
         conn,
@@ -64,7 +64,7 @@ def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[
 
 
 def origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[EntryOrigin]:
-    if not entry_keys or not table_exists(conn, "memory_entry_origins"):
+    if not entry_keys:
         return []
     rows = select_in(
         conn,

@@ -17,7 +17,7 @@ from pathlib import Path
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import make_private_dirs
 from daemon.store.batched import select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 
 REASON_FORGOTTEN = "forgotten"
 HASHED_PREFIX = "hmac:"
@@ -64,7 +64,7 @@ def hashed_session_ref(secret: bytes, session_id: str) -> str:
 def forgotten_ids(conn: Connection, session_ids: Iterable[str], secret: bytes | None = None) -> set[str]:
     """Which of `session_ids` are forgotten (plain or hashed record). One query per 500 ids."""
     ids = list(dict.fromkeys(session_ids))
-    if not ids or not table_exists(conn, "memory_session_tombstones"):
+    if not ids:
         return set()
     wanted: dict[str, str] = {sid: sid for sid in ids}
     if secret is not None:
@@ -80,8 +80,6 @@ def is_forgotten(conn: Connection, session_id: str, secret: bytes | None = None)
 
 
 def list_tombstones(conn: Connection) -> list[Tombstone]:
-    if not table_exists(conn, "memory_session_tombstones"):
-        return []
     rows = conn.execute(
         "SELECT session_id, agent_id, reason, created_at FROM memory_session_tombstones ORDER BY session_id"
     ).fetchall()
