@@ -25,7 +25,8 @@ from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, Store
+from daemon.store.checkpoints import CheckpointSummary, checkpoint_summaries
+from daemon.store.db import ANY_SQLITE_ERROR, Store
 
 
 class _Model(BaseModel):
@@ -62,15 +63,6 @@ class StatusReport(_Model):
 
 
 @dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    session_id: str
-    mtime_ms: int
-    size: int
-    excluded_reason: str | None
-    updated_at: int
-
-
-@dataclass(frozen=True, slots=True)
 class SweepSummary:
     """Pure summary of one agent's checkpoints against its live sessions."""
 
@@ -81,9 +73,9 @@ class SweepSummary:
     lag: int = 0
 
 
-def summarize(checkpoints: list[CheckpointRow], live: dict[str, tuple[int, int] | None]) -> SweepSummary:
+def summarize(checkpoints: list[CheckpointSummary], live: dict[str, tuple[int, int] | None]) -> SweepSummary:
     """`live` maps each live session id to its (mtime_ms, size), None if the transcript is missing."""
-    by_session: dict[str, CheckpointRow] = {}
+    by_session: dict[str, CheckpointSummary] = {}
     for row in checkpoints:
         seen = by_session.get(row.session_id)
         if seen is None or row.updated_at > seen.updated_at:
@@ -102,13 +94,6 @@ def summarize(checkpoints: list[CheckpointRow], live: dict[str, tuple[int, int] 
 
 
 _STORE_ERRORS: tuple[type[BaseException], ...] = (MemorydError, *ANY_SQLITE_ERROR)
-
-
-def _read_checkpoints(conn: Connection) -> list[CheckpointRow]:
-    rows = conn.execute(
-        "SELECT session_id, mtime_ms, size, excluded_reason, updated_at FROM ingest_checkpoints"
-    )
-    return [CheckpointRow(*r) for r in rows.fetchall()]
 
 
 def _iso(ms: int | None) -> str | None:
@@ -133,12 +118,12 @@ def _live_fingerprints(settings: Settings, agent: str) -> tuple[dict[str, tuple[
 async def sweep_summary(settings: Settings, agent: str) -> tuple[SweepSummary, list[str]]:
     errors: list[str] = []
     paths = agent_paths(settings, agent)
-    checkpoints: list[CheckpointRow] = []
+    checkpoints: list[CheckpointSummary] = []
     try:
         store = await Store.open_existing(paths.db_path)
         if store is not None:
             try:
-                checkpoints = await store.read(_read_checkpoints)
+                checkpoints = await store.read(checkpoint_summaries)
             finally:
                 await store.close()
     except _STORE_ERRORS as exc:

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.ids import session_id_problem
-from daemon.ingest.checkpoints import Checkpoint, CheckpointStamp
 from daemon.ingest.plan import ScanAction, is_unchanged, plan_scan
 from daemon.sessions import json_store, lines
 from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.model import Fingerprint, OversizedLine
+from daemon.store.checkpoints import Checkpoint, CheckpointStamp
 from tests.builders import SessionStoreBuilder
 
 

@@ -7,7 +7,6 @@ import click
 from daemon.agent_runtime import agent_runtime
 from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async, table
 from daemon.errors import UsageError
-from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import (
     CheckpointRow,
     CheckpointsReport,
@@ -20,6 +19,7 @@ from daemon.ingest.report import (
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.settings import Settings
+from daemon.store.checkpoints import load_checkpoints
 from daemon.store.tombstones import forgotten_ids
 
 

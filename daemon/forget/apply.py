@@ -32,9 +32,11 @@ from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.forget.refs import references_session
 from daemon.index.purge import clear_embedding_cache, purge_chunks
 from daemon.store.batched import execute_in
+from daemon.store.checkpoints import delete_checkpoints
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.origins import delete_origins_for_entries
+from daemon.store.seen_hashes import delete_scopes
 from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
 
 RERUN_HINT = (
@@ -87,8 +89,8 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     # Phase signals first: derived from staged entries, which stay the evidence for a retry.
     execute_in(conn, "DELETE FROM phase_signals WHERE entry_key IN ({marks})", plan.phase_signal_keys)
     execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", plan.short_term_keys)
-    execute_in(conn, "DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", plan.checkpoint_keys)
-    execute_in(conn, "DELETE FROM ingest_seen_hashes WHERE scope IN ({marks})", plan.seen_scopes)
+    delete_checkpoints(conn, plan.checkpoint_keys)
+    delete_scopes(conn, plan.seen_scopes)
     _purge_backfill_journal(conn, plan)
     failpoint("forget.preimages")
     for b in plan.backup_rewrites:

@@ -33,8 +33,10 @@ from daemon.forget.select import SessionSelection
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.store.batched import select_in
+from daemon.store.checkpoints import checkpoint_keys_of_sessions
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.db import Connection
+from daemon.store.seen_hashes import existing_scopes
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -355,9 +357,7 @@ def read_store_rows(
         ):
             short_term.setdefault(r[0], ShortTermRow(*r))
 
-    checkpoints = select_in(
-        conn, "SELECT state_key, session_id FROM ingest_checkpoints WHERE session_id IN ({marks})", sids
-    )
+    checkpoints = checkpoint_keys_of_sessions(conn, sids)
     scope_candidates = sorted(
         {
             s
@@ -369,9 +369,7 @@ def read_store_rows(
             )
         }
     )
-    scopes = select_in(
-        conn, "SELECT DISTINCT scope FROM ingest_seen_hashes WHERE scope IN ({marks})", scope_candidates
-    )
+    scopes = existing_scopes(conn, scope_candidates)
     backups = conn.execute(
         "SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id"
     ).fetchall()
@@ -414,8 +412,8 @@ def read_store_rows(
         lineage=lineage,
         keys_with_origins=with_origins,
         short_term=tuple(short_term[k] for k in sorted(short_term)),
-        checkpoint_keys=tuple(sorted((r[0], r[1]) for r in checkpoints)),
-        seen_scopes=tuple(sorted(r[0] for r in scopes)),
+        checkpoint_keys=tuple(sorted(checkpoints)),
+        seen_scopes=tuple(sorted(scopes)),
         backups=tuple(BackupRow(*r) for r in backups),
         observed_writes=tuple(CuratedWrite(r[0], r[1]) for r in observed),
         chunks=tuple(chunks),

@@ -34,18 +34,7 @@ import anyio.lowlevel
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
-from daemon.ingest.checkpoints import (
-    Checkpoint,
-    StampSet,
-    add_seen,
-    delete_checkpoints,
-    load_checkpoints_by_key,
-    load_seen,
-    load_stamp_set,
-    seen_scope,
-    state_key,
-    upsert_checkpoints,
-)
+from daemon.ingest.checkpoints import StampSet, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
 from daemon.ingest.plan import (
     ScanAction,
@@ -61,8 +50,15 @@ from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session
 from daemon.retention.gate import REASON_EXPIRED, RetentionGate, load_gate
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.model import Fingerprint, SessionInfo, SessionListing
+from daemon.store.checkpoints import (
+    Checkpoint,
+    delete_checkpoints,
+    load_checkpoints_by_key,
+    upsert_checkpoints,
+)
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
+from daemon.store.seen_hashes import add_seen, load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, forgotten_ids
 
 if TYPE_CHECKING:
