@@ -56,12 +56,19 @@ from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, q
 from daemon.markers import promotion_key
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.transcript import iter_exported
-from daemon.store.batched import select_in
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection
 from daemon.store.engine import inserted_rowid
 from daemon.store.origins import origins_for_entries, record_origins
-from daemon.store.short_term import COLUMNS, SELECT_LIST
+from daemon.store.phase_signals import delete_signals
+from daemon.store.short_term import (
+    add_grounded_signal,
+    delete_entries,
+    insert_raw_row,
+    load_raw_row,
+    load_raw_rows,
+    restore_raw_row,
+)
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
 
 BLOCK, HEADING = "backfill", "Session Backfill"
@@ -291,7 +298,7 @@ def _stage(
 ) -> int:
     """Upsert one grounded signal per claim; journal each entry's prior state first."""
     keys = [staged_key(c) for c in claims]
-    prior = {r[0]: r for r in _rows(conn, keys)}
+    prior = {r[0]: r for r in load_raw_rows(conn, keys)}
     journal: list[tuple[str, str, str]] = []
     for claim, key in zip(claims, keys, strict=True):
         row = prior.get(key)
@@ -301,8 +308,8 @@ def _stage(
         if row is None:
             path, line = citations[key]
             journal.append(("staged_new", key, ""))
-            conn.execute(
-                f"INSERT INTO short_term_entries({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))})",
+            insert_raw_row(
+                conn,
                 (
                     key,
                     path,
@@ -327,11 +334,7 @@ def _stage(
                     None,
                 ),
             )
-            prior[key] = tuple(
-                conn.execute(
-                    f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)
-                ).fetchone()
-            )
+            prior[key] = load_raw_row(conn, key)
             continue
         if not any(j[0] in ("staged_new", "staged_prior") and j[1] == key for j in journal):
             journal.append(("staged_prior", key, json.dumps(list(row))))
@@ -340,34 +343,19 @@ def _stage(
             continue  # dedupe per query per day: a repeat is not extra evidence
         queries = (queries + [q])[-32:]
         days = (days + [claim.day])[-16:] if claim.day not in days else days
-        conn.execute(
-            "UPDATE short_term_entries SET grounded_count = grounded_count + 1, total_score = total_score + ?, "
-            "max_score = MAX(max_score, ?), last_recalled_at = ?, query_hashes = ?, recall_days = ?, "
-            "origin_class = ?, observed_at = MAX(observed_at, ?) WHERE entry_key = ?",
-            (
-                SESSION_INGESTION_SCORE,
-                SESSION_INGESTION_SCORE,
-                now_ms,
-                json.dumps(queries),
-                json.dumps(days),
-                least_trusted(row[15], origin),
-                observed,
-                key,
-            ),
+        add_grounded_signal(
+            conn,
+            key,
+            SESSION_INGESTION_SCORE,
+            now_ms,
+            json.dumps(queries),
+            json.dumps(days),
+            least_trusted(row[15], origin),
+            observed,
         )
-        prior[key] = tuple(
-            conn.execute(
-                f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)
-            ).fetchone()
-        )
+        prior[key] = load_raw_row(conn, key)
     _journal(conn, run_id, journal)
     return len(claims)
-
-
-def _rows(conn: Connection, keys: Sequence[str]) -> list[tuple]:
-    return select_in(
-        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
-    )
 
 
 async def _apply(
@@ -513,23 +501,15 @@ def _undo_store(
 ) -> dict[str, int]:
     counts = {"staged": 0, "origins": 0}
     new = [k for k in journal.staged_new if k not in keep]
-    for start in range(0, len(new), 500):
-        batch = new[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        counts["staged"] += conn.execute(
-            f"DELETE FROM short_term_entries WHERE entry_key IN ({marks})", batch
-        ).rowcount
-        # Signals a sweep recorded for them since would otherwise outlive the entries.
-        conn.execute(f"DELETE FROM phase_signals WHERE entry_key IN ({marks})", batch)
+    counts["staged"] += delete_entries(conn, new)
+    # Signals a sweep recorded for them since would otherwise outlive the entries.
+    delete_signals(conn, new)
     for key, payload in journal.staged_prior:
         if key in keep:
             continue
         values = json.loads(payload)
-        sets = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
         # Only an entry that still exists is restored: one forget removed stays removed.
-        counts["staged"] += conn.execute(
-            f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?", [*values[1:], key]
-        ).rowcount
+        counts["staged"] += restore_raw_row(conn, [key, *values[1:]])
     origin_rows = [(key, agent_id, sid) for key, sid in journal.origins if key not in keep]
     before = conn.total_changes
     conn.executemany(

@@ -36,7 +36,9 @@ from daemon.store.checkpoints import delete_checkpoints
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.origins import delete_origins_for_entries
+from daemon.store.phase_signals import delete_signals
 from daemon.store.seen_hashes import delete_scopes
+from daemon.store.short_term import delete_entries
 from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
 
 RERUN_HINT = (
@@ -87,8 +89,8 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     _check_lineage(conn, plan)
     failpoint("forget.state")
     # Phase signals first: derived from staged entries, which stay the evidence for a retry.
-    execute_in(conn, "DELETE FROM phase_signals WHERE entry_key IN ({marks})", plan.phase_signal_keys)
-    execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", plan.short_term_keys)
+    delete_signals(conn, plan.phase_signal_keys)
+    delete_entries(conn, plan.short_term_keys)
     delete_checkpoints(conn, plan.checkpoint_keys)
     delete_scopes(conn, plan.seen_scopes)
     _purge_backfill_journal(conn, plan)

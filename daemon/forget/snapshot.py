@@ -37,6 +37,7 @@ from daemon.store.checkpoints import checkpoint_keys_of_sessions
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.db import Connection
 from daemon.store.seen_hashes import existing_scopes
+from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -335,27 +336,16 @@ def read_store_rows(
 
     short_term: dict[str, ShortTermRow] = {}
     if sids:
-        for r in select_in(
-            conn,
-            "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})",
-            sorted(lineage.entry_keys),
-        ):
-            short_term[r[0]] = ShortTermRow(*r)
+        for text in texts_by_key(conn, sorted(lineage.entry_keys)):
+            short_term[text.entry_key] = ShortTermRow(*text)
         # Entries whose text may name a selected session, by the path index: entries staged
         # from a corpus file that mentions one (their snippet is that file's line), and entries
         # staged from memory files (daily notes; never store-sized). The plan applies the
         # exact reference check to these candidates.
-        for r in select_in(
-            conn,
-            "SELECT entry_key, path, snippet FROM short_term_entries WHERE path IN ({marks})",
-            sorted(corpus_paths),
-        ):
-            short_term.setdefault(r[0], ShortTermRow(*r))
-        for r in conn.execute(
-            "SELECT entry_key, path, snippet FROM short_term_entries WHERE path < ? OR path >= ?",
-            (CORPUS_TREE, CORPUS_TREE_END),
-        ):
-            short_term.setdefault(r[0], ShortTermRow(*r))
+        for text in texts_by_path(conn, sorted(corpus_paths)):
+            short_term.setdefault(text.entry_key, ShortTermRow(*text))
+        for text in texts_outside(conn, CORPUS_TREE, CORPUS_TREE_END):
+            short_term.setdefault(text.entry_key, ShortTermRow(*text))
 
     checkpoints = checkpoint_keys_of_sessions(conn, sids)
     scope_candidates = sorted(
