@@ -59,7 +59,7 @@ from daemon.sessions.transcript import iter_exported
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection
 from daemon.store.engine import inserted_rowid
-from daemon.store.origins import origins_for_entries, record_origins
+from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
 from daemon.store.phase_signals import delete_signals
 from daemon.store.short_term import (
     add_grounded_signal,
@@ -510,13 +510,9 @@ def _undo_store(
         values = json.loads(payload)
         # Only an entry that still exists is restored: one forget removed stays removed.
         counts["staged"] += restore_raw_row(conn, [key, *values[1:]])
-    origin_rows = [(key, agent_id, sid) for key, sid in journal.origins if key not in keep]
-    before = conn.total_changes
-    conn.executemany(
-        "DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
-        origin_rows,
+    counts["origins"] = delete_origin_rows(
+        conn, agent_id, [(key, sid) for key, sid in journal.origins if key not in keep]
     )
-    counts["origins"] = conn.total_changes - before
     conn.executemany(
         "UPDATE backfill_runs SET rolled_back_at = ? WHERE id = ?", [(now_ms, r) for r in journal.run_ids]
     )

@@ -26,7 +26,7 @@ from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
 from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes
 from daemon.forget.index_plan import ChunkRow, SourceRow
-from daemon.forget.lineage import Lineage, keys_with_origins, read_lineage
+from daemon.forget.lineage import Lineage, read_lineage
 from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
 from daemon.forget.scrub import promotion_keys_on_lines
 from daemon.forget.select import SessionSelection
@@ -36,6 +36,7 @@ from daemon.store.batched import select_in
 from daemon.store.checkpoints import checkpoint_keys_of_sessions
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.db import Connection
+from daemon.store.origins import keys_with_origins
 from daemon.store.seen_hashes import existing_scopes
 from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
 

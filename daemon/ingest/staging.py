@@ -23,6 +23,7 @@ from daemon.constants import (
     STAGED_SNIPPET_MAX_CHARS,
 )
 from daemon.store.db import Connection
+from daemon.store.origins import insert_origins
 from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
 CLAIM_KEY_PREFIX = "memory:claim:"
@@ -179,9 +180,8 @@ def write_staging(
         return 0
     # Lineage is reserved before the candidates are published (reference §5.4 step 7).
     keys = [CLAIM_KEY_PREFIX + m.claim_hash for m in messages]  # each message's entry_key
-    conn.executemany(
-        "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
+    insert_origins(
+        conn,
         [
             (key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at)
             for key, m in zip(keys, messages, strict=True)
