@@ -56,9 +56,16 @@ from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, q
 from daemon.markers import promotion_key
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.transcript import iter_exported
+from daemon.store.backfill_journal import (
+    active_run_ids,
+    add_journal_rows,
+    begin_run,
+    journal_rows,
+    mark_rolled_back,
+    processed_days,
+)
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection
-from daemon.store.engine import inserted_rowid
 from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
 from daemon.store.phase_signals import delete_signals
 from daemon.store.short_term import (
@@ -124,16 +131,6 @@ class Scan:
 
 def _tombstones(conn: Connection) -> set[str]:
     return {t.session_id for t in list_tombstones(conn)}
-
-
-def _processed_days(conn: Connection) -> set[str]:
-    return {
-        d
-        for (d,) in conn.execute(
-            "SELECT j.key FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
-            "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
-        )
-    }
 
 
 def _already_staged(conn: Connection, agent_id: str, keys: Sequence[str]) -> set[tuple[str, str]]:
@@ -220,7 +217,7 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     processed: set[str] = set()
     if store is not None:
         forgotten = await store.read(_tombstones)
-        processed = await store.read(_processed_days)
+        processed = await store.read(processed_days)
     scan = scan_sessions(rt, forgotten, secret)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
@@ -271,26 +268,14 @@ def _begin_run(
     gone = forgotten_ids(conn, {o.session_id for o in origins}, secret)
     if gone:
         return 0, gone, 0
-    run_id = inserted_rowid(
-        conn.execute(
-            "INSERT INTO backfill_runs(created_at, mode, from_day, to_day) VALUES (?, ?, ?, ?)",
-            (now_ms, request.mode, request.from_day, request.to_day),
-        )
-    )
+    run_id = begin_run(conn, now_ms, request.mode, request.from_day, request.to_day)
     added = record_origins(conn, agent_id, origins)
     rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, "") for d in days]
     rows += [("diary_key", c.diary_line().key, "") for c in claims]
     if not diary_existed:
         rows.append(("diary_created", "DREAMS.md", ""))
-    _journal(conn, run_id, rows)
+    add_journal_rows(conn, run_id, rows)
     return run_id, set(), len(added)
-
-
-def _journal(conn: Connection, run_id: int, rows: Sequence[tuple[str, str, str]]) -> None:
-    conn.executemany(
-        "INSERT INTO backfill_journal(run_id, kind, key, payload) VALUES (?, ?, ?, ?)",
-        [(run_id, k, key, payload) for k, key, payload in rows],
-    )
 
 
 def _stage(
@@ -354,7 +339,7 @@ def _stage(
             observed,
         )
         prior[key] = load_raw_row(conn, key)
-    _journal(conn, run_id, journal)
+    add_journal_rows(conn, run_id, journal)
     return len(claims)
 
 
@@ -397,7 +382,7 @@ async def _apply(
             )
             citations = _append_corpus(rt, claims)
             await store.write(
-                _journal,
+                add_journal_rows,
                 run_id,
                 [("corpus_line", path, line) for path, line in citations[1]],
                 fence=lease.fence,
@@ -412,7 +397,7 @@ async def _apply(
         )
         if diary_rows:  # only if a line's lineage was not reserved above (never, unless raced)
             await store.write(
-                _journal,
+                add_journal_rows,
                 run_id,
                 [("origin", o.entry_key, o.session_id) for o in diary_rows],
                 fence=lease.fence,
@@ -465,18 +450,8 @@ class Journal:
 
 
 def _read_journal(conn: Connection) -> Journal:
-    runs = tuple(
-        r
-        for (r,) in conn.execute("SELECT id FROM backfill_runs WHERE rolled_back_at IS NULL ORDER BY id DESC")
-    )
-    rows: list[tuple[int, str, str, str]] = []
-    for start in range(0, len(runs), 500):
-        batch = runs[start : start + 500]
-        rows += conn.execute(
-            f"SELECT run_id, kind, key, payload FROM backfill_journal WHERE run_id IN "
-            f"({','.join('?' * len(batch))}) ORDER BY run_id DESC, rowid",
-            batch,
-        ).fetchall()
+    runs = active_run_ids(conn)
+    rows = journal_rows(conn, runs)
 
     def of(kind: str) -> list[tuple[str, str]]:
         return [(k, p) for _, kd, k, p in rows if kd == kind]
@@ -513,9 +488,7 @@ def _undo_store(
     counts["origins"] = delete_origin_rows(
         conn, agent_id, [(key, sid) for key, sid in journal.origins if key not in keep]
     )
-    conn.executemany(
-        "UPDATE backfill_runs SET rolled_back_at = ? WHERE id = ?", [(now_ms, r) for r in journal.run_ids]
-    )
+    mark_rolled_back(conn, journal.run_ids, now_ms)
     return counts
 
 

@@ -34,7 +34,6 @@ from daemon.dreaming.memory_file import (
     marker_keys,
     read_memory_file,
 )
-from daemon.dreaming.preimages import drop_preimage, prune_preimages, store_preimage
 from daemon.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
 from daemon.dreaming.rehydrate import Located, locate, read_sources
 from daemon.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
@@ -44,6 +43,7 @@ from daemon.errors import WriteConflict
 from daemon.failpoints import failpoint
 from daemon.store.db import Connection
 from daemon.store.origins import EntryOrigin
+from daemon.store.preimages import drop_preimage, prune_preimages, store_preimage
 from daemon.store.short_term import mark_promoted
 from daemon.store.tombstones import forgotten_ids
 

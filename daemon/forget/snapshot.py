@@ -35,8 +35,10 @@ from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.store.batched import select_in
 from daemon.store.checkpoints import checkpoint_keys_of_sessions
 from daemon.store.corpus_files import corpus_files_by_session
+from daemon.store.curated_writes import writes_of_session_keys, writes_of_sessions
 from daemon.store.db import Connection
 from daemon.store.origins import keys_with_origins
+from daemon.store.preimages import preimage_rows
 from daemon.store.seen_hashes import existing_scopes
 from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
 
@@ -361,23 +363,10 @@ def read_store_rows(
         }
     )
     scopes = existing_scopes(conn, scope_candidates)
-    backups = conn.execute(
-        "SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id"
-    ).fetchall()
+    backups = preimage_rows(conn)
 
-    observed = select_in(
-        conn,
-        "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IN ({marks}) "
-        "ORDER BY relative_path",
-        sids,
-    )
-    keys = sorted(selection.session_keys)
-    observed += select_in(
-        conn,
-        "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IS NULL "
-        "AND session_key IN ({marks}) ORDER BY relative_path",
-        keys,
-    )
+    observed = writes_of_sessions(conn, sids)
+    observed += writes_of_session_keys(conn, sorted(selection.session_keys))
 
     paths = session_path_candidates(agent_id, sids, archives)
     chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
