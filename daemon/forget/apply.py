@@ -37,16 +37,17 @@ from daemon.store.backfill_journal import (
     delete_rows,
     delete_rows_of_entries,
 )
-from daemon.store.batched import execute_in
 from daemon.store.checkpoints import delete_checkpoints
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
+from daemon.store.index_sources import delete_sources_by_id
+from daemon.store.index_state import bump_revision
 from daemon.store.origins import delete_origins_for_entries
 from daemon.store.phase_signals import delete_signals
 from daemon.store.preimages import rewrite_preimage
 from daemon.store.seen_hashes import delete_scopes
 from daemon.store.short_term import delete_entries
-from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
+from daemon.store.tombstones import forgotten_ids, record_tombstones
 
 RERUN_HINT = (
     "the forgotten records are in force and the remaining evidence is kept; "
@@ -86,7 +87,7 @@ def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
     # Set-based, by key: the cost follows the selected rows, not the index size. purge_chunks
     # removes FTS rows (contentless_delete + secure-delete), vectors, provenance, recall rows.
     purge_chunks(conn, idx.chunk_ids)
-    execute_in(conn, "DELETE FROM memory_index_sources WHERE id IN ({marks})", idx.source_ids)
+    delete_sources_by_id(conn, idx.source_ids)
     if idx.clear_embedding_cache:
         clear_embedding_cache(conn)  # agent-wide, recomputable, carries no attribution
     bump_revision(conn)  # fences index publications prepared before this purge, even with no rows

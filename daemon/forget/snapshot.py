@@ -32,11 +32,19 @@ from daemon.forget.scrub import promotion_keys_on_lines
 from daemon.forget.select import SessionSelection
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.store.batched import select_in
 from daemon.store.checkpoints import checkpoint_keys_of_sessions
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.curated_writes import writes_of_session_keys, writes_of_sessions
 from daemon.store.db import Connection
+from daemon.store.embedding_cache import cached_count
+from daemon.store.index_chunks import (
+    ChunkFacts,
+    memory_chunk_facts,
+    path_chunk_facts,
+    session_chunk_facts,
+    stale_internal_chunk_facts,
+)
+from daemon.store.index_sources import session_sources, sources_at_paths
 from daemon.store.origins import keys_with_origins
 from daemon.store.preimages import preimage_rows
 from daemon.store.seen_hashes import existing_scopes
@@ -281,46 +289,17 @@ def session_path_candidates(
     return paths
 
 
-_CHUNK_COLUMNS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.origin_class, p.session_kind,
-  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
-  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
-FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
-
-
-# Chunks of internal sessions, driven by the partial index of the same WHERE (migrations/agent/0001):
-# the cost follows those chunks, not every session chunk. The terms are literals so the planner
-# can prove the index applies.
-INTERNAL_PROVENANCE = " OR ".join(
-    ["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'" for k in sorted(INTERNAL_SESSION_KINDS)]
-)
-STALE_CHUNKS_SQL = f"""SELECT c.rowid, c.id, c.path, c.source, '', c.session_id, p.origin_class, p.session_kind,
-  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
-  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
-FROM memory_index_chunk_provenance p CROSS JOIN memory_index_chunks c ON c.id = p.chunk_id
-WHERE ({INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
-
-
 def _chunk_rows(
     conn: Connection, session_ids: Sequence[str], excluded: Sequence[str], paths: Sequence[str]
 ) -> list[ChunkRow]:
-    rows: dict[int, tuple] = {}
-    for r in conn.execute(f"SELECT {_CHUNK_COLUMNS.format(text='c.text')} WHERE c.source = 'memory'"):
-        rows[r[0]] = r
+    rows: dict[int, ChunkFacts] = {c.rowid: c for c in memory_chunk_facts(conn)}
     if session_ids:
-        blank = _CHUNK_COLUMNS.format(text="''")  # transcript text is never needed, so never copied
-        queries = [
-            (f"SELECT {blank} WHERE c.session_id IN ({{marks}})", sorted(set(session_ids) | set(excluded))),
-            (f"SELECT {blank} WHERE c.path IN ({{marks}})", sorted(paths)),
-        ]
-        for sql, values in queries:
-            for r in select_in(conn, sql, values):
-                rows.setdefault(r[0], r)
-        for r in conn.execute(STALE_CHUNKS_SQL):
-            rows.setdefault(r[0], r)
-    return [
-        ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9]))
-        for r in sorted(rows.values())
-    ]
+        found = session_chunk_facts(conn, sorted(set(session_ids) | set(excluded)))
+        found += path_chunk_facts(conn, sorted(paths))
+        found += stale_internal_chunk_facts(conn)
+        for c in found:
+            rows.setdefault(c.rowid, c)
+    return [ChunkRow(*rows[rowid]) for rowid in sorted(rows)]
 
 
 def read_store_rows(
@@ -371,22 +350,10 @@ def read_store_rows(
     paths = session_path_candidates(agent_id, sids, archives)
     chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
-    sources = {
-        r[0]: r
-        for r in select_in(
-            conn,
-            "SELECT id, path, source, session_id FROM memory_index_sources WHERE path IN ({marks})",
-            source_paths,
-        )
-    }
-    for r in select_in(
-        conn,
-        "SELECT id, path, source, session_id FROM memory_index_sources "
-        "WHERE source = 'sessions' AND session_id IN ({marks})",
-        sids,
-    ):
-        sources.setdefault(r[0], r)
-    cache_rows = conn.execute("SELECT count(*) FROM memory_embedding_cache").fetchone()[0] if sids else 0
+    sources = {r.id: r for r in sources_at_paths(conn, source_paths)}
+    for r in session_sources(conn, sids):
+        sources.setdefault(r.id, r)
+    cache_rows = cached_count(conn) if sids else 0
 
     return StoreRows(
         lineage=lineage,

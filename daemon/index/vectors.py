@@ -14,8 +14,9 @@ import threading
 
 import numpy as np
 
-from daemon.store.db import Connection, has_vector_extension
-from daemon.store.tombstones import current_revision
+from daemon.store.engine import Connection, database_file, has_vector_extension
+from daemon.store.index_state import current_revision
+from daemon.store.index_vectors import nearest_in_sqlite, vectors_of_model
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -39,12 +40,7 @@ def nearest(
     query = np.asarray(query, dtype=np.float32)
     backend = backend or backend_for(conn)
     if backend == "sqlite-vec" and has_vector_extension(conn):  # loads it here if not yet
-        rows = conn.execute(
-            "SELECT chunk_rowid, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM memory_index_vectors "
-            "WHERE model = ? AND dims = ? ORDER BY sim DESC, chunk_rowid LIMIT ?",
-            (to_blob(query), model, int(query.shape[0]), k),
-        ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+        return nearest_in_sqlite(conn, to_blob(query), model, int(query.shape[0]), k)
     rowids, matrix = _matrix(conn, model, int(query.shape[0]))
     if not len(rowids):
         return []
@@ -65,17 +61,13 @@ _cache: dict[str, tuple[tuple[str, int, str, int], np.ndarray, np.ndarray]] = {}
 
 
 def _matrix(conn: Connection, model: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+    db_file = database_file(conn) or ":memory:"
     key = (db_file, current_revision(conn), model, dims)
     with _cache_lock:
         hit = _cache.get("last")
         if hit is not None and hit[0] == key and db_file != ":memory:":
             return hit[1], hit[2]
-    rows = conn.execute(
-        "SELECT chunk_rowid, embedding FROM memory_index_vectors WHERE model = ? AND dims = ? "
-        "ORDER BY chunk_rowid",
-        (model, dims),
-    ).fetchall()
+    rows = vectors_of_model(conn, model, dims)
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
     matrix = (
         np.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), dims)

@@ -38,6 +38,8 @@ from daemon.retention.receipts import ErasureReceipt, Verification, Verification
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
 from daemon.settings import Settings
 from daemon.store.db import Connection, Store
+from daemon.store.embedding_cache import all_cached_embeddings
+from daemon.store.index_vectors import all_embeddings
 
 
 @dataclass
@@ -152,12 +154,8 @@ def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, i
 
 
 def _vectors(conn: Connection) -> list[tuple[str, bytes]]:
-    out: list[tuple[str, bytes]] = [
-        ("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")
-    ]
-    out += [
-        ("memory_embedding_cache", r[0]) for r in conn.execute("SELECT embedding FROM memory_embedding_cache")
-    ]
+    out = [("memory_index_vectors", blob) for blob in all_embeddings(conn)]
+    out += [("memory_embedding_cache", blob) for blob in all_cached_embeddings(conn)]
     return out
 
 

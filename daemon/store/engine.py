@@ -127,6 +127,12 @@ def inserted_rowid(cur: Cursor) -> int:
     return rowid
 
 
+def database_file(conn: Connection) -> str:
+    """The file of `conn`'s main database ("" for an in-memory one)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2] or "") if row else ""
+
+
 def user_version(conn: Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import make_private_dirs
 from daemon.store.batched import select_in
-from daemon.store.db import Connection
+from daemon.store.engine import Connection
+from daemon.store.index_state import bump_revision
 
 REASON_FORGOTTEN = "forgotten"
 HASHED_PREFIX = "hmac:"
@@ -107,13 +108,3 @@ def record_tombstones(
         inserted += conn.total_changes - before
     bump_revision(conn)
     return inserted
-
-
-def bump_revision(conn: Connection) -> int:
-    conn.execute("UPDATE memory_index_state SET revision = revision + 1 WHERE id = 1")
-    return current_revision(conn)
-
-
-def current_revision(conn: Connection) -> int:
-    row = conn.execute("SELECT revision FROM memory_index_state WHERE id = 1").fetchone()
-    return int(row[0]) if row else 0
