@@ -33,7 +33,6 @@ from daemon.agent_runtime import agent_runtime
 from daemon.agents import list_agents
 from daemon.constants import DAY_MS, SQL_IN_BATCH, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
-from daemon.retention import store as repo
 from daemon.retention.mapping import sessions_within
 from daemon.retention.needles import VerifySubject
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
@@ -50,6 +49,7 @@ from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
+from daemon.store import retention as repo
 from daemon.store.db import Connection, Store
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 

@@ -32,11 +32,11 @@ from daemon.constants import VERIFY_EMBEDDING_MIN_COSINE
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
 from daemon.ids import validate_agent_id
-from daemon.retention import store as repo
 from daemon.retention.needles import Needles, VerifySubject, compile_needles, snippets
 from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
 from daemon.settings import Settings
+from daemon.store import retention as repo
 from daemon.store.db import Connection, Store
 from daemon.store.embedding_cache import all_cached_embeddings
 from daemon.store.index_vectors import all_embeddings

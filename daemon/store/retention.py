@@ -1,4 +1,6 @@
-"""Repository of the retention tables: plain parameterised SQL, one function per query.
+"""The retention tables of `state_dir/retention.sqlite` (seed 001): scopes, memory-tool objects
+with their provenance edges, legal holds and erasure receipts. Plain parameterised SQL, one
+function per query.
 
 Every function takes a DB-API connection and runs inside the caller's transaction
 (`Store.read` / `Store.write`), so one logical step is one transaction and one thread hop.
@@ -11,8 +13,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from daemon.constants import DAY_MS, SQL_IN_BATCH, TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES
-from daemon.retention.scopes import subtree_bounds
-from daemon.store.db import Connection
+from daemon.store.engine import Connection
+
+
+def subtree_bounds(root: str) -> tuple[str, str]:
+    """Key range (exclusive) holding every scope strictly under `root`: ';' sorts right after ':'
+    (the retention schema's key order; cascades and hold checks are range scans)."""
+    return root + ":", root + ";"
 
 
 @dataclass(frozen=True, slots=True)
