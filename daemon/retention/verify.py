@@ -136,15 +136,7 @@ def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, i
     """(derivability hits, invariant hits) that need the retention schema's meaning."""
     derivable: dict[str, int] = {}
     if needles.times:
-        times = sorted(needles.times)
-        n = 0
-        for start in range(0, len(times), 500):
-            batch = times[start : start + 500]
-            n += conn.execute(
-                "SELECT count(*) FROM retention_objects WHERE provenance_at IN "
-                f"({','.join('?' * len(batch))})",
-                batch,
-            ).fetchone()[0]
+        n = repo.objects_citing_at(conn, sorted(needles.times))
         if n:
             derivable["retention_objects.provenance_at"] = n
     invariant: dict[str, int] = {}
