@@ -59,7 +59,7 @@ from daemon.store.checkpoints import (
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
 from daemon.store.seen_hashes import add_seen, load_seen
-from daemon.store.tombstones import REASON_FORGOTTEN, forgotten_ids
+from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
@@ -125,7 +125,7 @@ def _load_state(
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
     # Most stores have no forgotten records: then one probe replaces a keyed hash per session.
-    if conn.execute("SELECT 1 FROM memory_session_tombstones LIMIT 1").fetchone() is None:
+    if not any_tombstone(conn):
         return set()
     return forgotten_ids(conn, session_ids, secret)
 

@@ -31,7 +31,7 @@ from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
 from daemon.agents import list_agents
-from daemon.constants import DAY_MS, SQL_IN_BATCH, VERIFY_MAX_MESSAGES_PER_SESSION
+from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
 from daemon.retention.mapping import sessions_within
 from daemon.retention.needles import VerifySubject
@@ -50,8 +50,9 @@ from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store import retention as repo
+from daemon.store.curated_writes import delete_writes_of_sessions
 from daemon.store.db import Connection, Store
-from daemon.store.tombstones import hashed_session_ref, record_tombstones
+from daemon.store.tombstones import count_tombstones, delete_tombstones, hashed_session_ref, record_tombstones
 
 REASON_ERASED = "erased"
 NO_ARTIFACTS = ErasureArtifacts(
@@ -167,21 +168,9 @@ def _hash_forgotten_records(
     so admission (forgotten_ids checks both forms) always finds one of them. The record's time
     is coarsened to the day: a precise time would be tied to the erased session."""
     record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
-    curated = 0
-    for start in range(0, len(session_ids), SQL_IN_BATCH):
-        batch = session_ids[start : start + SQL_IN_BATCH]
-        marks = ",".join("?" * len(batch))
-        conn.execute(f"DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", batch)
-        curated += conn.execute(f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch).rowcount
-    hashed_count = 0
-    for start in range(0, len(hashed), SQL_IN_BATCH):
-        batch = hashed[start : start + SQL_IN_BATCH]
-        hashed_count += conn.execute(
-            "SELECT count(*) FROM memory_session_tombstones WHERE session_id IN "
-            f"({','.join('?' * len(batch))})",
-            batch,
-        ).fetchone()[0]
-    return hashed_count, curated
+    delete_tombstones(conn, session_ids)
+    curated = delete_writes_of_sessions(conn, session_ids)
+    return count_tombstones(conn, hashed), curated
 
 
 async def forget_sessions(

@@ -40,6 +40,7 @@ from daemon.store import retention as repo
 from daemon.store.db import Connection, Store
 from daemon.store.embedding_cache import all_cached_embeddings
 from daemon.store.index_vectors import all_embeddings
+from daemon.store.inspect import compact, stored_values
 
 
 @dataclass
@@ -77,20 +78,6 @@ def _agents_with_state(settings: Settings) -> list[str]:
 # --- compaction and raw bytes -------------------------------------------------------------------
 
 
-def _compact(conn: Connection) -> str | None:
-    """Checkpoint, merge FTS segments, rebuild the file, checkpoint again. A problem string or None."""
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    for (name,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'"
-    ).fetchall():
-        conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
-    conn.execute("VACUUM")
-    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    if busy and busy[0]:
-        return "WAL checkpoint was blocked by a reader; WAL not truncated"
-    return None
-
-
 def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
     """Occurrences of snippet bytes in a database file and its WAL."""
     out: dict[str, int] = {}
@@ -113,22 +100,11 @@ def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
 def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
     """Every text/blob value of every ordinary table (FTS/vec shadow tables included)."""
     hits: dict[str, int] = {}
-    tables = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    ).fetchall()
-    for name, sql in tables:
-        if (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
-            continue  # read through its shadow tables; selecting a contentless table yields NULLs
-        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
-        for row in conn.execute(f'SELECT * FROM "{name}"'):
-            for col, value in zip(cols, row, strict=True):
-                if isinstance(value, bytes):
-                    value = value.decode("utf-8", "ignore")
-                if isinstance(value, str):
-                    n = needles.hits(value)
-                    if n:
-                        key = f"{name}.{col}"
-                        hits[key] = hits.get(key, 0) + n
+    for table, column, value in stored_values(conn):
+        n = needles.hits(value)
+        if n:
+            key = f"{table}.{column}"
+            hits[key] = hits.get(key, 0) + n
     return hits
 
 
@@ -226,7 +202,7 @@ async def _check_store(
     *,
     retention: bool,
 ) -> None:
-    problem = await store.run(_compact)
+    problem = await store.run(compact)
     if problem:
         findings.physical_notes.append(f"{label}: {problem}")
         findings.add(findings.physical, f"{label}: compaction", 1)

@@ -10,13 +10,13 @@ import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import make_private_dirs
-from daemon.store.batched import select_in
+from daemon.store.batched import execute_in, select_in
 from daemon.store.engine import Connection
 from daemon.store.index_state import bump_revision
 
@@ -108,3 +108,23 @@ def record_tombstones(
         inserted += conn.total_changes - before
     bump_revision(conn)
     return inserted
+
+
+def any_tombstone(conn: Connection) -> bool:
+    """Whether the store has any forgotten-session record (most have none)."""
+    return conn.execute("SELECT 1 FROM memory_session_tombstones LIMIT 1").fetchone() is not None
+
+
+def delete_tombstones(conn: Connection, session_refs: Sequence[str]) -> int:
+    """Remove these records (plain ids or `hmac:` refs); rows removed."""
+    return execute_in(
+        conn, "DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", session_refs
+    )
+
+
+def count_tombstones(conn: Connection, session_refs: Sequence[str]) -> int:
+    """How many of these records exist."""
+    rows = select_in(
+        conn, "SELECT count(*) FROM memory_session_tombstones WHERE session_id IN ({marks})", session_refs
+    )
+    return sum(int(r[0]) for r in rows)
