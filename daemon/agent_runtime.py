@@ -12,19 +12,23 @@ unreachable Redis is then reported by the lock ("workspace lock: Redis unavailab
 
 `pooled_runtime` is the same runtime for the worker, which keeps its stores open between
 jobs: the store is checked out of the worker's StorePool, Redis is the worker's client.
+
+`rt.caches` is what the process keeps between operations (runtime/caches.py): the worker hands
+its own to every job; without one, the runtime gets a fresh one that ends with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
 from daemon.agents import AgentPaths, agent_paths
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redis_from_url
+from daemon.runtime.caches import ProcessCaches
 from daemon.runtime.store_pool import StorePool
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
@@ -41,6 +45,7 @@ class AgentRuntime:
     redis: Redis | None
     sessions: SessionSource
     readonly: bool = False
+    caches: ProcessCaches = field(default_factory=ProcessCaches)
 
     @property
     def agent_id(self) -> str:
@@ -73,10 +78,16 @@ class AgentRuntime:
 
 @asynccontextmanager
 async def agent_runtime(
-    settings: Settings, agent_id: str, *, readonly: bool = False, redis: bool | Redis = True
+    settings: Settings,
+    agent_id: str,
+    *,
+    readonly: bool = False,
+    redis: bool | Redis = True,
+    caches: ProcessCaches | None = None,
 ) -> AsyncIterator[AgentRuntime]:
+    caches = caches if caches is not None else ProcessCaches()
     paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id)
+    source = session_source_for(settings, agent_id, caches.listings)
     store: Store | None = None
     client: Redis | None = None
     own_client = False
@@ -90,7 +101,7 @@ async def agent_runtime(
         elif redis:
             client = redis_from_url(settings.redis_url)  # no I/O until the first command
             own_client = True
-        yield AgentRuntime(settings, paths, store, client, source, readonly)
+        yield AgentRuntime(settings, paths, store, client, source, readonly, caches)
     finally:
         if store is not None:
             await store.close()
@@ -106,8 +117,10 @@ async def pooled_runtime(
     *,
     readonly: bool = False,
     redis: Redis | None = None,
+    caches: ProcessCaches | None = None,
 ) -> AsyncIterator[AgentRuntime]:
+    caches = caches if caches is not None else ProcessCaches()
     paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id)
+    source = session_source_for(settings, agent_id, caches.listings)
     async with stores.checkout(paths.db_path, readonly=readonly) as store:
-        yield AgentRuntime(settings, paths, store, redis, source, readonly)
+        yield AgentRuntime(settings, paths, store, redis, source, readonly, caches)

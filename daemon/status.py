@@ -23,6 +23,7 @@ from daemon.errors import MemorydError
 from daemon.jobs import queue_name
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
+from daemon.sessions.json_store import ListingCache
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.checkpoints import CheckpointSummary, checkpoint_summaries
@@ -100,11 +101,13 @@ def _iso(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _live_fingerprints(settings: Settings, agent: str) -> tuple[dict[str, tuple[int, int] | None], list[str]]:
+def _live_fingerprints(
+    settings: Settings, agent: str, listings: ListingCache | None
+) -> tuple[dict[str, tuple[int, int] | None], list[str]]:
     live: dict[str, tuple[int, int] | None] = {}
     errors: list[str] = []
     try:
-        source = session_source_for(settings, agent)
+        source = session_source_for(settings, agent, listings)
         listing = source.list_sessions()
         errors.extend(listing.errors)
         for session in listing.sessions:
@@ -115,7 +118,11 @@ def _live_fingerprints(settings: Settings, agent: str) -> tuple[dict[str, tuple[
     return live, errors
 
 
-async def sweep_summary(settings: Settings, agent: str) -> tuple[SweepSummary, list[str]]:
+async def sweep_summary(
+    settings: Settings, agent: str, listings: ListingCache | None = None
+) -> tuple[SweepSummary, list[str]]:
+    """`listings`: the process's kept listings (the daemon's, so its gauges cost a stat of an
+    idle agent's sessions.json); a one-off status parses it."""
     errors: list[str] = []
     paths = agent_paths(settings, agent)
     checkpoints: list[CheckpointSummary] = []
@@ -130,7 +137,7 @@ async def sweep_summary(settings: Settings, agent: str) -> tuple[SweepSummary, l
         errors.append(f"{paths.db_path}: {exc}")
     # Listing and stat-ing every transcript is blocking file I/O: keep it off the event loop
     # (the daemon's watchdog pings come from that loop).
-    live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent)
+    live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent, listings)
     errors.extend(listing_errors)
     return summarize(checkpoints, live), errors
 

@@ -22,13 +22,16 @@ from daemon.agent_runtime import AgentRuntime, agent_runtime, pooled_runtime
 from daemon.errors import LockTimeout, OperationFailed, UsageError
 from daemon.jobs import PURGE_JOBS
 from daemon.runtime import metrics
+from daemon.runtime.caches import ProcessCaches
 from daemon.runtime.store_pool import StorePool
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")
-# ctx key of the worker's open stores (workers.worker.MemorydWorker); absent, a job opens and
-# closes its own store, as a plain arq Worker given only worker_kwargs would.
+# ctx keys of the worker's open stores and of its process caches (workers.worker.MemorydWorker);
+# absent, a job opens and closes its own store and gets caches of its own, as a plain arq
+# Worker given only worker_kwargs would.
 STORES = "stores"
+CACHES = "caches"
 
 M = TypeVar("M", bound=BaseModel)
 JobFn = Callable[..., Awaitable[dict[str, Any]]]
@@ -85,14 +88,24 @@ async def runtime(ctx: dict[str, Any], agent: str, *, readonly: bool = False) ->
     """The agent's runtime for one job: read-only ones without Redis; the store from the
     worker's pool when there is one."""
     stores: StorePool | None = ctx.get(STORES)
+    caches: ProcessCaches | None = ctx.get(CACHES)
     if stores is None:
         async with agent_runtime(
-            settings_of(ctx), agent, readonly=readonly, redis=False if readonly else ctx["redis"]
+            settings_of(ctx),
+            agent,
+            readonly=readonly,
+            redis=False if readonly else ctx["redis"],
+            caches=caches,
         ) as rt:
             yield rt
         return
     async with pooled_runtime(
-        settings_of(ctx), agent, stores, readonly=readonly, redis=None if readonly else ctx["redis"]
+        settings_of(ctx),
+        agent,
+        stores,
+        readonly=readonly,
+        redis=None if readonly else ctx["redis"],
+        caches=caches,
     ) as rt:
         yield rt
 

@@ -19,10 +19,11 @@ from redis.exceptions import RedisError
 
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
 from daemon.jobs import ERASE, deserialize, job_name_of, serialize
+from daemon.runtime.caches import ProcessCaches
 from daemon.runtime.store_pool import StorePool
 from daemon.settings import Settings
 from workers.backfill import backfill
-from workers.base import STORES
+from workers.base import CACHES, STORES
 from workers.dream import dream
 from workers.erase import erase
 from workers.expire import expire
@@ -76,6 +77,8 @@ class MemorydWorker(Worker):
     It also answers doorbells (daemon.runtime.client): between its polls it starts a job as soon as a
     client rings the queue's bell, and after storing a result it rings the job's own bell.
 
+    It keeps the process caches every job shares (daemon.runtime.caches, in ctx["caches"]).
+
     And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
     closed, the ones still in use as their jobs end."""
@@ -87,6 +90,8 @@ class MemorydWorker(Worker):
         super().__init__(*args, **kwargs)
         self.stores = StorePool()
         self.ctx[STORES] = self.stores
+        self.caches = ProcessCaches()
+        self.ctx[CACHES] = self.caches
 
     async def main(self) -> None:
         self.stores.reopen()

@@ -37,7 +37,7 @@ from daemon.errors import UsageError
 from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state
 from daemon.index.report import HitProvenance, SearchHit, SearchReport
-from daemon.index.vectors import nearest
+from daemon.index.vectors import VectorMatrices, nearest
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
 from daemon.retention.gate import hidden_entries, load_visibility
 from daemon.store.db import Connection
@@ -175,9 +175,14 @@ def _search_txn(
     disk: object,
     agent_id: str,
     hide: HiddenSessions | None,
+    matrices: VectorMatrices,
 ) -> tuple[list[SearchHit], bool, Freshness]:
     fts, capped = fts_candidates(conn, words)
-    vec = nearest(conn, query_vector, model, max(limit * 5, 50)) if query_vector is not None else []
+    vec = (
+        nearest(conn, query_vector, model, max(limit * 5, 50), matrices=matrices)
+        if query_vector is not None
+        else []
+    )
     ranked = merge(fts, vec, query_vector is not None)
     hits: list[SearchHit] = []
     page = max(limit * 3, 30)
@@ -240,7 +245,16 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
     visibility = await load_visibility(rt.settings, rt.sessions)
     hide = visibility.hidden_sessions if visibility is not None else None
     hits, capped, fresh = await rt.store.read(
-        _search_txn, words, query_vector, model, limit, rt.secret(), disk, rt.agent_id, hide
+        _search_txn,
+        words,
+        query_vector,
+        model,
+        limit,
+        rt.secret(),
+        disk,
+        rt.agent_id,
+        hide,
+        rt.caches.vectors,
     )
     report.results = hits
     report.candidates_capped = capped

@@ -3,7 +3,7 @@
 
 * a checkpoint is keyed `<agent>:<sessionPath>`; a seen-hash scope is `<agent>:<sessionId>`;
 * a StampSet holds every stamp of one agent and the fingerprint under which each settled session
-  counts as unchanged.
+  counts as unchanged; StampSets keeps the last one per store and agent between sweeps.
 """
 
 from __future__ import annotations
@@ -38,21 +38,37 @@ def stamp_set(stamps: Mapping[str, CheckpointStamp]) -> StampSet:
     return StampSet(stamps, settled)
 
 
-# (database path, agent) -> (checkpoint token, stamps read at that token). The token changes
-# with every write to ingest_checkpoints (a trigger, migration 2), so equal tokens mean equal
-# stamps and a quiet re-sweep skips reading ~10k rows. Shared between the stores' threads:
-# each entry is replaced whole, and a pair is always read in one transaction.
-_stamp_cache: dict[tuple[str, str], tuple[int, StampSet]] = {}
+class StampSets:
+    """(database path, agent) -> (checkpoint token, the stamp set read at that token), kept by a
+    long-lived process between sweeps. The token changes with every write to ingest_checkpoints
+    (a trigger, migration 2), so equal tokens mean equal stamps and a quiet re-sweep skips
+    reading ~10k rows. Shared between the stores' threads: each entry is replaced whole, and a
+    pair is always read in one transaction."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], tuple[int, StampSet]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, db_path: str, agent_id: str, token: int) -> StampSet | None:
+        entry = self._entries.get((db_path, agent_id))
+        return entry[1] if entry is not None and entry[0] == token else None
+
+    def put(self, db_path: str, agent_id: str, token: int, stamps: StampSet) -> None:
+        self._entries[(db_path, agent_id)] = (token, stamps)
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
-def load_stamp_set(conn: Connection, db_path: str, agent_id: str) -> StampSet:
+def load_stamp_set(conn: Connection, cache: StampSets, db_path: str, agent_id: str) -> StampSet:
     """The agent's stamps, reusing the last ones read from this database while its checkpoint
     token holds. The mappings are shared: callers only read them."""
     token = checkpoint_token(conn)
-    key = (db_path, agent_id)
-    cached = _stamp_cache.get(key)
-    if cached is not None and cached[0] == token:
-        return cached[1]
+    cached = cache.get(db_path, agent_id, token)
+    if cached is not None:
+        return cached
     stamps = stamp_set(load_stamps(conn, agent_id))
-    _stamp_cache[key] = (token, stamps)
+    cache.put(db_path, agent_id, token, stamps)
     return stamps

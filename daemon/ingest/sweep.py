@@ -21,11 +21,9 @@ A sweep with nothing to commit takes no lock and writes nothing.
 from __future__ import annotations
 
 import time
-import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -34,8 +32,9 @@ import anyio.lowlevel
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
-from daemon.ingest.checkpoints import StampSet, load_stamp_set, seen_scope, state_key
+from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
+from daemon.ingest.decided import apply_forgotten_and_expiry, decide_listing
 from daemon.ingest.plan import (
     ScanAction,
     ScanPlan,
@@ -47,9 +46,9 @@ from daemon.ingest.plan import (
 from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
-from daemon.retention.gate import REASON_EXPIRED, RetentionGate, load_gate
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
-from daemon.sessions.model import Fingerprint, SessionInfo, SessionListing
+from daemon.retention.gate import load_gate
+from daemon.sessions.admission import AdmissionPolicy
+from daemon.sessions.model import Fingerprint, SessionInfo
 from daemon.store.checkpoints import (
     Checkpoint,
     delete_checkpoints,
@@ -118,9 +117,14 @@ def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, n
 
 
 def _load_state(
-    conn: Connection, db_path: str, agent_id: str, session_ids: list[str], secret: bytes | None
+    conn: Connection,
+    stamps: StampSets,
+    db_path: str,
+    agent_id: str,
+    session_ids: list[str],
+    secret: bytes | None,
 ) -> tuple[set[str], StampSet]:
-    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, db_path, agent_id)
+    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, stamps, db_path, agent_id)
 
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
@@ -160,82 +164,6 @@ def _write_batch(
     return delete_checkpoints(conn, deletions)
 
 
-@dataclass(frozen=True)
-class _DecidedListing:
-    """What a sweep derives from a listing and the admission policy alone, in session_path
-    order: the admitted sessions (state key, session) and the excluded ones (state key,
-    session, policy/eligibility reason)."""
-
-    listing: weakref.ref[SessionListing]
-    policy: AdmissionPolicy | None
-    admitted: list[tuple[str, SessionInfo]]
-    excluded: list[tuple[str, SessionInfo, str]]
-    session_ids: list[str]
-    keys: frozenset[str]
-
-
-# Per agent, the last decided listing. An idle agent's source returns the very same listing
-# object sweep after sweep, so a quiet re-sweep reuses the order, state keys and policy
-# reasons of ~10k sessions instead of deciding them again (forgotten records and retention
-# expiry change without the listing, so they are applied every sweep). An entry lives only
-# as long as its listing: a listing the source did not keep (a first sweep's, a changed
-# file's) takes its entry with it instead of pinning ~1 KB per session for nothing.
-_decided_cache: dict[str, _DecidedListing] = {}
-
-
-def _drop_decided(agent: str, ref: weakref.ref[SessionListing]) -> None:
-    cached = _decided_cache.get(agent)
-    if cached is not None and cached.listing is ref:
-        del _decided_cache[agent]
-
-
-def _decide_listing(agent: str, listing: SessionListing, policy: AdmissionPolicy | None) -> _DecidedListing:
-    cached = _decided_cache.get(agent)
-    if cached is not None and cached.listing() is listing and cached.policy == policy:
-        return cached
-    # One agent's session paths share their prefix, so this is the order of session_path.
-    ordered = sorted(listing.sessions, key=lambda s: s.session_id)
-    keys = [state_key(agent, s.session_path) for s in ordered]
-    admitted: list[tuple[str, SessionInfo]] = []
-    excluded: list[tuple[str, SessionInfo, str]] = []
-    for key, session in zip(keys, ordered, strict=True):
-        reason = admission_reason(session, policy, ())
-        if reason is None:
-            admitted.append((key, session))
-        else:
-            excluded.append((key, session, reason))
-    decided = _DecidedListing(
-        weakref.ref(listing, partial(_drop_decided, agent)),
-        policy,
-        admitted,
-        excluded,
-        [s.session_id for s in ordered],
-        frozenset(keys),
-    )
-    _decided_cache[agent] = decided
-    return decided
-
-
-def _apply_forgotten_and_expiry(
-    decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
-) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
-    """The decided split with this sweep's forgotten records and expired scopes applied (they
-    change without the listing). Forgotten comes first, as in admission_reason's order."""
-    admitted: list[tuple[str, SessionInfo]] = []
-    excluded = [
-        (key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
-        for key, session, reason in decided.excluded
-    ]
-    for key, session in decided.admitted:
-        if session.session_id in forgotten:
-            excluded.append((key, session, REASON_FORGOTTEN))
-        elif gate is not None and gate.hides_session(session):
-            excluded.append((key, session, REASON_EXPIRED))  # reads skip it, so nothing new is derived
-        else:
-            admitted.append((key, session))
-    return admitted, excluded
-
-
 class _Sweep:
     def __init__(self, rt: AgentRuntime):
         self.rt = rt
@@ -262,10 +190,15 @@ class _Sweep:
         listing = self.rt.sessions.list_sessions()
         report.errors.extend(listing.errors)
         policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
-        decided = _decide_listing(self.agent, listing, policy)
+        decided = decide_listing(self.rt.caches.decided, self.agent, listing, policy)
         report.sessions_seen = len(decided.admitted) + len(decided.excluded)
         forgotten, stamp_set = await self.store.read(
-            _load_state, str(self.store.path), self.agent, decided.session_ids, self.secret
+            _load_state,
+            self.rt.caches.stamps,
+            str(self.store.path),
+            self.agent,
+            decided.session_ids,
+            self.secret,
         )
 
         gate = await load_gate(self.settings)
@@ -273,7 +206,7 @@ class _Sweep:
         batch = _Batch()
         admitted, excluded = decided.admitted, decided.excluded
         if forgotten or expiring:
-            admitted, excluded = _apply_forgotten_and_expiry(decided, forgotten, gate if expiring else None)
+            admitted, excluded = apply_forgotten_and_expiry(decided, forgotten, gate if expiring else None)
         stamps, settled = stamp_set
         for key, session, reason in excluded:
             if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):

@@ -354,7 +354,10 @@ class Service:
         while True:
             for agent in self.state.agents:
                 try:
-                    summary, _errors = await sweep_summary(self.settings, agent)
+                    caches = self.worker.caches if self.worker is not None else None
+                    summary, _errors = await sweep_summary(
+                        self.settings, agent, caches.listings if caches is not None else None
+                    )
                 except MemorydError as exc:
                     log.warning("status of agent %s: %s", agent, exc)
                     continue
