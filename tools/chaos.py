@@ -372,6 +372,8 @@ class Observed:
 def _store_facts(
     conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str], secret: bytes | None
 ) -> dict[str, Any]:
+    # Its own SQL, not the repositories' (daemon/store/): an oracle that shared their queries
+    # would share their mistakes. Only the forgotten-record check, with its keyed hash, is theirs.
     from daemon.store.tombstones import forgotten_ids
 
     def count(sql: str, params: tuple[Any, ...] = ()) -> int:

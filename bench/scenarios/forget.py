@@ -61,7 +61,9 @@ def subset_sessions(ctx: Context, target: str, others: int = OTHER_SESSIONS) -> 
 def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int, int]:
     """Add copies of the non-target lineage until the store holds `total` origin rows.
 
-    `copy` is the number of copies made by earlier calls. Returns (copies made so far, origin rows)."""
+    `copy` is the number of copies made by earlier calls. Returns (copies made so far, origin rows).
+    Raw SQL on a copy of the tables: the product has no bulk-copy path, and the store is built
+    before anything is measured."""
     db = state / "agents" / AGENT / "memory.sqlite"
     workspace = state / "agents" / AGENT / "workspace"
     conn = connect(db)
