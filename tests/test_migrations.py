@@ -5,6 +5,9 @@ version once."""
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +27,9 @@ from daemon.store.migrate import (
     migrate_connection,
     steps,
 )
+from tests.conftest import REDIS_URL
 
+ROOT = Path(__file__).resolve().parents[1]
 LEGACY = Path(__file__).parent / "legacy_schema"
 SCHEMAS: tuple[Schema, ...] = (AGENT, RETENTION)
 # A released step is never edited: its bytes are pinned here. A new step adds its line
@@ -218,3 +223,28 @@ def test_a_step_splits_into_whole_statements() -> None:
     statements = migrate.split_statements(sql)
     assert len(statements) == 2 and statements[1].endswith("END;")
     assert migrate.split_statements("-- nothing for this store\n") == ()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["checkpoints", "--agent", "main"], ["forget", "--agent", "main", "--session", "s", "--dry-run"]],
+)
+def test_a_command_on_an_outdated_store_prints_one_line_and_no_traceback(
+    tmp_path: Path, command: list[str]
+) -> None:
+    state = tmp_path / "state"
+    (state / "agents" / "main").mkdir(parents=True)
+    (tmp_path / "sessions").mkdir()
+    _legacy_union(state / "agents" / "main" / "memory.sqlite", 2).close()
+    env = {
+        **os.environ,
+        "MEMORYD_STATE_DIR": str(state),
+        "MEMORYD_SESSIONS_ROOT": str(tmp_path / "sessions"),
+        "MEMORYD_REDIS_URL": REDIS_URL,
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", *command], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("memoryd: error: "), result.stderr
+    assert "agent store at schema version 2" in result.stderr

@@ -82,6 +82,8 @@ class Store:
         if not readonly:
             make_private_dirs(path.parent)
 
+        refused: list[Exception] = []
+
         def open_connection() -> Connection:
             # On the connection's own thread as it opens: no second hop to the thread, and an
             # up-to-date schema costs one PRAGMA read.
@@ -93,6 +95,11 @@ class Store:
                     check_current(conn, schema)
                 else:
                     migrate_connection(conn, schema)
+            except Exception as exc:
+                # Handed over once the connection is open, so that it and its thread are closed
+                # before the error is raised: a connector that fails leaves aiosqlite's thread
+                # answering a loop that a one-shot command may have closed by then.
+                refused.append(exc)
             except BaseException:
                 conn.close()
                 raise
@@ -104,6 +111,12 @@ class Store:
             await db
         except ANY_SQLITE_ERROR as exc:
             raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
+        if refused:
+            await db.close()
+            try:
+                raise refused[0]
+            except ANY_SQLITE_ERROR as exc:
+                raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
         return cls(path, db, readonly, schema)
 
     @classmethod
