@@ -11,8 +11,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from daemon.store.db import Store, sqlite3
-from daemon.store.migrate import AGENT, RETENTION, latest_version
+from daemon.store.migrate import AGENT, RETENTION, Schema, latest_version
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATOR = textwrap.dedent(
@@ -22,8 +24,8 @@ CREATOR = textwrap.dedent(
     from daemon.store.db import Store
 
     async def main() -> None:
-        for name in sys.argv[2:]:
-            store = await Store.open(Path(sys.argv[1]) / name)
+        for name in sys.argv[3:]:
+            store = await Store.open(Path(sys.argv[1]) / name, schema=sys.argv[2])
             await store.close()
 
     asyncio.run(main())
@@ -42,9 +44,12 @@ def _schema_of(path: Path) -> tuple[int, int]:
         conn.close()
 
 
-def test_a_reader_in_another_process_never_sees_a_store_without_its_schema(tmp_path: Path) -> None:
-    names = [f"agent-{i}.sqlite" for i in range(30)]
-    creator = subprocess.Popen([sys.executable, "-c", CREATOR, str(tmp_path), *names], cwd=ROOT)
+@pytest.mark.parametrize("schema", [AGENT, RETENTION])
+def test_a_reader_in_another_process_never_sees_a_store_without_its_schema(
+    tmp_path: Path, schema: Schema
+) -> None:
+    names = [f"{schema}-{i}.sqlite" for i in range(30)]
+    creator = subprocess.Popen([sys.executable, "-c", CREATOR, str(tmp_path), schema, *names], cwd=ROOT)
     seen: list[tuple[str, int, int]] = []
     try:
         deadline = time.monotonic() + 60
@@ -57,7 +62,7 @@ def test_a_reader_in_another_process_never_sees_a_store_without_its_schema(tmp_p
         assert creator.wait(timeout=60) == 0
     empty = [(name, version, tables) for name, version, tables in seen if version == 0 or tables == 0]
     assert not empty, f"a reader saw stores without their schema: {empty[:3]}"
-    assert all(version == latest_version(AGENT) for _, version, _ in seen)
+    assert all(version == latest_version(schema) for _, version, _ in seen)
 
 
 async def test_a_half_created_file_is_no_store_for_a_read_only_open(tmp_path: Path) -> None:
