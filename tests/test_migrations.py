@@ -115,6 +115,21 @@ def test_a_fresh_store_of_each_kind_gets_its_own_tables_and_the_latest_version(t
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
+async def test_a_store_built_in_one_script_has_what_the_steps_one_by_one_build(
+    tmp_path: Path, schema: Schema
+) -> None:
+    """Store.open builds a new store with every step in one script (migrate.build_new)."""
+    store = await Store.open(tmp_path / "new.sqlite", schema=schema)
+    await store.close()
+    built = _connect(tmp_path / "new.sqlite")
+    assert built.execute("PRAGMA user_version").fetchone()[0] == latest_version(schema)
+    assert built.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert _schema(built) == _schema(_fresh(tmp_path, schema))
+    with pytest.raises(ValueError, match="new, empty database"):
+        migrate.build_new(built, schema)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
 @pytest.mark.parametrize("legacy_version", [1, 2])
 def test_a_store_of_the_old_union_schema_migrates_to_what_a_fresh_one_has(
     tmp_path: Path, schema: Schema, legacy_version: int

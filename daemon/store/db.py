@@ -37,7 +37,7 @@ from daemon.store.engine import (
     sqlite3,
     truncate_wal,
 )
-from daemon.store.migrate import AGENT, Schema, StoreMissing, check_current, migrate_connection
+from daemon.store.migrate import AGENT, Schema, StoreMissing, build_new, check_current, migrate_connection
 
 # The engine's names most callers need, importable from here with the Store.
 __all__ = [
@@ -166,19 +166,27 @@ def _create(path: Path, schema: Schema) -> None:
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
     os.close(fd)
     try:
-        conn = connect(str(tmp), readonly=False)
+        conn: Connection = sqlite3.connect(str(tmp), isolation_level=None)
         try:
-            migrate_connection(conn, schema)
+            # A private file: no journal to roll back to (a failed build is thrown away) and no
+            # sync per commit; one fsync below makes it durable before its name appears.
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            build_new(conn, schema)
         finally:
-            conn.close()  # the last connection: SQLite checkpoints and removes the WAL
+            conn.close()
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         try:
             os.link(tmp, path)
         except FileExistsError:
             pass
         fsync_dir(path.parent)
     finally:
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            leftover.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
 
 
 class FenceToken:
