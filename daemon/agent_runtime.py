@@ -11,19 +11,23 @@ operation that ends up changing nothing (a quiet re-sweep) never talks to Redis;
 unreachable Redis is then reported by the lock ("workspace lock: Redis unavailable").
 
 The worker builds the same runtime over the stores it keeps open (daemon.runtime.jobs).
+
+`rt.caches` is what the process keeps between operations (runtime/caches.py): the worker hands
+its own to every job; without one, the runtime gets a fresh one that ends with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
 from daemon.agents import AgentPaths, agent_paths
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redis_from_url
+from daemon.runtime.caches import ProcessCaches
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
@@ -39,6 +43,7 @@ class AgentRuntime:
     redis: Redis | None
     sessions: SessionSource
     readonly: bool = False
+    caches: ProcessCaches = field(default_factory=ProcessCaches)
 
     @property
     def agent_id(self) -> str:
@@ -71,17 +76,22 @@ class AgentRuntime:
 
 @asynccontextmanager
 async def agent_runtime(
-    settings: Settings, agent_id: str, *, readonly: bool = False, redis: bool | Redis = True
+    settings: Settings,
+    agent_id: str,
+    *,
+    readonly: bool = False,
+    redis: bool | Redis = True,
+    caches: ProcessCaches | None = None,
 ) -> AsyncIterator[AgentRuntime]:
+    caches = caches if caches is not None else ProcessCaches()
     paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id)
+    source = session_source_for(settings, agent_id, caches.listings)
     store: Store | None = None
     client: Redis | None = None
     own_client = False
     try:
         if readonly:
-            if paths.db_path.exists():
-                store = await Store.open(paths.db_path, readonly=True)
+            store = await Store.open_existing(paths.db_path)
         else:
             store = await Store.open(paths.db_path)
         if isinstance(redis, Redis):
@@ -89,7 +99,7 @@ async def agent_runtime(
         elif redis:
             client = redis_from_url(settings.redis_url)  # no I/O until the first command
             own_client = True
-        yield AgentRuntime(settings, paths, store, client, source, readonly)
+        yield AgentRuntime(settings, paths, store, client, source, readonly, caches)
     finally:
         if store is not None:
             await store.close()

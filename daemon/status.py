@@ -23,9 +23,11 @@ from daemon.errors import MemorydError
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
 from daemon.runtime.wire import queue_name
+from daemon.sessions.json_store import ListingCache
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, Store, table_exists
+from daemon.store.checkpoints import CheckpointSummary, checkpoint_summaries
+from daemon.store.db import ANY_SQLITE_ERROR, Store
 
 
 class _Model(BaseModel):
@@ -62,15 +64,6 @@ class StatusReport(_Model):
 
 
 @dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    session_id: str
-    mtime_ms: int
-    size: int
-    excluded_reason: str | None
-    updated_at: int
-
-
-@dataclass(frozen=True, slots=True)
 class SweepSummary:
     """Pure summary of one agent's checkpoints against its live sessions."""
 
@@ -81,9 +74,9 @@ class SweepSummary:
     lag: int = 0
 
 
-def summarize(checkpoints: list[CheckpointRow], live: dict[str, tuple[int, int] | None]) -> SweepSummary:
+def summarize(checkpoints: list[CheckpointSummary], live: dict[str, tuple[int, int] | None]) -> SweepSummary:
     """`live` maps each live session id to its (mtime_ms, size), None if the transcript is missing."""
-    by_session: dict[str, CheckpointRow] = {}
+    by_session: dict[str, CheckpointSummary] = {}
     for row in checkpoints:
         seen = by_session.get(row.session_id)
         if seen is None or row.updated_at > seen.updated_at:
@@ -104,24 +97,17 @@ def summarize(checkpoints: list[CheckpointRow], live: dict[str, tuple[int, int] 
 _STORE_ERRORS: tuple[type[BaseException], ...] = (MemorydError, *ANY_SQLITE_ERROR)
 
 
-def _read_checkpoints(conn: Connection) -> list[CheckpointRow]:
-    if not table_exists(conn, "ingest_checkpoints"):
-        return []
-    rows = conn.execute(
-        "SELECT session_id, mtime_ms, size, excluded_reason, updated_at FROM ingest_checkpoints"
-    )
-    return [CheckpointRow(*r) for r in rows.fetchall()]
-
-
 def _iso(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _live_fingerprints(settings: Settings, agent: str) -> tuple[dict[str, tuple[int, int] | None], list[str]]:
+def _live_fingerprints(
+    settings: Settings, agent: str, listings: ListingCache | None
+) -> tuple[dict[str, tuple[int, int] | None], list[str]]:
     live: dict[str, tuple[int, int] | None] = {}
     errors: list[str] = []
     try:
-        source = session_source_for(settings, agent)
+        source = session_source_for(settings, agent, listings)
         listing = source.list_sessions()
         errors.extend(listing.errors)
         for session in listing.sessions:
@@ -132,22 +118,26 @@ def _live_fingerprints(settings: Settings, agent: str) -> tuple[dict[str, tuple[
     return live, errors
 
 
-async def sweep_summary(settings: Settings, agent: str) -> tuple[SweepSummary, list[str]]:
+async def sweep_summary(
+    settings: Settings, agent: str, listings: ListingCache | None = None
+) -> tuple[SweepSummary, list[str]]:
+    """`listings`: the process's kept listings (the daemon's, so its gauges cost a stat of an
+    idle agent's sessions.json); a one-off status parses it."""
     errors: list[str] = []
     paths = agent_paths(settings, agent)
-    checkpoints: list[CheckpointRow] = []
-    if paths.db_path.exists():
-        try:
-            store = await Store.open(paths.db_path, readonly=True)
+    checkpoints: list[CheckpointSummary] = []
+    try:
+        store = await Store.open_existing(paths.db_path)
+        if store is not None:
             try:
-                checkpoints = await store.read(_read_checkpoints)
+                checkpoints = await store.read(checkpoint_summaries)
             finally:
                 await store.close()
-        except _STORE_ERRORS as exc:
-            errors.append(f"{paths.db_path}: {exc}")
+    except _STORE_ERRORS as exc:
+        errors.append(f"{paths.db_path}: {exc}")
     # Listing and stat-ing every transcript is blocking file I/O: keep it off the event loop
     # (the daemon's watchdog pings come from that loop).
-    live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent)
+    live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent, listings)
     errors.extend(listing_errors)
     return summarize(checkpoints, live), errors
 

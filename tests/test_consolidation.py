@@ -13,9 +13,9 @@ import pytest
 
 from daemon.dreaming.consolidation import normalize_fact
 from daemon.dreaming.memory_file import parse_entries
-from daemon.dreaming.preimages import list_preimages, prune_preimages, store_preimage
 from daemon.dreaming.promote import run_promote
 from daemon.markers import promotion_keys_in
+from daemon.store.preimages import list_preimages, prune_preimages, store_preimage
 from tests.conftest import make_settings
 from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
 from tests.local_http import JsonEndpoint, Request

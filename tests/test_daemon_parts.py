@@ -17,7 +17,8 @@ from daemon.runtime.scheduler import Schedule, Scheduler, due, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.service import arq_pool
 from daemon.runtime.wire import deserialize, request_job_id, serialize
-from daemon.status import CheckpointRow, summarize
+from daemon.status import summarize
+from daemon.store.checkpoints import CheckpointSummary
 from tests.daemon_harness import cleanup_redis
 
 DREAM, INDEX_SYNC, INGEST_SWEEP, RETENTION_SWEEP = (
@@ -83,8 +84,8 @@ async def test_the_scheduler_does_not_pile_up_sweeps_while_one_is_pending(settin
         cleanup_redis(redis_url, [], [])
 
 
-def _row(sid: str, mtime: int, size: int, reason: str | None = None, at: int = 1) -> CheckpointRow:
-    return CheckpointRow(sid, mtime, size, reason, at)
+def _row(sid: str, mtime: int, size: int, reason: str | None = None, at: int = 1) -> CheckpointSummary:
+    return CheckpointSummary(sid, mtime, size, reason, at)
 
 
 def test_status_counts_admitted_excluded_by_reason_and_lag():

@@ -14,6 +14,7 @@ from daemon.retention.api import EraseRequest, ObjectWrite
 from daemon.retention.content import content_hash
 from daemon.retention.state import retention_db_path
 from daemon.store.db import Store
+from daemon.store.migrate import RETENTION
 
 CHILDREN = 1847
 USER = "tenant:acme:user:u-1234"
@@ -51,7 +52,7 @@ def _rows(conn):
 
 
 async def dump_objects(settings) -> list[tuple]:
-    store = await Store.open(retention_db_path(settings), readonly=True)
+    store = await Store.open(retention_db_path(settings), readonly=True, schema=RETENTION)
     try:
         return await store.read(_rows)
     finally:

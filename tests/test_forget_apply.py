@@ -13,7 +13,8 @@ from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import forget, run_forget
 from daemon.settings import Settings
-from daemon.store.tombstones import current_revision, list_tombstones
+from daemon.store.index_state import current_revision
+from daemon.store.tombstones import list_tombstones
 from tests.conftest import make_settings
 from tests.forget_world import (
     BACKUP_UNRELATED,

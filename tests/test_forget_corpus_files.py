@@ -206,15 +206,17 @@ async def test_backfill_apply_records_its_corpus_files_and_forget_removes_them(
 
 def test_stale_internal_session_chunks_are_read_through_the_partial_index_not_a_scan():
     """The query's WHERE must stay the partial index's WHERE, or every session chunk is scanned."""
-    from daemon.forget.snapshot import STALE_CHUNKS_SQL
+    from daemon.index.provenance import INTERNAL_SESSION_KINDS
     from daemon.store.db import sqlite3
-    from daemon.store.migrations import migrate_connection
+    from daemon.store.index_chunks import INTERNAL_KINDS, STALE_CHUNKS_SQL
+    from daemon.store.migrate import migrate_connection
 
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate_connection(conn)
     plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + STALE_CHUNKS_SQL)]
     assert plan[0] == "SCAN p USING INDEX idx_memory_index_chunk_provenance_internal", plan
     assert not any(step.startswith("SCAN c") for step in plan)
+    assert set(INTERNAL_KINDS) == INTERNAL_SESSION_KINDS  # the index's kinds are the domain's
 
 
 def test_memory_files_under_a_corpus_subdirectory_are_still_listed(tmp_path):

@@ -12,7 +12,7 @@ from daemon.forget.plan import FileSnapshot, ForgetSnapshot, plan_forget
 from daemon.forget.report import build_report
 from daemon.forget.select import SessionSelection, SessionTarget
 from daemon.store.db import sqlite3
-from daemon.store.migrations import migrate_connection
+from daemon.store.migrate import migrate_connection
 
 
 def selection(*sids: str) -> SessionSelection:

@@ -13,16 +13,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon.ids import session_id_problem
-from daemon.ingest.checkpoints import Checkpoint, CheckpointStamp
 from daemon.ingest.plan import ScanAction, is_unchanged, plan_scan
 from daemon.sessions import json_store, lines
-from daemon.sessions.json_store import JsonSessionSource
+from daemon.sessions.json_store import JsonSessionSource, ListingCache
 from daemon.sessions.model import Fingerprint, OversizedLine
+from daemon.store.checkpoints import Checkpoint, CheckpointStamp
 from tests.builders import SessionStoreBuilder
+
+# The process's kept listings, shared by the sources of one test (as the worker's are by its jobs).
+LISTINGS = ListingCache()
+
+
+@pytest.fixture(autouse=True)
+def fresh_listings() -> None:
+    LISTINGS.clear()
 
 
 def _source(builder: SessionStoreBuilder) -> JsonSessionSource:
-    return JsonSessionSource(builder.agent_id, builder.dir)
+    return JsonSessionSource(builder.agent_id, builder.dir, LISTINGS)
 
 
 def test_an_idle_agents_listing_is_kept_and_a_changed_sessions_json_is_read_again(
@@ -37,6 +45,23 @@ def test_an_idle_agents_listing_is_kept_and_a_changed_sessions_json_is_read_agai
     store_builder.add("agent:main:two", "s-two")
     changed = _source(store_builder).list_sessions()
     assert sorted(s.session_id for s in changed.sessions) == ["s-one", "s-two"]
+
+
+def test_sources_without_the_process_cache_keep_no_listing_between_them(
+    store_builder: SessionStoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot command's source gets a cache of its own: nothing is kept past it."""
+    monkeypatch.setattr(json_store, "LISTING_SETTLED_NS", 0)
+    store_builder.add("agent:main:one", "s-one")
+    listings = [
+        JsonSessionSource(store_builder.agent_id, store_builder.dir).list_sessions() for _ in range(3)
+    ]
+    assert listings[0] == listings[2] and listings[1] is not listings[2]
+    assert len(LISTINGS) == 0
+    kept = JsonSessionSource(store_builder.agent_id, store_builder.dir, LISTINGS)
+    kept.list_sessions()
+    kept.list_sessions()
+    assert len(LISTINGS) == 1  # visible: the listing the process now keeps
 
 
 def test_a_sessions_json_changed_just_before_it_was_read_is_never_served_from_memory(

@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 from daemon.agent_runtime import agent_runtime
 from daemon.ingest.report import IngestReport
 from daemon.ingest.sweep import run_ingest_sweep
+from daemon.runtime.caches import ProcessCaches
 from daemon.settings import Settings
 from daemon.store.db import sqlite3
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
@@ -21,8 +22,17 @@ from tests.conftest import make_settings
 POLICY = {"exclude_sessions": {"hook_external_content_sources": ["gmail"]}}
 
 
+# What a worker keeps between its jobs; the sweeps of one test share it, as a worker's do.
+CACHES = ProcessCaches()
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches() -> None:
+    CACHES.clear()
+
+
 async def sweep(settings: Settings, redis: Redis) -> IngestReport:
-    async with agent_runtime(settings, "main", redis=redis) as rt:
+    async with agent_runtime(settings, "main", redis=redis, caches=CACHES) as rt:
         return await run_ingest_sweep(rt)
 
 
@@ -38,7 +48,7 @@ async def idle_listing(settings: Settings, redis: Redis) -> None:
     # source hands out the same object (the case the reuse is for).
     await sweep(settings, redis)
     await sweep(settings, redis)
-    async with agent_runtime(settings, "main", redis=False) as rt:
+    async with agent_runtime(settings, "main", redis=False, caches=CACHES) as rt:
         assert rt.sessions.list_sessions() is rt.sessions.list_sessions()
 
 
@@ -149,35 +159,31 @@ async def test_a_recreated_database_never_reuses_the_old_stamps(
     assert fresh.sessions_scanned == 1 and fresh.messages_staged == 4
 
 
-def test_a_version_1_store_gains_the_token_and_its_triggers(tmp_path: Path) -> None:
-    from daemon.store.migrations import MIGRATIONS, migrate_connection
-
-    conn = sqlite3.connect(str(tmp_path / "v1.sqlite"), isolation_level=None)
-    conn.executescript(f"BEGIN; {MIGRATIONS[0][1]}; PRAGMA user_version = 1; COMMIT;")
-    conn.execute(
-        "INSERT INTO ingest_checkpoints (state_key, agent_id, session_id, session_path, mtime_ms, size, "
-        "content_hash, line_count, last_content_line, updated_at) "
-        "VALUES ('main:sessions/main/a', 'main', 'a', 'sessions/main/a', 1, 2, 'h', 3, 3, 4)"
-    )
-    assert migrate_connection(conn) >= 2
-    before = conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0]
-    conn.execute("UPDATE ingest_checkpoints SET size = 5")
-    assert conn.execute("SELECT token FROM ingest_checkpoint_token").fetchone()[0] != before
-    assert conn.execute("SELECT count(*) FROM ingest_checkpoints").fetchone()[0] == 1  # rows kept
-    conn.close()
-
-
 async def test_a_listing_the_source_did_not_keep_leaves_no_decided_entry_behind(
     tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
 ) -> None:
     import gc
 
-    from daemon.ingest import sweep as sweep_module
-
     settings = make_settings(tmp_path, sessions_root)
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     await sweep(settings, redis)  # a first read: the source keeps no listing yet
     gc.collect()
-    assert "main" not in sweep_module._decided_cache
+    assert "main" not in CACHES.decided
     await idle_listing(settings, redis)  # now the source keeps it, and the decision with it
-    assert "main" in sweep_module._decided_cache
+    assert "main" in CACHES.decided
+    assert CACHES.sizes() == {"listings": 1, "decided": 1, "stamps": 1, "vectors": 0}
+
+
+async def test_a_one_shot_runtime_keeps_nothing_for_the_next_one(
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
+    """Without the process's caches (a one-shot command), every sweep reads the listing and the
+    checkpoint stamps again, and leaves nothing behind in the process."""
+    settings = make_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
+    for _ in range(3):
+        async with agent_runtime(settings, "main", redis=redis) as rt:
+            report = await run_ingest_sweep(rt)
+            assert rt.caches is not CACHES and rt.caches.sizes()["listings"] == 0
+    assert report.sessions_unchanged == 1
+    assert CACHES.sizes() == {"listings": 0, "decided": 0, "stamps": 0, "vectors": 0}

@@ -10,11 +10,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.ingest.checkpoints import Checkpoint
 from daemon.ingest.plan import ScanAction, plan_scan
 from daemon.ingest.scan import Candidate, DayOf, TranscriptScanner, truncate_utf16, utf16_len
 from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.model import SessionInfo
+from daemon.store.checkpoints import Checkpoint
 
 ROLES = st.sampled_from(["owner", "stranger", "assistant", "network", "bad"])
 

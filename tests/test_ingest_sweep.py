@@ -17,11 +17,11 @@ from daemon.agent_runtime import agent_runtime
 from daemon.errors import LockTimeout, OperationFailed
 from daemon.failpoints import on_failpoint
 from daemon.ingest import sweep as sweep_module
-from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import IngestReport
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.lock import WorkspaceLock
 from daemon.settings import Settings
+from daemon.store.checkpoints import load_checkpoints
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings

@@ -18,10 +18,9 @@ from daemon.retention.scopes import (
     encode_component,
     is_within,
     parse_scope,
-    subtree_bounds,
 )
-from daemon.retention.store import CitingEdge, HoldRow, ObjectRow, ScopeRow
 from daemon.sessions.model import Participant, SessionInfo
+from daemon.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow, subtree_bounds
 
 component = st.text(
     st.characters(min_codepoint=33, max_codepoint=0x2FFF, blacklist_categories=("Cc", "Cs")),

@@ -26,6 +26,7 @@ from daemon.retention.needles import VerifySubject, snippets
 from daemon.retention.state import retention_db_path
 from daemon.settings import Settings
 from daemon.store.db import Store, sqlite3
+from daemon.store.migrate import RETENTION
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 
@@ -49,7 +50,7 @@ class World:
             await store.close()
 
     async def retention_sql(self, sql: str, *params: object) -> None:
-        store = await Store.open(retention_db_path(self.settings))
+        store = await Store.open(retention_db_path(self.settings), schema=RETENTION)
         try:
             await store.write(lambda conn: conn.execute(sql, params), fence=None)
         finally:

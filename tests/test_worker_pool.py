@@ -19,6 +19,7 @@ from daemon.ops import erase as erase_op
 from daemon.ops import forget as forget_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import JobReport, MemorydClient
+from daemon.runtime.jobs import CACHES
 from daemon.runtime.service import arq_pool
 from daemon.runtime.wire import queue_name
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
@@ -163,3 +164,14 @@ async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served
     again = await served.run(FORGET, {"agent": "main", "participants": ["omar"], "dry_run": True})
     assert again.result["artifacts"]["shortTermEntries"] == 0
     assert served.worker.stores.idle == 2
+
+
+async def test_the_jobs_of_a_worker_share_its_process_caches(served, monkeypatch):
+    """A quiet re-sweep in the daemon reuses the listing, admission decisions and checkpoint
+    stamps of the sweep before, because every job's runtime gets the worker's one caches object."""
+    monkeypatch.setattr("daemon.sessions.json_store.LISTING_SETTLED_NS", 0)  # the corpus is seconds old
+    assert served.worker.caches.sizes() == {"listings": 0, "decided": 0, "stamps": 0, "vectors": 0}
+    reports = [await served.run(INGEST_SWEEP, {"agent": "main"}) for _ in range(3)]
+    assert served.worker.ctx[CACHES] is served.worker.caches
+    assert served.worker.caches.sizes() == {"listings": 1, "decided": 1, "stamps": 1, "vectors": 0}
+    assert reports[-1].result["sessionsUnchanged"] == 2

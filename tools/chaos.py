@@ -413,6 +413,8 @@ def _rows_of_forgotten_sessions(conn: Any, done: list[str]) -> list[str]:
 def _store_facts(
     conn: Any, done: list[str], tokens: list[str], watch: list[str], live: list[str], secret: bytes | None
 ) -> dict[str, Any]:
+    # Its own SQL, not the repositories' (daemon/store/): an oracle that shared their queries
+    # would share their mistakes. Only the forgotten-record check, with its keyed hash, is theirs.
     from daemon.store.tombstones import forgotten_ids
 
     facts: dict[str, Any] = {"leaks": _rows_of_forgotten_sessions(conn, done), "origins": {}, "hashes": {}}
@@ -516,9 +518,9 @@ async def read_store_facts(settings: Any, done: set[str], watch: list[str]) -> d
     from daemon.store.db import Store
 
     paths = agent_paths(settings, AGENT)
-    if not paths.db_path.exists():
+    store = await Store.open_existing(paths.db_path)
+    if store is None:
         return None
-    store = await Store.open(paths.db_path, readonly=True)
     try:
         live = [s for s in VICTIMS + KEEPERS if s not in done]
         secret = paths.secret_path.read_bytes() if paths.secret_path.exists() else None

@@ -17,6 +17,7 @@ RUN_FORGET = "daemon.forget.run:run_forget"
 FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
 FORGET_OP = "daemon.ops.forget:OP"  # the operation: its name, its one validation
 RUN_ERASE = "daemon.ops.erasure:run_erase"
+CACHES = "daemon.runtime.caches:ProcessCaches"
 
 
 def entry(name: str) -> Any:
@@ -24,15 +25,22 @@ def entry(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-async def sweep_agents(settings: Any, agents: list[str]) -> list[Any]:
+async def sweep_agents(settings: Any, agents: list[str], caches: Any = None) -> list[Any]:
+    """One sweep of each agent; `caches` is the process's (runtime/caches.py), kept across calls
+    as the daemon's worker keeps its own across jobs (None: each runtime gets a fresh one)."""
     from daemon.agent_runtime import agent_runtime
 
     run_ingest_sweep = entry(INGEST)
     reports = []
     for agent in agents:
-        async with agent_runtime(settings, agent) as rt:
+        async with agent_runtime(settings, agent, caches=caches) as rt:
             reports.append(await run_ingest_sweep(rt))
     return reports
+
+
+def process_caches() -> Any:
+    """A fresh process-caches object, as a worker makes at start."""
+    return entry(CACHES)()
 
 
 class OpenCounter:

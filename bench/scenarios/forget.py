@@ -18,7 +18,16 @@ from typing import Any
 
 from bench.baselines import connect
 from bench.runner import Context, Row, at_most, entry_point_missing, info, not_available, run_async, timed
-from bench.scenarios._common import CONTEXT, FORGET_REQUEST, INGEST, RUN_FORGET, entry, sweep_agents
+from bench.scenarios._common import (
+    CACHES,
+    CONTEXT,
+    FORGET_REQUEST,
+    INGEST,
+    RUN_FORGET,
+    entry,
+    process_caches,
+    sweep_agents,
+)
 
 NAME = "forget"
 AGENT = "main"
@@ -33,7 +42,7 @@ DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?=[^/]*$)")
 
 
 def missing() -> str | None:
-    return entry_point_missing(CONTEXT, INGEST, RUN_FORGET, FORGET_REQUEST)
+    return entry_point_missing(CONTEXT, INGEST, RUN_FORGET, FORGET_REQUEST, CACHES)
 
 
 def subset_sessions(ctx: Context, target: str, others: int = OTHER_SESSIONS) -> Path:
@@ -61,7 +70,9 @@ def subset_sessions(ctx: Context, target: str, others: int = OTHER_SESSIONS) -> 
 def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int, int]:
     """Add copies of the non-target lineage until the store holds `total` origin rows.
 
-    `copy` is the number of copies made by earlier calls. Returns (copies made so far, origin rows)."""
+    `copy` is the number of copies made by earlier calls. Returns (copies made so far, origin rows).
+    Raw SQL on a copy of the tables: the product has no bulk-copy path, and the store is built
+    before anything is measured."""
     db = state / "agents" / AGENT / "memory.sqlite"
     workspace = state / "agents" / AGENT / "workspace"
     conn = connect(db)
@@ -142,11 +153,11 @@ def flush_tree(root: Path) -> None:
                 os.close(fd)
 
 
-async def _forget(settings: Any, target: str, dry_run: bool) -> None:
+async def _forget(settings: Any, target: str, dry_run: bool, caches: Any) -> None:
     from daemon.agent_runtime import agent_runtime
 
     request = entry(FORGET_REQUEST).model_validate({"agent": AGENT, "sessions": [target], "dry_run": dry_run})
-    async with agent_runtime(settings, AGENT, readonly=dry_run, redis=not dry_run) as rt:
+    async with agent_runtime(settings, AGENT, readonly=dry_run, redis=not dry_run, caches=caches) as rt:
         if dry_run:
             await entry(RUN_FORGET)(rt, request)
         else:
@@ -171,6 +182,7 @@ def run(ctx: Context) -> list[Row]:
     rows: list[Row] = []
     first: dict[str, list[float]] = {}
     copies = 0
+    caches = process_caches()  # as the daemon's worker keeps them across its forget jobs
     smallest = 0
     for size in sizes:
         copies, have = pad_store(base, target, size, copies)
@@ -179,14 +191,14 @@ def run(ctx: Context) -> list[Row]:
         apply_dir = ctx.workdir / "apply"
 
         def preview(s: Any = preview_settings) -> float:
-            return timed(lambda: run_async(_forget, s, target, True))
+            return timed(lambda: run_async(_forget, s, target, True, caches))
 
         def apply(apply_dir: Path = apply_dir) -> float:
             shutil.rmtree(apply_dir, ignore_errors=True)
             shutil.copytree(base, apply_dir)
             flush_tree(apply_dir)  # else the store's first fsync writes the whole fresh copy, timed
             s = ctx.settings(apply_dir, sessions_root=sessions_root)
-            return timed(lambda: run_async(_forget, s, target, False))
+            return timed(lambda: run_async(_forget, s, target, False, caches))
 
         prev, appl = ctx.interleaved(preview, apply)
         for kind, samples in (("preview", prev), ("apply", appl)):

@@ -11,21 +11,21 @@ from typing import Any
 
 from bench.baselines import fts5_insert, transcript_chunks
 from bench.runner import Context, Row, at_least, entry_point_missing, info, not_available, run_async, timed
-from bench.scenarios._common import CONTEXT, INDEX, entry
+from bench.scenarios._common import CACHES, CONTEXT, INDEX, entry, process_caches
 
 NAME = "index_fts"
 
 
 def missing() -> str | None:
-    return entry_point_missing(CONTEXT, INDEX)
+    return entry_point_missing(CONTEXT, INDEX, CACHES)
 
 
-async def _index_all(settings: Any, agents: list[str]) -> None:
+async def _index_all(settings: Any, agents: list[str], caches: Any) -> None:
     from daemon.agent_runtime import agent_runtime
 
     run_index_sync = entry(INDEX)
     for agent in agents:
-        async with agent_runtime(settings, agent) as rt:
+        async with agent_runtime(settings, agent, caches=caches) as rt:
             await run_index_sync(rt, force=False)
 
 
@@ -71,7 +71,8 @@ def run(ctx: Context) -> list[Row]:
     hashing = {"index": {"sources": ["memory", "sessions"], "embedding": {"provider": "hashing"}}}
     # One unmeasured sync gives the chunk texts the baseline inserts.
     first = ctx.scratch("state")
-    run_async(_index_all, ctx.settings(first, **overrides), agents)
+    caches = process_caches()  # as the daemon's worker keeps them across its index jobs
+    run_async(_index_all, ctx.settings(first, **overrides), agents, caches)
     chunks = _chunk_texts(first, agents)
     if not chunks:
         return [Row(NAME, figure, None, None, None, "", False, note="the index sync wrote no chunks")]
@@ -79,7 +80,7 @@ def run(ctx: Context) -> list[Row]:
     def product(config: dict[str, Any]) -> float:
         # A fresh state dir each time: no chunk and no embedding-cache row survives a repetition.
         settings = ctx.settings(ctx.scratch("state"), **config)
-        return len(chunks) / timed(lambda: run_async(_index_all, settings, agents))
+        return len(chunks) / timed(lambda: run_async(_index_all, settings, agents, caches))
 
     def baseline() -> float:
         return len(chunks) / timed(lambda: fts5_insert(bare_db, chunks))

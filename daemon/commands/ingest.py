@@ -19,7 +19,6 @@ from daemon.commands import (
 )
 from daemon.commands._enqueue import register_enqueue
 from daemon.errors import UsageError
-from daemon.ingest.checkpoints import load_checkpoints
 from daemon.ingest.report import (
     CheckpointRow,
     CheckpointsReport,
@@ -32,7 +31,7 @@ from daemon.ingest.report import (
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.settings import Settings
-from daemon.store.db import table_exists
+from daemon.store.checkpoints import load_checkpoints
 from daemon.store.tombstones import forgotten_ids
 
 
@@ -87,11 +86,7 @@ async def _checkpoints(settings: Settings, agent_id: str) -> CheckpointsReport:
     async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
         found = {}
         if rt.store is not None:
-            found = await rt.store.read(
-                lambda conn: (
-                    load_checkpoints(conn, agent_id) if table_exists(conn, "ingest_checkpoints") else {}
-                )
-            )
+            found = await rt.store.read(load_checkpoints, agent_id)
         rows = [
             CheckpointRow(
                 session_id=cp.session_id,

@@ -53,11 +53,26 @@ from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, q
 from daemon.markers import promotion_key
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.transcript import iter_exported
-from daemon.store.batched import select_in
+from daemon.store.backfill_journal import (
+    active_run_ids,
+    add_journal_rows,
+    begin_run,
+    journal_rows,
+    mark_rolled_back,
+    processed_days,
+)
 from daemon.store.corpus_files import record_corpus_files
-from daemon.store.db import Connection, table_exists
-from daemon.store.origins import origins_for_entries, record_origins
-from daemon.store.short_term import COLUMNS, SELECT_LIST
+from daemon.store.db import Connection
+from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
+from daemon.store.phase_signals import delete_signals
+from daemon.store.short_term import (
+    add_grounded_signal,
+    delete_entries,
+    insert_raw_row,
+    load_raw_row,
+    load_raw_rows,
+    restore_raw_row,
+)
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
 
 BLOCK, HEADING = "backfill", "Session Backfill"
@@ -73,18 +88,6 @@ class Scan:
 
 def _tombstones(conn: Connection) -> set[str]:
     return {t.session_id for t in list_tombstones(conn)}
-
-
-def _processed_days(conn: Connection) -> set[str]:
-    if not table_exists(conn, "backfill_journal"):
-        return set()
-    return {
-        d
-        for (d,) in conn.execute(
-            "SELECT j.key FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
-            "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
-        )
-    }
 
 
 def _already_staged(conn: Connection, agent_id: str, keys: Sequence[str]) -> set[tuple[str, str]]:
@@ -171,7 +174,7 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     processed: set[str] = set()
     if store is not None:
         forgotten = await store.read(_tombstones)
-        processed = await store.read(_processed_days)
+        processed = await store.read(processed_days)
     scan = scan_sessions(rt, forgotten, secret)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
@@ -222,26 +225,14 @@ def _begin_run(
     gone = forgotten_ids(conn, {o.session_id for o in origins}, secret)
     if gone:
         return 0, gone, 0
-    run_id = int(
-        conn.execute(
-            "INSERT INTO backfill_runs(created_at, mode, from_day, to_day) VALUES (?, ?, ?, ?)",
-            (now_ms, request.mode, request.from_day, request.to_day),
-        ).lastrowid
-    )
+    run_id = begin_run(conn, now_ms, request.mode, request.from_day, request.to_day)
     added = record_origins(conn, agent_id, origins)
     rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, "") for d in days]
     rows += [("diary_key", c.diary_line().key, "") for c in claims]
     if not diary_existed:
         rows.append(("diary_created", "DREAMS.md", ""))
-    _journal(conn, run_id, rows)
+    add_journal_rows(conn, run_id, rows)
     return run_id, set(), len(added)
-
-
-def _journal(conn: Connection, run_id: int, rows: Sequence[tuple[str, str, str]]) -> None:
-    conn.executemany(
-        "INSERT INTO backfill_journal(run_id, kind, key, payload) VALUES (?, ?, ?, ?)",
-        [(run_id, k, key, payload) for k, key, payload in rows],
-    )
 
 
 def _stage(
@@ -249,7 +240,7 @@ def _stage(
 ) -> int:
     """Upsert one grounded signal per claim; journal each entry's prior state first."""
     keys = [staged_key(c) for c in claims]
-    prior = {r[0]: r for r in _rows(conn, keys)}
+    prior = {r[0]: r for r in load_raw_rows(conn, keys)}
     journal: list[tuple[str, str, str]] = []
     for claim, key in zip(claims, keys, strict=True):
         row = prior.get(key)
@@ -259,8 +250,8 @@ def _stage(
         if row is None:
             path, line = citations[key]
             journal.append(("staged_new", key, ""))
-            conn.execute(
-                f"INSERT INTO short_term_entries({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))})",
+            insert_raw_row(
+                conn,
                 (
                     key,
                     path,
@@ -285,11 +276,7 @@ def _stage(
                     None,
                 ),
             )
-            prior[key] = tuple(
-                conn.execute(
-                    f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)
-                ).fetchone()
-            )
+            prior[key] = load_raw_row(conn, key)
             continue
         if not any(j[0] in ("staged_new", "staged_prior") and j[1] == key for j in journal):
             journal.append(("staged_prior", key, json.dumps(list(row))))
@@ -298,34 +285,19 @@ def _stage(
             continue  # dedupe per query per day: a repeat is not extra evidence
         queries = (queries + [q])[-32:]
         days = (days + [claim.day])[-16:] if claim.day not in days else days
-        conn.execute(
-            "UPDATE short_term_entries SET grounded_count = grounded_count + 1, total_score = total_score + ?, "
-            "max_score = MAX(max_score, ?), last_recalled_at = ?, query_hashes = ?, recall_days = ?, "
-            "origin_class = ?, observed_at = MAX(observed_at, ?) WHERE entry_key = ?",
-            (
-                SESSION_INGESTION_SCORE,
-                SESSION_INGESTION_SCORE,
-                now_ms,
-                json.dumps(queries),
-                json.dumps(days),
-                least_trusted(row[15], origin),
-                observed,
-                key,
-            ),
+        add_grounded_signal(
+            conn,
+            key,
+            SESSION_INGESTION_SCORE,
+            now_ms,
+            json.dumps(queries),
+            json.dumps(days),
+            least_trusted(row[15], origin),
+            observed,
         )
-        prior[key] = tuple(
-            conn.execute(
-                f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)
-            ).fetchone()
-        )
-    _journal(conn, run_id, journal)
+        prior[key] = load_raw_row(conn, key)
+    add_journal_rows(conn, run_id, journal)
     return len(claims)
-
-
-def _rows(conn: Connection, keys: Sequence[str]) -> list[tuple]:
-    return select_in(
-        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
-    )
 
 
 async def _apply(
@@ -367,7 +339,7 @@ async def _apply(
             )
             citations = _append_corpus(rt, claims)
             await store.write(
-                _journal,
+                add_journal_rows,
                 run_id,
                 [("corpus_line", path, line) for path, line in citations[1]],
                 fence=lease.fence,
@@ -382,7 +354,7 @@ async def _apply(
         )
         if diary_rows:  # only if a line's lineage was not reserved above (never, unless raced)
             await store.write(
-                _journal,
+                add_journal_rows,
                 run_id,
                 [("origin", o.entry_key, o.session_id) for o in diary_rows],
                 fence=lease.fence,
@@ -435,20 +407,8 @@ class Journal:
 
 
 def _read_journal(conn: Connection) -> Journal:
-    if not table_exists(conn, "backfill_runs"):
-        return Journal((), (), (), (), (), frozenset(), False)
-    runs = tuple(
-        r
-        for (r,) in conn.execute("SELECT id FROM backfill_runs WHERE rolled_back_at IS NULL ORDER BY id DESC")
-    )
-    rows: list[tuple[int, str, str, str]] = []
-    for start in range(0, len(runs), 500):
-        batch = runs[start : start + 500]
-        rows += conn.execute(
-            f"SELECT run_id, kind, key, payload FROM backfill_journal WHERE run_id IN "
-            f"({','.join('?' * len(batch))}) ORDER BY run_id DESC, rowid",
-            batch,
-        ).fetchall()
+    runs = active_run_ids(conn)
+    rows = journal_rows(conn, runs)
 
     def of(kind: str) -> list[tuple[str, str]]:
         return [(k, p) for _, kd, k, p in rows if kd == kind]
@@ -473,33 +433,19 @@ def _undo_store(
 ) -> dict[str, int]:
     counts = {"staged": 0, "origins": 0}
     new = [k for k in journal.staged_new if k not in keep]
-    for start in range(0, len(new), 500):
-        batch = new[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        counts["staged"] += conn.execute(
-            f"DELETE FROM short_term_entries WHERE entry_key IN ({marks})", batch
-        ).rowcount
-        # Signals a sweep recorded for them since would otherwise outlive the entries.
-        conn.execute(f"DELETE FROM phase_signals WHERE entry_key IN ({marks})", batch)
+    counts["staged"] += delete_entries(conn, new)
+    # Signals a sweep recorded for them since would otherwise outlive the entries.
+    delete_signals(conn, new)
     for key, payload in journal.staged_prior:
         if key in keep:
             continue
         values = json.loads(payload)
-        sets = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
         # Only an entry that still exists is restored: one forget removed stays removed.
-        counts["staged"] += conn.execute(
-            f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?", [*values[1:], key]
-        ).rowcount
-    origin_rows = [(key, agent_id, sid) for key, sid in journal.origins if key not in keep]
-    before = conn.total_changes
-    conn.executemany(
-        "DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
-        origin_rows,
+        counts["staged"] += restore_raw_row(conn, [key, *values[1:]])
+    counts["origins"] = delete_origin_rows(
+        conn, agent_id, [(key, sid) for key, sid in journal.origins if key not in keep]
     )
-    counts["origins"] = conn.total_changes - before
-    conn.executemany(
-        "UPDATE backfill_runs SET rolled_back_at = ? WHERE id = ?", [(now_ms, r) for r in journal.run_ids]
-    )
+    mark_rolled_back(conn, journal.run_ids, now_ms)
     return counts
 
 

@@ -12,7 +12,8 @@ from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
 from daemon.dreaming.pool import read_pool
 from daemon.dreaming.report import LightReport
 from daemon.dreaming.selection import Group, group_similar
-from daemon.dreaming.staged import StagedEntry, record_phase_hits
+from daemon.dreaming.staged import StagedEntry
+from daemon.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "light", "Light Sleep"
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from daemon.store.db import Connection
-from daemon.store.origins import EntryOrigin, origins_for_entries, record_origins
+from daemon.store.origins import EntryOrigin, delete_origin_rows, origins_for_entries, record_origins
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +50,5 @@ def reserve_rows(conn: Connection, agent_id: str, rows: Iterable[EntryOrigin]) -
 
 def rollback_rows(conn: Connection, agent_id: str, added: Sequence[EntryOrigin]) -> int:
     """Delete exactly the rows a reservation added (by entry key and session)."""
-    conn.executemany(
-        "DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
-        [(o.entry_key, agent_id, o.session_id) for o in added],
-    )
+    delete_origin_rows(conn, agent_id, [(o.entry_key, o.session_id) for o in added])
     return len(added)

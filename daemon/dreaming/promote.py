@@ -34,17 +34,18 @@ from daemon.dreaming.memory_file import (
     marker_keys,
     read_memory_file,
 )
-from daemon.dreaming.preimages import drop_preimage, prune_preimages, store_preimage
 from daemon.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
 from daemon.dreaming.rehydrate import Located, locate, read_sources
 from daemon.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
-from daemon.dreaming.staged import StagedEntry, mark_promoted, read_staged
+from daemon.dreaming.staged import StagedEntry, read_staged
 from daemon.dreaming.text import normalize_snippet, truncate
 from daemon.errors import WriteConflict
 from daemon.failpoints import failpoint
 from daemon.settings import DreamingSettings
 from daemon.store.db import Connection, FenceToken
 from daemon.store.origins import EntryOrigin
+from daemon.store.preimages import drop_preimage, prune_preimages, store_preimage
+from daemon.store.short_term import mark_promoted
 from daemon.store.tombstones import forgotten_ids
 
 APPEND_HEADING = "Promoted From Short-Term Memory ({day})"

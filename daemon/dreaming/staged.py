@@ -1,19 +1,18 @@
-"""Staged (short-term) entries as frozen snapshots, and the few writes dreaming makes to them.
+"""Staged (short-term) entries as dreaming reads them: frozen snapshots of the stored entries
+(written by ingestion and backfill) with their origins and phase signals.
 
-Plain SQL over `short_term_entries` (written by ingestion and backfill), `phase_signals` and
-`memory_entry_origins`. Each function takes a DB-API connection and runs inside the caller's
-transaction (`Store.read` / `Store.write`).
+Each function takes a connection and runs inside the caller's transaction (`Store.read`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from daemon.store.batched import execute_in, select_in
 from daemon.store.db import Connection
 from daemon.store.origins import EntryOrigin, origins_for_entries
-from daemon.store.short_term import COLUMNS, ShortTermEntry, decode_row
+from daemon.store.short_term import ShortTermEntry, read_with_signals
 from daemon.store.tombstones import forgotten_ids
 
 TRUSTED_ORIGINS = frozenset({"owner", "agent"})
@@ -53,66 +52,16 @@ def read_staged(
     conn: Connection, agent_id: str, *, keys: Sequence[str] | None = None, include_promoted: bool = False
 ) -> list[StagedEntry]:
     """Staged entries (all, or the given keys) with their origins and phase signals."""
-    where = "" if include_promoted else " WHERE e.promoted_at IS NULL"
-    sql = (
-        f"SELECT {', '.join('e.' + c for c in COLUMNS)}, "
-        "COALESCE(s.light_hits, 0), COALESCE(s.rem_hits, 0), s.last_light_at, s.last_rem_at "
-        "FROM short_term_entries e LEFT JOIN phase_signals s ON s.entry_key = e.entry_key"
-    )
-    rows: list[tuple] = []
-    if keys is None:
-        rows = conn.execute(sql + where + " ORDER BY e.entry_key").fetchall()
-    else:
-        clause = " WHERE e.entry_key IN ({marks})" + (
-            "" if include_promoted else " AND e.promoted_at IS NULL"
-        )
-        rows = select_in(conn, sql + clause, dict.fromkeys(keys))
-        rows.sort(key=lambda r: r[0])
+    rows = read_with_signals(conn, keys, include_promoted=include_promoted)
     by_key: dict[str, list[EntryOrigin]] = {}
-    for origin in origins_for_entries(conn, agent_id, [r[0] for r in rows]):
+    for origin in origins_for_entries(conn, agent_id, [values[0] for values, _ in rows]):
         by_key.setdefault(origin.entry_key, []).append(origin)
     out = []
-    for r in rows:
+    for values, signals in rows:
         # The stored columns, then origins, light_hits, rem_hits, last_light_at, last_rem_at.
-        values = decode_row(r)
-        values += (tuple(by_key.get(r[0], ())), int(r[21]), int(r[22]), r[23], r[24])
-        out.append(StagedEntry(*values))
+        fields: list[Any] = [*values, tuple(by_key.get(values[0], ())), *signals]
+        out.append(StagedEntry(*fields))
     return out
-
-
-def mark_promoted(conn: Connection, keys: Iterable[str], now_ms: int) -> int:
-    """Set promoted_at on still-unpromoted entries; return how many changed."""
-    return execute_in(
-        conn,
-        "UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL AND entry_key IN ({marks})",
-        dict.fromkeys(keys),
-        (now_ms,),
-    )
-
-
-def record_phase_hits(
-    conn: Connection, keys: Iterable[str], phase: str, now_ms: int, day_start_ms: int
-) -> int:
-    """Count one light/REM hit per entry per dreaming day (a rerun the same day adds none)."""
-    if phase not in ("light", "rem"):
-        raise ValueError(f"unknown phase {phase!r}")
-    hits, last = f"{phase}_hits", f"last_{phase}_at"
-    rows = [(k, now_ms, now_ms, day_start_ms) for k in dict.fromkeys(keys)]
-    before = conn.total_changes
-    conn.executemany(
-        f"INSERT INTO phase_signals(entry_key, {hits}, {last}) VALUES (?, 1, ?) "
-        f"ON CONFLICT(entry_key) DO UPDATE SET {hits} = {hits} + 1, {last} = ? "
-        f"WHERE {last} IS NULL OR {last} < ?",
-        rows,
-    )
-    return conn.total_changes - before
-
-
-def existing_staged_keys(conn: Connection, keys: Sequence[str]) -> set[str]:
-    rows = select_in(
-        conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})", dict.fromkeys(keys)
-    )
-    return {k for (k,) in rows}
 
 
 def read_unforgotten(conn: Connection, agent_id: str, secret: bytes | None) -> list[StagedEntry]:

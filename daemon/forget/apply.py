@@ -31,11 +31,23 @@ from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.forget.refs import references_session
 from daemon.index.purge import clear_embedding_cache, purge_chunks
-from daemon.store.batched import execute_in
+from daemon.store.backfill_journal import (
+    corpus_line_rows,
+    delete_origin_rows_of_sessions,
+    delete_rows,
+    delete_rows_of_entries,
+)
+from daemon.store.checkpoints import delete_checkpoints
 from daemon.store.corpus_files import delete_corpus_files
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store, table_exists
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
+from daemon.store.index_sources import delete_sources_by_id
+from daemon.store.index_state import bump_revision
 from daemon.store.origins import delete_origins_for_entries
-from daemon.store.tombstones import bump_revision, forgotten_ids, record_tombstones
+from daemon.store.phase_signals import delete_signals
+from daemon.store.preimages import rewrite_preimage
+from daemon.store.seen_hashes import delete_scopes
+from daemon.store.short_term import delete_entries
+from daemon.store.tombstones import forgotten_ids, record_tombstones
 
 RERUN_HINT = (
     "the forgotten records are in force and the remaining evidence is kept; "
@@ -75,7 +87,7 @@ def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
     # Set-based, by key: the cost follows the selected rows, not the index size. purge_chunks
     # removes FTS rows (contentless_delete + secure-delete), vectors, provenance, recall rows.
     purge_chunks(conn, idx.chunk_ids)
-    execute_in(conn, "DELETE FROM memory_index_sources WHERE id IN ({marks})", idx.source_ids)
+    delete_sources_by_id(conn, idx.source_ids)
     if idx.clear_embedding_cache:
         clear_embedding_cache(conn)  # agent-wide, recomputable, carries no attribution
     bump_revision(conn)  # fences index publications prepared before this purge, even with no rows
@@ -85,18 +97,14 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     _check_lineage(conn, plan)
     failpoint("forget.state")
     # Phase signals first: derived from staged entries, which stay the evidence for a retry.
-    execute_in(conn, "DELETE FROM phase_signals WHERE entry_key IN ({marks})", plan.phase_signal_keys)
-    execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", plan.short_term_keys)
-    execute_in(conn, "DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", plan.checkpoint_keys)
-    execute_in(conn, "DELETE FROM ingest_seen_hashes WHERE scope IN ({marks})", plan.seen_scopes)
+    delete_signals(conn, plan.phase_signal_keys)
+    delete_entries(conn, plan.short_term_keys)
+    delete_checkpoints(conn, plan.checkpoint_keys)
+    delete_scopes(conn, plan.seen_scopes)
     _purge_backfill_journal(conn, plan)
     failpoint("forget.preimages")
     for b in plan.backup_rewrites:
-        cur = conn.execute(
-            "UPDATE memory_backups SET content = ?, content_hash = ? WHERE id = ? AND content_hash = ?",
-            (b.content, b.content_hash, b.id, b.expected_hash),
-        )
-        if cur.rowcount != 1:
+        if not rewrite_preimage(conn, b.id, b.content, b.content_hash, b.expected_hash):
             raise LineageChanged  # the preimage was rotated or rewritten since planning
 
 
@@ -104,29 +112,16 @@ def _purge_backfill_journal(conn: Connection, plan: ForgetPlan) -> None:
     """Backfill's rollback journal keeps what a run added: origin rows (session ids), prior
     staged rows (snippets) and appended corpus lines. Rows of the selected sessions and entry
     keys go with the staged state, so neither the text nor a later rollback outlives the purge."""
-    if not table_exists(conn, "backfill_journal"):
-        return
-    execute_in(
-        conn,
-        "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})",
-        sorted(plan.session_ids),
-    )
-    execute_in(
-        conn,
-        "DELETE FROM backfill_journal WHERE kind IN ('origin', 'staged_new', 'staged_prior', "
-        "'diary_key') AND key IN ({marks})",
-        sorted(plan.lineage.entry_keys),
-    )
+    delete_origin_rows_of_sessions(conn, sorted(plan.session_ids))
+    delete_rows_of_entries(conn, sorted(plan.lineage.entry_keys))
     # Corpus lines carry their session in the citation; the journal has as many as backfill
     # appended, so this reads that history, never the store's origins or index.
     doomed = [
         rowid
-        for rowid, payload in conn.execute(
-            "SELECT rowid, payload FROM backfill_journal WHERE kind = 'corpus_line'"
-        )
+        for rowid, payload in corpus_line_rows(conn)
         if references_session(payload, plan.agent_id, plan.session_ids)
     ]
-    execute_in(conn, "DELETE FROM backfill_journal WHERE rowid IN ({marks})", doomed)
+    delete_rows(conn, doomed)
 
 
 def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from daemon.store.batched import select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
+from daemon.store.origins import entry_keys_of_sessions, origin_pairs
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -49,38 +49,10 @@ def read_lineage(
 ) -> Lineage:
     """Lineage of `session_ids`; `carried_keys` stay selected across re-plans (a key seen once
     stays selected even if another writer removed its rows meanwhile)."""
-    if not table_exists(conn, "memory_entry_origins"):
-        keys = frozenset(carried_keys)
-        return Lineage((), keys, frozenset())
     sids = sorted(set(session_ids))
-    by_session = select_in(
-        conn,
-        "SELECT entry_key FROM memory_entry_origins WHERE session_id IN ({marks}) AND agent_id = ?",
-        sids,
-        (agent_id,),
-    )
-    entry_keys = frozenset({k for (k,) in by_session} | set(carried_keys))
-    rows = select_in(
-        conn,
-        "SELECT entry_key, session_id FROM memory_entry_origins WHERE entry_key IN ({marks}) "
-        "AND agent_id = ?",
-        sorted(entry_keys),
-        (agent_id,),
-    )
+    entry_keys = frozenset(entry_keys_of_sessions(conn, agent_id, sids) | set(carried_keys))
+    rows = origin_pairs(conn, agent_id, sorted(entry_keys))
     ordered = tuple(sorted({OriginRow(k, s) for k, s in rows}))  # (entry_key, session_id) order
     selected = set(sids)
     mixed = frozenset(r.entry_key for r in ordered if r.session_id not in selected)
     return Lineage(ordered, entry_keys, mixed)
-
-
-def keys_with_origins(conn: Connection, agent_id: str, entry_keys: Collection[str]) -> frozenset[str]:
-    """Which of `entry_keys` have at least one origin row for this agent (primary-key lookups)."""
-    if not entry_keys or not table_exists(conn, "memory_entry_origins"):
-        return frozenset()
-    rows = select_in(
-        conn,
-        "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key IN ({marks}) AND agent_id = ?",
-        sorted(set(entry_keys)),
-        (agent_id,),
-    )
-    return frozenset(k for (k,) in rows)

@@ -26,15 +26,29 @@ from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
 from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes
 from daemon.forget.index_plan import ChunkRow, SourceRow
-from daemon.forget.lineage import Lineage, keys_with_origins, read_lineage
+from daemon.forget.lineage import Lineage, read_lineage
 from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
 from daemon.forget.scrub import promotion_keys_on_lines
 from daemon.forget.select import SessionSelection
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.store.batched import select_in
+from daemon.store.checkpoints import checkpoint_keys_of_sessions
 from daemon.store.corpus_files import corpus_files_by_session
-from daemon.store.db import Connection, table_exists
+from daemon.store.curated_writes import writes_of_session_keys, writes_of_sessions
+from daemon.store.db import Connection
+from daemon.store.embedding_cache import cached_count
+from daemon.store.index_chunks import (
+    ChunkFacts,
+    memory_chunk_facts,
+    path_chunk_facts,
+    session_chunk_facts,
+    stale_internal_chunk_facts,
+)
+from daemon.store.index_sources import session_sources, sources_at_paths
+from daemon.store.origins import keys_with_origins
+from daemon.store.preimages import preimage_rows
+from daemon.store.seen_hashes import existing_scopes
+from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -112,8 +126,8 @@ def corpus_files_to_scan(
 
     Ingest and backfill record each file before appending a session's lines to it, so a
     session with records has lines in those files only. A selected session with no record at
-    all (an unresolved id, lines written before the store tracked them, or a store without the
-    table: `recorded` None) may have lines anywhere: then every corpus file is scanned, as the
+    all (an unresolved id, lines written before the store tracked them, or no store at all:
+    `recorded` None) may have lines anywhere: then every corpus file is scanned, as the
     reference does, so nothing can survive the forget.
     """
     if not session_ids:
@@ -275,48 +289,17 @@ def session_path_candidates(
     return paths
 
 
-_CHUNK_COLUMNS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.origin_class, p.session_kind,
-  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
-  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
-FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
-
-
-# Chunks of internal sessions, driven by the partial index of the same WHERE (schema/index.py):
-# the cost follows those chunks, not every session chunk. The terms are literals so the planner
-# can prove the index applies.
-INTERNAL_PROVENANCE = " OR ".join(
-    ["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'" for k in sorted(INTERNAL_SESSION_KINDS)]
-)
-STALE_CHUNKS_SQL = f"""SELECT c.rowid, c.id, c.path, c.source, '', c.session_id, p.origin_class, p.session_kind,
-  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
-  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)
-FROM memory_index_chunk_provenance p CROSS JOIN memory_index_chunks c ON c.id = p.chunk_id
-WHERE ({INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
-
-
 def _chunk_rows(
     conn: Connection, session_ids: Sequence[str], excluded: Sequence[str], paths: Sequence[str]
 ) -> list[ChunkRow]:
-    if not table_exists(conn, "memory_index_chunks"):
-        return []
-    rows: dict[int, tuple] = {}
-    for r in conn.execute(f"SELECT {_CHUNK_COLUMNS.format(text='c.text')} WHERE c.source = 'memory'"):
-        rows[r[0]] = r
+    rows: dict[int, ChunkFacts] = {c.rowid: c for c in memory_chunk_facts(conn)}
     if session_ids:
-        blank = _CHUNK_COLUMNS.format(text="''")  # transcript text is never needed, so never copied
-        queries = [
-            (f"SELECT {blank} WHERE c.session_id IN ({{marks}})", sorted(set(session_ids) | set(excluded))),
-            (f"SELECT {blank} WHERE c.path IN ({{marks}})", sorted(paths)),
-        ]
-        for sql, values in queries:
-            for r in select_in(conn, sql, values):
-                rows.setdefault(r[0], r)
-        for r in conn.execute(STALE_CHUNKS_SQL):
-            rows.setdefault(r[0], r)
-    return [
-        ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9]))
-        for r in sorted(rows.values())
-    ]
+        found = session_chunk_facts(conn, sorted(set(session_ids) | set(excluded)))
+        found += path_chunk_facts(conn, sorted(paths))
+        found += stale_internal_chunk_facts(conn)
+        for c in found:
+            rows.setdefault(c.rowid, c)
+    return [ChunkRow(*rows[rowid]) for rowid in sorted(rows)]
 
 
 def read_store_rows(
@@ -335,31 +318,18 @@ def read_store_rows(
 
     short_term: dict[str, ShortTermRow] = {}
     if sids:
-        for r in select_in(
-            conn,
-            "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})",
-            sorted(lineage.entry_keys),
-        ):
-            short_term[r[0]] = ShortTermRow(*r)
+        for text in texts_by_key(conn, sorted(lineage.entry_keys)):
+            short_term[text.entry_key] = ShortTermRow(*text)
         # Entries whose text may name a selected session, by the path index: entries staged
         # from a corpus file that mentions one (their snippet is that file's line), and entries
         # staged from memory files (daily notes; never store-sized). The plan applies the
         # exact reference check to these candidates.
-        for r in select_in(
-            conn,
-            "SELECT entry_key, path, snippet FROM short_term_entries WHERE path IN ({marks})",
-            sorted(corpus_paths),
-        ):
-            short_term.setdefault(r[0], ShortTermRow(*r))
-        for r in conn.execute(
-            "SELECT entry_key, path, snippet FROM short_term_entries WHERE path < ? OR path >= ?",
-            (CORPUS_TREE, CORPUS_TREE_END),
-        ):
-            short_term.setdefault(r[0], ShortTermRow(*r))
+        for text in texts_by_path(conn, sorted(corpus_paths)):
+            short_term.setdefault(text.entry_key, ShortTermRow(*text))
+        for text in texts_outside(conn, CORPUS_TREE, CORPUS_TREE_END):
+            short_term.setdefault(text.entry_key, ShortTermRow(*text))
 
-    checkpoints = select_in(
-        conn, "SELECT state_key, session_id FROM ingest_checkpoints WHERE session_id IN ({marks})", sids
-    )
+    checkpoints = checkpoint_keys_of_sessions(conn, sids)
     scope_candidates = sorted(
         {
             s
@@ -371,53 +341,26 @@ def read_store_rows(
             )
         }
     )
-    scopes = select_in(
-        conn, "SELECT DISTINCT scope FROM ingest_seen_hashes WHERE scope IN ({marks})", scope_candidates
-    )
-    backups = conn.execute(
-        "SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id"
-    ).fetchall()
+    scopes = existing_scopes(conn, scope_candidates)
+    backups = preimage_rows(conn)
 
-    observed = select_in(
-        conn,
-        "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IN ({marks}) "
-        "ORDER BY relative_path",
-        sids,
-    )
-    keys = sorted(selection.session_keys)
-    observed += select_in(
-        conn,
-        "SELECT relative_path, observed_at FROM curated_writes WHERE session_id IS NULL "
-        "AND session_key IN ({marks}) ORDER BY relative_path",
-        keys,
-    )
+    observed = writes_of_sessions(conn, sids)
+    observed += writes_of_session_keys(conn, sorted(selection.session_keys))
 
     paths = session_path_candidates(agent_id, sids, archives)
     chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
-    sources = {
-        r[0]: r
-        for r in select_in(
-            conn,
-            "SELECT id, path, source, session_id FROM memory_index_sources WHERE path IN ({marks})",
-            source_paths,
-        )
-    }
-    for r in select_in(
-        conn,
-        "SELECT id, path, source, session_id FROM memory_index_sources "
-        "WHERE source = 'sessions' AND session_id IN ({marks})",
-        sids,
-    ):
-        sources.setdefault(r[0], r)
-    cache_rows = conn.execute("SELECT count(*) FROM memory_embedding_cache").fetchone()[0] if sids else 0
+    sources = {r.id: r for r in sources_at_paths(conn, source_paths)}
+    for r in session_sources(conn, sids):
+        sources.setdefault(r.id, r)
+    cache_rows = cached_count(conn) if sids else 0
 
     return StoreRows(
         lineage=lineage,
         keys_with_origins=with_origins,
         short_term=tuple(short_term[k] for k in sorted(short_term)),
-        checkpoint_keys=tuple(sorted((r[0], r[1]) for r in checkpoints)),
-        seen_scopes=tuple(sorted(r[0] for r in scopes)),
+        checkpoint_keys=tuple(sorted(checkpoints)),
+        seen_scopes=tuple(sorted(scopes)),
         backups=tuple(BackupRow(*r) for r in backups),
         observed_writes=tuple(CuratedWrite(r[0], r[1]) for r in observed),
         chunks=tuple(chunks),

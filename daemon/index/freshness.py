@@ -15,9 +15,10 @@ import anyio
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.errors import MemorydError
-from daemon.index.publish import read_dirty
 from daemon.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats
 from daemon.store.db import Connection
+from daemon.store.index_sources import all_sources
+from daemon.store.index_state import read_dirty
 from daemon.store.tombstones import forgotten_ids
 
 
@@ -57,24 +58,24 @@ def check_freshness(conn: Connection, disk: object, model: str, secret: bytes | 
     dirty = read_dirty(conn)
     if dirty:
         return Freshness(True, f"the last index run left work undone ({dirty})")
-    rows = conn.execute("SELECT path, source, hash, mtime, size, model FROM memory_index_sources").fetchall()
-    models = {r[5] for r in rows}
+    rows = all_sources(conn)
+    models = {r.model for r in rows}
     if models and models != {model}:
         return Freshness(
             True, f"the index was built with {sorted(models - {model})[0]!r}, search uses {model!r}"
         )
-    indexed = {r[0]: r for r in rows if r[1] == "memory"}
+    indexed = {r.path: r for r in rows if r.source == "memory"}
     lagging = sorted(set(disk.memory) ^ set(indexed))
     for rel, (path, st) in disk.memory.items():
         row = indexed.get(rel)
-        if row is not None and _moved(row[3], row[4], st) and file_hash(path) != row[2]:
+        if row is not None and _moved(row.mtime, row.size, st) and file_hash(path) != row.hash:
             lagging.append(rel)
     if disk.sessions is not None:
-        live = {r[0]: r for r in rows if r[1] == "sessions"}
+        live = {r.path: r for r in rows if r.source == "sessions"}
         forgotten = forgotten_ids(conn, sorted({sid for sid, _ in disk.sessions.values()}), secret)
         for index_path, (sid, st) in disk.sessions.items():
             row = live.get(index_path)
-            if sid not in forgotten and (row is None or _moved(row[3], row[4], st)):
+            if sid not in forgotten and (row is None or _moved(row.mtime, row.size, st)):
                 lagging.append(index_path)
     if lagging:
         return Freshness(True, f"the index lags {len(lagging)} file(s), e.g. {sorted(lagging)[0]}")

@@ -24,12 +24,23 @@ from typing import Literal
 
 from daemon.index.chunking import Chunk
 from daemon.index.provenance import ChunkProvenance
-from daemon.index.purge import PurgeCounts, chunk_ids_of_sources, purge_chunks, remove_sources
+from daemon.index.purge import PurgeCounts, purge_chunks, remove_sources
 from daemon.index.sources import file_hash
 from daemon.store.db import Connection
-from daemon.store.tombstones import bump_revision, current_revision, forgotten_ids
-
-META_DIRTY = "dirty"  # why the last run left work undone; search reports the index stale
+from daemon.store.embedding_cache import CacheValues, cache_embeddings
+from daemon.store.index_chunks import (
+    ChunkValues,
+    FtsValues,
+    ProvenanceValues,
+    RecallValues,
+    VectorValues,
+    chunk_ids_of_sources,
+    insert_chunks,
+    next_chunk_rowid,
+)
+from daemon.store.index_sources import SourceRecord, upsert_sources
+from daemon.store.index_state import bump_revision, current_revision
+from daemon.store.tombstones import forgotten_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,21 +147,22 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
     written, cache_rows = _write_chunks(conn, accepted, ctx)
     # Source rows last: their revision triggers open a statement savepoint, which makes FTS5
     # flush its pending rows; one flush for the batch instead of one per file.
-    conn.executemany(
-        "INSERT INTO memory_index_sources(path, source, hash, mtime, size, session_id, model) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path, source) DO UPDATE SET hash = excluded.hash, "
-        "mtime = excluded.mtime, size = excluded.size, session_id = excluded.session_id, model = excluded.model",
-        [(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted],
+    upsert_sources(
+        conn,
+        [SourceRecord(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted],
     )
     revision = bump_revision(conn) if accepted else current_revision(conn)
     return BatchOutcome(revision, tuple(outcomes), written, removed, cache_rows)
 
 
 def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishContext) -> tuple[int, int]:
-    next_rowid = int(
-        conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM memory_index_chunks").fetchone()[0]
-    )
-    chunks, provenance, recall, fts, vectors, cache = [], [], [], [], [], []
+    next_rowid = next_chunk_rowid(conn)
+    chunks: list[ChunkValues] = []
+    provenance: list[ProvenanceValues] = []
+    recall: list[RecallValues] = []
+    fts: list[FtsValues] = []
+    vectors: list[VectorValues] = []
+    cache: list[CacheValues] = []
     for prepared in files:
         seen: set[str] = set()
         for item in prepared.chunks:
@@ -190,33 +202,10 @@ def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishC
                 cache.append(
                     (ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms)
                 )
-    conn.executemany(
-        "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
-        "session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        chunks,
-    )
-    conn.executemany(
-        "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at, "
-        "supersedes_key) VALUES (?, ?, ?, ?, ?)",
-        provenance,
-    )
-    conn.executemany(
-        "INSERT INTO memory_index_chunk_recall_metadata(chunk_id, importance, triggers, project_key) "
-        "VALUES (?, ?, ?, ?)",
-        recall,
-    )
-    conn.executemany("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", fts)
-    conn.executemany(
-        "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors
-    )
+    insert_chunks(conn, chunks, provenance, recall, fts, vectors)
     # Written in the same transaction as the chunks: a prepared batch that is refused above
     # cannot leave cached embeddings of purged text behind (reference §6.3 point 4).
-    conn.executemany(
-        "INSERT INTO memory_embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(provider, model, provider_key, hash) "
-        "DO UPDATE SET updated_at = excluded.updated_at",
-        cache,
-    )
+    cache_embeddings(conn, cache)
     return len(chunks), len(cache)
 
 
@@ -229,19 +218,3 @@ def apply_removals(
         return None, revision
     counts = remove_sources(conn, keys)
     return counts, current_revision(conn)
-
-
-def set_dirty(conn: Connection, reason: str | None) -> None:
-    if reason is None:
-        conn.execute("DELETE FROM memory_index_meta WHERE key = ?", (META_DIRTY,))
-    else:
-        conn.execute(
-            "INSERT INTO memory_index_meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (META_DIRTY, reason),
-        )
-
-
-def read_dirty(conn: Connection) -> str | None:
-    row = conn.execute("SELECT value FROM memory_index_meta WHERE key = ?", (META_DIRTY,)).fetchone()
-    return None if row is None else str(row[0])

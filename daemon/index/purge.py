@@ -1,10 +1,10 @@
-"""Removing index rows, set-based (perf-limits §5–6: one statement per table, never per row).
+"""Removing index rows: what a purge of chunks, or of whole indexed files, means.
 
 `purge_chunks(conn, chunk_ids)` is what forget, erasure and the index's own republication
-call, inside the caller's transaction. It deletes, for the given chunk ids: the FTS rows (by
-chunk rowid; contentless_delete + secure-delete leaves no tokens behind), the vectors, the
-provenance and recall-metadata rows, then the chunks; and bumps the index revision so any
-rebuild prepared before the purge is fenced off and cached vector matrices are reloaded.
+call, inside the caller's transaction. It deletes, for the given chunk ids, the chunks and
+every row derived from them (store/index_chunks.py: FTS rows, vectors, provenance, recall
+metadata), and bumps the index revision so any rebuild prepared before the purge is fenced off
+and cached vector matrices are reloaded.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from daemon.store.db import Connection
-from daemon.store.tombstones import bump_revision
-
-_IDS = "temp.memory_index_purge_ids"
-SELECT_BATCH = 500  # bound variables per IN (...) query
+from daemon.store.embedding_cache import clear_cache
+from daemon.store.engine import Connection
+from daemon.store.index_chunks import chunk_ids_of_sources, delete_chunks
+from daemon.store.index_sources import delete_sources
+from daemon.store.index_state import bump_revision
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,68 +39,21 @@ class PurgeCounts:
         )
 
 
-def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_IDS.split('.')[1]} (id TEXT PRIMARY KEY) WITHOUT ROWID")
-    conn.execute(f"DELETE FROM {_IDS}")
-    conn.executemany(f"INSERT OR IGNORE INTO {_IDS}(id) VALUES (?)", ((cid,) for cid in chunk_ids))
-    return int(conn.execute(f"SELECT count(*) FROM {_IDS}").fetchone()[0])
-
-
 def purge_chunks(conn: Connection, chunk_ids: Iterable[str]) -> PurgeCounts:
     """Delete the chunks `chunk_ids` and every row derived from them. Call inside a write txn."""
-    if not _load_ids(conn, chunk_ids):
-        return PurgeCounts()
-    rowids = f"SELECT c.rowid FROM memory_index_chunks c JOIN {_IDS} p ON p.id = c.id"
-    fts = conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({rowids})").rowcount
-    vectors = conn.execute(f"DELETE FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})").rowcount
-    provenance = conn.execute(
-        f"DELETE FROM memory_index_chunk_provenance WHERE chunk_id IN (SELECT id FROM {_IDS})"
-    ).rowcount
-    recall = conn.execute(
-        f"DELETE FROM memory_index_chunk_recall_metadata WHERE chunk_id IN (SELECT id FROM {_IDS})"
-    ).rowcount
-    chunks = conn.execute(f"DELETE FROM memory_index_chunks WHERE id IN (SELECT id FROM {_IDS})").rowcount
-    conn.execute(f"DELETE FROM {_IDS}")
-    if chunks:
+    removed = delete_chunks(conn, chunk_ids)
+    if removed.chunks:
         bump_revision(conn)
-    return PurgeCounts(chunks, fts, vectors, provenance, recall)
-
-
-def chunk_ids_of_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> list[str]:
-    """Chunk ids of the given (path, source) pairs (by the (path, source) index).
-
-    One `path IN (...)` query per source and SELECT_BATCH paths: a publication batch of 256
-    files asked once per file before.
-    """
-    by_source: dict[str, list[str]] = {}
-    for path, source in dict.fromkeys(keys):
-        by_source.setdefault(source, []).append(path)
-    ids: list[str] = []
-    for source, paths in by_source.items():
-        for start in range(0, len(paths), SELECT_BATCH):
-            batch = paths[start : start + SELECT_BATCH]
-            ids += [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM memory_index_chunks WHERE source = ? AND path IN ({','.join('?' * len(batch))})",
-                    [source, *batch],
-                )
-            ]
-    return ids
+    return PurgeCounts(*removed)
 
 
 def remove_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> PurgeCounts:
     """Drop whole indexed files: their chunks (as purge_chunks) and their source rows."""
     pairs = list(dict.fromkeys(keys))
     counts = purge_chunks(conn, chunk_ids_of_sources(conn, pairs))
-    removed = 0
-    for path, source in pairs:
-        removed += conn.execute(
-            "DELETE FROM memory_index_sources WHERE path = ? AND source = ?", (path, source)
-        ).rowcount
-    return counts + PurgeCounts(sources=removed)
+    return counts + PurgeCounts(sources=delete_sources(conn, pairs))
 
 
 def clear_embedding_cache(conn: Connection) -> int:
     """The whole agent cache (recomputable), as the reference's newest forget does (§7.6)."""
-    return int(conn.execute("DELETE FROM memory_embedding_cache").rowcount)
+    return clear_cache(conn)

@@ -37,10 +37,12 @@ from daemon.errors import UsageError
 from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state
 from daemon.index.report import HitProvenance, SearchHit, SearchReport
-from daemon.index.vectors import nearest
+from daemon.index.vectors import VectorMatrices, nearest
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
 from daemon.retention.gate import hidden_entries, load_visibility
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
+from daemon.store.index_chunks import HitRow, hit_rows
+from daemon.store.index_fts import count_matches, matches_from, ranked_newest, unranked_newest
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -89,24 +91,13 @@ def merge(fts: list[tuple[int, float]], vec: list[tuple[int, float]], hybrid: bo
     return out
 
 
-_MATCH = "SELECT rowid{cols} FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?"
-
-
 def _bounded_df(conn: Connection, word: str) -> int:
     """Documents matching `word`, counted up to FTS_CANDIDATE_CAP + 1 (cheap at any size)."""
-    return int(
-        conn.execute(
-            f"SELECT count(*) FROM ({_MATCH.format(cols='')} LIMIT ?)",
-            (fts_query([word], "AND"), FTS_CANDIDATE_CAP + 1),
-        ).fetchone()[0]
-    )
+    return count_matches(conn, fts_query([word], "AND"), FTS_CANDIDATE_CAP + 1)
 
 
 def _ranked(conn: Connection, words: list[str], operator: str) -> list[tuple[int, float]]:
-    return conn.execute(
-        f"{_MATCH.format(cols=', bm25(memory_index_chunks_fts)')} ORDER BY rowid DESC LIMIT ?",
-        (fts_query(words, operator), FTS_CANDIDATE_CAP + 1),
-    ).fetchall()
+    return ranked_newest(conn, fts_query(words, operator), FTS_CANDIDATE_CAP + 1)
 
 
 def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, float]], bool]:
@@ -127,25 +118,14 @@ def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, 
     rare = [w for w in present if df[w] <= FTS_CANDIDATE_CAP]
     common = [w for w in present if df[w] > FTS_CANDIDATE_CAP]
     if not rare:
-        rows = conn.execute(
-            f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
-            (fts_query(common, operator), FTS_CANDIDATE_CAP + 1),
-        ).fetchall()
+        rows = unranked_newest(conn, fts_query(common, operator), FTS_CANDIDATE_CAP + 1)
         if not rows and operator == "AND":
-            rows = conn.execute(
-                f"{_MATCH.format(cols=', 0.0')} ORDER BY rowid DESC LIMIT ?",
-                (fts_query(common, "OR"), FTS_CANDIDATE_CAP + 1),
-            ).fetchall()
+            rows = unranked_newest(conn, fts_query(common, "OR"), FTS_CANDIDATE_CAP + 1)
         return rows[:FTS_CANDIDATE_CAP], True
     rows = _ranked(conn, rare, operator)
     if operator == "AND" and common and rows:
         low = min(r[0] for r in rows)
-        having_all = {
-            r[0]
-            for r in conn.execute(
-                f"{_MATCH.format(cols='')} AND rowid >= ?", (fts_query(present, "AND"), low)
-            )
-        }
+        having_all = matches_from(conn, fts_query(present, "AND"), low)
         rows = [r for r in rows if r[0] in having_all] or rows
     if not rows and operator == "AND" and len(rare) > 1:
         rows = _ranked(conn, rare, "OR")
@@ -165,18 +145,24 @@ def snippet(text: str) -> str:
 HiddenSessions = Callable[[Iterable[str]], frozenset[str]]
 
 
-def _expired_rowids(conn: Connection, agent_id: str, rows: Iterable[tuple], hide: HiddenSessions) -> set[int]:
+def _expired_rowids(
+    conn: Connection, agent_id: str, rows: Iterable[HitRow], hide: HiddenSessions
+) -> set[int]:
     """Rowids of candidate chunks that derive from sessions of expired scopes: the session's
     own chunk, or a memory chunk quoting an entry whose origin sessions are all hidden (the
     chunk goes whole: its snippet would show that entry)."""
     rows = list(rows)
-    keys_of = {r[0]: {m.group(1).strip() for m in PROMOTION_ANYWHERE_RE.finditer(r[5])} for r in rows}
+    keys_of = {r.rowid: {m.group(1).strip() for m in PROMOTION_ANYWHERE_RE.finditer(r.text)} for r in rows}
     origins = origins_for_entries(conn, agent_id, sorted(set().union(*keys_of.values())))
-    hidden = hide({r[6] for r in rows if r[6]} | {o.session_id for o in origins})
+    hidden = hide({r.session_id for r in rows if r.session_id} | {o.session_id for o in origins})
     if not hidden:
         return set()
     hidden_keys = hidden_entries(origins, hidden)
-    return {r[0] for r in rows if (r[6] is not None and r[6] in hidden) or keys_of[r[0]] & hidden_keys}
+    return {
+        r.rowid
+        for r in rows
+        if (r.session_id is not None and r.session_id in hidden) or keys_of[r.rowid] & hidden_keys
+    }
 
 
 def _search_txn(
@@ -189,48 +175,50 @@ def _search_txn(
     disk: object,
     agent_id: str,
     hide: HiddenSessions | None,
+    matrices: VectorMatrices,
 ) -> tuple[list[SearchHit], bool, Freshness]:
-    if not table_exists(conn, "memory_index_chunks"):
-        return [], False, Freshness(True, "the agent has no index yet")
     fts, capped = fts_candidates(conn, words)
-    vec = nearest(conn, query_vector, model, max(limit * 5, 50)) if query_vector is not None else []
+    vec = (
+        nearest(conn, query_vector, model, max(limit * 5, 50), matrices=matrices)
+        if query_vector is not None
+        else []
+    )
     ranked = merge(fts, vec, query_vector is not None)
     hits: list[SearchHit] = []
     page = max(limit * 3, 30)
     for start in range(0, len(ranked), page):
         batch = ranked[start : start + page]
-        marks = ",".join("?" * len(batch))
-        rows = {
-            r[0]: r
-            for r in conn.execute(
-                "SELECT c.rowid, c.path, c.source, c.start_line, c.end_line, c.text, c.session_id, "
-                "p.origin_class, p.session_kind, p.observed_at FROM memory_index_chunks c "
-                f"LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
-                [c.rowid for c in batch],
-            )
-        }
-        forgotten = forgotten_ids(conn, sorted({r[6] for r in rows.values() if r[6]}), secret)
+        rows = hit_rows(conn, [c.rowid for c in batch])
+        forgotten = forgotten_ids(conn, sorted({r.session_id for r in rows.values() if r.session_id}), secret)
         expired = _expired_rowids(conn, agent_id, rows.values(), hide) if hide is not None else set()
         for cand in batch:
             row = rows.get(cand.rowid)
-            if row is None or (row[6] is not None and row[6] in forgotten) or cand.rowid in expired:
+            if (
+                row is None
+                or (row.session_id is not None and row.session_id in forgotten)
+                or cand.rowid in expired
+            ):
                 continue  # gone since the candidates were read, a forgotten session's text, or expired
-            provenance = (
-                HitProvenance(origin_class=row[7], session_kind=row[8], observed_at=row[9])
-                if row[7] is not None
+            provenance = (  # the three are set together: a provenance row exists, or none does
+                HitProvenance(
+                    origin_class=row.origin_class, session_kind=row.session_kind, observed_at=row.observed_at
+                )
+                if row.origin_class is not None
+                and row.session_kind is not None
+                and row.observed_at is not None
                 else None
             )
             hits.append(
                 SearchHit(
-                    path=row[1],
-                    source=row[2],
-                    start_line=row[3],
-                    end_line=row[4],
+                    path=row.path,
+                    source=row.source,
+                    start_line=row.start_line,
+                    end_line=row.end_line,
                     score=round(cand.score, 6),
                     text_score=None if cand.text_score is None else round(cand.text_score, 6),
                     vector_score=None if cand.vector_score is None else round(cand.vector_score, 6),
-                    snippet=snippet(row[5]),
-                    session_id=row[6],
+                    snippet=snippet(row.text),
+                    session_id=row.session_id,
                     provenance=provenance,
                 )
             )
@@ -257,7 +245,16 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
     visibility = await load_visibility(rt.settings, rt.sessions)
     hide = visibility.hidden_sessions if visibility is not None else None
     hits, capped, fresh = await rt.store.read(
-        _search_txn, words, query_vector, model, limit, rt.secret(), disk, rt.agent_id, hide
+        _search_txn,
+        words,
+        query_vector,
+        model,
+        limit,
+        rt.secret(),
+        disk,
+        rt.agent_id,
+        hide,
+        rt.caches.vectors,
     )
     report.results = hits
     report.candidates_capped = capped

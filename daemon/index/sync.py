@@ -31,7 +31,6 @@ from daemon.index.publish import (
     PublishContext,
     apply_removals,
     publish_files,
-    set_dirty,
 )
 from daemon.index.report import IndexReport, SourceNote
 from daemon.index.sources import MemoryFile, SessionRef, list_session_refs, read_memory_files
@@ -39,13 +38,16 @@ from daemon.index.transcript import render_transcript
 from daemon.index.vectors import backend_for, to_blob
 from daemon.markers import lineage_key, promotion_keys_in
 from daemon.store.db import Connection
+from daemon.store.embedding_cache import cached_embeddings
+from daemon.store.index_chunks import orphan_chunk_files
+from daemon.store.index_sources import all_sources
+from daemon.store.index_state import current_revision, set_dirty
 from daemon.store.origins import origins_for_entries
-from daemon.store.tombstones import current_revision, forgotten_ids
+from daemon.store.tombstones import forgotten_ids
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 REASON_SYSTEM_ONLY = "system-only transcript"
 REASON_SOURCES = "index.sources does not include sessions"
-CACHE_LOOKUP_BATCH = 500
 # Files per publication transaction: enough to amortise a commit (and FTS5's per-transaction
 # segment), small enough that the lock is released and re-checked rows stay few.
 PUBLISH_BATCH_FILES = 256
@@ -79,40 +81,13 @@ class _Snapshot:
 
 
 def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | None, force: bool) -> _Snapshot:
-    indexed = {
-        (r[0], r[1]): IndexedSource(*r)
-        for r in conn.execute(
-            "SELECT path, source, hash, mtime, size, session_id, model FROM memory_index_sources"
-        )
-    }
+    indexed = {(r.path, r.source): IndexedSource(*r) for r in all_sources(conn)}
     orphans: list[tuple[str, str, str | None]] = []
     if force:  # chunks without a source row (an interrupted older run) are swept by --force
-        orphans = [
-            (r[0], r[1], r[2])
-            for r in conn.execute(
-                "SELECT DISTINCT c.path, c.source, c.session_id FROM memory_index_chunks c "
-                "WHERE NOT EXISTS (SELECT 1 FROM memory_index_sources s WHERE s.path = c.path AND s.source = c.source)"
-            )
-        ]
+        orphans = [(r[0], r[1], r[2]) for r in orphan_chunk_files(conn)]
     ids = set(session_ids) | {r.session_id for r in indexed.values() if r.session_id}
     ids |= {sid for _, _, sid in orphans if sid}
     return _Snapshot(current_revision(conn), indexed, orphans, forgotten_ids(conn, sorted(ids), secret))
-
-
-def _cached_vectors(
-    conn: Connection, provider: str, model: str, key: str, hashes: list[str]
-) -> dict[str, bytes]:
-    found: dict[str, bytes] = {}
-    for start in range(0, len(hashes), CACHE_LOOKUP_BATCH):
-        batch = hashes[start : start + CACHE_LOOKUP_BATCH]
-        marks = ",".join("?" * len(batch))
-        for h, blob in conn.execute(
-            f"SELECT hash, embedding FROM memory_embedding_cache WHERE provider = ? AND model = ? "
-            f"AND provider_key = ? AND hash IN ({marks})",
-            [provider, model, key, *batch],
-        ):
-            found[h] = blob
-    return found
 
 
 def _memory_chunks(
@@ -189,7 +164,7 @@ async def _embed(
             texts.setdefault(item.chunk.hash, item.chunk.search_text)
     hashes = sorted(texts)
     cached = await rt.require_store().read(
-        _cached_vectors, embedder.provider, embedder.model, embedder.provider_key, hashes
+        cached_embeddings, embedder.provider, embedder.model, embedder.provider_key, hashes
     )
     missing = [h for h in hashes if h not in cached]
     vectors = dict(cached)

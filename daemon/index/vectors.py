@@ -3,8 +3,9 @@
 Nearest neighbours are exact (brute-force cosine) either way:
 * with sqlite-vec loaded, `vec_distance_cosine` scans the BLOB table inside SQLite, so no
   vector leaves the database (no second copy of the vectors to keep in step or to purge);
-* without it, numpy computes the same cosine in process over a matrix cached per
-  (database, index revision, model) — any publish or purge bumps the revision.
+* without it, numpy computes the same cosine in process over the matrix of the vectors, which
+  a long-lived process keeps (VectorMatrices) per (database, index revision, model) — any
+  publish or purge bumps the revision.
 Ties are broken by chunk rowid in both, so the two backends return the same ranking.
 """
 
@@ -14,8 +15,9 @@ import threading
 
 import numpy as np
 
-from daemon.store.db import Connection, has_vector_extension
-from daemon.store.tombstones import current_revision
+from daemon.store.engine import Connection, database_file, has_vector_extension
+from daemon.store.index_state import current_revision
+from daemon.store.index_vectors import nearest_in_sqlite, vectors_of_model
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -31,21 +33,22 @@ def backend_for(conn: Connection) -> str:
 
 
 def nearest(
-    conn: Connection, query: np.ndarray, model: str, k: int, backend: str | None = None
+    conn: Connection,
+    query: np.ndarray,
+    model: str,
+    k: int,
+    backend: str | None = None,
+    matrices: VectorMatrices | None = None,
 ) -> list[tuple[int, float]]:
-    """The k chunk rowids most similar to `query` among vectors of `model`: (rowid, cosine)."""
+    """The k chunk rowids most similar to `query` among vectors of `model`: (rowid, cosine).
+    `matrices` keeps the numpy backend's matrix for the next search (None: read every time)."""
     if k <= 0:
         return []
     query = np.asarray(query, dtype=np.float32)
     backend = backend or backend_for(conn)
     if backend == "sqlite-vec" and has_vector_extension(conn):  # loads it here if not yet
-        rows = conn.execute(
-            "SELECT chunk_rowid, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM memory_index_vectors "
-            "WHERE model = ? AND dims = ? ORDER BY sim DESC, chunk_rowid LIMIT ?",
-            (to_blob(query), model, int(query.shape[0]), k),
-        ).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
-    rowids, matrix = _matrix(conn, model, int(query.shape[0]))
+        return nearest_in_sqlite(conn, to_blob(query), model, int(query.shape[0]), k)
+    rowids, matrix = _matrix(conn, model, int(query.shape[0]), matrices)
     if not len(rowids):
         return []
     norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
@@ -60,28 +63,50 @@ def nearest(
     return [(int(rowids[i]), float(sims[i])) for i in order]
 
 
-_cache_lock = threading.Lock()
-_cache: dict[str, tuple[tuple[str, int, str, int], np.ndarray, np.ndarray]] = {}
+MatrixKey = tuple[str, int, str, int]  # (database file, index revision, model, dims)
 
 
-def _matrix(conn: Connection, model: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-    db_file = conn.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+class VectorMatrices:
+    """The last vector matrix read (rowids, float32 rows), by MatrixKey: one entry, since a
+    daemon searches one agent at a time. Searches on several stores' threads may share it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: tuple[MatrixKey, np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return 0 if self._last is None else 1
+
+    def get(self, key: MatrixKey) -> tuple[np.ndarray, np.ndarray] | None:
+        with self._lock:
+            last = self._last
+        return (last[1], last[2]) if last is not None and last[0] == key else None
+
+    def put(self, key: MatrixKey, rowids: np.ndarray, matrix: np.ndarray) -> None:
+        with self._lock:
+            self._last = (key, rowids, matrix)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._last = None
+
+
+def _matrix(
+    conn: Connection, model: str, dims: int, matrices: VectorMatrices | None
+) -> tuple[np.ndarray, np.ndarray]:
+    db_file = database_file(conn)
     key = (db_file, current_revision(conn), model, dims)
-    with _cache_lock:
-        hit = _cache.get("last")
-        if hit is not None and hit[0] == key and db_file != ":memory:":
-            return hit[1], hit[2]
-    rows = conn.execute(
-        "SELECT chunk_rowid, embedding FROM memory_index_vectors WHERE model = ? AND dims = ? "
-        "ORDER BY chunk_rowid",
-        (model, dims),
-    ).fetchall()
+    if matrices is not None and db_file:  # an in-memory database has no identity to key by
+        hit = matrices.get(key)
+        if hit is not None:
+            return hit
+    rows = vectors_of_model(conn, model, dims)
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
     matrix = (
         np.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), dims)
         if rows
         else np.zeros((0, dims), dtype=np.float32)
     )
-    with _cache_lock:
-        _cache["last"] = (key, rowids, matrix)  # one entry: the daemon searches one agent at a time
+    if matrices is not None and db_file:
+        matrices.put(key, rowids, matrix)
     return rowids, matrix

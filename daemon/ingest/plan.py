@@ -8,13 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from daemon.constants import MIN_MESSAGES_PER_FILE
-
-if TYPE_CHECKING:  # annotations only: checkpoints.py imports this module
-    from daemon.ingest.checkpoints import Checkpoint, CheckpointStamp
-    from daemon.sessions.model import Fingerprint
+from daemon.sessions.model import Fingerprint
+from daemon.store.checkpoints import Checkpoint, CheckpointStamp
 
 
 class ScanAction(Enum):

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
-import orjson
-
 from daemon.constants import (
     MAX_QUERY_HASHES,
     MAX_RECALL_DAYS,
@@ -25,7 +23,8 @@ from daemon.constants import (
     STAGED_SNIPPET_MAX_CHARS,
 )
 from daemon.store.db import Connection
-from daemon.store.short_term import SELECT_LIST, ShortTermEntry, encode_row, load_entries
+from daemon.store.origins import insert_origins
+from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
 CLAIM_KEY_PREFIX = "memory:claim:"
 # Least trusted wins when one entry has several sources (the reference's findLast over this order).
@@ -70,23 +69,6 @@ class StagedMessage(NamedTuple):
     @property
     def entry_key(self) -> str:
         return CLAIM_KEY_PREFIX + self.claim_hash
-
-
-_UPDATE_SET = ", ".join(
-    f"{c} = excluded.{c}"
-    for c in (
-        "daily_count",
-        "total_score",
-        "max_score",
-        "last_recalled_at",
-        "query_hashes",
-        "recall_days",
-        "origin_class",
-        "session_kind",
-        "observed_at",
-        "claim_hash",
-    )
-)
 
 
 def least_trusted(a: str, b: str) -> str:
@@ -198,9 +180,8 @@ def write_staging(
         return 0
     # Lineage is reserved before the candidates are published (reference §5.4 step 7).
     keys = [CLAIM_KEY_PREFIX + m.claim_hash for m in messages]  # each message's entry_key
-    conn.executemany(
-        "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
+    insert_origins(
+        conn,
         [
             (key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at)
             for key, m in zip(keys, messages, strict=True)
@@ -210,14 +191,15 @@ def write_staging(
     for key, m in zip(keys, messages, strict=True):
         by_key.setdefault(key, []).append(m)
     existing = load_entries(conn, list(by_key))
-    fresh: list[tuple] = []
-    merged: list[tuple] = []
+    fresh: list[NewClaim] = []
+    merged: list[ShortTermEntry] = []
     for key, group in by_key.items():
         prior = existing.get(key)
         if prior is None and len(group) == 1:
+            # The common case; the row is the one merge_signals builds for one new signal.
             m = group[0]
             fresh.append(
-                (
+                NewClaim(
                     key,
                     m.path,
                     m.line,
@@ -230,29 +212,9 @@ def write_staging(
                 )
             )
         else:
-            merged.append(encode_row(merge_signals(prior, group, day_bucket, now_ms)))
+            merged.append(merge_signals(prior, group, day_bucket, now_ms))
     if fresh:
-        # The common case, written with under half the bound values (binding dominates the cost of a
-        # wide row); the row is the one merge_signals builds for one new signal. The per-batch
-        # constants are SQL literals: a validated day, an integer and a float.
-        days = _sql_text(orjson.dumps([day_bucket]).decode())
-        conn.executemany(
-            "INSERT INTO short_term_entries (entry_key, path, start_line, end_line, snippet, daily_count, total_score, "
-            "max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, origin_class, session_kind, "
-            "observed_at, claim_hash) "
-            f"VALUES (?1, ?2, ?3, ?3, ?4, 1, {SESSION_INGESTION_SCORE!r}, {SESSION_INGESTION_SCORE!r}, {int(now_ms)}, "
-            f"{int(now_ms)}, json_array(?5), {days}, ?6, ?7, ?8, ?9)",
-            fresh,
-        )
+        insert_new_claims(conn, fresh, day_bucket, now_ms, SESSION_INGESTION_SCORE)
     if merged:
-        # An upsert touching only what a signal changes: columns other writers own (promotion) stay.
-        conn.executemany(
-            f"INSERT INTO short_term_entries ({SELECT_LIST}) VALUES ({','.join('?' * 21)}) "
-            f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SET}",
-            merged,
-        )
+        upsert_signals(conn, merged)
     return len(fresh) + len(merged)
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"

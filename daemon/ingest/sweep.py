@@ -21,11 +21,9 @@ A sweep with nothing to commit takes no lock and writes nothing.
 from __future__ import annotations
 
 import time
-import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -34,19 +32,9 @@ import anyio.lowlevel
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
-from daemon.ingest.checkpoints import (
-    Checkpoint,
-    StampSet,
-    add_seen,
-    delete_checkpoints,
-    load_checkpoints_by_key,
-    load_seen,
-    load_stamp_set,
-    seen_scope,
-    state_key,
-    upsert_checkpoints,
-)
+from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
+from daemon.ingest.decided import DecidedListing, apply_forgotten_and_expiry, decide_listing
 from daemon.ingest.plan import (
     ScanAction,
     ScanPlan,
@@ -58,12 +46,20 @@ from daemon.ingest.plan import (
 from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
-from daemon.retention.gate import REASON_EXPIRED, RetentionGate, load_gate
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
-from daemon.sessions.model import Fingerprint, SessionInfo, SessionListing
+from daemon.retention.gate import load_gate
+from daemon.sessions.admission import AdmissionPolicy
+from daemon.sessions.model import Fingerprint, SessionInfo
+from daemon.store.checkpoints import (
+    Checkpoint,
+    CheckpointStamp,
+    delete_checkpoints,
+    load_checkpoints_by_key,
+    upsert_checkpoints,
+)
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
-from daemon.store.tombstones import REASON_FORGOTTEN, forgotten_ids
+from daemon.store.seen_hashes import add_seen, load_seen
+from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
@@ -122,14 +118,19 @@ def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, n
 
 
 def _load_state(
-    conn: Connection, db_path: str, agent_id: str, session_ids: list[str], secret: bytes | None
+    conn: Connection,
+    stamps: StampSets,
+    db_path: str,
+    agent_id: str,
+    session_ids: list[str],
+    secret: bytes | None,
 ) -> tuple[set[str], StampSet]:
-    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, db_path, agent_id)
+    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, stamps, db_path, agent_id)
 
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
     # Most stores have no forgotten records: then one probe replaces a keyed hash per session.
-    if conn.execute("SELECT 1 FROM memory_session_tombstones LIMIT 1").fetchone() is None:
+    if not any_tombstone(conn):
         return set()
     return forgotten_ids(conn, session_ids, secret)
 
@@ -164,82 +165,6 @@ def _write_batch(
     return delete_checkpoints(conn, deletions)
 
 
-@dataclass(frozen=True)
-class _DecidedListing:
-    """What a sweep derives from a listing and the admission policy alone, in session_path
-    order: the admitted sessions (state key, session) and the excluded ones (state key,
-    session, policy/eligibility reason)."""
-
-    listing: weakref.ref[SessionListing]
-    policy: AdmissionPolicy | None
-    admitted: list[tuple[str, SessionInfo]]
-    excluded: list[tuple[str, SessionInfo, str]]
-    session_ids: list[str]
-    keys: frozenset[str]
-
-
-# Per agent, the last decided listing. An idle agent's source returns the very same listing
-# object sweep after sweep, so a quiet re-sweep reuses the order, state keys and policy
-# reasons of ~10k sessions instead of deciding them again (forgotten records and retention
-# expiry change without the listing, so they are applied every sweep). An entry lives only
-# as long as its listing: a listing the source did not keep (a first sweep's, a changed
-# file's) takes its entry with it instead of pinning ~1 KB per session for nothing.
-_decided_cache: dict[str, _DecidedListing] = {}
-
-
-def _drop_decided(agent: str, ref: weakref.ref[SessionListing]) -> None:
-    cached = _decided_cache.get(agent)
-    if cached is not None and cached.listing is ref:
-        del _decided_cache[agent]
-
-
-def _decide_listing(agent: str, listing: SessionListing, policy: AdmissionPolicy | None) -> _DecidedListing:
-    cached = _decided_cache.get(agent)
-    if cached is not None and cached.listing() is listing and cached.policy == policy:
-        return cached
-    # One agent's session paths share their prefix, so this is the order of session_path.
-    ordered = sorted(listing.sessions, key=lambda s: s.session_id)
-    keys = [state_key(agent, s.session_path) for s in ordered]
-    admitted: list[tuple[str, SessionInfo]] = []
-    excluded: list[tuple[str, SessionInfo, str]] = []
-    for key, session in zip(keys, ordered, strict=True):
-        reason = admission_reason(session, policy, ())
-        if reason is None:
-            admitted.append((key, session))
-        else:
-            excluded.append((key, session, reason))
-    decided = _DecidedListing(
-        weakref.ref(listing, partial(_drop_decided, agent)),
-        policy,
-        admitted,
-        excluded,
-        [s.session_id for s in ordered],
-        frozenset(keys),
-    )
-    _decided_cache[agent] = decided
-    return decided
-
-
-def _apply_forgotten_and_expiry(
-    decided: _DecidedListing, forgotten: set[str], gate: RetentionGate | None
-) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
-    """The decided split with this sweep's forgotten records and expired scopes applied (they
-    change without the listing). Forgotten comes first, as in admission_reason's order."""
-    admitted: list[tuple[str, SessionInfo]] = []
-    excluded = [
-        (key, session, REASON_FORGOTTEN if session.session_id in forgotten else reason)
-        for key, session, reason in decided.excluded
-    ]
-    for key, session in decided.admitted:
-        if session.session_id in forgotten:
-            excluded.append((key, session, REASON_FORGOTTEN))
-        elif gate is not None and gate.hides_session(session):
-            excluded.append((key, session, REASON_EXPIRED))  # reads skip it, so nothing new is derived
-        else:
-            admitted.append((key, session))
-    return admitted, excluded
-
-
 class _Sweep:
     def __init__(self, rt: AgentRuntime):
         self.rt = rt
@@ -262,31 +187,68 @@ class _Sweep:
         excluded[reason] = excluded.get(reason, 0) + 1
 
     async def run(self) -> IngestReport:
-        report = self.report
-        listing = self.rt.sessions.list_sessions()
-        report.errors.extend(listing.errors)
-        policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
-        decided = _decide_listing(self.agent, listing, policy)
-        report.sessions_seen = len(decided.admitted) + len(decided.excluded)
-        forgotten, stamp_set = await self.store.read(
-            _load_state, str(self.store.path), self.agent, decided.session_ids, self.secret
+        decided = self._decide()
+        forgotten, (stamps, settled) = await self.store.read(
+            _load_state,
+            self.rt.caches.stamps,
+            str(self.store.path),
+            self.agent,
+            decided.session_ids,
+            self.secret,
         )
+        admitted, excluded = await self._admit_now(decided, forgotten)
+        batch = _Batch()
+        self._record_exclusions(excluded, stamps, batch)
+        changed = self._stat_admitted(admitted, stamps, settled, decided.keys, batch)
+        to_scan = await self._plan_scans(changed, stamps)
+        await self._scan_and_commit(to_scan, len(admitted), batch)
+        return self._finished_report()
 
+    def _decide(self) -> DecidedListing:
+        """Step 1 (module docstring): the listing and what the admission policy alone decides of
+        it (kept while the listing is idle)."""
+        listing = self.rt.sessions.list_sessions()
+        self.report.errors.extend(listing.errors)
+        policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
+        decided = decide_listing(self.rt.caches.decided, self.agent, listing, policy)
+        self.report.sessions_seen = len(decided.admitted) + len(decided.excluded)
+        return decided
+
+    async def _admit_now(
+        self, decided: DecidedListing, forgotten: set[str]
+    ) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
+        """Step 2: the decided split with this sweep's forgotten records and expired scopes."""
         gate = await load_gate(self.settings)
         expiring = gate.active  # read once: most stores have nothing expired
-        batch = _Batch()
-        admitted, excluded = decided.admitted, decided.excluded
-        if forgotten or expiring:
-            admitted, excluded = _apply_forgotten_and_expiry(decided, forgotten, gate if expiring else None)
-        stamps, settled = stamp_set
+        if not (forgotten or expiring):
+            return decided.admitted, decided.excluded
+        return apply_forgotten_and_expiry(decided, forgotten, gate if expiring else None)
+
+    def _record_exclusions(
+        self,
+        excluded: list[tuple[str, SessionInfo, str]],
+        stamps: Mapping[str, CheckpointStamp],
+        batch: _Batch,
+    ) -> None:
+        """Step 2: an excluded session's checkpoint (written once, not every sweep) and counts."""
         for key, session, reason in excluded:
             if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):
                 batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
+        report = self.report
         for reason, count in Counter(reason for _, _, reason in excluded).items():
             report.sessions_excluded[reason] = report.sessions_excluded.get(reason, 0) + count
-        # An admitted session's stat against its stamp: an unchanged one costs that stat and
-        # nothing else (the whole of a quiet re-sweep); the full checkpoints of the changed ones
-        # are read in one go below.
+
+    def _stat_admitted(
+        self,
+        admitted: list[tuple[str, SessionInfo]],
+        stamps: Mapping[str, CheckpointStamp],
+        settled: Mapping[str, tuple[int, int]],
+        listed_keys: frozenset[str],
+        batch: _Batch,
+    ) -> list[tuple[str, SessionInfo, Fingerprint]]:
+        """Step 3: each admitted session's stat against its stamp. An unchanged one costs that
+        stat and nothing else (the whole of a quiet re-sweep); the changed ones are returned.
+        Checkpoints of sessions no longer listed, or whose transcript is gone, are deleted."""
         fingerprint = self.rt.sessions.fingerprint
         settled_fp = settled.get
         changed: list[tuple[str, SessionInfo, Fingerprint]] = []
@@ -300,27 +262,36 @@ class _Sweep:
                     missing.append(key)
             elif settled_fp(key) != fp:  # not is_unchanged(stamp, fp), with the lookup in C
                 changed.append((key, session, fp))
-        n_admitted = len(admitted)
-        unchanged = n_admitted - n_missing - len(changed)
-        report.sessions_missing += n_missing
-        batch.deletions.extend(sorted(stamps.keys() - decided.keys))
+        self.report.sessions_missing += n_missing
+        self.report.sessions_unchanged = len(admitted) - n_missing - len(changed)
+        batch.deletions.extend(sorted(stamps.keys() - listed_keys))
         batch.deletions.extend(missing)
-        report.sessions_unchanged = unchanged
+        return changed
+
+    async def _plan_scans(
+        self, changed: list[tuple[str, SessionInfo, Fingerprint]], stamps: Mapping[str, CheckpointStamp]
+    ) -> list[tuple[SessionInfo, Fingerprint, ScanPlan]]:
+        """Step 3: the full checkpoints of the changed sessions, read in one go, and a scan plan
+        for each that still needs reading."""
         with_checkpoint = [key for key, _, _ in changed if key in stamps]
         checkpoints = (
             await self.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
         )
-
         to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]] = []
         for key, session, fp in changed:
             plan = plan_scan(checkpoints.get(key), fp)
             if plan.action is ScanAction.UNCHANGED:  # its checkpoint moved on after the stamp was read
-                report.sessions_unchanged += 1
+                self.report.sessions_unchanged += 1
                 continue
             to_scan.append((session, fp, plan))
             self.paths_by_id[session.session_id] = session.session_path
             self.kinds_by_id[session.session_id] = session.session_kind
+        return to_scan
 
+    async def _scan_and_commit(
+        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int, batch: _Batch
+    ) -> None:
+        """Steps 4 and 5: read the sessions, committing each full batch in the background."""
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -333,6 +304,9 @@ class _Sweep:
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
+
+    def _finished_report(self) -> IngestReport:
+        report = self.report
         report.lines_skipped = dict(sorted(report.lines_skipped.items()))
         report.sessions_excluded = dict(sorted(report.sessions_excluded.items()))
         report.corpus_files = sorted(set(report.corpus_files))

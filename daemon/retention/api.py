@@ -18,7 +18,6 @@ from redis.asyncio import Redis
 
 from daemon.constants import LINEAGE_MAX_DEPTH, TOMBSTONE_REF_PREFIX
 from daemon.errors import RefusedError, UsageError
-from daemon.retention import store as repo
 from daemon.retention.content import content_hash, validate_content
 from daemon.retention.erase import list_receipts, plan_erase, session_subject
 from daemon.retention.expire import run_expire, run_retention_sweep
@@ -43,6 +42,7 @@ from daemon.retention.scopes import covering, decide_expiry, parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.retention.verify import run_verify
 from daemon.settings import Settings
+from daemon.store import retention as repo
 from daemon.store.db import Connection
 
 __all__ = [

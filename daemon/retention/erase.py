@@ -32,10 +32,9 @@ from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import list_agents
-from daemon.constants import DAY_MS, SQL_IN_BATCH, VERIFY_MAX_MESSAGES_PER_SESSION
+from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
-from daemon.retention import store as repo
 from daemon.retention.mapping import sessions_within
 from daemon.retention.needles import VerifySubject
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
@@ -52,8 +51,10 @@ from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
-from daemon.store.db import Connection, Store, table_exists
-from daemon.store.tombstones import hashed_session_ref, record_tombstones
+from daemon.store import retention as repo
+from daemon.store.curated_writes import delete_writes_of_sessions
+from daemon.store.db import Connection, Store
+from daemon.store.tombstones import count_tombstones, delete_tombstones, hashed_session_ref, record_tombstones
 
 REASON_ERASED = "erased"
 # The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
@@ -173,24 +174,9 @@ def _hash_forgotten_records(
     so admission (forgotten_ids checks both forms) always finds one of them. The record's time
     is coarsened to the day: a precise time would be tied to the erased session."""
     record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
-    curated = 0
-    for start in range(0, len(session_ids), SQL_IN_BATCH):
-        batch = session_ids[start : start + SQL_IN_BATCH]
-        marks = ",".join("?" * len(batch))
-        conn.execute(f"DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", batch)
-        if table_exists(conn, "curated_writes"):
-            curated += conn.execute(
-                f"DELETE FROM curated_writes WHERE session_id IN ({marks})", batch
-            ).rowcount
-    hashed_count = 0
-    for start in range(0, len(hashed), SQL_IN_BATCH):
-        batch = hashed[start : start + SQL_IN_BATCH]
-        hashed_count += conn.execute(
-            "SELECT count(*) FROM memory_session_tombstones WHERE session_id IN "
-            f"({','.join('?' * len(batch))})",
-            batch,
-        ).fetchone()[0]
-    return hashed_count, curated
+    delete_tombstones(conn, session_ids)
+    curated = delete_writes_of_sessions(conn, session_ids)
+    return count_tombstones(conn, hashed), curated
 
 
 async def forget_sessions(

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from daemon.constants import DAY_MS
-from daemon.retention import store as repo
 from daemon.retention.models import ExpireReport
 from daemon.retention.request import ExpireRequest
 from daemon.retention.scopes import covering, is_within
 from daemon.retention.state import now_ms, open_for_write
 from daemon.settings import Settings
+from daemon.store import retention as repo
 from daemon.store.db import Connection
 
 

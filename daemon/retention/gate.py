@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import anyio
 
-from daemon.retention import store as repo
 from daemon.retention.mapping import session_scope
 from daemon.retention.scopes import Scope, covering
 from daemon.retention.state import open_for_read
 from daemon.sessions.model import SessionInfo, SessionSource
 from daemon.settings import Settings
+from daemon.store import retention as repo
 from daemon.store.origins import EntryOrigin
 
 # Ingest's exclusion reason for a session whose scope has expired (it is not newly staged).

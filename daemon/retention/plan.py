@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from daemon.retention.scopes import covering, is_within, parse_scope
-from daemon.retention.store import CitingEdge, HoldRow, ObjectRow, ScopeRow
+from daemon.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,11 +116,6 @@ def is_within(scope: str, root: str) -> bool:
     return scope == root or scope.startswith(root + ":")
 
 
-def subtree_bounds(root: str) -> tuple[str, str]:
-    """Key range (exclusive) holding every scope strictly under `root`: ';' sorts right after ':'."""
-    return root + ":", root + ";"
-
-
 def covering(scope: str, roots: list[str] | set[str] | frozenset[str]) -> str | None:
     """The first of `roots` that `scope` is within (a hold, an expired scope), or None."""
     if not roots:

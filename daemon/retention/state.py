@@ -18,6 +18,7 @@ from daemon.constants import RETENTION_DB_NAME, RETENTION_LOCK_NAME
 from daemon.lock import Lease, WorkspaceLock
 from daemon.settings import Settings
 from daemon.store.db import Store
+from daemon.store.migrate import RETENTION
 
 
 def retention_db_path(settings: Settings) -> Path:
@@ -40,11 +41,10 @@ def now_ms() -> int:
 @asynccontextmanager
 async def open_for_read(settings: Settings) -> AsyncIterator[Store | None]:
     """The store read-only, or None if nothing was ever written (reads create nothing)."""
-    path = retention_db_path(settings)
-    if not path.exists():
+    store = await Store.open_existing(retention_db_path(settings), schema=RETENTION)
+    if store is None:
         yield None
         return
-    store = await Store.open(path, readonly=True)
     try:
         yield store
     finally:
@@ -55,7 +55,7 @@ async def open_for_read(settings: Settings) -> AsyncIterator[Store | None]:
 async def open_for_write(settings: Settings, redis: Redis) -> AsyncIterator[tuple[Store, Lease]]:
     """The store (created and migrated if needed) and the retention lease, held together."""
     async with retention_lock(settings, redis).hold() as lease:
-        store = await Store.open(retention_db_path(settings))
+        store = await Store.open(retention_db_path(settings), schema=RETENTION)
         try:
             yield store, lease
         finally:

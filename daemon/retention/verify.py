@@ -32,12 +32,15 @@ from daemon.constants import VERIFY_EMBEDDING_MIN_COSINE
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
 from daemon.ids import validate_agent_id
-from daemon.retention import store as repo
 from daemon.retention.needles import Needles, VerifySubject, compile_needles, snippets
 from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
 from daemon.settings import Settings
-from daemon.store.db import Connection, Store, table_exists
+from daemon.store import retention as repo
+from daemon.store.db import Connection, Store
+from daemon.store.embedding_cache import all_cached_embeddings
+from daemon.store.index_vectors import all_embeddings
+from daemon.store.inspect import compact, stored_values
 
 
 @dataclass
@@ -75,20 +78,6 @@ def _agents_with_state(settings: Settings) -> list[str]:
 # --- compaction and raw bytes -------------------------------------------------------------------
 
 
-def _compact(conn: Connection) -> str | None:
-    """Checkpoint, merge FTS segments, rebuild the file, checkpoint again. A problem string or None."""
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    for (name,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'"
-    ).fetchall():
-        conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
-    conn.execute("VACUUM")
-    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    if busy and busy[0]:
-        return "WAL checkpoint was blocked by a reader; WAL not truncated"
-    return None
-
-
 def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
     """Occurrences of snippet bytes in a database file and its WAL."""
     out: dict[str, int] = {}
@@ -111,58 +100,30 @@ def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
 def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
     """Every text/blob value of every ordinary table (FTS/vec shadow tables included)."""
     hits: dict[str, int] = {}
-    tables = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    ).fetchall()
-    for name, sql in tables:
-        if (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
-            continue  # read through its shadow tables; selecting a contentless table yields NULLs
-        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
-        for row in conn.execute(f'SELECT * FROM "{name}"'):
-            for col, value in zip(cols, row, strict=True):
-                if isinstance(value, bytes):
-                    value = value.decode("utf-8", "ignore")
-                if isinstance(value, str):
-                    n = needles.hits(value)
-                    if n:
-                        key = f"{name}.{col}"
-                        hits[key] = hits.get(key, 0) + n
+    for table, column, value in stored_values(conn):
+        n = needles.hits(value)
+        if n:
+            key = f"{table}.{column}"
+            hits[key] = hits.get(key, 0) + n
     return hits
 
 
 def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, int], dict[str, int]]:
     """(derivability hits, invariant hits) that need the retention schema's meaning."""
     derivable: dict[str, int] = {}
-    if needles.times and table_exists(conn, "retention_objects"):
-        times = sorted(needles.times)
-        n = 0
-        for start in range(0, len(times), 500):
-            batch = times[start : start + 500]
-            n += conn.execute(
-                "SELECT count(*) FROM retention_objects WHERE provenance_at IN "
-                f"({','.join('?' * len(batch))})",
-                batch,
-            ).fetchone()[0]
+    if needles.times:
+        n = repo.objects_citing_at(conn, sorted(needles.times))
         if n:
             derivable["retention_objects.provenance_at"] = n
     invariant: dict[str, int] = {}
-    if table_exists(conn, "retention_objects"):
-        for _, what in repo.derivable_edges(conn):
-            invariant[f"retention_objects: {what}"] = invariant.get(f"retention_objects: {what}", 0) + 1
+    for _, what in repo.derivable_edges(conn):
+        invariant[f"retention_objects: {what}"] = invariant.get(f"retention_objects: {what}", 0) + 1
     return derivable, invariant
 
 
 def _vectors(conn: Connection) -> list[tuple[str, bytes]]:
-    out: list[tuple[str, bytes]] = []
-    if table_exists(conn, "memory_index_vectors"):
-        out += [
-            ("memory_index_vectors", r[0]) for r in conn.execute("SELECT embedding FROM memory_index_vectors")
-        ]
-    if table_exists(conn, "memory_embedding_cache"):
-        out += [
-            ("memory_embedding_cache", r[0])
-            for r in conn.execute("SELECT embedding FROM memory_embedding_cache")
-        ]
+    out = [("memory_index_vectors", blob) for blob in all_embeddings(conn)]
+    out += [("memory_embedding_cache", blob) for blob in all_cached_embeddings(conn)]
     return out
 
 
@@ -241,7 +202,7 @@ async def _check_store(
     *,
     retention: bool,
 ) -> None:
-    problem = await store.run(_compact)
+    problem = await store.run(compact)
     if problem:
         findings.physical_notes.append(f"{label}: {problem}")
         findings.add(findings.physical, f"{label}: compaction", 1)
@@ -253,8 +214,9 @@ async def _check_store(
             findings.add(findings.derivability, f"{label}:{where}", n)
         for where, n in invariant.items():
             findings.add(findings.invariant, f"{label}:{where}", n)
-    for where, n in embedding_hits(await store.read(_vectors), probes).items():
-        findings.add(findings.embeddings, f"{label}:{where}", n)
+    else:  # vectors live in agent stores only
+        for where, n in embedding_hits(await store.read(_vectors), probes).items():
+            findings.add(findings.embeddings, f"{label}:{where}", n)
     for where, n in raw_hits(store.path, needles).items():
         findings.add(findings.physical, f"{label}:{where}", n)
 

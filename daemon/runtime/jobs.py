@@ -25,14 +25,17 @@ from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import OPS
 from daemon.runtime import metrics
+from daemon.runtime.caches import ProcessCaches
 from daemon.runtime.store_pool import StorePool
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")
-# ctx key of the worker's open stores (MemorydWorker); absent, a job opens and closes its own
-# store, as a plain arq Worker given only worker_kwargs would.
+# ctx keys of the worker's open stores and of its process caches (MemorydWorker); absent, a job
+# opens and closes its own store and gets caches of its own, as a plain arq Worker given only
+# worker_kwargs would.
 STORES = "stores"
+CACHES = "caches"
 HOST_SCOPE = "host"  # the `agent` label of host-wide sweeps in metrics
 
 JobFn = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
@@ -48,11 +51,14 @@ class WorkerResources:
 
     def agent_runtime(self, agent: str, *, readonly: bool) -> AbstractAsyncContextManager[AgentRuntime]:
         stores: StorePool | None = self.ctx.get(STORES)
+        caches: ProcessCaches | None = self.ctx.get(CACHES)
         if stores is None:
             redis = False if readonly else self.ctx["redis"]
-            return agent_runtime(self.settings, agent, readonly=readonly, redis=redis)
+            return agent_runtime(self.settings, agent, readonly=readonly, redis=redis, caches=caches)
         redis_client = None if readonly else self.ctx["redis"]
-        return pooled_runtime(self.settings, agent, stores, readonly=readonly, redis=redis_client)
+        return pooled_runtime(
+            self.settings, agent, stores, readonly=readonly, redis=redis_client, caches=caches
+        )
 
     async def redis(self) -> Redis:
         return self.ctx["redis"]  # type: ignore[no-any-return]
@@ -65,13 +71,21 @@ class WorkerResources:
 
 @asynccontextmanager
 async def pooled_runtime(
-    settings: Settings, agent_id: str, stores: StorePool, *, readonly: bool, redis: Redis | None
+    settings: Settings,
+    agent_id: str,
+    stores: StorePool,
+    *,
+    readonly: bool,
+    redis: Redis | None,
+    caches: ProcessCaches | None = None,
 ) -> AsyncIterator[AgentRuntime]:
-    """The agent's runtime over a store checked out of the worker's pool; Redis is the worker's."""
+    """The agent's runtime over a store checked out of the worker's pool; Redis and the process
+    caches are the worker's."""
+    caches = caches if caches is not None else ProcessCaches()
     paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id)
+    source = session_source_for(settings, agent_id, caches.listings)
     async with stores.checkout(paths.db_path, readonly=readonly) as store:
-        yield AgentRuntime(settings, paths, store, redis, source, readonly)
+        yield AgentRuntime(settings, paths, store, redis, source, readonly, caches)
 
 
 def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:

@@ -47,6 +47,7 @@ from daemon.constants import (
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
+from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
@@ -55,6 +56,7 @@ from daemon.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
 from daemon.settings import Settings, load_settings
 from daemon.status import sweep_summary
 from daemon.store.db import Store
+from daemon.store.migrate import AGENT, RETENTION, Schema
 
 log = logging.getLogger("memoryd.service")
 
@@ -71,10 +73,14 @@ def check_state_dir(path: Path) -> None:
 
 
 async def migrate_stores(settings: Settings, agents: list[str]) -> None:
-    for agent in agents:
-        path = agent_paths(settings, agent).db_path
+    """Open each served agent's store and the host's retention store (if it exists) for writing,
+    which migrates them: read-only openers later find them current."""
+    stores: list[tuple[Path, Schema]] = [(agent_paths(settings, agent).db_path, AGENT) for agent in agents]
+    if retention_db_path(settings).exists():
+        stores.append((retention_db_path(settings), RETENTION))
+    for path, schema in stores:
         try:
-            store = await Store.open(path)
+            store = await Store.open(path, schema=schema)
         except OSError as exc:
             raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
         await store.close()
@@ -344,7 +350,10 @@ class Service:
         while True:
             for agent in self.state.agents:
                 try:
-                    summary, _errors = await sweep_summary(self.settings, agent)
+                    caches = self.worker.caches if self.worker is not None else None
+                    summary, _errors = await sweep_summary(
+                        self.settings, agent, caches.listings if caches is not None else None
+                    )
                 except MemorydError as exc:
                     log.warning("status of agent %s: %s", agent, exc)
                     continue

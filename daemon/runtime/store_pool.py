@@ -135,7 +135,9 @@ class StorePool:
             return found
         if readonly and st is None:
             return None
-        store = await Store.open(path, readonly=readonly)
+        store = await Store.open_existing(path) if readonly else await Store.open(path)
+        if store is None:
+            return None
         try:
             # Stat taken before the open if there was a file: if it was replaced in between, the
             # ids differ from the store's and the next checkout only reopens once more.

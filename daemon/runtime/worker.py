@@ -27,7 +27,8 @@ from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, Q
 from daemon.errors import UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
-from daemon.runtime.jobs import STORES, RedactJobErrors, job_function
+from daemon.runtime.caches import ProcessCaches
+from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
 from daemon.runtime.wire import deserialize, job_name_of, serialize
 from daemon.settings import Settings
@@ -91,6 +92,8 @@ class MemorydWorker(Worker):
     It also answers doorbells (daemon.runtime.client): between its polls it starts a job as soon as a
     client rings the queue's bell, and once a result is stored it rings the job's own bell.
 
+    It keeps the process caches every job shares (daemon.runtime.caches, in ctx["caches"]).
+
     And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
     closed, the ones still in use as their jobs end."""
@@ -103,6 +106,8 @@ class MemorydWorker(Worker):
         super().__init__(*args, **kwargs)
         self.stores = StorePool()
         self.ctx[STORES] = self.stores
+        self.caches = ProcessCaches()
+        self.ctx[CACHES] = self.caches
 
     # Override: `main` is arq's public entry point, and arq has no hook at its end (on_shutdown
     # runs in close(), which the service does not call between Redis reconnects). The stores

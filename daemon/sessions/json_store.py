@@ -47,16 +47,9 @@ MAX_SESSIONS_JSON_BYTES = 256 * 1024 * 1024
 # mtime), so a file changed just before it was read is parsed again on every listing.
 LISTING_SETTLED_NS = 2_000_000_000
 _SCALAR = (str, int, float, bool)  # a tuple, not `str | int`: that builds a union on every call
-_NAMESPACE_MEMO_MAX = 4096  # distinct strings kept, each at most _NAMESPACE_MEMO_KEY_MAX chars
+_NAMESPACE_MEMO_MAX = 4096  # distinct strings kept per parse, each at most _NAMESPACE_MEMO_KEY_MAX chars
 _NAMESPACE_MEMO_KEY_MAX = 256
-_namespace_memo: dict[str, tuple[tuple[str, Any], ...]] = {}
-# Listings of idle agents, (agent, path) -> (stat key, listing): a sessions.json seen unchanged
-# by two listings in a row is kept parsed (about 1.2 kB per session), so each later re-sweep of
-# that agent costs a stat of the file instead of a parse of every entry. A file that changes
-# between listings (a busy agent) is never kept: its parse could not be reused anyway, and a
-# single pass (a first sweep) holds no listing beyond its own. Sources are built per
-# operation, so this lives at module level.
-_listing_cache: dict[tuple[str, str], tuple[tuple[int, ...], SessionListing | None]] = {}
+NamespaceMemo = dict[str, tuple[tuple[str, Any], ...]]
 _new_fingerprint = partial(tuple.__new__, Fingerprint)  # Fingerprint(*t) without a Python-level call
 
 
@@ -104,7 +97,7 @@ def _ms(value: Any) -> int | None:
     return None
 
 
-def parse_participants(entry: dict[str, Any]) -> tuple[Participant, ...]:
+def parse_participants(entry: dict[str, Any], memo: NamespaceMemo | None = None) -> tuple[Participant, ...]:
     raw = entry.get("participants")
     out: list[Participant] = []
     if isinstance(raw, list):
@@ -114,7 +107,7 @@ def parse_participants(entry: dict[str, Any]) -> tuple[Participant, ...]:
             actor = _str(item.get("actorId")) or _str(item.get("id"))
             if actor is None:
                 continue
-            out.append(Participant(actor, _namespace_items(item.get("namespace"))))
+            out.append(Participant(actor, _namespace_items(item.get("namespace"), memo)))
     if not out:
         origin = entry.get("origin")
         if isinstance(origin, dict) and _str(origin.get("from")):
@@ -122,20 +115,23 @@ def parse_participants(entry: dict[str, Any]) -> tuple[Participant, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _namespace_items(ns: Any) -> tuple[tuple[str, Any], ...]:
+def _namespace_items(ns: Any, memo: NamespaceMemo | None) -> tuple[tuple[str, Any], ...]:
     """A participant's namespace as sorted (key, scalar) items without `id`. A namespace given as a
-    JSON string is parsed once per distinct short string (a store repeats a handful of them)."""
+    JSON string is parsed once per distinct short string of a listing (`memo`; a store repeats a
+    handful of them)."""
     if not isinstance(ns, str):
         return _scalar_items(ns)
-    items = _namespace_memo.get(ns)
+    if memo is None:
+        memo = {}
+    items = memo.get(ns)
     if items is None:
         try:
             parsed = orjson.loads(ns)
         except orjson.JSONDecodeError:
             parsed = {"type": ns}
         items = _scalar_items(parsed)
-        if len(ns) <= _NAMESPACE_MEMO_KEY_MAX and len(_namespace_memo) < _NAMESPACE_MEMO_MAX:
-            _namespace_memo[ns] = items
+        if len(ns) <= _NAMESPACE_MEMO_KEY_MAX and len(memo) < _NAMESPACE_MEMO_MAX:
+            memo[ns] = items
     return items
 
 
@@ -157,7 +153,9 @@ def _channel(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def session_from_entry(agent_id: str, key: str, entry: dict[str, Any], transcript: Path | str) -> SessionInfo:
+def session_from_entry(
+    agent_id: str, key: str, entry: dict[str, Any], transcript: Path | str, memo: NamespaceMemo | None = None
+) -> SessionInfo:
     raw_origin = entry.get("origin")
     origin: dict[str, Any] = raw_origin if isinstance(raw_origin, dict) else {}
     return SessionInfo(
@@ -169,7 +167,7 @@ def session_from_entry(agent_id: str, key: str, entry: dict[str, Any], transcrip
         channel=_channel(entry),
         account_id=_str(entry.get("accountId")) or _str(origin.get("accountId")),
         hook_source=_str(entry.get("hookExternalContentSource")),
-        participants=parse_participants(entry),
+        participants=parse_participants(entry, memo),
         created_at=_ms(entry.get("createdAt")) or _ms(entry.get("sessionStartedAt")),
         updated_at=_ms(entry.get("updatedAt")),
         generated_by_narrative="dreaming-narrative" in key,
@@ -177,12 +175,41 @@ def session_from_entry(agent_id: str, key: str, entry: dict[str, Any], transcrip
     )
 
 
+class ListingCache:
+    """Listings of idle agents, (agent, sessions.json path) -> (stat key, listing), kept by a
+    long-lived process between operations (sources are built per operation). A sessions.json
+    seen unchanged by two listings in a row is kept parsed (about 1.2 kB per session), so each
+    later re-sweep of that agent costs a stat of the file instead of a parse of every entry. A
+    file that changes between listings (a busy agent) is never kept: its parse could not be
+    reused anyway, and a single pass (a first sweep) holds no listing beyond its own. Entries are
+    replaced whole (sources on several threads may share one)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], tuple[tuple[int, ...], SessionListing | None]] = {}
+
+    def __len__(self) -> int:
+        return sum(1 for _, listing in self._entries.values() if listing is not None)
+
+    def get(self, key: tuple[str, str]) -> tuple[tuple[int, ...], SessionListing | None] | None:
+        return self._entries.get(key)
+
+    def put(self, key: tuple[str, str], stat_key: tuple[int, ...], listing: SessionListing | None) -> None:
+        self._entries[key] = (stat_key, listing)
+
+    def drop(self, key: tuple[str, str]) -> None:
+        self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
 class JsonSessionSource:
     kind = "json"
 
-    def __init__(self, agent_id: str, sessions_dir: Path):
+    def __init__(self, agent_id: str, sessions_dir: Path, listings: ListingCache | None = None):
         self.agent_id = agent_id
         self.dir = sessions_dir
+        self.listings = listings if listings is not None else ListingCache()
 
     @property
     def store_path(self) -> Path:
@@ -214,10 +241,10 @@ class JsonSessionSource:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            _listing_cache.pop(cache_key, None)
+            self.listings.drop(cache_key)
             return SessionListing(())
         stat_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        cached = _listing_cache.get(cache_key)
+        cached = self.listings.get(cache_key)
         if cached is not None and cached[0] == stat_key and cached[1] is not None:
             return cached[1]
         read_at = time.time_ns()
@@ -234,15 +261,16 @@ class JsonSessionSource:
             and max(st.st_mtime_ns, st.st_ctime_ns) < read_at - LISTING_SETTLED_NS
         ):
             idle = cached is not None and cached[0] == stat_key
-            _listing_cache[cache_key] = (stat_key, listing if idle else None)
+            self.listings.put(cache_key, stat_key, listing if idle else None)
         else:
-            _listing_cache.pop(cache_key, None)
+            self.listings.drop(cache_key)
         return listing
 
     def _listing(self, store: dict[str, Any]) -> SessionListing:
         sessions: dict[str, SessionInfo] = {}
         errors: list[str] = []
         directory = str(self.dir)
+        memo: NamespaceMemo = {}
         for key, entry in store.items():
             if not isinstance(entry, dict):
                 errors.append(f"{self.store_path}: {key!r}: entry is not an object; skipped")
@@ -253,7 +281,7 @@ class JsonSessionSource:
                 errors.append(f"{self.store_path}: {key!r}: sessionId {sid!r} {problem}; skipped")
                 continue
             # The id has no separator (checked above): joining strings gives str(self.dir / name).
-            session = session_from_entry(self.agent_id, key, entry, f"{directory}/{sid}.jsonl")
+            session = session_from_entry(self.agent_id, key, entry, f"{directory}/{sid}.jsonl", memo)
             sessions.setdefault(session.session_id, session)
         ordered = sorted(sessions.values(), key=lambda s: (s.created_at or 0, s.session_id))
         return SessionListing(tuple(ordered), tuple(errors))

@@ -18,6 +18,10 @@ memoryd never writes to this database or its directory. Two ways of reading keep
   that starts meanwhile writes to its new WAL and leaves the main file alone until it
   checkpoints; a read that overlapped a checkpoint is retried (or, for a transcript already
   partly yielded, refused with SourceChanged: it is read again next sweep).
+
+Its SQL is the one exception to "SQL lives in store/": it reads another program's schema, which
+memoryd neither owns nor migrates, with its own connection rules (above); like the JSON reader
+beside it, it is a session source, and its queries change only with OpenClaw's format.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from daemon.sessions.model import (
     SessionInfo,
     SessionListing,
 )
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, sqlite3
+from daemon.store.engine import ANY_SQLITE_ERROR, Connection, sqlite3
 
 # SessionEntry.hookExternalContentSource values; the window column only knows gmail|webhook.
 ENTRY_HOOK_SOURCES = frozenset({"email", "gmail", "webhook"})

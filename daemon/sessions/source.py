@@ -4,14 +4,18 @@ else the sessions.json layout."""
 from __future__ import annotations
 
 from daemon.ids import validate_agent_id
-from daemon.sessions.json_store import JsonSessionSource
+from daemon.sessions.json_store import JsonSessionSource, ListingCache
 from daemon.sessions.model import SessionSource
 from daemon.settings import Settings
 
 OPENCLAW_DB_RELATIVE = ("agent", "openclaw-agent.sqlite")
 
 
-def session_source_for(settings: Settings, agent_id: str) -> SessionSource:
+def session_source_for(
+    settings: Settings, agent_id: str, listings: ListingCache | None = None
+) -> SessionSource:
+    """The agent's source; `listings` is the process's cache of idle listings (a fresh one when
+    not given: nothing is kept beyond this source)."""
     validate_agent_id(agent_id)
     agent_root = settings.sessions_root / "agents" / agent_id
     choice = settings.session_source_for(agent_id)
@@ -20,4 +24,4 @@ def session_source_for(settings: Settings, agent_id: str) -> SessionSource:
         from daemon.sessions.openclaw_store import OpenClawSessionSource  # type: ignore[import-not-found]
 
         return OpenClawSessionSource(agent_id, db_path)  # type: ignore[no-any-return]
-    return JsonSessionSource(agent_id, agent_root / "sessions")
+    return JsonSessionSource(agent_id, agent_root / "sessions", listings)

@@ -1,7 +1,7 @@
 """`IN (...)` statements over any number of values: one statement per SQL_IN_BATCH values.
 
-The SQL carries `{marks}` where the placeholders go; any other parameters are bound after them
-(`select_in`'s `extra`) or before them (`execute_in`'s `before`), as they stand in the statement.
+The SQL carries `{marks}` where the placeholders go; any other parameters are bound before them
+(`before`) or after them (`select_in`'s `extra`), as they stand in the statement.
 """
 
 from __future__ import annotations
@@ -10,16 +10,25 @@ from collections.abc import Iterable
 from typing import Any
 
 from daemon.constants import SQL_IN_BATCH
-from daemon.store.db import Connection
+from daemon.store.engine import Connection
 
 
-def select_in(conn: Connection, sql: str, values: Iterable[Any], extra: tuple[Any, ...] = ()) -> list[tuple]:
-    """Rows of `sql` over all `values` (`extra` bound after the placeholders)."""
+def select_in(
+    conn: Connection,
+    sql: str,
+    values: Iterable[Any],
+    extra: tuple[Any, ...] = (),
+    *,
+    before: tuple[Any, ...] = (),
+) -> list[tuple]:
+    """Rows of `sql` over all `values` (`before` bound ahead of the placeholders, `extra` after)."""
     rows: list[tuple] = []
     values = list(values)
     for start in range(0, len(values), SQL_IN_BATCH):
         batch = values[start : start + SQL_IN_BATCH]
-        rows += conn.execute(sql.format(marks=",".join("?" * len(batch))), [*batch, *extra]).fetchall()
+        rows += conn.execute(
+            sql.format(marks=",".join("?" * len(batch))), [*before, *batch, *extra]
+        ).fetchall()
     return rows
 
 

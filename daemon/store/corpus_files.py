@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from daemon.store.batched import execute_in, select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.db import Connection
 
 TABLE = "corpus_session_files"
 
@@ -28,14 +28,8 @@ def record_corpus_files(conn: Connection, pairs: Iterable[tuple[str, str]]) -> i
     return conn.total_changes - before
 
 
-def corpus_files_by_session(
-    conn: Connection, session_ids: Collection[str]
-) -> dict[str, frozenset[str]] | None:
-    """Recorded corpus files of each session that has any (primary-key lookups).
-
-    None when the store predates the table: then nothing is known about any session."""
-    if not table_exists(conn, TABLE):
-        return None
+def corpus_files_by_session(conn: Connection, session_ids: Collection[str]) -> dict[str, frozenset[str]]:
+    """Recorded corpus files of each session that has any (primary-key lookups)."""
     found: dict[str, set[str]] = {}
     for sid, path in select_in(
         conn,
@@ -48,6 +42,6 @@ def corpus_files_by_session(
 
 def delete_corpus_files(conn: Connection, session_ids: Collection[str]) -> int:
     """Remove the rows of these sessions; rows removed."""
-    if not session_ids or not table_exists(conn, TABLE):
+    if not session_ids:
         return 0
     return execute_in(conn, f"DELETE FROM {TABLE} WHERE session_id IN ({{marks}})", sorted(set(session_ids)))

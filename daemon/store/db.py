@@ -6,136 +6,126 @@ thread hop instead of a thousand (about 50 µs each on these machines).
 
 Writes run inside `BEGIN IMMEDIATE` and check the workspace fence first (DESIGN §4): a lease
 holder whose lease silently expired carries a stale token and its commit is refused.
+
+The engine underneath (sqlite3 module, Connection type, connection setup) is `engine.py`;
+the schema steps are `migrate.py` and the SQL files under `migrations/`.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3 as _stdlib_sqlite3
+import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
 from daemon.constants import FILE_MODE
 from daemon.errors import FencedOut, OperationFailed
-from daemon.fileio import make_private_dirs
+from daemon.fileio import fsync_dir, make_private_dirs
+from daemon.store.engine import (
+    ANY_SQLITE_ERROR,
+    SQLITE_SOFT_HEAP_LIMIT_BYTES,
+    SQLITE_VERSION,
+    Connection,
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    connect,
+    has_vector_extension,
+    sqlite3,
+    truncate_wal,
+)
+from daemon.store.migrate import AGENT, Schema, StoreMissing, build_new, check_current, migrate_connection
 
-try:  # SQLite 3.51 with FTS5 contentless_delete, secure-delete and loadable extensions.
-    import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - other platforms fall back to the stdlib build
-    import sqlite3  # type: ignore[no-redef]
+# The engine's names most callers need, importable from here with the Store.
+__all__ = [
+    "ANY_SQLITE_ERROR",
+    "SQLITE_SOFT_HEAP_LIMIT_BYTES",
+    "SQLITE_VERSION",
+    "Connection",
+    "DatabaseError",
+    "FenceToken",
+    "IntegrityError",
+    "OperationalError",
+    "Store",
+    "check_and_store_fence",
+    "has_vector_extension",
+    "sqlite3",
+    "truncate_wal",
+]
 
 T = TypeVar("T")
-Connection = Any  # a DB-API connection of whichever sqlite3 module is in use
-
-SQLITE_VERSION: str = sqlite3.sqlite_version
-DatabaseError = sqlite3.DatabaseError
-IntegrityError = sqlite3.IntegrityError
-OperationalError = sqlite3.OperationalError
-# The stdlib module's errors are distinct classes; catch both where either can surface.
-ANY_SQLITE_ERROR: tuple[type[BaseException], ...] = (sqlite3.Error, _stdlib_sqlite3.Error)
-
-
-BUSY_TIMEOUT_MS = 30_000
-WAL_TRUNCATE_WAIT_MS = 2_000
-SQLITE_SOFT_HEAP_LIMIT_BYTES = 32 * 1024 * 1024
-
-
-def _connect_raw(path: str, *, readonly: bool) -> Connection:
-    if readonly:
-        conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-        )
-        conn.execute("PRAGMA query_only = ON")
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    # Deleted content is overwritten with zeros instead of lingering in free pages (erasure).
-    conn.execute("PRAGMA secure_delete = ON")
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA cache_size = -65536")
-    # Process-wide: however many stores are open (the worker keeps some), SQLite's caches
-    # together stay near this; above it, pages are recycled instead of the heap growing.
-    conn.execute(f"PRAGMA soft_heap_limit = {SQLITE_SOFT_HEAP_LIMIT_BYTES}")
-    return conn
-
-
-def _load_vector_extension(conn: Connection) -> None:
-    try:
-        import sqlite_vec  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
-    except (AttributeError, sqlite3.Error):
-        pass  # exact cosine in-process is used instead (index/vectors.py)
-
-
-def has_vector_extension(conn: Connection) -> bool:
-    """Whether sqlite-vec's functions work on `conn`, loading it on the first ask: most
-    connections (sweeps, forgets, previews) never need it, and loading costs ~0.25 ms an open."""
-    if _vector_functions_work(conn):
-        return True
-    _load_vector_extension(conn)
-    return _vector_functions_work(conn)
-
-
-def _vector_functions_work(conn: Connection) -> bool:
-    try:
-        conn.execute("SELECT vec_version()").fetchone()
-        return True
-    except ANY_SQLITE_ERROR:
-        return False
 
 
 class Store:
-    """An open per-agent database. Use `await Store.open(path)`; close with `await store.close()`."""
+    """An open store: a per-agent database, or the host's retention database. Use
+    `await Store.open(path)`; close with `await store.close()`."""
 
-    def __init__(self, path: Path, db: aiosqlite.Connection, readonly: bool):
+    def __init__(self, path: Path, db: aiosqlite.Connection, readonly: bool, schema: Schema = AGENT):
         self.path = path
         self._db = db
         self.readonly = readonly
+        self.schema = schema
 
     @classmethod
-    async def open(cls, path: Path, *, readonly: bool = False, migrate: bool = True) -> Store:
-        """Open (creating and migrating unless readonly) the database at `path`.
+    async def open(cls, path: Path, *, readonly: bool = False, schema: Schema = AGENT) -> Store:
+        """Open the database at `path`: for writing, created and migrated as needed; read-only,
+        it must exist and have run every migration of `schema` (see migrate.check_current).
 
-        A read-only open never creates a file or a table: a dry run writes nothing.
+        A read-only open never creates a file or a table: a dry run writes nothing. A new store
+        appears at `path` with its whole schema (see `_create`): a reader never finds it empty.
         """
-        from daemon.store.migrations import migrate_connection
-
         if readonly and not path.exists():
-            raise FileNotFoundError(path)
+            raise StoreMissing(path)
         if not readonly:
             make_private_dirs(path.parent)
-            if not path.exists():
-                fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
-                os.close(fd)
 
-        def connect() -> Connection:
-            conn = _connect_raw(str(path), readonly=readonly)
-            if migrate and not readonly:
-                # On the connection's own thread as it opens: no second hop to the thread, and
-                # an up-to-date schema costs one PRAGMA read (migrate_connection skips the rest).
-                try:
-                    migrate_connection(conn)
-                except BaseException:
-                    conn.close()
-                    raise
+        refused: list[Exception] = []
+
+        def open_connection() -> Connection:
+            # On the connection's own thread as it opens: no second hop to the thread, and an
+            # up-to-date schema costs one PRAGMA read.
+            if not readonly and not path.exists():
+                _create(path, schema)
+            conn = connect(str(path), readonly=readonly)
+            try:
+                if readonly:
+                    check_current(conn, schema)
+                else:
+                    migrate_connection(conn, schema)
+            except Exception as exc:
+                # Handed over once the connection is open, so that it and its thread are closed
+                # before the error is raised: a connector that fails leaves aiosqlite's thread
+                # answering a loop that a one-shot command may have closed by then.
+                refused.append(exc)
+            except BaseException:
+                conn.close()
+                raise
             return conn
 
-        db = aiosqlite.Connection(connect, 64)
+        # aiosqlite is typed for the stdlib's connection class; pysqlite3's has the same API.
+        db = aiosqlite.Connection(cast(Callable[[], Any], open_connection), 64)
         try:
             await db
         except ANY_SQLITE_ERROR as exc:
             raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
-        return cls(path, db, readonly)
+        if refused:
+            await db.close()
+            try:
+                raise refused[0]
+            except ANY_SQLITE_ERROR as exc:
+                raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
+        return cls(path, db, readonly, schema)
+
+    @classmethod
+    async def open_existing(cls, path: Path, *, schema: Schema = AGENT) -> Store | None:
+        """The store at `path` read-only, or None when there is none (see migrate.StoreMissing)."""
+        try:
+            return await cls.open(path, readonly=True, schema=schema)
+        except StoreMissing:
+            return None
 
     async def close(self) -> None:
         await self._db.close()
@@ -165,6 +155,38 @@ class Store:
         if self.readonly:
             raise OperationFailed(f"{self.path}: store is open read-only")
         return await self.run(_in_write_txn, fn, fence, *args)
+
+
+def _create(path: Path, schema: Schema) -> None:
+    """Build a new store in a temporary file beside `path`, migrated and closed, then link it into
+    place: the name appears with the whole schema or not at all (a reader racing the first writer
+    never sees an empty database). A link, not a rename, so a store another opener created first
+    is never replaced; the temporary name goes either way."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
+    os.close(fd)
+    try:
+        conn: Connection = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            # A private file: no journal to roll back to (a failed build is thrown away) and no
+            # sync per commit; one fsync below makes it durable before its name appears.
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            build_new(conn, schema)
+        finally:
+            conn.close()
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        fsync_dir(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class FenceToken:
@@ -213,23 +235,3 @@ def _in_write_txn(conn: Connection, fn: Callable[..., T], fence: FenceToken | No
         raise
     conn.execute("COMMIT")
     return result
-
-
-def table_exists(conn: Connection, name: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = ? AND type IN ('table', 'view')", (name,)
-    ).fetchone()
-    return row is not None
-
-
-def truncate_wal(conn: Connection) -> bool:
-    """Copy the WAL into the database and cut it to zero bytes, so frames written before a purge
-    (rows it has since deleted) do not outlive it in the -wal file while connections stay open.
-    Waits at most WAL_TRUNCATE_WAIT_MS for readers; False if one still held an older snapshot
-    (the frames then go at the next checkpoint or when the last connection closes)."""
-    conn.execute(f"PRAGMA busy_timeout = {WAL_TRUNCATE_WAIT_MS}")
-    try:
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return busy == 0

@@ -1,12 +1,17 @@
-"""Entry origins: which sessions each tracked entry key came from (reference §5.4, §5.7)."""
+"""Entry origins (`memory_entry_origins`, reference §5.4, §5.7): which sessions each tracked
+entry key came from — the lineage that forget and erasure follow.
+
+Each function runs inside the caller's transaction; lookups go by the primary key (entry key)
+or the session index, never a scan of every origin.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from daemon.store.batched import execute_in, select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.engine import Connection
 
 ORIGIN_CLASSES = ("owner", "agent", "untrusted", "system")
 
@@ -52,7 +57,7 @@ def record_origins(conn: Connection, agent_id: str, origins: Iterable[EntryOrigi
 
 def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[str]) -> list[EntryOrigin]:
     """Origins of the given sessions, by index (never a scan of all origins)."""
-    if not session_ids or not table_exists(conn, "memory_entry_origins"):
+    if not session_ids:
         return []
     rows = select_in(
         conn,
@@ -64,7 +69,7 @@ def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[
 
 
 def origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[EntryOrigin]:
-    if not entry_keys or not table_exists(conn, "memory_entry_origins"):
+    if not entry_keys:
         return []
     rows = select_in(
         conn,
@@ -86,3 +91,58 @@ def delete_origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequ
         entry_keys,
         (agent_id,),
     )
+
+
+def insert_origins(conn: Connection, rows: Iterable[tuple[str, str, str, str | None, str, int]]) -> None:
+    """Insert-or-ignore (entry_key, agent_id, session_id, session_key, origin_class, observed_at)
+    rows in one statement, for a writer that need not know which were new (staging)."""
+    conn.executemany(
+        f"INSERT INTO memory_entry_origins ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
+        rows,
+    )
+
+
+def entry_keys_of_sessions(conn: Connection, agent_id: str, session_ids: Sequence[str]) -> set[str]:
+    """Entry keys any of these sessions contributed to (session index)."""
+    rows = select_in(
+        conn,
+        "SELECT entry_key FROM memory_entry_origins WHERE session_id IN ({marks}) AND agent_id = ?",
+        session_ids,
+        (agent_id,),
+    )
+    return {k for (k,) in rows}
+
+
+def origin_pairs(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[tuple[str, str]]:
+    """(entry_key, session_id) of every origin of these entry keys (primary key)."""
+    rows = select_in(
+        conn,
+        "SELECT entry_key, session_id FROM memory_entry_origins WHERE entry_key IN ({marks}) AND agent_id = ?",
+        entry_keys,
+        (agent_id,),
+    )
+    return [(k, s) for k, s in rows]
+
+
+def keys_with_origins(conn: Connection, agent_id: str, entry_keys: Collection[str]) -> frozenset[str]:
+    """Which of `entry_keys` have at least one origin row for this agent (primary-key lookups)."""
+    if not entry_keys:
+        return frozenset()
+    rows = select_in(
+        conn,
+        "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key IN ({marks}) AND agent_id = ?",
+        sorted(set(entry_keys)),
+        (agent_id,),
+    )
+    return frozenset(k for (k,) in rows)
+
+
+def delete_origin_rows(conn: Connection, agent_id: str, pairs: Iterable[tuple[str, str]]) -> int:
+    """Delete exactly these (entry_key, session_id) rows; how many there were."""
+    before = conn.total_changes
+    conn.executemany(
+        "DELETE FROM memory_entry_origins WHERE entry_key = ? AND agent_id = ? AND session_id = ?",
+        [(key, agent_id, sid) for key, sid in pairs],
+    )
+    return conn.total_changes - before

@@ -1,19 +1,20 @@
-"""Short-term (staged) entries: the row type of `short_term_entries`, its column list and the
-row encoding, shared by ingestion's staging, backfill and dreaming.
+"""Short-term (staged) entries (`short_term_entries`, reference §5.4): the row type, its column
+list and encoding, and every query over the table — ingestion's staging, backfill, dreaming and
+forget. Dreaming's reads join the phase signals (store/phase_signals.py) of each entry.
 
-Each function takes a DB-API connection and runs inside the caller's transaction.
+Each function takes a connection and runs inside the caller's transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from daemon.store.batched import select_in
-from daemon.store.db import Connection
+from daemon.store.batched import execute_in, select_in
+from daemon.store.engine import Connection
 
 # Columns holding JSON lists (decoded to tuples of str).
 _LIST_COLUMNS = (12, 13, 14)
@@ -100,3 +101,205 @@ def load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, ShortTermEn
         conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
     )
     return {r[0]: ShortTermEntry(*decode_row(r)) for r in rows}
+
+
+def load_raw_rows(conn: Connection, keys: Sequence[str]) -> list[tuple]:
+    """The stored rows among `keys`, as stored (JSON lists undecoded), in COLUMNS order."""
+    return select_in(
+        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
+    )
+
+
+def load_raw_row(conn: Connection, key: str) -> tuple:
+    return tuple(
+        conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)).fetchone()
+    )
+
+
+def existing_keys(conn: Connection, keys: Iterable[str]) -> set[str]:
+    rows = select_in(
+        conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})", dict.fromkeys(keys)
+    )
+    return {k for (k,) in rows}
+
+
+# --- staging (ingestion) ------------------------------------------------------------------------
+
+# What a daily signal changes on an existing entry; columns other writers own (promotion) stay.
+_SIGNAL_COLUMNS = (
+    "daily_count",
+    "total_score",
+    "max_score",
+    "last_recalled_at",
+    "query_hashes",
+    "recall_days",
+    "origin_class",
+    "session_kind",
+    "observed_at",
+    "claim_hash",
+)
+_UPDATE_SIGNALS = ", ".join(f"{c} = excluded.{c}" for c in _SIGNAL_COLUMNS)
+
+
+class NewClaim(NamedTuple):
+    """A claim staged for the first time from one signal: the values a fresh entry does not share
+    with the other fresh entries of its batch."""
+
+    entry_key: str
+    path: str
+    line: int
+    snippet: str
+    query_hash: str
+    origin_class: str
+    session_kind: str
+    observed_at: int
+    claim_hash: str
+
+
+def insert_new_claims(
+    conn: Connection, claims: Sequence[NewClaim], day_bucket: str, now_ms: int, score: float
+) -> None:
+    """Insert entries that each got one signal today (the common case of a first sweep), written
+    with under half the bound values of a whole row (binding dominates the cost of a wide row).
+    The per-batch constants are SQL literals: a validated day, an integer and a float."""
+    days = _sql_text(orjson.dumps([day_bucket]).decode())
+    conn.executemany(
+        "INSERT INTO short_term_entries (entry_key, path, start_line, end_line, snippet, daily_count, total_score, "
+        "max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, origin_class, session_kind, "
+        "observed_at, claim_hash) "
+        f"VALUES (?1, ?2, ?3, ?3, ?4, 1, {float(score)!r}, {float(score)!r}, {int(now_ms)}, "
+        f"{int(now_ms)}, json_array(?5), {days}, ?6, ?7, ?8, ?9)",
+        claims,
+    )
+
+
+def upsert_signals(conn: Connection, entries: Sequence[ShortTermEntry]) -> None:
+    """Write merged entries: a new key is inserted whole, an existing one gets only the columns a
+    signal changes."""
+    conn.executemany(
+        f"INSERT INTO short_term_entries ({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))}) "
+        f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SIGNALS}",
+        [encode_row(e) for e in entries],
+    )
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+# --- backfill -----------------------------------------------------------------------------------
+
+
+def insert_raw_row(conn: Connection, values: Sequence[Any]) -> None:
+    """Insert a whole entry given as stored values in COLUMNS order."""
+    conn.execute(
+        f"INSERT INTO short_term_entries({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))})", values
+    )
+
+
+def add_grounded_signal(
+    conn: Connection,
+    key: str,
+    score: float,
+    now_ms: int,
+    query_hashes: str,
+    recall_days: str,
+    origin_class: str,
+    observed_at: int,
+) -> None:
+    """One grounded signal on an existing entry (the JSON lists as they are to be stored)."""
+    conn.execute(
+        "UPDATE short_term_entries SET grounded_count = grounded_count + 1, total_score = total_score + ?, "
+        "max_score = MAX(max_score, ?), last_recalled_at = ?, query_hashes = ?, recall_days = ?, "
+        "origin_class = ?, observed_at = MAX(observed_at, ?) WHERE entry_key = ?",
+        (score, score, now_ms, query_hashes, recall_days, origin_class, observed_at, key),
+    )
+
+
+def restore_raw_row(conn: Connection, values: Sequence[Any]) -> int:
+    """Put back every column of an entry that still exists (values as stored, COLUMNS order)."""
+    sets = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
+    return int(
+        conn.execute(
+            f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?", [*values[1:], values[0]]
+        ).rowcount
+    )
+
+
+# --- dreaming -----------------------------------------------------------------------------------
+
+
+class PhaseSignals(NamedTuple):
+    light_hits: int
+    rem_hits: int
+    last_light_at: int | None
+    last_rem_at: int | None
+
+
+def read_with_signals(
+    conn: Connection, keys: Sequence[str] | None = None, *, include_promoted: bool = False
+) -> list[tuple[list[Any], PhaseSignals]]:
+    """Entries (all, or the given keys; unpromoted ones unless `include_promoted`) in key order,
+    each as its decoded field values and its phase signals."""
+    sql = (
+        f"SELECT {', '.join('e.' + c for c in COLUMNS)}, "
+        "COALESCE(s.light_hits, 0), COALESCE(s.rem_hits, 0), s.last_light_at, s.last_rem_at "
+        "FROM short_term_entries e LEFT JOIN phase_signals s ON s.entry_key = e.entry_key"
+    )
+    if keys is None:
+        where = "" if include_promoted else " WHERE e.promoted_at IS NULL"
+        rows = conn.execute(sql + where + " ORDER BY e.entry_key").fetchall()
+    else:
+        clause = " WHERE e.entry_key IN ({marks})" + (
+            "" if include_promoted else " AND e.promoted_at IS NULL"
+        )
+        rows = select_in(conn, sql + clause, dict.fromkeys(keys))
+        rows.sort(key=lambda r: r[0])
+    n = len(COLUMNS)
+    return [(decode_row(r), PhaseSignals(int(r[n]), int(r[n + 1]), r[n + 2], r[n + 3])) for r in rows]
+
+
+def mark_promoted(conn: Connection, keys: Iterable[str], now_ms: int) -> int:
+    """Set promoted_at on still-unpromoted entries; return how many changed."""
+    return execute_in(
+        conn,
+        "UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL AND entry_key IN ({marks})",
+        dict.fromkeys(keys),
+        (now_ms,),
+    )
+
+
+# --- forget -------------------------------------------------------------------------------------
+
+
+class EntryText(NamedTuple):
+    entry_key: str
+    path: str
+    snippet: str
+
+
+def texts_by_key(conn: Connection, keys: Sequence[str]) -> list[EntryText]:
+    rows = select_in(
+        conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})", keys
+    )
+    return [EntryText(*r) for r in rows]
+
+
+def texts_by_path(conn: Connection, paths: Sequence[str]) -> list[EntryText]:
+    """Entries staged from these workspace files (by the path index)."""
+    rows = select_in(
+        conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE path IN ({marks})", paths
+    )
+    return [EntryText(*r) for r in rows]
+
+
+def texts_outside(conn: Connection, low: str, high: str) -> list[EntryText]:
+    """Entries whose path is not in [low, high) (by the path index)."""
+    rows = conn.execute(
+        "SELECT entry_key, path, snippet FROM short_term_entries WHERE path < ? OR path >= ?", (low, high)
+    ).fetchall()
+    return [EntryText(*r) for r in rows]
+
+
+def delete_entries(conn: Connection, keys: Sequence[str]) -> int:
+    return execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", keys)

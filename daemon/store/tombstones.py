@@ -10,14 +10,15 @@ import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import make_private_dirs
-from daemon.store.batched import select_in
-from daemon.store.db import Connection, table_exists
+from daemon.store.batched import execute_in, select_in
+from daemon.store.engine import Connection
+from daemon.store.index_state import bump_revision
 
 REASON_FORGOTTEN = "forgotten"
 HASHED_PREFIX = "hmac:"
@@ -64,7 +65,7 @@ def hashed_session_ref(secret: bytes, session_id: str) -> str:
 def forgotten_ids(conn: Connection, session_ids: Iterable[str], secret: bytes | None = None) -> set[str]:
     """Which of `session_ids` are forgotten (plain or hashed record). One query per 500 ids."""
     ids = list(dict.fromkeys(session_ids))
-    if not ids or not table_exists(conn, "memory_session_tombstones"):
+    if not ids:
         return set()
     wanted: dict[str, str] = {sid: sid for sid in ids}
     if secret is not None:
@@ -80,8 +81,6 @@ def is_forgotten(conn: Connection, session_id: str, secret: bytes | None = None)
 
 
 def list_tombstones(conn: Connection) -> list[Tombstone]:
-    if not table_exists(conn, "memory_session_tombstones"):
-        return []
     rows = conn.execute(
         "SELECT session_id, agent_id, reason, created_at FROM memory_session_tombstones ORDER BY session_id"
     ).fetchall()
@@ -111,11 +110,21 @@ def record_tombstones(
     return inserted
 
 
-def bump_revision(conn: Connection) -> int:
-    conn.execute("UPDATE memory_index_state SET revision = revision + 1 WHERE id = 1")
-    return current_revision(conn)
+def any_tombstone(conn: Connection) -> bool:
+    """Whether the store has any forgotten-session record (most have none)."""
+    return conn.execute("SELECT 1 FROM memory_session_tombstones LIMIT 1").fetchone() is not None
 
 
-def current_revision(conn: Connection) -> int:
-    row = conn.execute("SELECT revision FROM memory_index_state WHERE id = 1").fetchone()
-    return int(row[0]) if row else 0
+def delete_tombstones(conn: Connection, session_refs: Sequence[str]) -> int:
+    """Remove these records (plain ids or `hmac:` refs); rows removed."""
+    return execute_in(
+        conn, "DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", session_refs
+    )
+
+
+def count_tombstones(conn: Connection, session_refs: Sequence[str]) -> int:
+    """How many of these records exist."""
+    rows = select_in(
+        conn, "SELECT count(*) FROM memory_session_tombstones WHERE session_id IN ({marks})", session_refs
+    )
+    return sum(int(r[0]) for r in rows)

@@ -1,12 +1,16 @@
-"""Tables of the retention domain (seed 001): scopes, memory-tool objects with provenance
-edges, legal holds and erasure receipts. They live in the host-level `state_dir/retention.sqlite`
-(the migration applies every domain's DDL to every store, so agent stores carry them empty).
+-- Retention store (state_dir/retention.sqlite), version 1: scopes, memory-tool objects with
+-- provenance edges, legal holds, erasure receipts, and the fence of the retention lease.
+-- Frozen: released as is, never edited; a change is a new numbered step. Stores created before
+-- version 3 ran the agent tables in this step too (the schemas were one); step 3 drops them.
 
-Scope strings sort so that a scope's structural subtree is the key range
-(`scope > 'S:' AND scope < 'S;'`, ';' being ':' + 1): cascades and hold checks are range scans.
-"""
+-- Highest fencing token seen per lease (DESIGN §4). A write with an older token is refused.
+CREATE TABLE IF NOT EXISTS fence (
+  workspace_key TEXT PRIMARY KEY,
+  token INTEGER NOT NULL
+) STRICT;
 
-DDL = """
+-- Scope strings sort so that a scope's structural subtree is the key range
+-- (`scope > 'S:' AND scope < 'S;'`, ';' being ':' + 1): cascades and hold checks are range scans.
 CREATE TABLE IF NOT EXISTS retention_scopes (
   scope TEXT PRIMARY KEY,                    -- tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]]
   parent TEXT,                               -- structural parent; NULL for a tenant
@@ -52,4 +56,3 @@ CREATE TABLE IF NOT EXISTS erasure_receipts (
   state TEXT NOT NULL CHECK (state IN ('complete', 'partial', 'refused')),
   body TEXT NOT NULL                         -- the receipt as JSON
 ) STRICT;
-"""

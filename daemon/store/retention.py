@@ -1,18 +1,26 @@
-"""Repository of the retention tables: plain parameterised SQL, one function per query.
+"""The retention tables of `state_dir/retention.sqlite` (seed 001): scopes, memory-tool objects
+with their provenance edges, legal holds and erasure receipts. Plain parameterised SQL, one
+function per query.
 
 Every function takes a DB-API connection and runs inside the caller's transaction
 (`Store.read` / `Store.write`), so one logical step is one transaction and one thread hop.
-Lists of keys go through `IN (...)` in batches of SQL_IN_BATCH, never one statement per row.
+Lists of keys go through `IN (...)` in batches (store/batched.py), never one statement per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.constants import DAY_MS, SQL_IN_BATCH, TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES
-from daemon.retention.scopes import subtree_bounds
-from daemon.store.db import Connection
+from daemon.constants import DAY_MS, TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES
+from daemon.store.batched import execute_in, select_in
+from daemon.store.engine import Connection
+
+
+def subtree_bounds(root: str) -> tuple[str, str]:
+    """Key range (exclusive) holding every scope strictly under `root`: ';' sorts right after ':'
+    (the retention schema's key order; cascades and hold checks are range scans)."""
+    return root + ":", root + ";"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,27 +68,13 @@ _OBJECT_COLS = (
 )
 
 
-def _batches(values: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(values), SQL_IN_BATCH):
-        yield list(values[start : start + SQL_IN_BATCH])
-
-
-def _marks(batch: Sequence[object]) -> str:
-    return ",".join("?" * len(batch))
-
-
 # --- scopes -----------------------------------------------------------------------------------
 
 
 def scopes_by_key(conn: Connection, keys: Iterable[str]) -> dict[str, ScopeRow]:
     wanted = list(dict.fromkeys(keys))
-    out: dict[str, ScopeRow] = {}
-    for batch in _batches(wanted):
-        for row in conn.execute(
-            f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE scope IN ({_marks(batch)})", batch
-        ):
-            out[row[0]] = ScopeRow(*row)
-    return out
+    rows = select_in(conn, f"SELECT {_SCOPE_COLS} FROM retention_scopes WHERE scope IN ({{marks}})", wanted)
+    return {row[0]: ScopeRow(*row) for row in rows}
 
 
 def subtree_scopes(conn: Connection, root: str) -> list[ScopeRow]:
@@ -135,14 +129,12 @@ def due_for_expiry(conn: Connection, now_ms: int) -> list[ScopeRow]:
 
 
 def mark_expired(conn: Connection, scopes: Sequence[str], now_ms: int) -> int:
-    changed = 0
-    for batch in _batches(scopes):
-        changed += conn.execute(
-            f"UPDATE retention_scopes SET expired_at = ? WHERE scope IN ({_marks(batch)}) "
-            "AND expired_at IS NULL",
-            [now_ms, *batch],
-        ).rowcount
-    return changed
+    return execute_in(
+        conn,
+        "UPDATE retention_scopes SET expired_at = ? WHERE scope IN ({marks}) AND expired_at IS NULL",
+        scopes,
+        (now_ms,),
+    )
 
 
 def expired_before(conn: Connection, cutoff_ms: int) -> list[ScopeRow]:
@@ -165,12 +157,7 @@ def children_exist_outside(conn: Connection, scope: str, allowed: set[str]) -> b
 
 
 def delete_scopes(conn: Connection, scopes: Sequence[str]) -> int:
-    removed = 0
-    for batch in _batches(scopes):
-        removed += conn.execute(
-            f"DELETE FROM retention_scopes WHERE scope IN ({_marks(batch)})", batch
-        ).rowcount
-    return removed
+    return execute_in(conn, "DELETE FROM retention_scopes WHERE scope IN ({marks})", scopes)
 
 
 # --- objects ----------------------------------------------------------------------------------
@@ -196,17 +183,12 @@ def insert_objects(conn: Connection, rows: Sequence[ObjectRow]) -> None:
 
 
 def objects_in_scopes(conn: Connection, scopes: Sequence[str]) -> list[ObjectRow]:
-    out: list[ObjectRow] = []
-    for batch in _batches(scopes):
-        out += [
-            ObjectRow(*r)
-            for r in conn.execute(
-                f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE scope IN ({_marks(batch)}) "
-                "ORDER BY scope, created_at, object_id",
-                batch,
-            )
-        ]
-    return out
+    rows = select_in(
+        conn,
+        f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE scope IN ({{marks}}) ORDER BY scope, created_at, object_id",
+        scopes,
+    )
+    return [ObjectRow(*r) for r in rows]
 
 
 def latest_objects(conn: Connection, scopes: Sequence[str]) -> dict[str, ObjectRow]:
@@ -220,28 +202,21 @@ def latest_objects(conn: Connection, scopes: Sequence[str]) -> dict[str, ObjectR
 
 
 def objects_by_id(conn: Connection, object_ids: Sequence[str]) -> dict[str, ObjectRow]:
-    out: dict[str, ObjectRow] = {}
-    for batch in _batches(object_ids):
-        for r in conn.execute(
-            f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE object_id IN ({_marks(batch)})", batch
-        ):
-            out[r[0]] = ObjectRow(*r)
-    return out
+    rows = select_in(
+        conn, f"SELECT {_OBJECT_COLS} FROM retention_objects WHERE object_id IN ({{marks}})", object_ids
+    )
+    return {r[0]: ObjectRow(*r) for r in rows}
 
 
 def citing_edges(conn: Connection, parents: Sequence[str]) -> list[CitingEdge]:
     """Provenance children of `parents`, by the provenance index (never a table scan)."""
-    out: list[CitingEdge] = []
-    for batch in _batches(parents):
-        out += [
-            CitingEdge(*r)
-            for r in conn.execute(
-                f"SELECT object_id, scope, provenance_parent FROM retention_objects "
-                f"WHERE provenance_parent IN ({_marks(batch)}) ORDER BY object_id",
-                batch,
-            )
-        ]
-    return out
+    rows = select_in(
+        conn,
+        "SELECT object_id, scope, provenance_parent FROM retention_objects "
+        "WHERE provenance_parent IN ({marks}) ORDER BY object_id",
+        parents,
+    )
+    return [CitingEdge(*r) for r in rows]
 
 
 def citing_subtree(conn: Connection, root: str) -> list[CitingEdge]:
@@ -264,24 +239,24 @@ def rewrite_provenance(conn: Connection, object_ids: Sequence[str]) -> int:
     randomblob() is evaluated per row, so no two rewritten edges share a token (a shared token
     would link the children of one erased subject to each other).
     """
-    changed = 0
-    for batch in _batches(object_ids):
-        changed += conn.execute(
-            f"UPDATE retention_objects SET provenance_parent = ? || lower(hex(randomblob(?))), "
-            f"provenance_hash = NULL, provenance_at = (provenance_at / {DAY_MS}) * {DAY_MS} "
-            f"WHERE object_id IN ({_marks(batch)}) AND provenance_parent IS NOT NULL",
-            [TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, *batch],
-        ).rowcount
-    return changed
+    return execute_in(
+        conn,
+        "UPDATE retention_objects SET provenance_parent = ? || lower(hex(randomblob(?))), "
+        f"provenance_hash = NULL, provenance_at = (provenance_at / {DAY_MS}) * {DAY_MS} "
+        "WHERE object_id IN ({marks}) AND provenance_parent IS NOT NULL",
+        object_ids,
+        (TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES),
+    )
 
 
 def delete_objects(conn: Connection, object_ids: Sequence[str]) -> int:
-    removed = 0
-    for batch in _batches(object_ids):
-        removed += conn.execute(
-            f"DELETE FROM retention_objects WHERE object_id IN ({_marks(batch)})", batch
-        ).rowcount
-    return removed
+    return execute_in(conn, "DELETE FROM retention_objects WHERE object_id IN ({marks})", object_ids)
+
+
+def objects_citing_at(conn: Connection, times: Sequence[int]) -> int:
+    """Objects whose provenance time is one of `times` (the verifier's exact-time check)."""
+    rows = select_in(conn, "SELECT count(*) FROM retention_objects WHERE provenance_at IN ({marks})", times)
+    return sum(int(r[0]) for r in rows)
 
 
 def derivable_edges(conn: Connection) -> list[tuple[str, str]]:

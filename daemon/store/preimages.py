@@ -1,11 +1,15 @@
-"""Rewrite preimages of MEMORY.md ("dreaming-memory-backups", reference §1, §5.7): the content
-before an accepted consolidation rewrite, at most MAX_REWRITE_PREIMAGES kept."""
+"""Rewrite preimages of MEMORY.md (`memory_backups`, "dreaming-memory-backups", reference §1,
+§5.7): the content before an accepted consolidation rewrite, at most MAX_REWRITE_PREIMAGES kept.
+Forget scrubs them in place (`rewrite_preimage`).
+
+Each function runs inside the caller's transaction.
+"""
 
 from __future__ import annotations
 
 from daemon.constants import MAX_REWRITE_PREIMAGES
 from daemon.fileio import sha256_hex
-from daemon.store.db import Connection
+from daemon.store.engine import Connection, inserted_rowid
 
 
 def store_preimage(conn: Connection, content: str, now_ms: int, relative_path: str = "MEMORY.md") -> int:
@@ -18,7 +22,7 @@ def store_preimage(conn: Connection, content: str, now_ms: int, relative_path: s
         "INSERT INTO memory_backups(created_at, relative_path, content, content_hash) VALUES (?, ?, ?, ?)",
         (now_ms, relative_path, content, sha256_hex(content)),
     )
-    return int(cur.lastrowid)
+    return inserted_rowid(cur)
 
 
 def prune_preimages(conn: Connection) -> int:
@@ -41,3 +45,21 @@ def list_preimages(conn: Connection) -> list[tuple[int, int, str, str]]:
     return conn.execute(
         "SELECT id, created_at, content_hash, content FROM memory_backups ORDER BY created_at, id"
     ).fetchall()
+
+
+def preimage_rows(conn: Connection) -> list[tuple[int, str, str, str]]:
+    """(id, relative_path, content, content_hash) of every preimage, by id."""
+    return conn.execute(
+        "SELECT id, relative_path, content, content_hash FROM memory_backups ORDER BY id"
+    ).fetchall()
+
+
+def rewrite_preimage(
+    conn: Connection, row_id: int, content: str, content_hash: str, expected_hash: str
+) -> bool:
+    """Replace a preimage's content if it still has `expected_hash`; False if it changed or went."""
+    cur = conn.execute(
+        "UPDATE memory_backups SET content = ?, content_hash = ? WHERE id = ? AND content_hash = ?",
+        (content, content_hash, row_id, expected_hash),
+    )
+    return cur.rowcount == 1

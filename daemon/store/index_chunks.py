@@ -1,0 +1,222 @@
+"""Indexed chunks and the rows derived from each (reference §2.2, §6): `memory_index_chunks`,
+their provenance and recall metadata, their FTS5 rows and their vectors. Written and purged
+together, set-based (perf-limits §5–6: one statement per table, never per row).
+
+Chunk text lives once, in memory_index_chunks; the FTS5 table is contentless (contentless_delete
+and secure-delete), keyed by the chunk's rowid, as are the vectors (store/index_vectors.py).
+
+Each function runs inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from daemon.store.batched import select_in
+from daemon.store.engine import Connection
+
+# Session kinds whose transcripts are never indexed, as the partial index
+# idx_memory_index_chunk_provenance_internal (migration 1) names them; index/provenance.py's
+# INTERNAL_SESSION_KINDS is the same set (a test holds them equal).
+INTERNAL_KINDS = ("cron", "heartbeat")
+
+# Row values as the INSERTs below bind them (plain tuples: one of each per chunk, built fast).
+ChunkValues = tuple[int, str, str, str, int, int, str, str, str, str | None, int]
+# rowid, id, path, source, start_line, end_line, hash, model, text, session_id, updated_at
+ProvenanceValues = tuple[str, str, str, int, str | None]
+# chunk_id, origin_class, session_kind, observed_at, supersedes_key
+RecallValues = tuple[str, int | None, str | None, str | None]
+# chunk_id, importance, triggers (JSON), project_key
+FtsValues = tuple[int, str]  # chunk rowid, search text
+VectorValues = tuple[int, str, int, bytes]  # chunk rowid, model, dims, little-endian float32
+
+
+class ChunkFacts(NamedTuple):
+    """What forget plans with: a chunk, its provenance and whether its FTS row and vector exist."""
+
+    rowid: int
+    id: str
+    path: str
+    source: str
+    text: str  # "" for transcript chunks: their text is never needed, so never copied
+    session_id: str | None
+    origin_class: str | None
+    session_kind: str | None
+    has_fts: bool
+    has_vector: bool
+
+
+class HitRow(NamedTuple):
+    """A search candidate as the result shows it."""
+
+    rowid: int
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    session_id: str | None
+    origin_class: str | None
+    session_kind: str | None
+    observed_at: int | None
+
+
+class ChunksRemoved(NamedTuple):
+    chunks: int = 0
+    fts_rows: int = 0
+    vector_rows: int = 0
+    provenance_rows: int = 0
+    recall_rows: int = 0
+
+
+# --- writes ---------------------------------------------------------------------------------------
+
+
+def next_chunk_rowid(conn: Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM memory_index_chunks").fetchone()[0])
+
+
+def insert_chunks(
+    conn: Connection,
+    chunks: Sequence[ChunkValues],
+    provenance: Sequence[ProvenanceValues],
+    recall: Sequence[RecallValues],
+    fts: Sequence[FtsValues],
+    vectors: Sequence[VectorValues],
+) -> None:
+    """Chunks first, then the rows that reference them: one statement per table."""
+    conn.executemany(
+        "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
+        "session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        chunks,
+    )
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at, "
+        "supersedes_key) VALUES (?, ?, ?, ?, ?)",
+        provenance,
+    )
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_recall_metadata(chunk_id, importance, triggers, project_key) "
+        "VALUES (?, ?, ?, ?)",
+        recall,
+    )
+    conn.executemany("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", fts)
+    conn.executemany(
+        "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors
+    )
+
+
+_IDS = "temp.memory_index_purge_ids"
+
+
+def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_IDS.split('.')[1]} (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    conn.execute(f"DELETE FROM {_IDS}")
+    conn.executemany(f"INSERT OR IGNORE INTO {_IDS}(id) VALUES (?)", ((cid,) for cid in chunk_ids))
+    return int(conn.execute(f"SELECT count(*) FROM {_IDS}").fetchone()[0])
+
+
+def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
+    """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid;
+    contentless_delete + secure-delete leaves no tokens behind), vectors, provenance and recall
+    rows, then the chunks. The ids go through a temporary table: one statement per table."""
+    if not _load_ids(conn, chunk_ids):
+        return ChunksRemoved()
+    rowids = f"SELECT c.rowid FROM memory_index_chunks c JOIN {_IDS} p ON p.id = c.id"
+    fts = conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({rowids})").rowcount
+    vectors = conn.execute(f"DELETE FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})").rowcount
+    provenance = conn.execute(
+        f"DELETE FROM memory_index_chunk_provenance WHERE chunk_id IN (SELECT id FROM {_IDS})"
+    ).rowcount
+    recall = conn.execute(
+        f"DELETE FROM memory_index_chunk_recall_metadata WHERE chunk_id IN (SELECT id FROM {_IDS})"
+    ).rowcount
+    chunks = conn.execute(f"DELETE FROM memory_index_chunks WHERE id IN (SELECT id FROM {_IDS})").rowcount
+    conn.execute(f"DELETE FROM {_IDS}")
+    return ChunksRemoved(chunks, fts, vectors, provenance, recall)
+
+
+# --- reads ----------------------------------------------------------------------------------------
+
+
+def chunk_ids_of_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> list[str]:
+    """Chunk ids of the given (path, source) pairs (by the (path, source) index): one
+    `path IN (...)` query per source and batch of paths, not one per file."""
+    by_source: dict[str, list[str]] = {}
+    for path, source in dict.fromkeys(keys):
+        by_source.setdefault(source, []).append(path)
+    ids: list[str] = []
+    for source, paths in by_source.items():
+        ids += [
+            r[0]
+            for r in select_in(
+                conn,
+                "SELECT id FROM memory_index_chunks WHERE source = ? AND path IN ({marks})",
+                paths,
+                before=(source,),
+            )
+        ]
+    return ids
+
+
+def orphan_chunk_files(conn: Connection) -> list[tuple[str, str, str | None]]:
+    """(path, source, session_id) of chunks without a source row (an interrupted older run)."""
+    return conn.execute(
+        "SELECT DISTINCT c.path, c.source, c.session_id FROM memory_index_chunks c "
+        "WHERE NOT EXISTS (SELECT 1 FROM memory_index_sources s WHERE s.path = c.path AND s.source = c.source)"
+    ).fetchall()
+
+
+def hit_rows(conn: Connection, rowids: Sequence[int]) -> dict[int, HitRow]:
+    """The chunks among `rowids` (gone ones are absent), with their provenance."""
+    rows = select_in(
+        conn,
+        "SELECT c.rowid, c.path, c.source, c.start_line, c.end_line, c.text, c.session_id, "
+        "p.origin_class, p.session_kind, p.observed_at FROM memory_index_chunks c "
+        "LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
+        rowids,
+    )
+    return {r[0]: HitRow(*r) for r in rows}
+
+
+_FACTS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.origin_class, p.session_kind,
+  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
+  EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)"""
+_FACTS_FROM = """SELECT {facts}
+FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
+_WITH_TEXT = _FACTS_FROM.format(facts=_FACTS.format(text="c.text"))
+_WITHOUT_TEXT = _FACTS_FROM.format(facts=_FACTS.format(text="''"))
+# Chunks of internal sessions, driven by the partial index of the same WHERE: the cost follows
+# those chunks, not every session chunk. The terms are literals so the planner can prove the
+# index applies.
+_INTERNAL_PROVENANCE = " OR ".join(
+    ["p.origin_class = 'system'"] + [f"p.session_kind = '{k}'" for k in INTERNAL_KINDS]
+)
+STALE_CHUNKS_SQL = f"""SELECT {_FACTS.format(text="''")}
+FROM memory_index_chunk_provenance p CROSS JOIN memory_index_chunks c ON c.id = p.chunk_id
+WHERE ({_INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
+
+
+def _facts(rows: Iterable[Sequence]) -> list[ChunkFacts]:
+    return [ChunkFacts(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9])) for r in rows]
+
+
+def memory_chunk_facts(conn: Connection) -> list[ChunkFacts]:
+    """Every chunk of a memory file, with its text."""
+    return _facts(conn.execute(f"{_WITH_TEXT} WHERE c.source = 'memory'"))
+
+
+def session_chunk_facts(conn: Connection, session_ids: Sequence[str]) -> list[ChunkFacts]:
+    """Chunks of these sessions (by the session index), without their text."""
+    return _facts(select_in(conn, _WITHOUT_TEXT + " WHERE c.session_id IN ({marks})", session_ids))
+
+
+def path_chunk_facts(conn: Connection, paths: Sequence[str]) -> list[ChunkFacts]:
+    """Chunks indexed under these paths, without their text."""
+    return _facts(select_in(conn, _WITHOUT_TEXT + " WHERE c.path IN ({marks})", paths))
+
+
+def stale_internal_chunk_facts(conn: Connection) -> list[ChunkFacts]:
+    """Transcript chunks of internal sessions (never indexable), without their text."""
+    return _facts(conn.execute(STALE_CHUNKS_SQL))

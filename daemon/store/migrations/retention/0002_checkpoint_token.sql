@@ -1,0 +1,2 @@
+-- Retention store, version 2: nothing. Version 2 gave agent stores their checkpoint token
+-- (agent/0002); stores of this kind created before version 3 got it too, and step 3 drops it.
