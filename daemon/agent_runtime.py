@@ -12,7 +12,7 @@ unreachable Redis is then reported by the lock ("workspace lock: Redis unavailab
 
 The worker builds the same runtime over the stores it keeps open (daemon.runtime.jobs).
 
-`rt.caches` is what the process keeps between operations (runtime/caches.py): the worker hands
+`rt.caches` is what the process keeps between operations (daemon/caches.py): the worker hands
 its own to every job; without one, the runtime gets a fresh one that ends with it.
 """
 
@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 
 from daemon.agents import AgentPaths, agent_paths
+from daemon.caches import ProcessCaches
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redis_from_url
-from daemon.runtime.caches import ProcessCaches
+from daemon.sessions.json_store import ListingCache
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
@@ -85,7 +86,7 @@ async def agent_runtime(
 ) -> AsyncIterator[AgentRuntime]:
     caches = caches if caches is not None else ProcessCaches()
     paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id, caches.listings)
+    source = session_source_for(settings, agent_id, caches.part(ListingCache))
     store: Store | None = None
     client: Redis | None = None
     own_client = False

@@ -167,9 +167,9 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     from daemon.agent_runtime import agent_runtime
     from daemon.ingest.sweep import run_ingest_sweep
     from daemon.ops import erasure
+    from daemon.ops.verification import run_verify
     from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
-    from daemon.retention.verify import run_verify
     from tests.builders import Msg
     from tests.conftest import make_settings
     from tests.erase_world import add_two_users
@@ -204,9 +204,9 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     from daemon.forget.run import run_forget
     from daemon.ingest.sweep import run_ingest_sweep
     from daemon.ops import erasure
+    from daemon.ops.verification import run_verify
     from daemon.retention.api import EraseRequest
     from daemon.retention.needles import VerifySubject
-    from daemon.retention.verify import run_verify
     from daemon.store.tombstones import forgotten_ids, hashed_session_ref
     from tests.conftest import make_settings
     from tests.erase_world import add_two_users

@@ -16,8 +16,8 @@ from daemon.ops import retention_sweep as retention_sweep_op
 from daemon.runtime.scheduler import Schedule, Scheduler, due, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.service import arq_pool
+from daemon.runtime.status import summarize
 from daemon.runtime.wire import deserialize, request_job_id, serialize
-from daemon.status import summarize
 from daemon.store.checkpoints import CheckpointSummary
 from tests.daemon_harness import cleanup_redis
 

@@ -180,9 +180,9 @@ async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
     from daemon.forget.request import ForgetRequest
     from daemon.runtime.client import MemorydClient
     from daemon.runtime.service import Service
+    from daemon.runtime.status import collect_status
     from daemon.runtime.wire import queue_name
     from daemon.settings import load_settings
-    from daemon.status import collect_status
     from tests.builders import Msg, SessionStoreBuilder
     from tests.worker_harness import run_jobs
 

@@ -8,6 +8,7 @@ from daemon.agent_runtime import agent_runtime
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.ops import erasure
+from daemon.ops.verification import run_verify
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref
@@ -99,9 +100,9 @@ async def test_a_subject_for_forget_verify_ignores_plain_records_only_when_asked
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1"]))
     # A plain forget keeps the plain forgotten record by design: content-only subjects pass …
     content_only = await api.session_subject(settings, nora, include_ids=False)
-    assert (await api.run_verify(settings, redis, content_only)).verified
+    assert (await run_verify(settings, redis, content_only)).verified
     # … while an erasure-grade subject finds the plain id in the forgotten records.
     with_ids = await api.session_subject(settings, nora, include_ids=True)
-    failed = await api.run_verify(settings, redis, with_ids)
+    failed = await run_verify(settings, redis, with_ids)
     derivability = next(c for c in failed.checks if c.name == "derivability")
     assert derivability.locations == ["agent main:memory_session_tombstones.session_id"]

@@ -10,9 +10,10 @@ import pytest
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
+from daemon.caches import ProcessCaches
+from daemon.ingest.decided import DecidedListings
 from daemon.ingest.report import IngestReport
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.runtime.caches import ProcessCaches
 from daemon.settings import Settings
 from daemon.store.db import sqlite3
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
@@ -168,10 +169,10 @@ async def test_a_listing_the_source_did_not_keep_leaves_no_decided_entry_behind(
     store_builder.add("agent:main:main", "plain", conversation("lamp", "plain"))
     await sweep(settings, redis)  # a first read: the source keeps no listing yet
     gc.collect()
-    assert "main" not in CACHES.decided
+    assert "main" not in CACHES.part(DecidedListings)
     await idle_listing(settings, redis)  # now the source keeps it, and the decision with it
-    assert "main" in CACHES.decided
-    assert CACHES.sizes() == {"listings": 1, "decided": 1, "stamps": 1, "vectors": 0}
+    assert "main" in CACHES.part(DecidedListings)
+    assert CACHES.sizes() == {"listings": 1, "decided": 1, "stamps": 1}
 
 
 async def test_a_one_shot_runtime_keeps_nothing_for_the_next_one(
@@ -184,6 +185,6 @@ async def test_a_one_shot_runtime_keeps_nothing_for_the_next_one(
     for _ in range(3):
         async with agent_runtime(settings, "main", redis=redis) as rt:
             report = await run_ingest_sweep(rt)
-            assert rt.caches is not CACHES and rt.caches.sizes()["listings"] == 0
+            assert rt.caches is not CACHES and rt.caches.sizes().get("listings", 0) == 0
     assert report.sessions_unchanged == 1
-    assert CACHES.sizes() == {"listings": 0, "decided": 0, "stamps": 0, "vectors": 0}
+    assert CACHES.sizes() == {"listings": 0, "decided": 0, "stamps": 0}

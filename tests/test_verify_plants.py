@@ -19,6 +19,7 @@ from daemon.index.vectors import to_blob
 from daemon.ingest.staging import claim_hash
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.ops import erasure
+from daemon.ops.verification import run_verify
 from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.retention.content import content_hash
@@ -236,22 +237,22 @@ async def test_the_verifier_fails_for_erased_data_planted_in_each_artifact_kind(
 ) -> None:
     plant, check, location = PLANTS[kind]
     undo = await plant(world)
-    failed = await api.run_verify(world.settings, redis, world.subject)
+    failed = await run_verify(world.settings, redis, world.subject)
     assert not failed.verified
     assert location in _failing(failed, check)
     await undo()
-    passed = await api.run_verify(world.settings, redis, world.subject)
+    passed = await run_verify(world.settings, redis, world.subject)
     assert passed.verified, passed
 
 
 async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(world: World, redis) -> None:
     undo = await _plant_edge_time(world)
-    failed = await api.run_verify(world.settings, redis)
+    failed = await run_verify(world.settings, redis)
     assert "retention:retention_objects: tombstoned provenance keeps a sub-day time" in _failing(
         failed, "provenance_invariant"
     )
     await undo()
-    assert (await api.run_verify(world.settings, redis)).verified
+    assert (await run_verify(world.settings, redis)).verified
 
 
 async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(world: World, redis) -> None:
@@ -262,10 +263,10 @@ async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(wo
         "updated_at) VALUES ('hashing', 'm', 'local', 'opaque', ?, 1)",
         to_blob(vector),
     )
-    failed = await api.run_verify(world.settings, redis, world.subject)
+    failed = await run_verify(world.settings, redis, world.subject)
     assert "agent main:memory_embedding_cache.embedding" in _failing(failed, "embeddings")
     await world.agent_sql("DELETE FROM memory_embedding_cache WHERE hash = 'opaque'")
-    assert (await api.run_verify(world.settings, redis, world.subject)).verified
+    assert (await run_verify(world.settings, redis, world.subject)).verified
 
 
 # --- physical --------------------------------------------------------------------------------------
@@ -297,7 +298,7 @@ async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after
         assert receipt.state == "complete" and (await api.read_scope(settings, USER)).state == "missing"
         assert PHYSICAL.encode() in _raw(db)  # deleted, but its bytes are still on disk
 
-        verification = await api.run_verify(settings, redis, subject)
+        verification = await run_verify(settings, redis, subject)
 
         physical = next(c for c in verification.checks if c.name == "physical")
         assert physical.passed and physical.count == 0 and "snippets searched" in physical.note
@@ -310,7 +311,7 @@ async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after
 async def test_the_physical_check_fails_while_the_text_is_still_stored(settings, redis) -> None:
     await api.write_object(settings, redis, "tenant:default:user:other", f"quoting: {PHYSICAL}")
     subject = VerifySubject(contents=(PHYSICAL,))
-    verification = await api.run_verify(settings, redis, subject)
+    verification = await run_verify(settings, redis, subject)
     assert "retention:retention.sqlite" in _failing(verification, "physical")
     assert not verification.verified
 
@@ -319,7 +320,7 @@ async def test_verify_with_an_unknown_receipt_is_a_usage_error(settings, redis) 
     from daemon.errors import UsageError
 
     with pytest.raises(UsageError, match="no erasure receipt"):
-        await api.run_verify(settings, redis, receipt_id="rcpt-missing")
+        await run_verify(settings, redis, receipt_id="rcpt-missing")
 
 
 async def test_the_verify_command_exits_1_when_a_check_fails_and_0_when_all_pass(

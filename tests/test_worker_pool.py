@@ -170,8 +170,8 @@ async def test_the_jobs_of_a_worker_share_its_process_caches(served, monkeypatch
     """A quiet re-sweep in the daemon reuses the listing, admission decisions and checkpoint
     stamps of the sweep before, because every job's runtime gets the worker's one caches object."""
     monkeypatch.setattr("daemon.sessions.json_store.LISTING_SETTLED_NS", 0)  # the corpus is seconds old
-    assert served.worker.caches.sizes() == {"listings": 0, "decided": 0, "stamps": 0, "vectors": 0}
+    assert set(served.worker.caches.sizes().values()) <= {0}
     reports = [await served.run(INGEST_SWEEP, {"agent": "main"}) for _ in range(3)]
     assert served.worker.ctx[CACHES] is served.worker.caches
-    assert served.worker.caches.sizes() == {"listings": 1, "decided": 1, "stamps": 1, "vectors": 0}
+    assert served.worker.caches.sizes() == {"listings": 1, "decided": 1, "stamps": 1}
     assert reports[-1].result["sessionsUnchanged"] == 2

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # for the commands that are not an operation's (those print the op's report: `cli_json_models`).
 CLI_JSON: dict[str, str] = {
     "config check": "daemon.settings:Settings",
-    "status": "daemon.status:StatusReport",
+    "status": "daemon.runtime.status:StatusReport",
     "jobs": "list:daemon.runtime.client:JobReport",
     "demo init": "daemon.demo:DemoReport",
     "sessions": "daemon.ingest.report:SessionsReport",

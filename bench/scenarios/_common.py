@@ -17,7 +17,7 @@ RUN_FORGET = "daemon.forget.run:run_forget"
 FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
 FORGET_OP = "daemon.ops.forget:OP"  # the operation: its name, its one validation
 RUN_ERASE = "daemon.ops.erasure:run_erase"
-CACHES = "daemon.runtime.caches:ProcessCaches"
+CACHES = "daemon.caches:ProcessCaches"
 
 
 def entry(name: str) -> Any:

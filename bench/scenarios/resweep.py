@@ -4,7 +4,7 @@ over the same transcripts. Targets: <= 2x the stat loop, and zero transcripts op
 The issue states the target for 10k sessions, so below that size (--scale small) the sweep
 runs over the medium corpus instead; the tiny smoke run keeps its own corpus. At 1k sessions
 the four stores' open and close alone are several times a stat loop, which says nothing about
-the per-session cost the target is about. The sweeps share one ProcessCaches (runtime/caches.py),
+the per-session cost the target is about. The sweeps share one ProcessCaches (daemon/caches.py),
 as the jobs of the daemon's worker do."""
 
 from __future__ import annotations

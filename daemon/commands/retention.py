@@ -22,6 +22,7 @@ from daemon.commands import (
 from daemon.commands._enqueue import register_enqueue
 from daemon.ops import erase as erase_op
 from daemon.ops import expire as expire_op
+from daemon.ops.verification import run_verify
 from daemon.redis_conn import connect_redis
 from daemon.retention import api
 from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
@@ -321,7 +322,7 @@ def register(cli: click.Group) -> None:
         The subject of an erasure is never stored, so subject checks (ids, hashes, snippets,
         embeddings) run inside `erase` and are on its receipt.
         """
-        result = _with_redis(state.settings, api.run_verify, None, receipt_id=receipt_id)
+        result = _with_redis(state.settings, run_verify, None, receipt_id=receipt_id)
         emit(result, as_json, lambda v: "\n".join(_verification_lines(v)))
         if not result.verified:
             raise click.exceptions.Exit(1)

@@ -73,7 +73,7 @@ def register(cli: click.Group) -> None:
     def status_cmd(state: CliState, agent_id: str | None, as_json: bool) -> None:
         """Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder."""
         from daemon.ids import validate_agent_id
-        from daemon.status import collect_status
+        from daemon.runtime.status import collect_status
 
         agents = [validate_agent_id(agent_id)] if agent_id else None
         emit(run_async(collect_status, state.settings, agents), as_json, _status_human)

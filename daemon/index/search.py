@@ -254,7 +254,7 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
         disk,
         rt.agent_id,
         hide,
-        rt.caches.vectors,
+        rt.caches.part(VectorMatrices),
     )
     report.results = hits
     report.candidates_capped = capped

@@ -70,6 +70,8 @@ class VectorMatrices:
     """The last vector matrix read (rowids, float32 rows), by MatrixKey: one entry, since a
     daemon searches one agent at a time. Searches on several stores' threads may share it."""
 
+    CACHE_NAME = "vectors"  # its key in ProcessCaches.sizes()
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: tuple[MatrixKey, np.ndarray, np.ndarray] | None = None

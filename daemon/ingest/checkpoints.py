@@ -45,6 +45,8 @@ class StampSets:
     reading ~10k rows. Shared between the stores' threads: each entry is replaced whole, and a
     pair is always read in one transaction."""
 
+    CACHE_NAME = "stamps"  # its key in ProcessCaches.sizes()
+
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], tuple[int, StampSet]] = {}
 

@@ -39,6 +39,8 @@ class DecidedListings:
     the source did not keep (a first sweep's, a changed file's) takes its entry with it instead
     of pinning ~1 KB per session for nothing. Event-loop only."""
 
+    CACHE_NAME = "decided"  # its key in ProcessCaches.sizes()
+
     def __init__(self) -> None:
         self._by_agent: dict[str, DecidedListing] = {}
 

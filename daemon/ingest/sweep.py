@@ -34,7 +34,7 @@ from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSION
 from daemon.errors import MemorydError, OperationFailed
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
-from daemon.ingest.decided import DecidedListing, apply_forgotten_and_expiry, decide_listing
+from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
 from daemon.ingest.plan import (
     ScanAction,
     ScanPlan,
@@ -190,7 +190,7 @@ class _Sweep:
         decided = self._decide()
         forgotten, (stamps, settled) = await self.store.read(
             _load_state,
-            self.rt.caches.stamps,
+            self.rt.caches.part(StampSets),
             str(self.store.path),
             self.agent,
             decided.session_ids,
@@ -210,7 +210,7 @@ class _Sweep:
         listing = self.rt.sessions.list_sessions()
         self.report.errors.extend(listing.errors)
         policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
-        decided = decide_listing(self.rt.caches.decided, self.agent, listing, policy)
+        decided = decide_listing(self.rt.caches.part(DecidedListings), self.agent, listing, policy)
         self.report.sessions_seen = len(decided.admitted) + len(decided.excluded)
         return decided
 

@@ -14,6 +14,7 @@ from daemon.agent_runtime import AgentRuntime
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import purge
 from daemon.lock import Lease
+from daemon.ops.verification import embedder_of
 from daemon.retention import erase
 from daemon.retention.receipts import ErasureReceipt
 from daemon.retention.request import EraseRequest
@@ -38,5 +39,11 @@ async def run_erase(
     """Erase `request.scope` (daemon.retention.erase), purging its sessions with forget; a dry
     run needs no Redis."""
     return await erase.run_erase(
-        settings, redis, request, purge_sessions=purge_sessions, now=now, verify=verify
+        settings,
+        redis,
+        request,
+        purge_sessions=purge_sessions,
+        embedder=embedder_of(settings),
+        now=now,
+        verify=verify,
     )

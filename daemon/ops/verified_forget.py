@@ -12,10 +12,10 @@ from daemon.errors import UsageError
 from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import forget
+from daemon.ops.verification import run_verify
 from daemon.redis_conn import connect_redis
 from daemon.retention.erase import session_subject
 from daemon.retention.receipts import Verification
-from daemon.retention.verify import run_verify
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings

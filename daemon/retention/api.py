@@ -40,7 +40,6 @@ from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
 from daemon.retention.request import EraseRequest, ExpireRequest
 from daemon.retention.scopes import covering, decide_expiry, parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
-from daemon.retention.verify import run_verify
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.db import Connection
@@ -65,7 +64,6 @@ __all__ = [
     "ReceiptList",
     "list_receipts",
     "Verification",
-    "run_verify",
     "RetentionGate",
     "load_gate",
 ]

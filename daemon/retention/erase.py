@@ -25,6 +25,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import anyio
 import orjson
@@ -55,6 +56,9 @@ from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
 from daemon.store.db import Connection, Store
 from daemon.store.tombstones import count_tombstones, delete_tombstones, hashed_session_ref, record_tombstones
+
+if TYPE_CHECKING:
+    from daemon.retention.verify import Embedder
 
 REASON_ERASED = "erased"
 # The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
@@ -303,6 +307,7 @@ async def run_erase(
     request: EraseRequest,
     *,
     purge_sessions: PurgeSessions,
+    embedder: Embedder | None,
     now: int | None = None,
     verify: bool = True,
 ) -> ErasureReceipt:
@@ -338,7 +343,7 @@ async def run_erase(
             curated_writes=curated,
             forget=counters,
         )
-        verification = await run_verify(settings, redis, subject) if verify else None
+        verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None
         receipt = build_receipt(plan, request, ts, artifacts, verification)
         failpoint("erase.receipt")
         await store.write(_store_receipt, receipt, fence=lease.fence)

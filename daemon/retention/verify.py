@@ -20,8 +20,10 @@ lease for `retention.sqlite`, the workspace lease for an agent's store.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from redis.asyncio import Redis
@@ -176,12 +178,18 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
 # --- the run -------------------------------------------------------------------------------------
 
 
-async def _probe_vectors(settings: Settings, subject: VerifySubject) -> tuple[np.ndarray | None, str]:
-    try:
-        from daemon.index.embedder import make_embedder
-    except ImportError:
-        return None, "no embedder module in this build; embeddings not checked"
-    embedder = make_embedder(settings.index.embedding)
+class Embedder(Protocol):
+    """What the embeddings check needs of the index's embedder (daemon.index.embedder), which the
+    caller hands in: retention sits below the index and does not import it."""
+
+    model: str
+
+    async def embed(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+
+async def _probe_vectors(
+    settings: Settings, subject: VerifySubject, embedder: Embedder | None
+) -> tuple[np.ndarray | None, str]:
     if embedder is None:
         return None, "no embedder configured (index.embedding.provider = none): no vectors are stored"
     texts = list(dict.fromkeys([*snippets(subject.contents), *(c for c in subject.contents if c.strip())]))
@@ -235,7 +243,12 @@ def _check(name: str, bucket: dict[str, int], *, skipped: bool = False, note: st
 
 
 async def run_verify(
-    settings: Settings, redis: Redis, subject: VerifySubject | None = None, *, receipt_id: str | None = None
+    settings: Settings,
+    redis: Redis,
+    subject: VerifySubject | None = None,
+    *,
+    embedder: Embedder | None,
+    receipt_id: str | None = None,
 ) -> Verification:
     """Run every check; `verified` is true only when all pass.
 
@@ -249,7 +262,9 @@ async def run_verify(
     needles = compile_needles(subject)
     findings = _Findings()
     probes, embed_note = (
-        (None, "no erased subject given") if subject.empty else await _probe_vectors(settings, subject)
+        (None, "no erased subject given")
+        if subject.empty
+        else await _probe_vectors(settings, subject, embedder)
     )
 
     if retention_db_path(settings).exists():

@@ -20,13 +20,14 @@ from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import agent_paths
+from daemon.caches import ProcessCaches
 from daemon.errors import AgentNotServed
 from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import OPS
 from daemon.runtime import metrics
-from daemon.runtime.caches import ProcessCaches
 from daemon.runtime.store_pool import StorePool
+from daemon.sessions.json_store import ListingCache
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 
@@ -83,7 +84,7 @@ async def pooled_runtime(
     caches are the worker's."""
     caches = caches if caches is not None else ProcessCaches()
     paths = agent_paths(settings, agent_id)
-    source = session_source_for(settings, agent_id, caches.listings)
+    source = session_source_for(settings, agent_id, caches.part(ListingCache))
     async with stores.checkout(paths.db_path, readonly=readonly) as store:
         yield AgentRuntime(settings, paths, store, redis, source, readonly, caches)
 

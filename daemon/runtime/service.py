@@ -51,10 +51,11 @@ from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime.status import sweep_summary
 from daemon.runtime.wire import deserialize, queue_name, serialize
 from daemon.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
+from daemon.sessions.json_store import ListingCache
 from daemon.settings import Settings, load_settings
-from daemon.status import sweep_summary
 from daemon.store.db import Store
 from daemon.store.migrate import AGENT, RETENTION, Schema
 
@@ -352,7 +353,7 @@ class Service:
                 try:
                     caches = self.worker.caches if self.worker is not None else None
                     summary, _errors = await sweep_summary(
-                        self.settings, agent, caches.listings if caches is not None else None
+                        self.settings, agent, caches.part(ListingCache) if caches is not None else None
                     )
                 except MemorydError as exc:
                     log.warning("status of agent %s: %s", agent, exc)

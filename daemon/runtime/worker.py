@@ -23,11 +23,11 @@ from arq.constants import result_key_prefix
 from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
+from daemon.caches import ProcessCaches
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
 from daemon.errors import UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
-from daemon.runtime.caches import ProcessCaches
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
 from daemon.runtime.wire import deserialize, job_name_of, serialize

@@ -184,6 +184,8 @@ class ListingCache:
     reused anyway, and a single pass (a first sweep) holds no listing beyond its own. Entries are
     replaced whole (sources on several threads may share one)."""
 
+    CACHE_NAME = "listings"  # its key in ProcessCaches.sizes()
+
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], tuple[tuple[int, ...], SessionListing | None]] = {}
 
