@@ -151,7 +151,9 @@ async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served
     receipt = erased.result
     assert receipt["state"] == "complete" and receipt["artifacts"]["sessions"] == 1
     physical = next(c for c in receipt["verification"]["checks"] if c["name"] == "physical")
-    assert physical["passed"] and "blocked" not in physical["note"]  # the idle stores held no reader
+    assert (
+        physical["status"] == "passed" and "blocked" not in physical["note"]
+    )  # the idle stores held no reader
     assert receipt["verified"] is True
 
     after = await served.run(FORGET, {"agent": "main", "participants": ["nora"], "dry_run": True})

@@ -65,7 +65,7 @@ def render_verification(report: VerifiedForgetReport) -> list[str]:
     v = report.verification
     lines = [f"Verified: {'yes' if v.verified else 'NO'}"]
     for c in v.checks:
-        state = "skipped" if c.skipped else ("passed" if c.passed else f"FAILED ({c.count} findings)")
+        state = f"FAILED ({c.count} findings)" if c.status == "failed" else c.status
         where = f" at {', '.join(c.locations)}" if c.locations else ""
         lines.append(f"Check {c.name}: {state}{where}" + (f" — {c.note}" if c.note else ""))
     return lines

@@ -250,7 +250,7 @@ def build_receipt(
         day=day_of(now),
         state=plan.state,  # type: ignore[arg-type]
         dry_run=request.dry_run,
-        structural_deleted=plan.structural_deleted if plan.state != "refused" else 0,
+        structural_deleted=plan.structural_deleted if plan.state not in ("refused", "not_found") else 0,
         provenance_rewritten=artifacts.provenance_edges,
         hold_blocked=plan.hold_blocked,
         blocked=[BlockedByHold(hold_id=h, **counts) for h, counts in sorted(by_hold.items())],
@@ -272,7 +272,8 @@ def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
 
 
 def _store_receipt(conn: Connection, receipt: ErasureReceipt) -> None:
-    repo.insert_receipt(conn, receipt.receipt_id, receipt.day, receipt.state, receipt.model_dump_json())
+    body = receipt.stored_form().model_dump_json(by_alias=True)
+    repo.insert_receipt(conn, receipt.receipt_id, receipt.day, receipt.state, body)
 
 
 # --- the entry point ------------------------------------------------------------------------------
@@ -323,7 +324,7 @@ async def run_erase(
     assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
         plan, subject = await _prepare(settings, store, request)
-        if plan.state == "refused":
+        if plan.state in ("refused", "not_found"):
             receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None)
             await store.write(_store_receipt, receipt, fence=lease.fence)
             return receipt

@@ -8,6 +8,8 @@ Three ways, never two:
 * hold-blocked — whatever a legal hold covers is neither deleted nor rewritten. Without
   allow_partial any blocked item refuses the whole erasure; with it the rest is erased and
   the receipt lists the blocking holds (state `partial`).
+A target nothing names (no scope row, object, citing edge or session) is `not_found`: the seed
+refuses it ("scope … not present; cannot erase"), and a receipt never calls it `complete`.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Blocked:
 @dataclass(frozen=True, slots=True)
 class ErasurePlan:
     target: str
-    state: str  # complete | partial | refused
+    state: str  # complete | partial | refused | not_found
     delete_scopes: tuple[str, ...]  # scope rows to delete (deepest first)
     delete_objects: tuple[ObjectRow, ...]
     rewrite_edges: tuple[str, ...]  # object ids whose provenance is neutralised
@@ -84,6 +86,8 @@ class _Holds:
 
 def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
     target = snapshot.target
+    if not (snapshot.scopes or snapshot.objects or snapshot.citing or snapshot.sessions):
+        return ErasurePlan(target, "not_found", (), (), (), (), (), ())
     holds = _Holds(snapshot.holds)
     blocked: Counter[tuple[str, str]] = Counter()
     containers = _containers(target, holds)

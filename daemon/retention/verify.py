@@ -44,6 +44,8 @@ from daemon.store.embedding_cache import all_cached_embeddings
 from daemon.store.index_vectors import all_embeddings
 from daemon.store.inspect import compact, stored_values
 
+NO_SUBJECT = "no erased subject given (the subject of an erasure is never stored: see its receipt)"
+
 
 @dataclass
 class _Findings:
@@ -54,6 +56,7 @@ class _Findings:
     embeddings: dict[str, int] = field(default_factory=dict)
     invariant: dict[str, int] = field(default_factory=dict)
     physical_notes: list[str] = field(default_factory=list)
+    vectors_seen: int = 0  # stored vectors and cached embeddings, compared or not
 
     @staticmethod
     def add(bucket: dict[str, int], where: str, n: int) -> None:
@@ -223,23 +226,44 @@ async def _check_store(
         for where, n in invariant.items():
             findings.add(findings.invariant, f"{label}:{where}", n)
     else:  # vectors live in agent stores only
-        for where, n in embedding_hits(await store.read(_vectors), probes).items():
+        stored = await store.read(_vectors)
+        findings.vectors_seen += len(stored)
+        for where, n in embedding_hits(stored, probes).items():
             findings.add(findings.embeddings, f"{label}:{where}", n)
     for where, n in raw_hits(store.path, needles).items():
         findings.add(findings.physical, f"{label}:{where}", n)
 
 
-def _check(name: str, bucket: dict[str, int], *, skipped: bool = False, note: str = "") -> VerificationCheck:
+def _check(
+    name: str, bucket: dict[str, int], *, skipped: str | None = None, note: str = ""
+) -> VerificationCheck:
+    """A check's result; `skipped` (the reason) when it could not run, which is not a pass."""
+    if skipped is not None:
+        return VerificationCheck(name=name, status="skipped", count=0, note=skipped)  # type: ignore[arg-type]
     count = sum(bucket.values())
-    # A skipped check has nothing to find (no embedder: no vectors exist); it says so in `note`.
     return VerificationCheck(
         name=name,  # type: ignore[arg-type]
-        passed=count == 0,
+        status="failed" if count else "passed",
         count=count,
-        skipped=skipped,
         locations=sorted(bucket),
         note=note,
     )
+
+
+def _embeddings_check(
+    findings: _Findings, probes: np.ndarray | None, note: str, subject: VerifySubject
+) -> VerificationCheck:
+    if subject.empty:
+        return _check("embeddings", {}, skipped=NO_SUBJECT)
+    if probes is None:  # no embedder: only a store without vectors has nothing to compare
+        if findings.vectors_seen:
+            return _check(
+                "embeddings",
+                {},
+                skipped=f"{findings.vectors_seen} stored vectors, but no embedder is configured to compare them with",
+            )
+        return _check("embeddings", {}, note=note)
+    return _check("embeddings", findings.embeddings, note=note)
 
 
 async def run_verify(
@@ -262,9 +286,7 @@ async def run_verify(
     needles = compile_needles(subject)
     findings = _Findings()
     probes, embed_note = (
-        (None, "no erased subject given")
-        if subject.empty
-        else await _probe_vectors(settings, subject, embedder)
+        (None, NO_SUBJECT) if subject.empty else await _probe_vectors(settings, subject, embedder)
     )
 
     if retention_db_path(settings).exists():
@@ -288,11 +310,9 @@ async def run_verify(
     )
     checks = [
         _check("provenance_invariant", findings.invariant),
-        _check(
-            "derivability", findings.derivability, note="no erased subject given" if subject.empty else ""
-        ),
+        _check("derivability", findings.derivability, skipped=NO_SUBJECT if subject.empty else None),
         _check("physical", findings.physical, note=physical_note),
-        _check("embeddings", findings.embeddings, skipped=probes is None, note=embed_note),
+        _embeddings_check(findings, probes, embed_note, subject),
     ]
     verification = Verification(receipt_id=receipt_id, verified=all(c.passed for c in checks), checks=checks)
     if receipt_id is not None:
@@ -315,7 +335,9 @@ async def attach_verification(
         if not bodies:
             raise UsageError(f"receipt: no erasure receipt {receipt_id!r}")
         receipt = ErasureReceipt.model_validate_json(bodies[0])
-        if receipt.verification is None or receipt.state == "refused":
+        if receipt.verification is None or receipt.state in ("refused", "not_found"):
             return
-        updated = receipt.model_copy(update={"verified": receipt.verified and verification.verified})
-        await store.write(repo.update_receipt_body, receipt_id, updated.model_dump_json(), fence=lease.fence)
+        # A later run without the subject can only find a failure, never confirm a pass.
+        updated = receipt.model_copy(update={"verified": receipt.verified and not verification.failed})
+        body = updated.model_dump_json(by_alias=True)
+        await store.write(repo.update_receipt_body, receipt_id, body, fence=lease.fence)
