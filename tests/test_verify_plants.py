@@ -204,6 +204,13 @@ async def _plant_plain_record(w: World) -> Callable[[], Awaitable[None]]:
     return lambda: w.agent_sql("DELETE FROM memory_session_tombstones WHERE session_id = 'sess-nora-1'")
 
 
+async def _plant_participant(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql(
+        "INSERT INTO session_participants(session_id, actor_id, namespace) VALUES ('sess-x', 'nora', '{}')"
+    )
+    return lambda: w.agent_sql("DELETE FROM session_participants WHERE session_id = 'sess-x'")
+
+
 PLANTS = {
     "retention_row": (_plant_retention_row, "derivability", "retention:retention_objects.content"),
     "provenance_hash": (_plant_edge_hash, "derivability", "retention:retention_objects.provenance_hash"),
@@ -223,6 +230,11 @@ PLANTS = {
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
     "preimage": (_plant_preimage, "derivability", "agent main:memory_backups.content"),
+    "recorded_participant": (
+        _plant_participant,
+        "derivability",
+        "agent main:session_participants.actor_id",
+    ),
     "plain_forgotten_record": (
         _plant_plain_record,
         "derivability",

@@ -40,8 +40,8 @@ def render_transcript(raw_lines: Iterable[bytes], fallback_ms: int) -> RenderedT
     skipped: dict[str, int] = {}
     lines = tuple(
         [
-            TranscriptLine(number, text, origin, ts or fallback_ms)
-            for number, text, origin, ts in iter_exported(raw_lines, skipped)
+            TranscriptLine(line.line_number, line.text, line.origin_class, line.timestamp_ms or fallback_ms)
+            for line in iter_exported(raw_lines, skipped)
         ]
     )
     return RenderedTranscript(lines, skipped.get(SKIP_MALFORMED, 0), skipped.get(SKIP_OVERSIZED, 0))

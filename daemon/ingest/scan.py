@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
@@ -131,6 +131,9 @@ class TranscriptScanner:
         self.produced = 0
         self.carry = Carry()
         self.at_end = False
+        # Per-message senders seen since the last `take_senders` (actor id -> senderIdentity):
+        # recorded as the session's participants, so an erasure finds a group chat's members.
+        self.senders: dict[str, Any] = {}
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -217,6 +220,7 @@ class TranscriptScanner:
         lines = self._lines
         sha1 = hashlib.sha1
         number = self.line_count
+        senders = self.senders
         while len(out) < limit:
             if self._peeked is None:
                 raw = next(lines, None)
@@ -238,6 +242,8 @@ class TranscriptScanner:
             self.line_count = number
             if result is None or isinstance(result, str):
                 continue
+            if result.sender is not None and result.sender not in senders:
+                senders[result.sender] = result.sender_identity
             self.produced += 1
             snippet = truncate_utf16(result.text, SNIPPET_MAX_CHARS)
             # utf16_len is never below len: only a short snippet needs the exact count.
@@ -256,6 +262,11 @@ class TranscriptScanner:
             )
         self._flush_hash()
         return out
+
+    def take_senders(self) -> dict[str, Any]:
+        """The senders seen since the last call (and forget them here)."""
+        found, self.senders = self.senders, {}
+        return found
 
     def _flush_hash(self) -> None:
         if self._unhashed:

@@ -3,7 +3,8 @@
     run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1"), purge_sessions=…) -> ErasureReceipt
 
 Under the retention lease:
-1. snapshot (one read transaction) + the ingested sessions mapped into the subtree;
+1. snapshot (one read transaction) + the ingested sessions the scope reaches: every session
+   the user takes part in, live or archived (retention/subjects.py);
 2. plan (pure, `plan.py`); refused → a `refused` receipt, nothing else changes;
 3. the erased subject is captured in memory (ids, content, times) for the verifier;
 4. one transaction in retention.sqlite: provenance children rewritten to TOMBSTONE:<random>
@@ -15,7 +16,8 @@ Under the retention lease:
    (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
 6. the verifier runs; the receipt (counts only) is stored.
 A crash anywhere leaves state a rerun of the same request converges from: the plan is always
-recomputed from what is live, and the session mapping comes from the (untouched) sources.
+recomputed from what is live, and the sessions come from the (untouched) sources and the
+participants recorded at ingestion.
 Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.receipt.
 """
 
@@ -32,11 +34,9 @@ import orjson
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.agents import list_agents
 from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
-from daemon.retention.mapping import sessions_within
 from daemon.retention.needles import VerifySubject
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
 from daemon.retention.receipts import (
@@ -49,18 +49,21 @@ from daemon.retention.receipts import (
 from daemon.retention.request import EraseRequest
 from daemon.retention.scopes import parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
+from daemon.retention.subjects import gather_sessions
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
 from daemon.store.db import Connection, Store
+from daemon.store.participants import participants_of_sessions
 from daemon.store.tombstones import count_tombstones, delete_tombstones, hashed_session_ref, record_tombstones
 
 if TYPE_CHECKING:
     from daemon.retention.verify import Embedder
 
 REASON_ERASED = "erased"
+PARTICIPANT_ROWS = "participantRows"  # carried with the forget counters, reported on its own
 # The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
 # go through it under the agent's workspace lease, and it returns the forget report's artifact
 # counters. Retention does not import forget; the composition sits above both.
@@ -84,18 +87,17 @@ def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, t
     )
 
 
-def _list_mapped(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
-    if parse_scope(target).level == "object":
-        return []  # sessions map to session scopes or above; none lies under an object
-    found: list[tuple[SessionInfo, str]] = []
-    for agent in list_agents(settings):
-        listing = session_source_for(settings, agent).list_sessions()
-        found += sessions_within(settings, listing.sessions, target)
+def _transcripts_of(settings: Settings, targets: Sequence[SessionTarget]) -> list[SessionInfo | ArchiveInfo]:
+    """The live windows and archives of the erased sessions (the text the verifier looks for)."""
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for t in targets:
+        wanted[t.agent_id].add(t.session_id)
+    found: list[SessionInfo | ArchiveInfo] = []
+    for agent, ids in sorted(wanted.items()):
+        source = session_source_for(settings, agent)
+        found += [s for s in source.list_sessions().sessions if s.session_id in ids]
+        found += [a for a in source.list_archives() if a.session_id in ids]
     return found
-
-
-async def mapped_sessions(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
-    return await anyio.to_thread.run_sync(_list_mapped, settings, target)
 
 
 # --- the subject, for the verifier --------------------------------------------------------------
@@ -205,7 +207,8 @@ async def forget_sessions(
             assert secret is not None  # a writable runtime creates the key
             async with rt.lock().hold() as lease:
                 failpoint("erase.forget")
-                artifacts = await purge_sessions(rt, ids, lease)
+                recorded = len(await rt.require_store().read(participants_of_sessions, ids))
+                artifacts = {**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded}
                 failpoint("erase.hash_records")
                 hashed, curated = await rt.require_store().write(
                     _hash_forgotten_records,
@@ -284,14 +287,10 @@ async def _prepare(
 ) -> tuple[ErasurePlan, VerifySubject]:
     """Snapshot (one read transaction) + mapped sessions → plan → the subject, still in memory."""
     rows = await store.read(read_snapshot, request.scope) if store else ((), (), (), ())
-    mapped = await mapped_sessions(settings, request.scope)
-    snapshot = ErasureSnapshot(
-        request.scope, *rows, tuple(SessionTarget(s.agent_id, s.session_id, scope) for s, scope in mapped)
-    )
-    plan = plan_erasure(snapshot, request.allow_partial)
+    sessions = await gather_sessions(settings, request.scope, migrate=not request.dry_run)
+    plan = plan_erasure(ErasureSnapshot(request.scope, *rows, tuple(sessions)), request.allow_partial)
     times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
-    wanted = {(s.agent_id, s.session_id) for s in plan.forget_sessions}
-    infos = [s for s, _ in mapped if (s.agent_id, s.session_id) in wanted]
+    infos = await anyio.to_thread.run_sync(_transcripts_of, settings, plan.forget_sessions)
     texts = await anyio.to_thread.run_sync(_session_texts, settings, infos)
     return plan, subject_of(plan, times, texts)
 
@@ -340,8 +339,10 @@ async def run_erase(
             objects=objects,
             provenance_edges=rewritten,
             sessions=sessions,
+            shared_sessions_removed=plan.shared_sessions if sessions else 0,
             forgotten_records_hashed=hashed,
             curated_writes=curated,
+            participant_rows=counters.pop(PARTICIPANT_ROWS, 0),
             forget=counters,
         )
         verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None

@@ -23,9 +23,20 @@ from daemon.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow
 
 @dataclass(frozen=True, slots=True)
 class SessionTarget:
+    """An ingested session the erasure reaches (retention/subjects.py)."""
+
     agent_id: str
     session_id: str
-    scope: str
+    scope: str  # the erased user's session scope (the tenant's, for a session without a user)
+    hold_scopes: tuple[str, ...] = ()  # every participant's session scope: a hold on any blocks it
+    shared: bool = False  # other users took part too: its derived memory goes whole, counted apart
+
+    def hold(self, holds: _Holds) -> HoldRow | None:
+        for scope in (self.scope, *self.hold_scopes):
+            found = holds.of(scope)
+            if found is not None:
+                return found
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +48,7 @@ class ErasureSnapshot:
     objects: tuple[ObjectRow, ...]  # every object in those scopes
     citing: tuple[CitingEdge, ...]  # every edge citing the target or a scope under it
     holds: tuple[HoldRow, ...]
-    sessions: tuple[SessionTarget, ...]  # ingested sessions mapped into the subtree
+    sessions: tuple[SessionTarget, ...]  # ingested sessions the target reaches
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,10 @@ class ErasurePlan:
     @property
     def structural_deleted(self) -> int:
         return len(set(self.delete_scopes) | {s.scope for s in self.forget_sessions})
+
+    @property
+    def shared_sessions(self) -> int:
+        return sum(1 for s in self.forget_sessions if s.shared)
 
     @property
     def has_work(self) -> bool:
@@ -105,7 +120,7 @@ def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
 
     forget: list[SessionTarget] = []
     for session in snapshot.sessions:
-        hold = holds.of(session.scope)
+        hold = session.hold(holds)
         if hold is not None:
             blocked[(hold.hold_id, "sessions")] += 1
         else:

@@ -29,11 +29,10 @@ import numpy as np
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths, list_agents
+from daemon.agents import agent_paths, agents_with_state
 from daemon.constants import VERIFY_EMBEDDING_MIN_COSINE
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
-from daemon.ids import validate_agent_id
 from daemon.retention.needles import Needles, VerifySubject, compile_needles, snippets
 from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
@@ -62,22 +61,6 @@ class _Findings:
     def add(bucket: dict[str, int], where: str, n: int) -> None:
         if n:
             bucket[where] = bucket.get(where, 0) + n
-
-
-def _agents_with_state(settings: Settings) -> list[str]:
-    names = set(list_agents(settings))
-    try:
-        names.update(os.listdir(settings.state_dir / "agents"))
-    except FileNotFoundError:
-        pass
-    out = []
-    for name in sorted(names):
-        try:
-            validate_agent_id(name)
-        except UsageError:
-            continue
-        out.append(name)
-    return out
 
 
 # --- compaction and raw bytes -------------------------------------------------------------------
@@ -292,7 +275,7 @@ async def run_verify(
     if retention_db_path(settings).exists():
         async with open_for_write(settings, redis) as (store, _lease):
             await _check_store(store, "retention", needles, probes, findings, retention=True)
-    for agent in _agents_with_state(settings):
+    for agent in agents_with_state(settings):
         paths = agent_paths(settings, agent)
         if paths.db_path.exists():
             async with agent_runtime(settings, agent, redis=redis) as rt, rt.lock().hold():

@@ -64,6 +64,10 @@ class ExportedLine(NamedTuple):
     text: str  # "User: …" / "Assistant: …", one line, whitespace collapsed
     origin_class: OriginClass
     timestamp_ms: int  # 0 when the message has no usable timestamp
+    # A user message's `__openclaw.senderId` (a group chat's per-message sender), else None;
+    # `sender_identity` is its `senderIdentity` object as read (not copied), if any.
+    sender: str | None = None
+    sender_identity: Any = None
 
 
 class Carry:
@@ -176,7 +180,11 @@ def export_line(
         meta = _NO_META
     role = message.get("role")
     origin: OriginClass
+    sender = None
     if role == "user":
+        sender = meta.get("senderId")
+        if type(sender) is not str or not sender:
+            sender = None
         origin = _user_origin(message, meta)
         carry.last_user = origin
         carry.tainted = False
@@ -197,7 +205,11 @@ def export_line(
         body = body.replace("\x00", "")
     if not body:
         return None
-    return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
+    if sender is None:
+        return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
+    return ExportedLine(
+        line_number, prefix + body, origin, _timestamp_ms(message, entry), sender, meta.get("senderIdentity")
+    )
 
 
 def _entry_of(raw: bytes) -> dict[str, Any] | str | None:
