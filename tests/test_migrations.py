@@ -43,6 +43,7 @@ RELEASED = {
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",
     "retention/0004_receipt_not_found.sql": "8beb4fba8c",
+    "retention/0005_erasure_journal.sql": "42e12ce9c7",
 }
 AGENT_ONLY = {
     "ingest_checkpoints",

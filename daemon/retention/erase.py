@@ -6,7 +6,9 @@ Under the retention lease:
 1. snapshot (one read transaction) + the ingested sessions the scope reaches: every session
    the user takes part in, live or archived (retention/subjects.py);
 2. plan (pure, `plan.py`); refused → a `refused` receipt, nothing else changes;
-3. the erased subject is captured in memory (ids, content, times) for the verifier;
+3. the erased subject (ids, content, times) and the sessions reached are journaled, sealed
+   (retention/journal.py), before anything is deleted; a rerun after a crash merges the entry
+   it finds and verifies against the same needles;
 4. one transaction in retention.sqlite: provenance children rewritten to TOMBSTONE:<random>
    and the structural subtree deleted — together, so no reader ever sees an erased parent
    next to a derivable edge;
@@ -14,7 +16,8 @@ Under the retention lease:
    (`purge_sessions`, handed in by daemon.ops.erasure),
    then, in one transaction, their forgotten records are replaced by keyed-hash records
    (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
-6. the verifier runs; the receipt (counts only) is stored.
+6. the verifier runs; the receipt (this run's counts only) is stored and the journal entry
+   deleted in one transaction, then the entry's key file.
 A crash anywhere leaves state a rerun of the same request converges from: the plan is always
 recomputed from what is live, and the sessions come from the (untouched) sources and the
 participants recorded at ingestion.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import secrets
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -37,6 +41,8 @@ from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
+from daemon.retention import journal
+from daemon.retention.journal import PendingErasure
 from daemon.retention.needles import VerifySubject
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
 from daemon.retention.receipts import (
@@ -55,9 +61,9 @@ from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
-from daemon.store.db import Connection, Store
+from daemon.store.db import Connection, FenceToken, Store
 from daemon.store.participants import participants_of_sessions
-from daemon.store.tombstones import count_tombstones, delete_tombstones, hashed_session_ref, record_tombstones
+from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
 if TYPE_CHECKING:
     from daemon.retention.verify import Embedder
@@ -178,11 +184,27 @@ def _hash_forgotten_records(
 ) -> tuple[int, int]:
     """Swap the plain forgotten records of erased sessions for keyed-hash ones in one transaction,
     so admission (forgotten_ids checks both forms) always finds one of them. The record's time
-    is coarsened to the day: a precise time would be tied to the erased session."""
-    record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
+    is coarsened to the day: a precise time would be tied to the erased session.
+    Returns (records newly hashed: the sessions this run erased, observed-write rows removed)."""
+    added = record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
     delete_tombstones(conn, session_ids)
     curated = delete_writes_of_sessions(conn, session_ids)
-    return count_tombstones(conn, hashed), curated
+    return added, curated
+
+
+@dataclass
+class SessionsErased:
+    """What this run did to the erased sessions (a rerun counts only what it did itself)."""
+
+    sessions: int = 0  # sessions newly erased (their hashed record written by this run)
+    scopes: set[str] = field(default_factory=set)  # their scopes
+    shared: int = 0  # of those, shared sessions
+    curated: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def add(self, counters: Mapping[str, int]) -> None:
+        for key, value in counters.items():
+            self.counters[key] = self.counters.get(key, 0) + value
 
 
 async def forget_sessions(
@@ -191,38 +213,37 @@ async def forget_sessions(
     sessions: tuple[SessionTarget, ...],
     now: int,
     purge_sessions: PurgeSessions,
-) -> tuple[int, int, int, dict[str, int]]:
-    """Each agent's erased sessions through its forget pipeline, then hashed records.
-    Returns (sessions, hashed records, curated rows, summed forget artifact counters)."""
-    by_agent: dict[str, list[str]] = defaultdict(list)
+) -> SessionsErased:
+    """Each agent's erased sessions through its forget pipeline, then hashed records."""
+    by_agent: dict[str, list[SessionTarget]] = defaultdict(list)
     for s in sessions:
-        by_agent[s.agent_id].append(s.session_id)
-    counters: dict[str, int] = {}
-    total_hashed = total_curated = 0
+        by_agent[s.agent_id].append(s)
+    done = SessionsErased()
     day_ms = now // DAY_MS * DAY_MS
-    for agent, sids in sorted(by_agent.items()):
-        ids = sorted(set(sids))
+    for agent, targets in sorted(by_agent.items()):
+        ids = sorted({t.session_id for t in targets})
         async with agent_runtime(settings, agent, redis=redis) as rt:
             secret = rt.secret()
             assert secret is not None  # a writable runtime creates the key
+            refs = {s: hashed_session_ref(secret, s) for s in ids}
             async with rt.lock().hold() as lease:
+                store = rt.require_store()
                 failpoint("erase.forget")
-                recorded = len(await rt.require_store().read(participants_of_sessions, ids))
-                artifacts = {**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded}
-                failpoint("erase.hash_records")
-                hashed, curated = await rt.require_store().write(
-                    _hash_forgotten_records,
-                    agent,
-                    ids,
-                    [hashed_session_ref(secret, s) for s in ids],
-                    day_ms,
-                    fence=lease.fence,
+                erased_before = await store.read(forgotten_ids, ids, secret) - await store.read(
+                    forgotten_ids, ids
                 )
-        total_hashed += hashed
-        total_curated += curated
-        for key, value in artifacts.items():
-            counters[key] = counters.get(key, 0) + value
-    return len({(s.agent_id, s.session_id) for s in sessions}), total_hashed, total_curated, counters
+                recorded = len(await store.read(participants_of_sessions, ids))
+                done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
+                failpoint("erase.hash_records")
+                added, curated = await store.write(
+                    _hash_forgotten_records, agent, ids, [refs[s] for s in ids], day_ms, fence=lease.fence
+                )
+        new = {s for s in ids if s not in erased_before}
+        done.sessions += added
+        done.scopes.update(t.scope for t in targets if t.session_id in new)
+        done.shared += sum(1 for t in targets if t.shared and t.session_id in new)
+        done.curated += curated
+    return done
 
 
 # --- receipts -------------------------------------------------------------------------------------
@@ -238,7 +259,11 @@ def build_receipt(
     now: int,
     artifacts: ErasureArtifacts,
     verification: Verification | None,
+    *,
+    structural: int | None = None,
+    resumed: bool = False,
 ) -> ErasureReceipt:
+    """`structural`: what this run deleted of the subtree (a dry run reports the plan's)."""
     by_hold: dict[str, dict[str, int]] = defaultdict(
         lambda: {"structural": 0, "provenance": 0, "sessions": 0}
     )
@@ -253,7 +278,10 @@ def build_receipt(
         day=day_of(now),
         state=plan.state,  # type: ignore[arg-type]
         dry_run=request.dry_run,
-        structural_deleted=plan.structural_deleted if plan.state not in ("refused", "not_found") else 0,
+        resumed=resumed,
+        structural_deleted=0
+        if plan.state in ("refused", "not_found")
+        else (plan.structural_deleted if structural is None else structural),
         provenance_rewritten=artifacts.provenance_edges,
         hold_blocked=plan.hold_blocked,
         blocked=[BlockedByHold(hold_id=h, **counts) for h, counts in sorted(by_hold.items())],
@@ -283,12 +311,15 @@ def _store_receipt(conn: Connection, receipt: ErasureReceipt) -> None:
 
 
 async def _prepare(
-    settings: Settings, store: Store | None, request: EraseRequest
+    settings: Settings, store: Store | None, request: EraseRequest, journaled: tuple[SessionTarget, ...] = ()
 ) -> tuple[ErasurePlan, VerifySubject]:
-    """Snapshot (one read transaction) + mapped sessions → plan → the subject, still in memory."""
+    """Snapshot (one read transaction) + the sessions reached (and those a pending journal
+    names) → plan → the subject, still in memory."""
     rows = await store.read(read_snapshot, request.scope) if store else ((), (), (), ())
-    sessions = await gather_sessions(settings, request.scope, migrate=not request.dry_run)
-    plan = plan_erasure(ErasureSnapshot(request.scope, *rows, tuple(sessions)), request.allow_partial)
+    found = await gather_sessions(settings, request.scope, migrate=not request.dry_run)
+    known = {(s.agent_id, s.session_id) for s in found}
+    sessions = tuple(found) + tuple(s for s in journaled if (s.agent_id, s.session_id) not in known)
+    plan = plan_erasure(ErasureSnapshot(request.scope, *rows, sessions), request.allow_partial)
     times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
     infos = await anyio.to_thread.run_sync(_transcripts_of, settings, plan.forget_sessions)
     texts = await anyio.to_thread.run_sync(_session_texts, settings, infos)
@@ -299,6 +330,25 @@ async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[Erasure
     """The plan and the subject as they stand now, without a lock or a write (dry runs, tests)."""
     async with open_for_read(settings) as store:
         return await _prepare(settings, store, request)
+
+
+async def _finish(
+    store: Store,
+    settings: Settings,
+    receipt: ErasureReceipt,
+    pending: PendingErasure | None,
+    fence: FenceToken,
+) -> None:
+    """The receipt and the end of the journal entry in one transaction, then the entry's key."""
+
+    def write(conn: Connection) -> None:
+        _store_receipt(conn, receipt)
+        if pending is not None:
+            repo.delete_journal(conn, pending.journal_id)
+
+    await store.write(write, fence=fence)
+    if pending is not None:
+        journal.drop_key(settings, pending.journal_id)
 
 
 async def run_erase(
@@ -322,33 +372,44 @@ async def run_erase(
         return build_receipt(plan, request, ts, planned_artifacts(plan), None)
     assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
-        plan, subject = await _prepare(settings, store, request)
+        await journal.drop_orphan_keys(settings, store)
+        pending = await journal.load(settings, store, request.scope)
+        resumed = pending is not None
+        plan, subject = await _prepare(settings, store, request, pending.sessions if pending else ())
+        if plan.state == "not_found" and pending is not None:
+            plan = replace(plan, state="complete")  # all was done before the crash: verify, then receipt
         if plan.state in ("refused", "not_found"):
-            receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None)
+            receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None, resumed=resumed)
             await store.write(_store_receipt, receipt, fence=lease.fence)
             return receipt
+        pending = await journal.save(
+            settings, store, request.scope, pending, subject, plan.forget_sessions, lease.fence
+        )
         failpoint("erase.retention")
         rewritten, objects, scopes = await store.write(_apply_retention, plan, fence=lease.fence)
-        sessions, hashed, curated, counters = 0, 0, 0, dict[str, int]()
+        done = SessionsErased()
         if plan.forget_sessions:
-            sessions, hashed, curated, counters = await forget_sessions(
-                settings, redis, plan.forget_sessions, ts, purge_sessions
-            )
+            done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions)
         artifacts = ErasureArtifacts(
             scopes=scopes,
             objects=objects,
             provenance_edges=rewritten,
-            sessions=sessions,
-            shared_sessions_removed=plan.shared_sessions if sessions else 0,
-            forgotten_records_hashed=hashed,
-            curated_writes=curated,
-            participant_rows=counters.pop(PARTICIPANT_ROWS, 0),
-            forget=counters,
+            sessions=done.sessions,
+            shared_sessions_removed=done.shared,
+            forgotten_records_hashed=done.sessions,
+            curated_writes=done.curated,
+            participant_rows=done.counters.pop(PARTICIPANT_ROWS, 0),
+            forget=done.counters,
         )
-        verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None
-        receipt = build_receipt(plan, request, ts, artifacts, verification)
+        verification = (
+            await run_verify(settings, redis, pending.subject, embedder=embedder) if verify else None
+        )
+        structural = scopes + len(done.scopes - set(plan.delete_scopes))
+        receipt = build_receipt(
+            plan, request, ts, artifacts, verification, structural=structural, resumed=resumed
+        )
         failpoint("erase.receipt")
-        await store.write(_store_receipt, receipt, fence=lease.fence)
+        await _finish(store, settings, receipt, pending, lease.fence)
         return receipt
 
 

@@ -338,3 +338,30 @@ def receipt_bodies(conn: Connection, receipt_id: str | None = None) -> list[str]
     return [
         r[0] for r in conn.execute("SELECT body FROM erasure_receipts WHERE receipt_id = ?", (receipt_id,))
     ]
+
+
+# --- the pending-erasure journal ----------------------------------------------------------------
+
+
+def journal_entry(conn: Connection, target_ref: str) -> tuple[str, bytes] | None:
+    """(journal id, sealed needles) of the pending erasure of a target, if one is pending."""
+    row = conn.execute(
+        "SELECT journal_id, sealed FROM erasure_journal WHERE target_ref = ?", (target_ref,)
+    ).fetchone()
+    return (row[0], bytes(row[1])) if row else None
+
+
+def journal_ids(conn: Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT journal_id FROM erasure_journal")}
+
+
+def put_journal(conn: Connection, journal_id: str, target_ref: str, sealed: bytes) -> None:
+    conn.execute(
+        "INSERT INTO erasure_journal(journal_id, target_ref, sealed) VALUES (?, ?, ?) "
+        "ON CONFLICT(journal_id) DO UPDATE SET sealed = excluded.sealed",
+        (journal_id, target_ref, sealed),
+    )
+
+
+def delete_journal(conn: Connection, journal_id: str) -> int:
+    return int(conn.execute("DELETE FROM erasure_journal WHERE journal_id = ?", (journal_id,)).rowcount)
