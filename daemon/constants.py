@@ -62,6 +62,7 @@ VERIFY_ID_MIN_CHARS = 6  # shorter ids are matched only as whole column values (
 VERIFY_SNIPPET_MIN_CHARS = 12  # as CORPUS_SNIPPET_MIN_CHARS: shorter text is not evidence
 VERIFY_SNIPPET_MAX_CHARS = 64  # needles are windows of at most this many chars per line
 VERIFY_HASH_PREFIX_CHARS = 12  # truncated hashes count too (seed; staging keeps 12-hex sha1 claim hashes)
+VERIFY_TERM_MIN_CHARS = 5  # full-text terms of erased snippets looked for in FTS5 segments
 VERIFY_MAX_MESSAGES_PER_SESSION = 4096  # snippet needles taken from an erased session's transcript
 VERIFY_EMBEDDING_MIN_COSINE = 0.9999  # a stored vector this close to an erased snippet's is its embedding
 

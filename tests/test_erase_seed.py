@@ -78,7 +78,9 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
         "provenance_invariant": True,
         "derivability": True,
         "physical": True,
+        "fts_segments": True,
         "embeddings": True,
+        "redis": True,
     }
 
     after = await dump_objects(settings)

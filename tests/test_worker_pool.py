@@ -154,7 +154,7 @@ async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served
     assert (
         physical["status"] == "passed" and "blocked" not in physical["note"]
     )  # the idle stores held no reader
-    assert receipt["verified"] is True
+    assert receipt["verified"] is True, receipt["verification"]
 
     after = await served.run(FORGET, {"agent": "main", "participants": ["nora"], "dry_run": True})
     assert after.result["artifacts"]["shortTermEntries"] == 0  # the preview sees the erasure

@@ -16,7 +16,8 @@ Under the retention lease:
    (`purge_sessions`, handed in by daemon.ops.erasure),
    then, in one transaction, their forgotten records are replaced by keyed-hash records
    (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
-6. the verifier runs; the receipt (this run's counts only) is stored and the journal entry
+6. earlier job arguments and results in Redis that name the subject are deleted
+   (daemon/redis_values.py); the verifier runs; the receipt (this run's counts only) is stored and the journal entry
    deleted in one transaction, then the entry's key file.
 A crash anywhere leaves state a rerun of the same request converges from: the plan is always
 recomputed from what is live, and the sessions come from the (untouched) sources and the
@@ -41,9 +42,10 @@ from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
+from daemon.redis_values import purge_naming
 from daemon.retention import journal
 from daemon.retention.journal import PendingErasure
-from daemon.retention.needles import VerifySubject
+from daemon.retention.needles import VerifySubject, compile_needles
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
 from daemon.retention.receipts import (
     BlockedByHold,
@@ -61,7 +63,7 @@ from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
-from daemon.store.db import Connection, FenceToken, Store
+from daemon.store.db import Connection, FenceToken, Store, truncate_wal
 from daemon.store.participants import participants_of_sessions
 from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
@@ -154,24 +156,32 @@ def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: lis
 
 
 async def session_subject(
-    settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo], *, include_ids: bool
+    settings: Settings,
+    sessions: Sequence[SessionInfo | ArchiveInfo],
+    *,
+    include_ids: bool,
+    surviving: Sequence[SessionInfo | ArchiveInfo] = (),
 ) -> VerifySubject:
     """A verifier subject for sessions purged outside an erasure (`forget --verify`): their
-    transcripts' text, and their ids only when no plain forgotten record is meant to remain."""
+    transcripts' text, and their ids only when no plain forgotten record is meant to remain.
+    Text the `surviving` sessions also hold is not looked for: it may stay, through them."""
     texts = await anyio.to_thread.run_sync(_session_texts, settings, sessions)
+    shared = await anyio.to_thread.run_sync(_session_texts, settings, surviving) if surviving else []
     ids = tuple(s.session_id for s in sessions) if include_ids else ()
-    return VerifySubject(ids=ids, contents=tuple(texts))
+    return VerifySubject(ids=ids, contents=tuple(texts), shared=tuple(shared))
 
 
 # --- apply ----------------------------------------------------------------------------------------
 
 
-def _apply_retention(conn: Connection, plan: ErasurePlan) -> tuple[int, int, int]:
-    """The rewrite and the cascade in ONE transaction (seed: "in the same transaction")."""
+def _apply_retention(conn: Connection, plan: ErasurePlan, times: Sequence[int]) -> tuple[int, int, int, int]:
+    """The rewrite and the cascade in ONE transaction (seed: "in the same transaction"), and
+    the subject's exact times cut to the day wherever they survive (seed: no sub-day time)."""
     rewritten = repo.rewrite_provenance(conn, plan.rewrite_edges)
     objects = repo.delete_objects(conn, [o.object_id for o in plan.delete_objects])
     scopes = repo.delete_scopes(conn, plan.delete_scopes)
-    return rewritten, objects, scopes
+    coarsened = repo.coarsen_times(conn, times)
+    return rewritten, objects, scopes, coarsened
 
 
 def _rewritten_times(conn: Connection, object_ids: tuple[str, ...]) -> list[int]:
@@ -238,6 +248,7 @@ async def forget_sessions(
                 added, curated = await store.write(
                     _hash_forgotten_records, agent, ids, [refs[s] for s in ids], day_ms, fence=lease.fence
                 )
+                await store.run(truncate_wal)  # the plain records' frames go with them
         new = {s for s in ids if s not in erased_before}
         done.sessions += added
         done.scopes.update(t.scope for t in targets if t.session_id in new)
@@ -321,6 +332,8 @@ async def _prepare(
     sessions = tuple(found) + tuple(s for s in journaled if (s.agent_id, s.session_id) not in known)
     plan = plan_erasure(ErasureSnapshot(request.scope, *rows, sessions), request.allow_partial)
     times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
+    deleted = set(plan.delete_scopes)
+    times += [r.created_at for r in rows[0] if r.scope in deleted]  # the erased scopes' own times
     infos = await anyio.to_thread.run_sync(_transcripts_of, settings, plan.forget_sessions)
     texts = await anyio.to_thread.run_sync(_session_texts, settings, infos)
     return plan, subject_of(plan, times, texts)
@@ -386,10 +399,15 @@ async def run_erase(
             settings, store, request.scope, pending, subject, plan.forget_sessions, lease.fence
         )
         failpoint("erase.retention")
-        rewritten, objects, scopes = await store.write(_apply_retention, plan, fence=lease.fence)
+        rewritten, objects, scopes, coarsened = await store.write(
+            _apply_retention, plan, pending.subject.times_ms, fence=lease.fence
+        )
+        await store.run(truncate_wal)  # frames of the deleted rows leave the WAL now
         done = SessionsErased()
         if plan.forget_sessions:
             done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions)
+        needles = compile_needles(pending.subject)
+        purged = await purge_naming(redis, lambda value: needles.hits(value) > 0)
         artifacts = ErasureArtifacts(
             scopes=scopes,
             objects=objects,
@@ -399,6 +417,8 @@ async def run_erase(
             forgotten_records_hashed=done.sessions,
             curated_writes=done.curated,
             participant_rows=done.counters.pop(PARTICIPANT_ROWS, 0),
+            times_coarsened=coarsened,
+            redis_values_purged=purged,
             forget=done.counters,
         )
         verification = (

@@ -50,6 +50,7 @@ class ErasureArtifacts(_Model):
     curated_writes: int  # observed-write rows of erased sessions removed
     participant_rows: int = 0  # recorded participants of erased sessions (and the subject's) removed
     redis_values_purged: int = 0  # earlier job arguments and results naming the subject, deleted
+    times_coarsened: int = 0  # surviving times equal to an erased object's exact one, cut to the day
     forget: dict[str, int] = Field(default_factory=dict)  # the forget reports' artifact counters, summed
 
 
