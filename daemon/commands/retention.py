@@ -293,10 +293,10 @@ def register(cli: click.Group) -> None:
     register_enqueue(
         cli,
         erase_op.OP,
-        [erase_options("Your reference, copied to the receipt (a new one also makes a new job).")],
+        [erase_options("Your reference, copied to the receipt.")],
         erase_fields,
-        "Enqueue an erasure (same flags as `memoryd erase`); its arguments and result are kept in\n"
-        "        Redis only retention.erase_result_ttl_s.",
+        "Enqueue an erasure (same flags as `memoryd erase`) under a random job id (each one runs);\n"
+        "        its arguments and result are kept in Redis only retention.erase_result_ttl_s.",
     )
 
     @cli.command("receipts")
