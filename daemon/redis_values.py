@@ -60,44 +60,80 @@ def _strings(raw: bytes) -> list[str]:
     return out
 
 
-async def _value_strings(redis: Redis, key: str) -> list[str]:
-    kind = (await redis.type(key)).decode()
-    parts: list[bytes] = []
+async def _keys(redis: Redis, prefixes: tuple[str, ...]) -> list[str]:
+    keys: list[str] = []
+    for prefix in prefixes:
+        keys += [
+            k.decode("utf-8", "replace") async for k in redis.scan_iter(match=f"{prefix}*", count=SCAN_COUNT)
+        ]
+    return keys
+
+
+async def _fetch(redis: Redis, keys: list[str]) -> list[list[bytes]]:
+    """Each key's members, fields and values, in two pipelined round trips per batch (a type,
+    then the read that type needs): a host keeps thousands of results."""
+    out: list[list[bytes]] = []
+    for start in range(0, len(keys), SCAN_COUNT):
+        batch = keys[start : start + SCAN_COUNT]
+        async with redis.pipeline(transaction=False) as pipe:
+            for key in batch:
+                pipe.type(key)
+            kinds = [k.decode() if isinstance(k, bytes) else str(k) for k in await pipe.execute()]
+        async with redis.pipeline(transaction=False) as pipe:
+            for key, kind in zip(batch, kinds, strict=True):
+                _read(pipe, key, kind)
+            values = await pipe.execute()
+        for kind, value in zip(kinds, values, strict=True):
+            out.append(_parts(kind, value))
+    return out
+
+
+def _read(pipe: Any, key: str, kind: str) -> None:
     if kind == "string":
-        value = await redis.get(key)
-        parts = [value] if value is not None else []
+        pipe.get(key)
     elif kind == "hash":
-        for field, value in (await redis.hgetall(key)).items():  # type: ignore[misc]
-            parts += [field, value]
+        pipe.hgetall(key)
     elif kind == "list":
-        parts = list(await redis.lrange(key, 0, -1))  # type: ignore[misc]
+        pipe.lrange(key, 0, -1)
     elif kind == "set":
-        parts = list(await redis.smembers(key))  # type: ignore[misc]
+        pipe.smembers(key)
     elif kind == "zset":
-        parts = list(await redis.zrange(key, 0, -1))
+        pipe.zrange(key, 0, -1)
+    else:  # gone meanwhile, or a type memoryd never writes
+        pipe.exists(key)
+
+
+def _parts(kind: str, value: Any) -> list[bytes]:
+    if kind == "string":
+        return [value] if isinstance(value, bytes) else []
+    if kind == "hash" and isinstance(value, dict):
+        return [p for pair in value.items() for p in pair]
+    if kind in ("list", "set", "zset") and value:
+        return list(value)
+    return []
+
+
+def _strings_of(key: str, parts: list[bytes]) -> list[str]:
     return [key] + [s for p in parts if isinstance(p, bytes) for s in _strings(p)]
 
 
 async def scan_values(redis: Redis) -> AsyncIterator[tuple[str, list[str]]]:
     """(key, the strings it holds: its name, and every member, field and value, JSON opened)
     under memoryd's and arq's prefixes."""
-    for prefix in PREFIXES:
-        async for key in redis.scan_iter(match=f"{prefix}*", count=SCAN_COUNT):
-            name = key.decode("utf-8", "replace")
-            yield name, await _value_strings(redis, name)
+    keys = await _keys(redis, PREFIXES)
+    for key, parts in zip(keys, await _fetch(redis, keys), strict=True):
+        yield key, _strings_of(key, parts)
 
 
 async def purge_naming(redis: Redis, names_subject: Callable[[str], bool]) -> int:
     """Delete job arguments and results any of whose strings `names_subject` (erasure requests
     aside); the number deleted."""
-    doomed: list[str] = []
-    for prefix in PURGEABLE:
-        async for key in redis.scan_iter(match=f"{prefix}*", count=SCAN_COUNT):
-            name = key.decode("utf-8", "replace")
-            if is_erasure_request(name):
-                continue
-            if any(names_subject(s) for s in await _value_strings(redis, name)):
-                doomed.append(name)
-    if doomed:
-        await redis.delete(*doomed)
+    keys = [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k)]
+    doomed = [
+        key
+        for key, parts in zip(keys, await _fetch(redis, keys), strict=True)
+        if any(names_subject(s) for s in _strings_of(key, parts))
+    ]
+    for start in range(0, len(doomed), SCAN_COUNT):
+        await redis.delete(*doomed[start : start + SCAN_COUNT])
     return len(doomed)
