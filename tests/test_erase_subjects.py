@@ -114,3 +114,14 @@ async def test_forget_removes_the_recorded_participants_of_the_sessions_it_forge
         rows = await rt.require_store().read(_participants)
     assert "sess-group-1" not in {sid for sid, _, _ in rows}
     assert ("sess-olga-1", "olga", '{"type":"profile"}') in rows
+
+
+async def test_a_dry_run_counts_the_shared_sessions_it_would_remove_whole(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    settings = _world(tmp_path, sessions_root, unique)
+    add_group_world(sessions_root)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+    preview = await erasure.run_erase(settings, None, EraseRequest(scope=NADIA, dry_run=True))
+    assert (preview.artifacts.sessions, preview.artifacts.shared_sessions_removed) == (2, 1)

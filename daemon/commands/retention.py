@@ -140,7 +140,9 @@ def _verification_lines(v: Verification | None) -> list[str]:
 
 def _receipt_human(r: ErasureReceipt) -> str:
     lines = [
-        f"Erasure {r.receipt_id} ({r.day}): {r.state}" + (" [dry run]" if r.dry_run else ""),
+        f"Erasure {r.receipt_id} ({r.day}): {r.state}"
+        + (" [dry run]" if r.dry_run else "")
+        + (" [resumed an interrupted erasure]" if r.resumed else ""),
         f"Structural deleted: {r.structural_deleted}",
         f"Provenance rewritten: {r.provenance_rewritten}",
         f"Hold blocked: {r.hold_blocked}",
@@ -152,8 +154,11 @@ def _receipt_human(r: ErasureReceipt) -> str:
     ]
     a = r.artifacts
     lines.append(
-        f"Artifacts: {a.scopes} scopes, {a.objects} objects, {a.sessions} sessions, "
-        f"{a.forgotten_records_hashed} hashed forgotten records, {a.curated_writes} curated writes"
+        f"Artifacts: {a.scopes} scopes, {a.objects} objects, {a.sessions} sessions "
+        f"({a.shared_sessions_removed} shared, removed whole with the other participants' "
+        f"contributions), {a.forgotten_records_hashed} hashed forgotten records, "
+        f"{a.curated_writes} curated writes, {a.participant_rows} participant rows, "
+        f"{a.times_coarsened} times cut to the day, {a.redis_values_purged} Redis values purged"
     )
     if a.forget:
         lines.append("Forget: " + ", ".join(f"{k} {v}" for k, v in a.forget.items()))

@@ -308,6 +308,7 @@ def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
         objects=len(plan.delete_objects),
         provenance_edges=len(plan.rewrite_edges),
         sessions=len(plan.forget_sessions),
+        shared_sessions_removed=plan.shared_sessions,
         forgotten_records_hashed=len(plan.forget_sessions),
         curated_writes=0,
     )
