@@ -51,22 +51,24 @@ GROUP_KEY = "agent:main:telegram:group:-100555"
 ARCHIVE_TS = "2026-08-25T10-00-00.000Z"
 
 
-def said_by(actor: str, text: str) -> list[Msg]:
+def said_by(actor: str | None, text: str) -> list[Msg]:
+    """A user turn by `actor` (named as its sender; None: a transcript without senders) and the
+    assistant's reply."""
     identity = {"type": "observation", "pluginId": "telegram", "senderKind": "human", "id": actor}
-    return [
-        Msg("user", text, extra={"senderId": actor, "senderIdentity": identity}),
-        Msg("assistant", "Noted: " + text),
-    ]
+    extra = {"senderId": actor, "senderIdentity": identity} if actor else {}
+    return [Msg("user", text, extra=extra), Msg("assistant", "Noted: " + text)]
 
 
-def add_group_world(sessions_root: Path) -> SessionStoreBuilder:
-    """A telegram group where olga speaks first and nadia second (per-message senders), a direct
-    session of each, and omar's: everything the erasure of nadia must and must not reach."""
+def add_group_world(sessions_root: Path, *, senders: bool = True) -> SessionStoreBuilder:
+    """A telegram group where olga speaks first and nadia second (with per-message senders, or
+    without), a direct session of each, and omar's: everything the erasure of nadia must and
+    must not reach."""
     b = SessionStoreBuilder(sessions_root, "main")
     b.add(
         GROUP_KEY,
         "sess-group-1",
-        said_by("olga", OLGA_GROUP_TEXT) + said_by("nadia", NADIA_GROUP_TEXT),
+        said_by("olga" if senders else None, OLGA_GROUP_TEXT)
+        + said_by("nadia" if senders else None, NADIA_GROUP_TEXT),
         participants=[{"actorId": "olga"}, {"actorId": "nadia"}],
         chatType="group",
         channel="telegram",

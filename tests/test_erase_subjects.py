@@ -11,12 +11,14 @@ from daemon.forget.run import run_forget
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.ops import erasure
-from daemon.retention.api import EraseRequest
+from daemon.ops.verification import run_verify
+from daemon.retention.api import EraseRequest, plan_erase
 from daemon.retention.subjects import gather_sessions
 from tests.conftest import make_settings
 from tests.erase_world import (
     NADIA_WORDS,
     OLGA_DIRECT_TEXT,
+    OLGA_GROUP_TEXT,
     OMAR_TEXT,
     add_group_world,
     reset_nadias_session,
@@ -79,11 +81,11 @@ async def test_an_archived_session_and_a_group_chat_are_found_by_any_participant
     assert [s.session_id for s in olga] == ["sess-group-1", "sess-olga-1"]
 
 
-async def test_erasing_a_groups_second_participant_removes_the_group_whole_and_counts_it(
+async def test_a_group_without_per_message_senders_is_removed_whole_and_counted(
     tmp_path, sessions_root, unique, redis
 ) -> None:
     settings = _world(tmp_path, sessions_root, unique)
-    b = add_group_world(sessions_root)
+    b = add_group_world(sessions_root, senders=False)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
         await run_index_sync(rt)
@@ -101,6 +103,39 @@ async def test_erasing_a_groups_second_participant_removes_the_group_whole_and_c
         rows = await rt.require_store().read(_participants)
     assert {sid for sid, _, _ in rows} == {"sess-olga-1", "sess-omar-1"}
     assert not any(actor == "nadia" for _, actor, _ in rows)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        again = await run_ingest_sweep(rt)
+    assert again.messages_staged == 0  # the group is never read again: olga's turns went with it
+    assert OLGA_GROUP_TEXT not in "".join(p.read_text() for p in (workspace / "memory").rglob("*.txt"))
+
+
+async def test_a_group_whose_turns_name_their_senders_loses_only_the_subjects_turns(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    settings = _world(tmp_path, sessions_root, unique)
+    b = add_group_world(sessions_root)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+        await run_index_sync(rt)
+    reset_nadias_session(b)
+    _, subject = await plan_erase(settings, EraseRequest(scope=NADIA))
+
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=NADIA))
+
+    assert receipt.state == "complete" and receipt.verified, receipt.verification
+    a = receipt.artifacts
+    assert (a.sessions, a.shared_sessions_separated, a.shared_sessions_removed) == (3, 1, 0)
+    # The next sweep and index run read the group again, without nadia's turns and the replies.
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        again = await run_ingest_sweep(rt)
+        await run_index_sync(rt)
+        rows = await rt.require_store().read(_participants)
+    assert again.messages_staged == 2  # olga's turn and its reply
+    corpus = "".join(p.read_text() for p in (settings.workspace_for("main") / "memory").rglob("*.txt"))
+    assert OLGA_GROUP_TEXT in corpus and not any(word in corpus for word in NADIA_WORDS)
+    assert [(sid, actor) for sid, actor, _ in rows if sid == "sess-group-1"] == [("sess-group-1", "olga")]
+    # Nothing re-read holds her: the verifier, with her journaled needles, still passes.
+    assert (await run_verify(settings, redis, subject)).verified
 
 
 async def test_forget_removes_the_recorded_participants_of_the_sessions_it_forgets(
@@ -124,4 +159,5 @@ async def test_a_dry_run_counts_the_shared_sessions_it_would_remove_whole(
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
     preview = await erasure.run_erase(settings, None, EraseRequest(scope=NADIA, dry_run=True))
-    assert (preview.artifacts.sessions, preview.artifacts.shared_sessions_removed) == (2, 1)
+    a = preview.artifacts
+    assert (a.sessions, a.shared_sessions_removed, a.shared_sessions_separated) == (2, 0, 1)

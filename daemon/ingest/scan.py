@@ -111,8 +111,10 @@ class TranscriptScanner:
         seen: set[str],
         day_of: Callable[[int], str],
         skipped: dict[str, int],
+        erased: Callable[[str], bool] | None = None,
     ):
         self.source = source
+        self.erased = erased  # senders an erasure removed from this shared session
         self.session = session
         self.plan = plan
         self.fingerprint = fingerprint
@@ -230,7 +232,7 @@ class TranscriptScanner:
                 self.finished = self.at_end = True
                 break
             number += 1
-            result = export_line(raw, number, carry, SNIPPET_MAX_CHARS)
+            result = export_line(raw, number, carry, SNIPPET_MAX_CHARS, self.erased)
             if type(result) is str:
                 if result in (SKIP_MALFORMED, SKIP_INVALID_UTF8) and self._is_unfinished_last_line():
                     self.finished = self.at_end = True

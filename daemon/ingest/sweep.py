@@ -60,6 +60,7 @@ from daemon.store.checkpoints import (
 )
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
+from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.seen_hashes import add_seen, load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
@@ -128,8 +129,12 @@ def _load_state(
     agent_id: str,
     session_ids: list[str],
     secret: bytes | None,
-) -> tuple[set[str], StampSet]:
-    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, stamps, db_path, agent_id)
+) -> tuple[set[str], StampSet, ErasedSenders]:
+    return (
+        _forgotten(conn, session_ids, secret),
+        load_stamp_set(conn, stamps, db_path, agent_id),
+        load_erased_senders(conn, secret),
+    )
 
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
@@ -154,13 +159,15 @@ def _forgotten_under_lock(
 
 
 def _participant_rows(
-    sessions: Sequence[SessionInfo], senders: Mapping[str, Mapping[str, Any]]
+    sessions: Sequence[SessionInfo], senders: Mapping[str, Mapping[str, Any]], erased: ErasedSenders
 ) -> list[ParticipantRow]:
     """Who took part in the sessions read: their metadata's participants and the senders of
-    their messages (a sender's namespace is its senderIdentity minus `id`)."""
+    their messages (a sender's namespace is its senderIdentity minus `id`), less the senders an
+    erasure removed from the session (its metadata may still name them)."""
     rows: list[ParticipantRow] = []
     for s in sessions:
-        seen: set[str] = set()
+        skips = erased.test_for(s.session_id)
+        seen: set[str] = {p.actor_id for p in s.participants if skips(p.actor_id)} if skips else set()
         for p in s.participants:
             if p.actor_id not in seen:
                 seen.add(p.actor_id)
@@ -212,6 +219,7 @@ class _Sweep:
         self.day_bucket = self.day_of(self.now_ms)
         self.corpus = CorpusAppender(rt.paths.workspace)
         self.secret = rt.secret()
+        self.erased = ErasedSenders(self.secret)  # read with the forgotten records
         self.paths_by_id: dict[str, str] = {}  # of the sessions to read
         self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -223,7 +231,7 @@ class _Sweep:
 
     async def run(self) -> IngestReport:
         decided = self._decide()
-        forgotten, (stamps, settled) = await self.store.read(
+        forgotten, (stamps, settled), self.erased = await self.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
             str(self.store.path),
@@ -408,7 +416,15 @@ class _Sweep:
         batch: _Batch,
     ) -> tuple[int, _Batch]:
         scanner = TranscriptScanner(
-            self.rt.sessions, session, plan, fp, scope, seen, self.day_of, self.report.lines_skipped
+            self.rt.sessions,
+            session,
+            plan,
+            fp,
+            scope,
+            seen,
+            self.day_of,
+            self.report.lines_skipped,
+            self.erased.test_for(session.session_id),
         )
         taken = 0
         try:
@@ -476,7 +492,9 @@ class _Sweep:
             checkpoints.extend(
                 _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
             )
-            participants = _participant_rows([s for s, _, _ in batch.cursors.values()], batch.senders)
+            participants = _participant_rows(
+                [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
+            )
             try:
                 removed = await store.write(
                     _write_batch,

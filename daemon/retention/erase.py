@@ -35,15 +35,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
-import orjson
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
+from daemon.constants import DAY_MS
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
 from daemon.redis_values import purge_naming
 from daemon.retention import journal
+from daemon.retention.contributions import read_contributions, session_texts
 from daemon.retention.journal import PendingErasure
 from daemon.retention.needles import VerifySubject, compile_needles
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
@@ -59,11 +59,11 @@ from daemon.retention.scopes import parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.retention.subjects import gather_sessions
 from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
 from daemon.store.db import Connection, FenceToken, Store, truncate_wal
+from daemon.store.erased_senders import load_erased_senders, record_erased_senders
 from daemon.store.participants import participants_of_sessions
 from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
@@ -95,53 +95,7 @@ def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, t
     )
 
 
-def _transcripts_of(settings: Settings, targets: Sequence[SessionTarget]) -> list[SessionInfo | ArchiveInfo]:
-    """The live windows and archives of the erased sessions (the text the verifier looks for)."""
-    wanted: dict[str, set[str]] = defaultdict(set)
-    for t in targets:
-        wanted[t.agent_id].add(t.session_id)
-    found: list[SessionInfo | ArchiveInfo] = []
-    for agent, ids in sorted(wanted.items()):
-        source = session_source_for(settings, agent)
-        found += [s for s in source.list_sessions().sessions if s.session_id in ids]
-        found += [a for a in source.list_archives() if a.session_id in ids]
-    return found
-
-
 # --- the subject, for the verifier --------------------------------------------------------------
-
-
-def _message_texts(line: bytes) -> list[str]:
-    try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return []
-    message = event.get("message") if isinstance(event, dict) else None
-    if not isinstance(message, dict):
-        return []
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return []
-
-
-def _session_texts(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo]) -> list[str]:
-    texts: list[str] = []
-    for s in sessions:
-        source = session_source_for(settings, s.agent_id)
-        count = 0
-        try:
-            with source.open_transcript(s) as lines:
-                for line in lines:
-                    texts += _message_texts(bytes(line))
-                    count += 1
-                    if count >= VERIFY_MAX_MESSAGES_PER_SESSION:
-                        break
-        except (FileNotFoundError, OSError):
-            continue  # no transcript: nothing of it can have been derived
-    return texts
 
 
 def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: list[str]) -> VerifySubject:
@@ -149,7 +103,8 @@ def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: lis
     for key in plan.delete_scopes:
         ids += [key, parse_scope(key).leaf_id]
     ids += [o.object_id for o in plan.delete_objects]
-    ids += [s.session_id for s in plan.forget_sessions]
+    # A separated session goes on for its other participants: its id stays, in their rows.
+    ids += [s.session_id for s in plan.forget_sessions if not s.separable]
     contents = [o.content for o in plan.delete_objects] + session_texts
     times = [o.created_at for o in plan.delete_objects] + rewritten_times
     return VerifySubject(tuple(dict.fromkeys(ids)), tuple(contents), tuple(dict.fromkeys(times)))
@@ -165,8 +120,8 @@ async def session_subject(
     """A verifier subject for sessions purged outside an erasure (`forget --verify`): their
     transcripts' text, and their ids only when no plain forgotten record is meant to remain.
     Text the `surviving` sessions also hold is not looked for: it may stay, through them."""
-    texts = await anyio.to_thread.run_sync(_session_texts, settings, sessions)
-    shared = await anyio.to_thread.run_sync(_session_texts, settings, surviving) if surviving else []
+    texts = await anyio.to_thread.run_sync(session_texts, settings, sessions)
+    shared = await anyio.to_thread.run_sync(session_texts, settings, surviving) if surviving else []
     ids = tuple(s.session_id for s in sessions) if include_ids else ()
     return VerifySubject(ids=ids, contents=tuple(texts), shared=tuple(shared))
 
@@ -189,26 +144,38 @@ def _rewritten_times(conn: Connection, object_ids: tuple[str, ...]) -> list[int]
     return [r.provenance_at for r in rows.values() if r.provenance_at is not None]
 
 
-def _hash_forgotten_records(
-    conn: Connection, agent_id: str, session_ids: list[str], hashed: list[str], day_ms: int
-) -> tuple[int, int]:
-    """Swap the plain forgotten records of erased sessions for keyed-hash ones in one transaction,
-    so admission (forgotten_ids checks both forms) always finds one of them. The record's time
-    is coarsened to the day: a precise time would be tied to the erased session.
-    Returns (records newly hashed: the sessions this run erased, observed-write rows removed)."""
-    added = record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
+def _record_erasure(
+    conn: Connection,
+    agent_id: str,
+    secret: bytes,
+    session_ids: list[str],
+    separated: list[str],
+    user: str | None,
+    day_ms: int,
+) -> tuple[int, int, int]:
+    """In one transaction, after the purge: the plain forgotten records of the erased sessions
+    are swapped for keyed-hash ones (admission checks both forms, so one is always found; the
+    time is the day's: a precise one would be tied to the session), except for separated
+    sessions, which lose their record and get the subject as an erased sender instead: they are
+    read again without the subject's turns. Returns (records hashed, sessions separated,
+    observed-write rows removed)."""
+    apart = set(separated)
+    whole = [hashed_session_ref(secret, s) for s in session_ids if s not in apart]
+    added = record_tombstones(conn, agent_id, whole, day_ms, reason=REASON_ERASED)
     delete_tombstones(conn, session_ids)
+    split = record_erased_senders(conn, secret, [(s, user) for s in separated], day_ms) if user else 0
     curated = delete_writes_of_sessions(conn, session_ids)
-    return added, curated
+    return added, split, curated
 
 
 @dataclass
 class SessionsErased:
     """What this run did to the erased sessions (a rerun counts only what it did itself)."""
 
-    sessions: int = 0  # sessions newly erased (their hashed record written by this run)
+    sessions: int = 0  # sessions newly erased (whole, or the subject's turns of a separated one)
     scopes: set[str] = field(default_factory=set)  # their scopes
-    shared: int = 0  # of those, shared sessions
+    shared: int = 0  # of those, shared sessions removed whole
+    separated: int = 0  # of those, shared sessions whose other participants are read again
     curated: int = 0
     counters: dict[str, int] = field(default_factory=dict)
 
@@ -217,43 +184,79 @@ class SessionsErased:
             self.counters[key] = self.counters.get(key, 0) + value
 
 
+def _state_before(
+    conn: Connection, ids: list[str], secret: bytes, user: str | None
+) -> tuple[set[str], set[str], set[str]]:
+    """(sessions with a plain forgotten record, with a hashed one, already separated from `user`)."""
+    plain = forgotten_ids(conn, ids)
+    hashed = forgotten_ids(conn, ids, secret) - plain
+    erased = load_erased_senders(conn, secret)
+    apart = {s for s in ids if user and (test := erased.test_for(s)) is not None and test(user)}
+    return plain, hashed, apart
+
+
+async def _erase_agent_sessions(
+    rt: AgentRuntime,
+    targets: list[SessionTarget],
+    user: str | None,
+    day_ms: int,
+    purge_sessions: PurgeSessions,
+) -> SessionsErased:
+    done = SessionsErased()
+    secret = rt.secret()
+    assert secret is not None  # a writable runtime creates the key
+    store = rt.require_store()
+    async with rt.lock().hold() as lease:
+        failpoint("erase.forget")
+        plain, hashed, apart = await store.read(
+            _state_before, sorted({t.session_id for t in targets}), secret, user
+        )
+        # A session already separated from the subject is done: purging it again would only
+        # take the other participants' re-read memory once more.
+        targets = [t for t in targets if t.session_id not in apart]
+        ids = sorted({t.session_id for t in targets})
+        # A session forgotten before (a plain record) stays forgotten: it is never separated.
+        separate = sorted(t.session_id for t in targets if t.separable and t.session_id not in plain | hashed)
+        recorded = len(await store.read(participants_of_sessions, ids))
+        done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
+        failpoint("erase.hash_records")
+        added, split, curated = await store.write(
+            _record_erasure, rt.agent_id, secret, ids, separate, user, day_ms, fence=lease.fence
+        )
+        await store.run(truncate_wal)  # the plain records' frames go with them
+    new = {s for s in ids if s not in hashed}
+    done.sessions = added + split
+    done.scopes = {t.scope for t in targets if t.session_id in new}
+    done.shared = sum(1 for t in targets if t.shared and t.session_id in new and t.session_id not in separate)
+    done.separated = split
+    done.curated = curated
+    return done
+
+
 async def forget_sessions(
     settings: Settings,
     redis: Redis,
     sessions: tuple[SessionTarget, ...],
     now: int,
     purge_sessions: PurgeSessions,
+    user: str | None = None,
 ) -> SessionsErased:
-    """Each agent's erased sessions through its forget pipeline, then hashed records."""
+    """Each agent's erased sessions through its forget pipeline, then their records: hashed
+    forgotten records, or, for a separated shared session, the subject as an erased sender."""
     by_agent: dict[str, list[SessionTarget]] = defaultdict(list)
     for s in sessions:
         by_agent[s.agent_id].append(s)
     done = SessionsErased()
     day_ms = now // DAY_MS * DAY_MS
     for agent, targets in sorted(by_agent.items()):
-        ids = sorted({t.session_id for t in targets})
         async with agent_runtime(settings, agent, redis=redis) as rt:
-            secret = rt.secret()
-            assert secret is not None  # a writable runtime creates the key
-            refs = {s: hashed_session_ref(secret, s) for s in ids}
-            async with rt.lock().hold() as lease:
-                store = rt.require_store()
-                failpoint("erase.forget")
-                erased_before = await store.read(forgotten_ids, ids, secret) - await store.read(
-                    forgotten_ids, ids
-                )
-                recorded = len(await store.read(participants_of_sessions, ids))
-                done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
-                failpoint("erase.hash_records")
-                added, curated = await store.write(
-                    _hash_forgotten_records, agent, ids, [refs[s] for s in ids], day_ms, fence=lease.fence
-                )
-                await store.run(truncate_wal)  # the plain records' frames go with them
-        new = {s for s in ids if s not in erased_before}
-        done.sessions += added
-        done.scopes.update(t.scope for t in targets if t.session_id in new)
-        done.shared += sum(1 for t in targets if t.shared and t.session_id in new)
-        done.curated += curated
+            part = await _erase_agent_sessions(rt, targets, user, day_ms, purge_sessions)
+        done.sessions += part.sessions
+        done.scopes |= part.scopes
+        done.shared += part.shared
+        done.separated += part.separated
+        done.curated += part.curated
+        done.add(part.counters)
     return done
 
 
@@ -308,7 +311,8 @@ def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
         objects=len(plan.delete_objects),
         provenance_edges=len(plan.rewrite_edges),
         sessions=len(plan.forget_sessions),
-        shared_sessions_removed=plan.shared_sessions,
+        shared_sessions_removed=sum(1 for s in plan.forget_sessions if s.shared and not s.separable),
+        shared_sessions_separated=sum(1 for s in plan.forget_sessions if s.separable),
         forgotten_records_hashed=len(plan.forget_sessions),
         curated_writes=0,
     )
@@ -329,14 +333,15 @@ async def _prepare(
     names) → plan → the subject, still in memory."""
     rows = await store.read(read_snapshot, request.scope) if store else ((), (), (), ())
     found = await gather_sessions(settings, request.scope, migrate=not request.dry_run)
-    known = {(s.agent_id, s.session_id) for s in found}
-    sessions = tuple(found) + tuple(s for s in journaled if (s.agent_id, s.session_id) not in known)
+    known = {(s.agent_id, s.session_id) for s in journaled}
+    sessions = tuple(journaled) + tuple(s for s in found if (s.agent_id, s.session_id) not in known)
     plan = plan_erasure(ErasureSnapshot(request.scope, *rows, sessions), request.allow_partial)
     times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
     deleted = set(plan.delete_scopes)
     times += [r.created_at for r in rows[0] if r.scope in deleted]  # the erased scopes' own times
-    infos = await anyio.to_thread.run_sync(_transcripts_of, settings, plan.forget_sessions)
-    texts = await anyio.to_thread.run_sync(_session_texts, settings, infos)
+    user = dict(parse_scope(request.scope).parts).get("user")
+    targets, texts = await anyio.to_thread.run_sync(read_contributions, settings, plan.forget_sessions, user)
+    plan = replace(plan, forget_sessions=tuple(targets))
     return plan, subject_of(plan, times, texts)
 
 
@@ -406,7 +411,8 @@ async def run_erase(
         await store.run(truncate_wal)  # frames of the deleted rows leave the WAL now
         done = SessionsErased()
         if plan.forget_sessions:
-            done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions)
+            user = dict(parse_scope(request.scope).parts).get("user")
+            done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions, user)
         needles = compile_needles(pending.subject)
         purged = await purge_naming(redis, lambda value: needles.hits(value) > 0)
         artifacts = ErasureArtifacts(
@@ -415,7 +421,8 @@ async def run_erase(
             provenance_edges=rewritten,
             sessions=done.sessions,
             shared_sessions_removed=done.shared,
-            forgotten_records_hashed=done.sessions,
+            shared_sessions_separated=done.separated,
+            forgotten_records_hashed=done.sessions - done.separated,
             curated_writes=done.curated,
             participant_rows=done.counters.pop(PARTICIPANT_ROWS, 0),
             times_coarsened=coarsened,

@@ -60,7 +60,8 @@ def _encode(pending: PendingErasure) -> bytes:
             "contents": list(s.contents),
             "times": list(s.times_ms),
             "sessions": [
-                [t.agent_id, t.session_id, t.scope, list(t.hold_scopes), t.shared] for t in pending.sessions
+                [t.agent_id, t.session_id, t.scope, list(t.hold_scopes), t.shared, t.separable]
+                for t in pending.sessions
             ],
         }
     )
@@ -70,7 +71,8 @@ def _decode(journal_id: str, data: bytes) -> PendingErasure:
     raw = orjson.loads(data)
     subject = VerifySubject(tuple(raw["ids"]), tuple(raw["contents"]), tuple(raw["times"]))
     sessions = tuple(
-        SessionTarget(a, s, scope, tuple(held), bool(shared)) for a, s, scope, held, shared in raw["sessions"]
+        SessionTarget(a, s, scope, tuple(held), bool(shared), bool(separable))
+        for a, s, scope, held, shared, separable in raw["sessions"]
     )
     return PendingErasure(journal_id, subject, sessions)
 

@@ -30,6 +30,9 @@ class SessionTarget:
     scope: str  # the erased user's session scope (the tenant's, for a session without a user)
     hold_scopes: tuple[str, ...] = ()  # every participant's session scope: a hold on any blocks it
     shared: bool = False  # other users took part too: its derived memory goes whole, counted apart
+    # A shared session whose every user turn names its sender (retention/contributions.py): the
+    # subject's turns are removed from it, and the other participants' are read again.
+    separable: bool = False
 
     def hold(self, holds: _Holds) -> HoldRow | None:
         for scope in (self.scope, *self.hold_scopes):

@@ -43,9 +43,12 @@ class ErasureArtifacts(_Model):
     objects: int  # memory-tool objects deleted
     provenance_edges: int  # edges rewritten to TOMBSTONE:<random>
     sessions: int  # ingested sessions this run sent through the forget pipeline
-    # Of those, sessions with another (non-agent) participant: their derived memory was removed
-    # whole, the other participants' contributions with it (lineage is per session).
+    # Of those, sessions with another (non-agent) participant whose turns name no sender: their
+    # derived memory was removed whole, the other participants' contributions with it.
     shared_sessions_removed: int = 0
+    # Shared sessions whose every user turn names its sender: the subject's turns (and the replies
+    # to them) are removed, and the session is read again for the other participants without them.
+    shared_sessions_separated: int = 0
     forgotten_records_hashed: int  # forgotten-session records kept as hmac:<hex> only
     curated_writes: int  # observed-write rows of erased sessions removed
     participant_rows: int = 0  # recorded participants of erased sessions (and the subject's) removed
