@@ -212,6 +212,14 @@ async def _plant_participant(w: World) -> Callable[[], Awaitable[None]]:
     return lambda: w.agent_sql("DELETE FROM session_participants WHERE session_id = 'sess-x'")
 
 
+async def _plant_erased_sender(w: World) -> Callable[[], Awaitable[None]]:
+    # The table holds keyed hashes only; a plain id there is a leak the verifier must see.
+    await w.agent_sql(
+        "INSERT INTO erased_senders(session_ref, sender_ref, created_at) VALUES ('hmac:x', 'nora', 0)"
+    )
+    return lambda: w.agent_sql("DELETE FROM erased_senders WHERE session_ref = 'hmac:x'")
+
+
 PLANTS = {
     "retention_row": (_plant_retention_row, "derivability", "retention:retention_objects.content"),
     "provenance_hash": (_plant_edge_hash, "derivability", "retention:retention_objects.provenance_hash"),
@@ -231,6 +239,7 @@ PLANTS = {
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
     "preimage": (_plant_preimage, "derivability", "agent main:memory_backups.content"),
+    "erased_sender": (_plant_erased_sender, "derivability", "agent main:erased_senders.sender_ref"),
     "recorded_participant": (
         _plant_participant,
         "derivability",
