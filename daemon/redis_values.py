@@ -117,22 +117,33 @@ def _strings_of(key: str, parts: list[bytes]) -> list[str]:
     return [key] + [s for p in parts if isinstance(p, bytes) for s in _strings(p)]
 
 
-async def scan_values(redis: Redis) -> AsyncIterator[tuple[str, list[str]]]:
+MayHold = Callable[[str], bool]  # a cheap test of a value's raw text: False = skip opening it
+
+
+def _raw_text(key: str, parts: list[bytes]) -> str:
+    return "\n".join([key, *(p.decode("utf-8", "replace") for p in parts if isinstance(p, bytes))])
+
+
+async def scan_values(redis: Redis, may_hold: MayHold | None = None) -> AsyncIterator[tuple[str, list[str]]]:
     """(key, the strings it holds: its name, and every member, field and value, JSON opened)
-    under memoryd's and arq's prefixes."""
+    under memoryd's and arq's prefixes; with `may_hold`, only the values it lets through."""
     keys = await _keys(redis, PREFIXES)
     for key, parts in zip(keys, await _fetch(redis, keys), strict=True):
-        yield key, _strings_of(key, parts)
+        if may_hold is None or may_hold(_raw_text(key, parts)):
+            yield key, _strings_of(key, parts)
 
 
-async def purge_naming(redis: Redis, names_subject: Callable[[str], bool]) -> int:
+async def purge_naming(
+    redis: Redis, names_subject: Callable[[str], bool], may_hold: MayHold | None = None
+) -> int:
     """Delete job arguments and results any of whose strings `names_subject` (erasure requests
-    aside); the number deleted."""
+    aside); the number deleted. `may_hold` skips values that cannot (a cheap superset test)."""
     keys = [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k)]
     doomed = [
         key
         for key, parts in zip(keys, await _fetch(redis, keys), strict=True)
-        if any(names_subject(s) for s in _strings_of(key, parts))
+        if (may_hold is None or may_hold(_raw_text(key, parts)))
+        and any(names_subject(s) for s in _strings_of(key, parts))
     ]
     for start in range(0, len(doomed), SCAN_COUNT):
         await redis.delete(*doomed[start : start + SCAN_COUNT])

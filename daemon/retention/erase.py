@@ -414,7 +414,7 @@ async def run_erase(
             user = dict(parse_scope(request.scope).parts).get("user")
             done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions, user)
         needles = compile_needles(pending.subject)
-        purged = await purge_naming(redis, lambda value: needles.hits(value) > 0)
+        purged = await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
         artifacts = ErasureArtifacts(
             scopes=scopes,
             objects=objects,

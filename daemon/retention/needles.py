@@ -106,6 +106,13 @@ class Needles:
     times: frozenset[int]
     terms: frozenset[str]  # full-text terms of the snippets (as FTS5's unicode61 folds them)
 
+    def may_hit(self, text: str) -> bool:
+        """A cheap superset of `hits` over a whole document (a short id only as a substring):
+        lets a caller skip opening what cannot hold a needle."""
+        if self.text is not None and self.text.search(text) is not None:
+            return True
+        return any(e in text for e in self.exact)
+
     def hits(self, value: str) -> int:
         if value in self.exact:
             return 1

@@ -254,7 +254,7 @@ async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> N
     their subject while queued or running, and their results keep no arguments)."""
     if needles.text is None and not needles.exact:
         return
-    async for key, strings in scan_values(redis):
+    async for key, strings in scan_values(redis, needles.may_hit):
         if is_erasure_request(key):
             continue
         n = sum(needles.hits(s) for s in strings)
