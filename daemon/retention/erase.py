@@ -22,7 +22,7 @@ Under the retention lease:
 A crash anywhere leaves state a rerun of the same request converges from: the plan is always
 recomputed from what is live, and the sessions come from the (untouched) sources and the
 participants recorded at ingestion.
-Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.receipt.
+Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.verify, erase.receipt.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ if TYPE_CHECKING:
 
 REASON_ERASED = "erased"
 PARTICIPANT_ROWS = "participantRows"  # carried with the forget counters, reported on its own
+# Purges of Redis after the verification found values that concurrent jobs stored meanwhile.
+REDIS_PURGE_ROUNDS = 3
 # The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
 # go through it under the agent's workspace lease, and it returns the forget report's artifact
 # counters. Retention does not import forget; the composition sits above both.
@@ -370,6 +372,26 @@ async def _finish(
         journal.drop_key(settings, pending.journal_id)
 
 
+async def _purge_and_verify(
+    settings: Settings, redis: Redis, subject: VerifySubject, embedder: Embedder | None, verify: bool
+) -> tuple[int, Verification | None]:
+    """Earlier job arguments and results naming the subject out of Redis, then the verifier.
+    Jobs running beside the erasure may store results naming the subject after the purge (a
+    forget's report lists its sessions): while the redis check finds any, purge and look again."""
+    from daemon.retention.verify import recheck_redis, run_verify
+
+    needles = compile_needles(subject)
+    purged = await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+    failpoint("erase.verify")
+    verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None
+    for _ in range(REDIS_PURGE_ROUNDS):
+        if verification is None or next(c for c in verification.checks if c.name == "redis").passed:
+            break
+        purged += await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+        verification = await recheck_redis(redis, subject, verification)
+    return purged, verification
+
+
 async def run_erase(
     settings: Settings,
     redis: Redis | None,
@@ -383,8 +405,6 @@ async def run_erase(
     """Erase `request.scope` (see the module doc). Refusal is a receipt with state `refused`,
     not an exception: the CLI turns it into exit 3, the job returns it. A dry run takes no
     lock, so it needs no Redis (`redis` None)."""
-    from daemon.retention.verify import run_verify
-
     ts = now if now is not None else now_ms()
     if request.dry_run:
         plan, _ = await plan_erase(settings, request)
@@ -413,8 +433,7 @@ async def run_erase(
         if plan.forget_sessions:
             user = dict(parse_scope(request.scope).parts).get("user")
             done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions, user)
-        needles = compile_needles(pending.subject)
-        purged = await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+        purged, verification = await _purge_and_verify(settings, redis, pending.subject, embedder, verify)
         artifacts = ErasureArtifacts(
             scopes=scopes,
             objects=objects,
@@ -428,9 +447,6 @@ async def run_erase(
             times_coarsened=coarsened,
             redis_values_purged=purged,
             forget=done.counters,
-        )
-        verification = (
-            await run_verify(settings, redis, pending.subject, embedder=embedder) if verify else None
         )
         structural = scopes + len(done.scopes - set(plan.delete_scopes))
         receipt = build_receipt(
