@@ -49,3 +49,20 @@ def list_agents(settings: Settings) -> list[str]:
     except FileNotFoundError:
         pass
     return sorted(found)
+
+
+def agents_with_state(settings: Settings) -> list[str]:
+    """Every listed agent and every agent with a state directory (a store can outlive its
+    sessions directory): what an erasure and its verifier must look at."""
+    names = set(list_agents(settings))
+    try:
+        names.update(os.listdir(settings.state_dir / "agents"))
+    except FileNotFoundError:
+        pass
+    out = []
+    for name in sorted(names):
+        try:
+            out.append(validate_agent_id(name))
+        except Exception:
+            continue
+    return out

@@ -50,6 +50,8 @@ DIR_MODE = 0o700
 DAY_MS = 86_400_000  # provenance times of rewritten edges are coarsened to this (seed: no sub-day time)
 RETENTION_DB_NAME = "retention.sqlite"  # host-level retention state under state_dir
 RETENTION_LOCK_NAME = "retention"  # WorkspaceLock path state_dir/retention serializes its writes
+RETENTION_KEY_NAME = "retention.key"  # host key: keyed hashes of erased scopes (journal lookups)
+ERASURE_JOURNAL_DIR = "erasure-journal"  # one key file per pending erasure, deleted at its receipt
 TOMBSTONE_REF_PREFIX = "TOMBSTONE:"  # opaque provenance parent after erasure; random per edge
 TOMBSTONE_REF_RANDOM_BYTES = 8  # as the seed's token_hex(8): unlinkable across edges
 SCOPE_COMPONENT_MAX_CHARS = 256  # scope parts become SQL keys and CLI arguments
@@ -60,6 +62,7 @@ VERIFY_ID_MIN_CHARS = 6  # shorter ids are matched only as whole column values (
 VERIFY_SNIPPET_MIN_CHARS = 12  # as CORPUS_SNIPPET_MIN_CHARS: shorter text is not evidence
 VERIFY_SNIPPET_MAX_CHARS = 64  # needles are windows of at most this many chars per line
 VERIFY_HASH_PREFIX_CHARS = 12  # truncated hashes count too (seed; staging keeps 12-hex sha1 claim hashes)
+VERIFY_TERM_MIN_CHARS = 5  # full-text terms of erased snippets looked for in FTS5 segments
 VERIFY_MAX_MESSAGES_PER_SESSION = 4096  # snippet needles taken from an erased session's transcript
 VERIFY_EMBEDDING_MIN_COSINE = 0.9999  # a stored vector this close to an erased snippet's is its embedding
 

@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from daemon.constants import AGENT_OWNER_KEY
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
+from daemon.ops import erase as erase_op
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.wire import queue_name
 from tests.daemon_harness import cleanup_redis, run_cli, start_cli, write_config
@@ -244,3 +245,29 @@ def test_a_bad_backfill_is_refused_before_enqueue_with_the_direct_commands_messa
         == queued.stderr
         == "memoryd: error: backfill: from_day: 2026-11-02 is after to_day 2026-11-01\n"
     )
+
+
+async def test_an_erase_job_id_says_nothing_of_its_subject_and_its_result_keeps_no_arguments(
+    settings, routed, redis
+):
+    """A job id hashed from the payload would confirm a guessed scope (an oracle); a result
+    holding the payload would keep the scope in Redis after the erasure. Neither may."""
+    from daemon.runtime.wire import request_job_id
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    request = {"scope": "tenant:t:user:u-oracle", "dry_run": True}
+    async with MemorydClient.connect(settings) as client:
+        first = await client.enqueue_erase(request, queue=queue)
+        again = await client.enqueue_erase(request, queue=queue)
+        job_ids += [first.job_id, again.job_id]
+        assert (
+            first.job_id != again.job_id and not again.deduplicated
+        )  # each request runs, and says what it did
+        payload = erase_op.OP.payload(erase_op.OP.parse(request))
+        assert first.job_id != request_job_id("erase", payload)
+        await run_jobs(settings, queue)
+        done = await client.wait(first.job_id, timeout_s=30)
+    assert done.state == "complete" and done.result is not None
+    stored = await redis.get(f"arq:result:{first.job_id}")
+    assert stored is not None and b"u-oracle" not in stored

@@ -66,3 +66,98 @@ async def test_a_crash_at_each_step_converges_on_rerun(
     omar = (await api.read_scope(settings, "tenant:default:user:omar")).objects[0]
     assert omar.provenance is not None and omar.provenance.parent_state == "erased"
     assert [r.state for r in (await api.list_receipts(settings)).receipts] == ["complete"]
+
+
+# --- the needles survive the crash (issue 16 item 4) ---------------------------------------------
+
+SECRET = "nora keeps her spare key under the blue planter"
+
+
+async def _world_with_a_quoting_child(tmp_path, sessions_root, unique, redis, **overrides):
+    """Nora's object, and omar's object that cites it and quotes it word for word: residue no
+    lineage removes (the rewrite keeps a provenance child's content), which a verifier must see."""
+    settings = build_world(tmp_path, sessions_root, unique)
+    if overrides:
+        settings = settings.model_copy(update=overrides)
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+    await api.write_object(settings, redis, USER, SECRET)
+    await api.write_object(
+        settings, redis, "tenant:default:user:omar", f"omar repeats: {SECRET}", provenance_parent=USER
+    )
+    return settings
+
+
+def _journal_state(settings) -> tuple[int, int]:
+    import sqlite3
+
+    conn = sqlite3.connect(str(settings.state_dir / "retention.sqlite"))
+    try:
+        rows = conn.execute("SELECT count(*) FROM erasure_journal").fetchone()[0]
+    finally:
+        conn.close()
+    keys = len(list((settings.state_dir / "erasure-journal").glob("*.key")))
+    return rows, keys
+
+
+@pytest.mark.parametrize("step", [s for s, _ in STEPS])
+async def test_a_rerun_after_a_crash_verifies_against_the_journaled_needles(
+    tmp_path, sessions_root, unique, redis, monkeypatch, step
+) -> None:
+    settings = await _world_with_a_quoting_child(tmp_path, sessions_root, unique, redis)
+    monkeypatch.setenv(ENV_VAR, step)
+    with pytest.raises(FailpointTriggered):
+        await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
+    assert _journal_state(settings) == (1, 1)  # sealed needles and their key, pending
+
+    monkeypatch.delenv(ENV_VAR)
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
+
+    assert receipt.state == "complete" and receipt.resumed
+    assert not receipt.verified  # the erased text is gone from its source, yet still quoted
+    derivability = next(c for c in receipt.verification.checks if c.name == "derivability")  # type: ignore[union-attr]
+    assert "retention:retention_objects.content" in derivability.locations
+    assert _journal_state(settings) == (0, 0)  # destroyed with the receipt
+
+
+async def test_a_real_sigkill_mid_erasure_leaves_needles_the_rerun_verifies_with(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    from daemon.settings import LockSettings
+    from tests.daemon_harness import FailpointTrace, start_cli
+
+    # A short lease: the killed holder's retention lease lapses within seconds.
+    lock = LockSettings(ttl_ms=1500, wait_s=30)
+    settings = await _world_with_a_quoting_child(tmp_path, sessions_root, unique, redis, lock=lock)
+    cfg = tmp_path / "memoryd.toml"
+    cfg.write_text(
+        f'state_dir = "{settings.state_dir}"\nsessions_root = "{settings.sessions_root}"\n'
+        f'redis_url = "{settings.redis_url}"\n\n[daemon]\nhost_id = "{settings.daemon.host_id}"\n\n'
+        "[lock]\nttl_ms = 1500\nwait_s = 30\n\n"
+        '[index]\nsources = ["memory", "sessions"]\n\n[index.embedding]\nprovider = "hashing"\n'
+    )
+    trace = FailpointTrace(tmp_path / "trace")
+    # Holding the agent's lock stops the erasure after its retention step, before its forget.
+    async with agent_runtime(settings, "main", redis=redis) as rt, rt.lock().hold():
+        import os
+        import signal
+
+        os.environ.update(trace.env)
+        try:
+            proc = start_cli(cfg, "erase", "--scope", USER, "--json")
+        finally:
+            os.environ.pop(next(iter(trace.env)))
+        try:
+            await trace.wait_for("lock.wait", {proc.pid}, timeout_s=60)
+            assert (await api.read_scope(settings, USER)).state == "missing"  # its content is gone
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        finally:
+            proc.kill()
+    assert _journal_state(settings) == (1, 1)
+
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
+
+    assert receipt.state == "complete" and receipt.resumed and not receipt.verified
+    assert receipt.artifacts.sessions == 1  # this run did the forget the killed one never reached
+    assert _journal_state(settings) == (0, 0)

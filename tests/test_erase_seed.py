@@ -78,7 +78,9 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
         "provenance_invariant": True,
         "derivability": True,
         "physical": True,
+        "fts_segments": True,
         "embeddings": True,
+        "redis": True,
     }
 
     after = await dump_objects(settings)
@@ -100,13 +102,13 @@ async def test_erasing_the_user_rewrites_all_1847_children_and_verifies(settings
     assert (await api.read_scope(settings, USER)).state == "missing"
 
 
-async def test_rerunning_a_finished_erasure_converges_with_nothing_to_do(settings, redis) -> None:
+async def test_rerunning_a_finished_erasure_finds_nothing_left_and_says_so(settings, redis) -> None:
     await api.write_object(settings, redis, USER, PARENT_TEXT, now=T0)
     await api.write_object(settings, redis, child_scope(1), "child", provenance_parent=USER, now=T0 + 1)
     first = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
     again = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
     assert (first.provenance_rewritten, again.provenance_rewritten, again.structural_deleted) == (1, 0, 0)
-    assert again.state == "complete" and again.verified
+    assert again.state == "not_found" and not again.verified  # nothing names the subject any more
 
 
 async def test_a_dry_run_plans_the_same_counts_and_changes_nothing(settings, redis) -> None:
@@ -198,4 +200,4 @@ def test_cli_erase_under_a_hold_exits_3_and_prints_the_refused_receipt(tmp_path,
     assert main([*base, "erase", "--scope", USER, "--allow-partial", "--request-id", "r-9", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["state"] == "partial"
     assert main([*base, "receipts", "--json"]) == 0
-    assert [r["request_id"] for r in json.loads(capsys.readouterr().out)["receipts"]] == [None, "r-9"]
+    assert [r["requestId"] for r in json.loads(capsys.readouterr().out)["receipts"]] == [None, "r-9"]

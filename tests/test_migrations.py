@@ -38,9 +38,13 @@ RELEASED = {
     "agent/0001_initial.sql": "339cb9b01a",
     "agent/0002_checkpoint_token.sql": "94f494810c",
     "agent/0003_drop_retention_tables.sql": "0d0f49b0b2",
+    "agent/0004_session_participants.sql": "f41891ce5a",
+    "agent/0005_erased_senders.sql": "f81e9be52d",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",
+    "retention/0004_receipt_not_found.sql": "8beb4fba8c",
+    "retention/0005_erasure_journal.sql": "42e12ce9c7",
 }
 AGENT_ONLY = {
     "ingest_checkpoints",
@@ -263,3 +267,22 @@ def test_a_command_on_an_outdated_store_prints_one_line_and_no_traceback(
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("memoryd: error: "), result.stderr
     assert "agent store at schema version 2" in result.stderr
+
+
+def test_step_4_of_retention_keeps_every_receipt_and_accepts_not_found(tmp_path: Path) -> None:
+    conn = _at_step(tmp_path / "r.sqlite", RETENTION, 3)
+    conn.execute(
+        "INSERT INTO erasure_receipts(receipt_id, day, state, body) VALUES ('r1', 'd', 'complete', '{}')"
+    )
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(
+            "INSERT INTO erasure_receipts(receipt_id, day, state, body) VALUES ('r2', 'd', 'not_found', '')"
+        )
+    assert migrate_connection(conn, RETENTION) == latest_version(RETENTION)
+    conn.execute(
+        "INSERT INTO erasure_receipts(receipt_id, day, state, body) VALUES ('r2', 'd', 'not_found', '')"
+    )
+    assert conn.execute("SELECT seq, receipt_id, state FROM erasure_receipts ORDER BY seq").fetchall() == [
+        (1, "r1", "complete"),
+        (2, "r2", "not_found"),
+    ]

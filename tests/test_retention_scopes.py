@@ -116,7 +116,7 @@ def _session(participants: list[Participant], sid: str = "s-1") -> SessionInfo:
     )
 
 
-def test_a_session_maps_to_its_first_non_agent_participant(settings) -> None:
+def test_a_session_with_one_user_is_theirs_and_a_shared_one_the_tenants(settings) -> None:
     bot = Participant("helper", (("senderKind", "bot"),))
     self_ = Participant("main")
     nora = Participant("tg:nora")
@@ -124,6 +124,8 @@ def test_a_session_maps_to_its_first_non_agent_participant(settings) -> None:
         session_scope(settings, _session([bot, self_, nora])) == "tenant:default:user:tg%3Anora:session:s-1"
     )
     assert session_scope(settings, _session([bot])) == "tenant:default"
+    # A group chat is not its first participant's: expiring nora does not hide omar's words.
+    assert session_scope(settings, _session([nora, Participant("omar")])) == "tenant:default"
 
 
 # --- the three-way plan -----------------------------------------------------------------------

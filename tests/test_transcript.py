@@ -199,3 +199,34 @@ def test_resuming_with_a_carry_classifies_like_a_full_pass() -> None:
     assert [(e.text, e.origin_class, e.line_number) for e in head + tail] == [
         (e.text, e.origin_class, e.line_number) for e in full
     ]
+
+
+def test_an_erased_senders_turns_and_the_replies_to_them_are_not_exported_even_across_a_resume() -> None:
+    import orjson
+
+    from daemon.sessions.transcript import Carry, export_line
+
+    def line(role: str, text: str, sender: str | None = None) -> bytes:
+        meta = {"senderId": sender} if sender else {}
+        return orjson.dumps(
+            {"type": "message", "message": {"role": role, "content": text, "__openclaw": meta}}
+        )
+
+    erased = {"nadia"}.__contains__
+    lines = [
+        line("user", "olga asks about the ferry timetable", "olga"),
+        line("assistant", "the ferry leaves at nine"),
+        line("user", "nadia shares her locker code", "nadia"),
+        line("assistant", "noted your locker code"),
+    ]
+    carry = Carry()
+    kept = [r for i, raw in enumerate(lines[:3], 1) if (r := export_line(raw, i, carry, erased=erased))]
+    resumed = Carry.decode(carry.encode())  # a checkpoint between her turn and its reply
+    assert resumed.skipping
+    kept += [r for r in [export_line(lines[3], 4, resumed, erased=erased)] if r]
+    assert [k.text for k in kept] == [
+        "User: olga asks about the ferry timetable",
+        "Assistant: the ferry leaves at nine",
+    ]
+    plain = Carry()
+    assert len([r for i, raw in enumerate(lines, 1) if export_line(raw, i, plain)]) == 4  # no filter: all

@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import orjson
 import pytest
 
 from daemon.agent_runtime import agent_runtime
@@ -204,6 +205,21 @@ async def _plant_plain_record(w: World) -> Callable[[], Awaitable[None]]:
     return lambda: w.agent_sql("DELETE FROM memory_session_tombstones WHERE session_id = 'sess-nora-1'")
 
 
+async def _plant_participant(w: World) -> Callable[[], Awaitable[None]]:
+    await w.agent_sql(
+        "INSERT INTO session_participants(session_id, actor_id, namespace) VALUES ('sess-x', 'nora', '{}')"
+    )
+    return lambda: w.agent_sql("DELETE FROM session_participants WHERE session_id = 'sess-x'")
+
+
+async def _plant_erased_sender(w: World) -> Callable[[], Awaitable[None]]:
+    # The table holds keyed hashes only; a plain id there is a leak the verifier must see.
+    await w.agent_sql(
+        "INSERT INTO erased_senders(session_ref, sender_ref, created_at) VALUES ('hmac:x', 'nora', 0)"
+    )
+    return lambda: w.agent_sql("DELETE FROM erased_senders WHERE session_ref = 'hmac:x'")
+
+
 PLANTS = {
     "retention_row": (_plant_retention_row, "derivability", "retention:retention_objects.content"),
     "provenance_hash": (_plant_edge_hash, "derivability", "retention:retention_objects.provenance_hash"),
@@ -223,6 +239,12 @@ PLANTS = {
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
     "preimage": (_plant_preimage, "derivability", "agent main:memory_backups.content"),
+    "erased_sender": (_plant_erased_sender, "derivability", "agent main:erased_senders.sender_ref"),
+    "recorded_participant": (
+        _plant_participant,
+        "derivability",
+        "agent main:session_participants.actor_id",
+    ),
     "plain_forgotten_record": (
         _plant_plain_record,
         "derivability",
@@ -252,7 +274,8 @@ async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(
         failed, "provenance_invariant"
     )
     await undo()
-    assert (await run_verify(world.settings, redis)).verified
+    again = await run_verify(world.settings, redis)
+    assert not again.failed and not again.verified  # derivability is skipped without a subject
 
 
 async def test_the_verifier_fails_for_a_stored_embedding_of_an_erased_snippet(world: World, redis) -> None:
@@ -284,7 +307,9 @@ def _raw(path) -> bytes:
     return data
 
 
-async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after(settings, redis) -> None:
+async def test_an_erasure_leaves_no_erased_byte_in_the_raw_files_even_with_a_reader_attached(
+    settings, redis
+) -> None:
     await api.write_object(settings, redis, USER, PHYSICAL, now=T0)
     db = retention_db_path(settings)
     # An idle reader keeps the WAL (and the pre-delete page images in it) from being folded
@@ -296,23 +321,109 @@ async def test_erased_bytes_are_in_the_raw_files_before_compaction_and_not_after
         _, subject = await api.plan_erase(settings, request)
         receipt = await erasure.run_erase(settings, redis, request, verify=False)
         assert receipt.state == "complete" and (await api.read_scope(settings, USER)).state == "missing"
-        assert PHYSICAL.encode() in _raw(db)  # deleted, but its bytes are still on disk
+        assert PHYSICAL.encode() not in _raw(db)  # gone from pages and WAL before any compaction
 
         verification = await run_verify(settings, redis, subject)
 
         physical = next(c for c in verification.checks if c.name == "physical")
         assert physical.passed and physical.count == 0 and "snippets searched" in physical.note
-        assert PHYSICAL.encode() not in _raw(db)
         assert verification.verified
     finally:
         reader.close()
+
+
+def _agent_db(w: World):
+    return sqlite3.connect(str(agent_paths(w.settings, "main").db_path), isolation_level=None)
+
+
+async def test_the_physical_check_sees_erased_bytes_left_in_free_pages(world: World, redis) -> None:
+    conn = _agent_db(world)
+    try:
+        conn.execute("PRAGMA secure_delete = OFF")  # the fault: a delete that leaves its bytes
+        conn.execute(
+            "INSERT INTO memory_backups(created_at, content, content_hash) VALUES (1, ?, 'h')",
+            (f"{NORA_TEXT}\n" * 400,),  # larger than a page: its overflow pages go to the freelist
+        )
+        conn.execute("DELETE FROM memory_backups")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+    failed = await run_verify(world.settings, redis, world.subject)
+
+    assert "agent main:memory.sqlite free page" in _failing(failed, "physical")
+    assert (await run_verify(world.settings, redis, world.subject)).verified  # compacted by the first run
+
+
+async def test_the_physical_check_sees_erased_bytes_left_in_wal_frames(world: World, redis) -> None:
+    conn = _agent_db(world)
+    try:
+        conn.execute(
+            "INSERT INTO memory_backups(created_at, content, content_hash) VALUES (1, ?, 'h')", (NORA_TEXT,)
+        )
+        conn.execute("DELETE FROM memory_backups")  # the row is gone; its frame stays in the WAL
+
+        failed = await run_verify(world.settings, redis, world.subject)
+
+        assert "agent main:memory.sqlite-wal WAL frame" in _failing(failed, "physical")
+    finally:
+        conn.close()
+
+
+async def test_the_fts_check_sees_index_rows_whose_chunk_is_gone(world: World, redis) -> None:
+    await world.agent_sql("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (987654, ?)", NORA_TEXT)
+    failed = await run_verify(world.settings, redis, world.subject)
+    assert "agent main:memory_index_chunks_fts: index rows without a chunk" in _failing(
+        failed, "fts_segments"
+    )
+    await world.agent_sql("DELETE FROM memory_index_chunks_fts WHERE rowid = 987654")
+    assert (await run_verify(world.settings, redis, world.subject)).verified
+
+
+async def test_the_redis_check_sees_an_earlier_result_holding_the_erased_words(world: World, redis) -> None:
+    key = f"arq:result:dream:plant-{world.settings.daemon.host_id}"
+    await redis.set(key, orjson.dumps({"r": {"deep": {"promoted": [{"text": NORA_TEXT}]}}}), ex=60)
+    try:
+        failed = await run_verify(world.settings, redis, world.subject)
+        assert "redis:arq:result" in _failing(failed, "redis")
+    finally:
+        await redis.delete(key)
+    assert (await run_verify(world.settings, redis, world.subject)).verified
+
+
+async def test_a_tombstone_that_is_not_an_opaque_token_fails_without_a_subject(world: World, redis) -> None:
+    for fake in ("TOMBSTONE:nora", "TOMBSTONE:" + content_hash(SECRET)[:16]):
+        await world.retention_sql(
+            "UPDATE retention_objects SET provenance_parent = ? WHERE object_id = ?", fake, world.child_id
+        )
+        failed = await run_verify(world.settings, redis)
+        if fake.endswith("nora"):
+            assert "retention:retention_objects: tombstone is not an opaque random token" in _failing(
+                failed, "provenance_invariant"
+            )
+        else:  # the right shape, but a hash prefix of the erased content: derivable
+            with_subject = await run_verify(world.settings, redis, world.subject)
+            assert "retention:retention_objects.provenance_parent" in _failing(with_subject, "derivability")
+    await world.retention_sql(
+        "UPDATE retention_objects SET provenance_parent = 'TOMBSTONE:0123456789abcdef' WHERE object_id = ?",
+        world.child_id,
+    )
+    assert not (await run_verify(world.settings, redis)).failed
+
+
+async def test_a_sub_day_time_of_an_erased_object_in_any_integer_column_fails(world: World, redis) -> None:
+    await world.retention_sql(
+        "UPDATE retention_scopes SET created_at = ? WHERE scope = 'tenant:default:user:omar'", T0
+    )
+    failed = await run_verify(world.settings, redis, world.subject)
+    assert "retention:retention_scopes.created_at" in _failing(failed, "derivability")
 
 
 async def test_the_physical_check_fails_while_the_text_is_still_stored(settings, redis) -> None:
     await api.write_object(settings, redis, "tenant:default:user:other", f"quoting: {PHYSICAL}")
     subject = VerifySubject(contents=(PHYSICAL,))
     verification = await run_verify(settings, redis, subject)
-    assert "retention:retention.sqlite" in _failing(verification, "physical")
+    assert "retention:retention.sqlite page" in _failing(verification, "physical")
     assert not verification.verified
 
 

@@ -664,7 +664,7 @@ def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
         failed = [
             (c.get("name"), c.get("locations"))
             for c in ((result.get("verification") or {}).get("checks") or [])
-            if not c.get("passed")
+            if c.get("status") != "passed"
         ]
         tally.violations.append(f"erase {job.request} receipt not verified (failed checks: {failed})")
     sessions = int((result.get("artifacts") or {}).get("sessions", 0))

@@ -63,6 +63,7 @@ from daemon.store.backfill_journal import (
 )
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection
+from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
 from daemon.store.phase_signals import delete_signals
 from daemon.store.short_term import (
@@ -94,7 +95,9 @@ def _already_staged(conn: Connection, agent_id: str, keys: Sequence[str]) -> set
     return {(o.entry_key, o.session_id) for o in origins_for_entries(conn, agent_id, keys)}
 
 
-def scan_sessions(rt: AgentRuntime, forgotten: set[str], secret: bytes | None) -> Scan:
+def scan_sessions(
+    rt: AgentRuntime, forgotten: set[str], secret: bytes | None, erased: ErasedSenders | None = None
+) -> Scan:
     """Read admitted sessions' transcripts; keep owner/agent messages (no lock held)."""
     policy = AdmissionPolicy.from_settings(rt.settings.memory_policy.exclude_sessions)
     day_of = DayOf(rt.settings.dreaming.timezone)
@@ -112,8 +115,9 @@ def scan_sessions(rt: AgentRuntime, forgotten: set[str], secret: bytes | None) -
         scanned += 1
         skipped: dict[str, int] = {}
         fallback = session.updated_at or session.created_at or 0
+        skips = erased.test_for(session.session_id) if erased is not None else None
         with rt.sessions.open_transcript(session) as lines:
-            for line in iter_exported(lines, skipped):
+            for line in iter_exported(lines, skipped, erased=skips):
                 if line.origin_class not in TRUSTED_ORIGINS:
                     continue  # backfill accepts owner/agent provenance only
                 snippet = truncate_utf16(normalize_snippet(line.text), SNIPPET_MAX_CHARS)
@@ -172,10 +176,12 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     secret = rt.secret() if store is not None else None
     forgotten: set[str] = set()
     processed: set[str] = set()
+    erased = ErasedSenders(secret)
     if store is not None:
         forgotten = await store.read(_tombstones)
         processed = await store.read(processed_days)
-    scan = scan_sessions(rt, forgotten, secret)
+        erased = await store.read(load_erased_senders, secret)
+    scan = scan_sessions(rt, forgotten, secret, erased)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
     days, claims = plan_claims(scan, processed, request, staged)

@@ -8,8 +8,8 @@ Order, and why:
 3. derived state: phase signals first (they are derived from staged entries), staged
    entries, checkpoints, seen hashes, backfill journal rows, then rewrite preimages;
 4. memory files and diaries;
-5. corpus files, then origin rows and corpus-file records last: while they remain they still
-   identify the remaining work, so a rerun after any failure finds it again.
+5. corpus files, then origin rows, corpus-file records and recorded participants last: while
+   they remain they still identify the remaining work, so a rerun after any failure finds it.
 
 Every transaction re-reads the lineage first; if another writer changed it, nothing in that
 transaction is applied and the caller re-plans under the same lock.
@@ -43,6 +43,7 @@ from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from daemon.store.index_sources import delete_sources_by_id
 from daemon.store.index_state import bump_revision
 from daemon.store.origins import delete_origins_for_entries
+from daemon.store.participants import delete_participants_of_sessions
 from daemon.store.phase_signals import delete_signals
 from daemon.store.preimages import rewrite_preimage
 from daemon.store.seen_hashes import delete_scopes
@@ -127,9 +128,10 @@ def _purge_backfill_journal(conn: Connection, plan: ForgetPlan) -> None:
 def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:
     _check_lineage(conn, plan)
     failpoint("forget.origins")
-    # The corpus-file records go with the origins: until the corpus is clean they still say
-    # where a rerun must look.
+    # The corpus-file records and recorded participants go with the origins: until the corpus
+    # is clean they still say where a rerun must look (and whose sessions these were).
     delete_corpus_files(conn, plan.session_ids)
+    delete_participants_of_sessions(conn, sorted(plan.session_ids))
     return delete_origins_for_entries(conn, plan.agent_id, sorted(plan.lineage.entry_keys))
 
 

@@ -39,6 +39,7 @@ from daemon.index.vectors import backend_for, to_blob
 from daemon.markers import lineage_key, promotion_keys_in
 from daemon.store.db import Connection
 from daemon.store.embedding_cache import cached_embeddings
+from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
 from daemon.store.index_state import current_revision, set_dirty
@@ -78,6 +79,7 @@ class _Snapshot:
     indexed: dict[tuple[str, str], IndexedSource]
     orphans: list[tuple[str, str, str | None]]
     forgotten: set[str]
+    erased: ErasedSenders  # senders an erasure removed from shared sessions: their turns are not indexed
 
 
 def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | None, force: bool) -> _Snapshot:
@@ -87,7 +89,13 @@ def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | Non
         orphans = [(r[0], r[1], r[2]) for r in orphan_chunk_files(conn)]
     ids = set(session_ids) | {r.session_id for r in indexed.values() if r.session_id}
     ids |= {sid for _, _, sid in orphans if sid}
-    return _Snapshot(current_revision(conn), indexed, orphans, forgotten_ids(conn, sorted(ids), secret))
+    return _Snapshot(
+        current_revision(conn),
+        indexed,
+        orphans,
+        forgotten_ids(conn, sorted(ids), secret),
+        load_erased_senders(conn, secret),
+    )
 
 
 def _memory_chunks(
@@ -107,11 +115,11 @@ def _memory_chunks(
 
 
 def _session_chunks(
-    rt: AgentRuntime, ref: SessionRef, tokens: int, overlap: int
+    rt: AgentRuntime, ref: SessionRef, tokens: int, overlap: int, erased: ErasedSenders
 ) -> PreparedFile | tuple[PreparedFile, str]:
     """The prepared transcript; with the reason its text is not indexed, if it is not."""
     with rt.sessions.open_transcript(ref.target) as lines:
-        rendered = render_transcript(lines, int(ref.stat.mtime_ms))
+        rendered = render_transcript(lines, int(ref.stat.mtime_ms), erased.test_for(ref.session_id))
     # A system-only transcript is published as a source row without chunks: its old rows go,
     # and the index remembers it saw this version (search does not call it lagging).
     chunks = [] if rendered.system_only else chunk_session(rendered.lines, ref.session_kind, tokens, overlap)
@@ -129,7 +137,11 @@ def _session_chunks(
 
 
 def _chunk_all(
-    rt: AgentRuntime, plan: SyncPlan, origins: dict[str, list[tuple[str, int]]], progress: ProgressFn | None
+    rt: AgentRuntime,
+    plan: SyncPlan,
+    origins: dict[str, list[tuple[str, int]]],
+    progress: ProgressFn | None,
+    erased: ErasedSenders,
 ) -> tuple[list[PreparedFile], list[Note], list[str]]:
     cfg = rt.settings.index
     files: list[PreparedFile] = []
@@ -142,7 +154,7 @@ def _chunk_all(
             progress("chunk", len(files), total)
     for ref in plan.sessions:
         try:
-            result = _session_chunks(rt, ref, cfg.chunk_tokens, cfg.chunk_overlap)
+            result = _session_chunks(rt, ref, cfg.chunk_tokens, cfg.chunk_overlap, erased)
         except OperationFailed as exc:
             warnings.append(f"{ref.path}: {exc}; not indexed this run")
             continue
@@ -213,7 +225,9 @@ async def prepare_index(
     origins: dict[str, list[tuple[str, int]]] = {}
     for o in origin_rows:
         origins.setdefault(o.entry_key, []).append((o.origin_class, o.observed_at))
-    files, skipped, chunk_warnings = await anyio.to_thread.run_sync(_chunk_all, rt, plan, origins, progress)
+    files, skipped, chunk_warnings = await anyio.to_thread.run_sync(
+        _chunk_all, rt, plan, origins, progress, snap.erased
+    )
 
     computed = cached = 0
     if embedder is not None:

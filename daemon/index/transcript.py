@@ -8,7 +8,7 @@ time standing in for a message without a timestamp.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -36,12 +36,15 @@ class RenderedTranscript:
         return bool(self.lines) and all(line.origin_class == "system" for line in self.lines)
 
 
-def render_transcript(raw_lines: Iterable[bytes], fallback_ms: int) -> RenderedTranscript:
+def render_transcript(
+    raw_lines: Iterable[bytes], fallback_ms: int, erased: Callable[[str], bool] | None = None
+) -> RenderedTranscript:
+    """The transcript's exported lines; `erased`: senders whose turns (and replies) are left out."""
     skipped: dict[str, int] = {}
     lines = tuple(
         [
-            TranscriptLine(number, text, origin, ts or fallback_ms)
-            for number, text, origin, ts in iter_exported(raw_lines, skipped)
+            TranscriptLine(line.line_number, line.text, line.origin_class, line.timestamp_ms or fallback_ms)
+            for line in iter_exported(raw_lines, skipped, erased=erased)
         ]
     )
     return RenderedTranscript(lines, skipped.get(SKIP_MALFORMED, 0), skipped.get(SKIP_OVERSIZED, 0))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
@@ -111,8 +111,10 @@ class TranscriptScanner:
         seen: set[str],
         day_of: Callable[[int], str],
         skipped: dict[str, int],
+        erased: Callable[[str], bool] | None = None,
     ):
         self.source = source
+        self.erased = erased  # senders an erasure removed from this shared session
         self.session = session
         self.plan = plan
         self.fingerprint = fingerprint
@@ -131,6 +133,9 @@ class TranscriptScanner:
         self.produced = 0
         self.carry = Carry()
         self.at_end = False
+        # Per-message senders seen since the last `take_senders` (actor id -> senderIdentity):
+        # recorded as the session's participants, so an erasure finds a group chat's members.
+        self.senders: dict[str, Any] = {}
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -217,6 +222,7 @@ class TranscriptScanner:
         lines = self._lines
         sha1 = hashlib.sha1
         number = self.line_count
+        senders = self.senders
         while len(out) < limit:
             if self._peeked is None:
                 raw = next(lines, None)
@@ -226,7 +232,7 @@ class TranscriptScanner:
                 self.finished = self.at_end = True
                 break
             number += 1
-            result = export_line(raw, number, carry, SNIPPET_MAX_CHARS)
+            result = export_line(raw, number, carry, SNIPPET_MAX_CHARS, self.erased)
             if type(result) is str:
                 if result in (SKIP_MALFORMED, SKIP_INVALID_UTF8) and self._is_unfinished_last_line():
                     self.finished = self.at_end = True
@@ -238,6 +244,8 @@ class TranscriptScanner:
             self.line_count = number
             if result is None or isinstance(result, str):
                 continue
+            if result.sender is not None and result.sender not in senders:
+                senders[result.sender] = result.sender_identity
             self.produced += 1
             snippet = truncate_utf16(result.text, SNIPPET_MAX_CHARS)
             # utf16_len is never below len: only a short snippet needs the exact count.
@@ -256,6 +264,11 @@ class TranscriptScanner:
             )
         self._flush_hash()
         return out
+
+    def take_senders(self) -> dict[str, Any]:
+        """The senders seen since the last call (and forget them here)."""
+        found, self.senders = self.senders, {}
+        return found
 
     def _flush_hash(self) -> None:
         if self._unhashed:

@@ -12,7 +12,8 @@
    per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages.
 5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
    meanwhile is dropped, never staged), append corpus lines, then one fenced transaction with
-   origins, staged entries, seen hashes and checkpoints; stale checkpoints are removed.
+   origins, staged entries, the sessions' participants (metadata and message senders), seen
+   hashes and checkpoints; stale checkpoints are removed.
    A batch commits in the background while the next one is read (commits stay in order, one
    at a time), so the store's work overlaps the parsing instead of adding to it.
 A sweep with nothing to commit takes no lock and writes nothing.
@@ -24,11 +25,12 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import orjson
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
@@ -58,6 +60,8 @@ from daemon.store.checkpoints import (
 )
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
+from daemon.store.erased_senders import ErasedSenders, load_erased_senders
+from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.seen_hashes import add_seen, load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
@@ -73,6 +77,7 @@ class _Batch:
     cursors: dict[str, tuple[SessionInfo, Fingerprint, Cursor]] = field(default_factory=dict)
     checkpoints: dict[str, Checkpoint] = field(default_factory=dict)  # exclusions
     deletions: list[str] = field(default_factory=list)
+    senders: dict[str, dict[str, Any]] = field(default_factory=dict)  # session id -> actor -> identity
 
     def empty(self) -> bool:
         return not (self.candidates or self.cursors or self.checkpoints or self.deletions)
@@ -124,8 +129,12 @@ def _load_state(
     agent_id: str,
     session_ids: list[str],
     secret: bytes | None,
-) -> tuple[set[str], StampSet]:
-    return _forgotten(conn, session_ids, secret), load_stamp_set(conn, stamps, db_path, agent_id)
+) -> tuple[set[str], StampSet, ErasedSenders]:
+    return (
+        _forgotten(conn, session_ids, secret),
+        load_stamp_set(conn, stamps, db_path, agent_id),
+        load_erased_senders(conn, secret),
+    )
 
 
 def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -> set[str]:
@@ -149,6 +158,37 @@ def _forgotten_under_lock(
     return gone, erased
 
 
+def _participant_rows(
+    sessions: Sequence[SessionInfo], senders: Mapping[str, Mapping[str, Any]], erased: ErasedSenders
+) -> list[ParticipantRow]:
+    """Who took part in the sessions read: their metadata's participants and the senders of
+    their messages (a sender's namespace is its senderIdentity minus `id`), less the senders an
+    erasure removed from the session (its metadata may still name them)."""
+    rows: list[ParticipantRow] = []
+    for s in sessions:
+        skips = erased.test_for(s.session_id)
+        seen: set[str] = {p.actor_id for p in s.participants if skips(p.actor_id)} if skips else set()
+        for p in s.participants:
+            if p.actor_id not in seen:
+                seen.add(p.actor_id)
+                rows.append(ParticipantRow(s.session_id, p.actor_id, _namespace_json(dict(p.namespace))))
+        for actor, identity in senders.get(s.session_id, {}).items():
+            if actor not in seen:
+                seen.add(actor)
+                namespace = (
+                    {k: v for k, v in identity.items() if k != "id"} if isinstance(identity, dict) else {}
+                )
+                rows.append(ParticipantRow(s.session_id, actor, _namespace_json(namespace)))
+    return rows
+
+
+def _namespace_json(namespace: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(namespace, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # a value JSON cannot hold: the id alone still finds the session
+        return "{}"
+
+
 def _write_batch(
     conn: Connection,
     agent_id: str,
@@ -156,10 +196,12 @@ def _write_batch(
     seen: dict[str, list[str]],
     checkpoints: list[Checkpoint],
     deletions: list[str],
+    participants: list[ParticipantRow],
     day_bucket: str,
     now_ms: int,
 ) -> int:
     write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
+    record_participants(conn, participants)
     add_seen(conn, seen)
     upsert_checkpoints(conn, checkpoints)
     return delete_checkpoints(conn, deletions)
@@ -177,6 +219,7 @@ class _Sweep:
         self.day_bucket = self.day_of(self.now_ms)
         self.corpus = CorpusAppender(rt.paths.workspace)
         self.secret = rt.secret()
+        self.erased = ErasedSenders(self.secret)  # read with the forgotten records
         self.paths_by_id: dict[str, str] = {}  # of the sessions to read
         self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -188,7 +231,7 @@ class _Sweep:
 
     async def run(self) -> IngestReport:
         decided = self._decide()
-        forgotten, (stamps, settled) = await self.store.read(
+        forgotten, (stamps, settled), self.erased = await self.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
             str(self.store.path),
@@ -373,7 +416,15 @@ class _Sweep:
         batch: _Batch,
     ) -> tuple[int, _Batch]:
         scanner = TranscriptScanner(
-            self.rt.sessions, session, plan, fp, scope, seen, self.day_of, self.report.lines_skipped
+            self.rt.sessions,
+            session,
+            plan,
+            fp,
+            scope,
+            seen,
+            self.day_of,
+            self.report.lines_skipped,
+            self.erased.test_for(session.session_id),
         )
         taken = 0
         try:
@@ -385,6 +436,8 @@ class _Sweep:
                 taken += len(found)
                 batch.candidates.extend(found)
                 batch.cursors[session.session_id] = (session, fp, scanner.cursor())
+                if scanner.senders:
+                    batch.senders.setdefault(session.session_id, {}).update(scanner.take_senders())
                 if scanner.finished or taken >= cap:
                     break
                 if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
@@ -439,6 +492,9 @@ class _Sweep:
             checkpoints.extend(
                 _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
             )
+            participants = _participant_rows(
+                [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
+            )
             try:
                 removed = await store.write(
                     _write_batch,
@@ -447,6 +503,7 @@ class _Sweep:
                     seen,
                     checkpoints,
                     batch.deletions,
+                    participants,
                     self.day_bucket,
                     self.now_ms,
                     fence=lease.fence,

@@ -3,7 +3,9 @@
 The payload names a data subject, so it must not outlive its delivery: the client enqueues
 it with a job-key expiry, and its result (even a job given up before it ran) is kept only
 `retention.erase_result_ttl_s`. Erasure takes the retention lease and each agent's workspace
-lock inside the domain. A refusal (a legal hold) is a receipt, and exits 3 however it was sent.
+lock inside the domain. A refusal (a legal hold) is a receipt, and exits 3 however it was sent;
+a subject nothing names is a `not_found` receipt and exits 2. Its result in Redis is the stored
+form of the receipt: residue paths (which may name the subject) go to a direct caller only.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from daemon.errors import MemorydError, RefusedError
+from daemon.errors import MemorydError, RefusedError, UsageError
 from daemon.ops.op import LockPolicy, Op, OpContext, Routing
 from daemon.retention.request import EraseRequest
 
@@ -42,13 +44,25 @@ def _result_ttl_s(settings: Settings) -> int:
 
 
 def _outcome(receipt: Mapping[str, Any]) -> MemorydError | None:
-    if receipt.get("state") != "refused":
+    state = receipt.get("state")
+    if state == "not_found":
+        return UsageError(
+            "erasure not found: no scope, object, ingested session or pending erasure names this "
+            "scope; nothing was erased (check its spelling: tenant:<t>:user:<u>)"
+        )
+    if state != "refused":
         return None
-    holds = ", ".join(str(b.get("hold_id")) for b in receipt.get("blocked", []))
+    holds = ", ".join(str(b.get("holdId")) for b in receipt.get("blocked", []))
     return RefusedError(
-        f"erasure refused: {receipt.get('hold_blocked')} item(s) under legal hold ({holds}); "
+        f"erasure refused: {receipt.get('holdBlocked')} item(s) under legal hold ({holds}); "
         "nothing was changed. Release the hold(s) or pass --allow-partial"
     )
+
+
+def _redacted(receipt: BaseModel) -> BaseModel:
+    from daemon.retention.receipts import ErasureReceipt
+
+    return receipt.stored_form() if isinstance(receipt, ErasureReceipt) else receipt
 
 
 OP = Op(
@@ -61,6 +75,7 @@ OP = Op(
     lock=_lock,
     result_ttl_s=_result_ttl_s,
     payload_names_subject=True,
+    redact_result=_redacted,
     outcome=_outcome,
     command="erase",
     purge=True,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from redis.asyncio import Redis
 
     from daemon.retention.needles import VerifySubject
@@ -27,8 +29,11 @@ async def run_verify(
     subject: VerifySubject | None = None,
     *,
     receipt_id: str | None = None,
+    agents: Sequence[str] | None = None,
 ) -> Verification:
     """Run every erasure check now (daemon.retention.verify), embeddings with the configured embedder."""
     from daemon.retention.verify import run_verify as verify
 
-    return await verify(settings, redis, subject, embedder=embedder_of(settings), receipt_id=receipt_id)
+    return await verify(
+        settings, redis, subject, embedder=embedder_of(settings), receipt_id=receipt_id, agents=agents
+    )

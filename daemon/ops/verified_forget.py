@@ -1,7 +1,9 @@
 """`forget --verify`: the forget pipeline, then the retention verifier over what it removed.
 
-The subject is the forgotten transcripts' text without their ids: the plain forgotten records
-that keep them from being re-ingested are meant to remain.
+The subject is the forgotten transcripts' text without their ids (the plain forgotten records
+that keep them from being re-ingested are meant to remain), less the text the agent's other
+sessions also hold (it may stay through them); only that agent's store and workspace are
+checked (another agent's data is not this forget's residue, seed 000 "Other agents").
 """
 
 from __future__ import annotations
@@ -28,17 +30,19 @@ class VerifiedForgetReport(ForgetReport):
     verification: Verification
 
 
-def _forgotten_sessions(
+def _split_sessions(
     settings: Settings, agent: str, session_ids: list[str]
-) -> list[SessionInfo | ArchiveInfo]:
-    """The live windows and archives of the forgotten ids (transcripts are never deleted)."""
+) -> tuple[list[SessionInfo | ArchiveInfo], list[SessionInfo | ArchiveInfo]]:
+    """(the live windows and archives of the forgotten ids, those of every other session of the
+    agent): transcripts are never deleted, and the others' text may stay through them."""
     wanted = set(session_ids)
     source = session_source_for(settings, agent)
-    found: list[SessionInfo | ArchiveInfo] = [
-        s for s in source.list_sessions().sessions if s.session_id in wanted
-    ]
-    found += [a for a in source.list_archives() if a.session_id in wanted]
-    return found
+    forgotten: list[SessionInfo | ArchiveInfo] = []
+    surviving: list[SessionInfo | ArchiveInfo] = []
+    every: list[SessionInfo | ArchiveInfo] = [*source.list_sessions().sessions, *source.list_archives()]
+    for s in every:
+        (forgotten if s.session_id in wanted else surviving).append(s)
+    return forgotten, surviving
 
 
 async def forget_verified(settings: Settings, request: ForgetRequest) -> VerifiedForgetReport:
@@ -50,11 +54,12 @@ async def forget_verified(settings: Settings, request: ForgetRequest) -> Verifie
     redis = await connect_redis(settings.redis_url)
     try:
         report = await forget(settings, request, redis=redis)
-        sessions = await anyio.to_thread.run_sync(
-            _forgotten_sessions, settings, request.agent, report.sessionIds
+        forgotten, surviving = await anyio.to_thread.run_sync(
+            _split_sessions, settings, request.agent, report.sessionIds
         )
-        subject = await session_subject(settings, sessions, include_ids=False)
-        verification = await run_verify(settings, redis, subject)
+        subject = await session_subject(settings, forgotten, include_ids=False, surviving=surviving)
+        # Forget is per agent: only this agent's store and workspace can hold its residue.
+        verification = await run_verify(settings, redis, subject, agents=[request.agent])
     finally:
         await redis.aclose()
     return VerifiedForgetReport(**dict(report), verification=verification)
@@ -65,7 +70,7 @@ def render_verification(report: VerifiedForgetReport) -> list[str]:
     v = report.verification
     lines = [f"Verified: {'yes' if v.verified else 'NO'}"]
     for c in v.checks:
-        state = "skipped" if c.skipped else ("passed" if c.passed else f"FAILED ({c.count} findings)")
+        state = f"FAILED ({c.count} findings)" if c.status == "failed" else c.status
         where = f" at {', '.join(c.locations)}" if c.locations else ""
         lines.append(f"Check {c.name}: {state}{where}" + (f" — {c.note}" if c.note else ""))
     return lines

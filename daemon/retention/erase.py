@@ -3,9 +3,12 @@
     run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1"), purge_sessions=…) -> ErasureReceipt
 
 Under the retention lease:
-1. snapshot (one read transaction) + the ingested sessions mapped into the subtree;
+1. snapshot (one read transaction) + the ingested sessions the scope reaches: every session
+   the user takes part in, live or archived (retention/subjects.py);
 2. plan (pure, `plan.py`); refused → a `refused` receipt, nothing else changes;
-3. the erased subject is captured in memory (ids, content, times) for the verifier;
+3. the erased subject (ids, content, times) and the sessions reached are journaled, sealed
+   (retention/journal.py), before anything is deleted; a rerun after a crash merges the entry
+   it finds and verifies against the same needles;
 4. one transaction in retention.sqlite: provenance children rewritten to TOMBSTONE:<random>
    and the structural subtree deleted — together, so no reader ever sees an erased parent
    next to a derivable edge;
@@ -13,10 +16,13 @@ Under the retention lease:
    (`purge_sessions`, handed in by daemon.ops.erasure),
    then, in one transaction, their forgotten records are replaced by keyed-hash records
    (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
-6. the verifier runs; the receipt (counts only) is stored.
+6. earlier job arguments and results in Redis that name the subject are deleted
+   (daemon/redis_values.py); the verifier runs; the receipt (this run's counts only) is stored and the journal entry
+   deleted in one transaction, then the entry's key file.
 A crash anywhere leaves state a rerun of the same request converges from: the plan is always
-recomputed from what is live, and the session mapping comes from the (untouched) sources.
-Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.receipt.
+recomputed from what is live, and the sessions come from the (untouched) sources and the
+participants recorded at ingestion.
+Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.verify, erase.receipt.
 """
 
 from __future__ import annotations
@@ -24,20 +30,22 @@ from __future__ import annotations
 import secrets
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
-import orjson
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.agents import list_agents
-from daemon.constants import DAY_MS, VERIFY_MAX_MESSAGES_PER_SESSION
+from daemon.constants import DAY_MS
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
-from daemon.retention.mapping import sessions_within
-from daemon.retention.needles import VerifySubject
+from daemon.redis_values import purge_naming
+from daemon.retention import journal
+from daemon.retention.contributions import read_contributions, session_texts
+from daemon.retention.journal import PendingErasure
+from daemon.retention.needles import VerifySubject, compile_needles
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
 from daemon.retention.receipts import (
     BlockedByHold,
@@ -49,18 +57,23 @@ from daemon.retention.receipts import (
 from daemon.retention.request import EraseRequest
 from daemon.retention.scopes import parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
+from daemon.retention.subjects import gather_sessions
 from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
-from daemon.store.db import Connection, Store
-from daemon.store.tombstones import count_tombstones, delete_tombstones, hashed_session_ref, record_tombstones
+from daemon.store.db import Connection, FenceToken, Store, truncate_wal
+from daemon.store.erased_senders import load_erased_senders, record_erased_senders
+from daemon.store.participants import participants_of_sessions
+from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
 if TYPE_CHECKING:
     from daemon.retention.verify import Embedder
 
 REASON_ERASED = "erased"
+PARTICIPANT_ROWS = "participantRows"  # carried with the forget counters, reported on its own
+# Purges of Redis after the verification found values that concurrent jobs stored meanwhile.
+REDIS_PURGE_ROUNDS = 3
 # The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
 # go through it under the agent's workspace lease, and it returns the forget report's artifact
 # counters. Retention does not import forget; the composition sits above both.
@@ -84,54 +97,7 @@ def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, t
     )
 
 
-def _list_mapped(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
-    if parse_scope(target).level == "object":
-        return []  # sessions map to session scopes or above; none lies under an object
-    found: list[tuple[SessionInfo, str]] = []
-    for agent in list_agents(settings):
-        listing = session_source_for(settings, agent).list_sessions()
-        found += sessions_within(settings, listing.sessions, target)
-    return found
-
-
-async def mapped_sessions(settings: Settings, target: str) -> list[tuple[SessionInfo, str]]:
-    return await anyio.to_thread.run_sync(_list_mapped, settings, target)
-
-
 # --- the subject, for the verifier --------------------------------------------------------------
-
-
-def _message_texts(line: bytes) -> list[str]:
-    try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return []
-    message = event.get("message") if isinstance(event, dict) else None
-    if not isinstance(message, dict):
-        return []
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return []
-
-
-def _session_texts(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo]) -> list[str]:
-    texts: list[str] = []
-    for s in sessions:
-        source = session_source_for(settings, s.agent_id)
-        count = 0
-        try:
-            with source.open_transcript(s) as lines:
-                for line in lines:
-                    texts += _message_texts(bytes(line))
-                    count += 1
-                    if count >= VERIFY_MAX_MESSAGES_PER_SESSION:
-                        break
-        except (FileNotFoundError, OSError):
-            continue  # no transcript: nothing of it can have been derived
-    return texts
 
 
 def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: list[str]) -> VerifySubject:
@@ -139,31 +105,40 @@ def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: lis
     for key in plan.delete_scopes:
         ids += [key, parse_scope(key).leaf_id]
     ids += [o.object_id for o in plan.delete_objects]
-    ids += [s.session_id for s in plan.forget_sessions]
+    # A separated session goes on for its other participants: its id stays, in their rows.
+    ids += [s.session_id for s in plan.forget_sessions if not s.separable]
     contents = [o.content for o in plan.delete_objects] + session_texts
     times = [o.created_at for o in plan.delete_objects] + rewritten_times
     return VerifySubject(tuple(dict.fromkeys(ids)), tuple(contents), tuple(dict.fromkeys(times)))
 
 
 async def session_subject(
-    settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo], *, include_ids: bool
+    settings: Settings,
+    sessions: Sequence[SessionInfo | ArchiveInfo],
+    *,
+    include_ids: bool,
+    surviving: Sequence[SessionInfo | ArchiveInfo] = (),
 ) -> VerifySubject:
     """A verifier subject for sessions purged outside an erasure (`forget --verify`): their
-    transcripts' text, and their ids only when no plain forgotten record is meant to remain."""
-    texts = await anyio.to_thread.run_sync(_session_texts, settings, sessions)
+    transcripts' text, and their ids only when no plain forgotten record is meant to remain.
+    Text the `surviving` sessions also hold is not looked for: it may stay, through them."""
+    texts = await anyio.to_thread.run_sync(session_texts, settings, sessions)
+    shared = await anyio.to_thread.run_sync(session_texts, settings, surviving) if surviving else []
     ids = tuple(s.session_id for s in sessions) if include_ids else ()
-    return VerifySubject(ids=ids, contents=tuple(texts))
+    return VerifySubject(ids=ids, contents=tuple(texts), shared=tuple(shared))
 
 
 # --- apply ----------------------------------------------------------------------------------------
 
 
-def _apply_retention(conn: Connection, plan: ErasurePlan) -> tuple[int, int, int]:
-    """The rewrite and the cascade in ONE transaction (seed: "in the same transaction")."""
+def _apply_retention(conn: Connection, plan: ErasurePlan, times: Sequence[int]) -> tuple[int, int, int, int]:
+    """The rewrite and the cascade in ONE transaction (seed: "in the same transaction"), and
+    the subject's exact times cut to the day wherever they survive (seed: no sub-day time)."""
     rewritten = repo.rewrite_provenance(conn, plan.rewrite_edges)
     objects = repo.delete_objects(conn, [o.object_id for o in plan.delete_objects])
     scopes = repo.delete_scopes(conn, plan.delete_scopes)
-    return rewritten, objects, scopes
+    coarsened = repo.coarsen_times(conn, times)
+    return rewritten, objects, scopes, coarsened
 
 
 def _rewritten_times(conn: Connection, object_ids: tuple[str, ...]) -> list[int]:
@@ -171,16 +146,93 @@ def _rewritten_times(conn: Connection, object_ids: tuple[str, ...]) -> list[int]
     return [r.provenance_at for r in rows.values() if r.provenance_at is not None]
 
 
-def _hash_forgotten_records(
-    conn: Connection, agent_id: str, session_ids: list[str], hashed: list[str], day_ms: int
-) -> tuple[int, int]:
-    """Swap the plain forgotten records of erased sessions for keyed-hash ones in one transaction,
-    so admission (forgotten_ids checks both forms) always finds one of them. The record's time
-    is coarsened to the day: a precise time would be tied to the erased session."""
-    record_tombstones(conn, agent_id, hashed, day_ms, reason=REASON_ERASED)
+def _record_erasure(
+    conn: Connection,
+    agent_id: str,
+    secret: bytes,
+    session_ids: list[str],
+    separated: list[str],
+    user: str | None,
+    day_ms: int,
+) -> tuple[int, int, int]:
+    """In one transaction, after the purge: the plain forgotten records of the erased sessions
+    are swapped for keyed-hash ones (admission checks both forms, so one is always found; the
+    time is the day's: a precise one would be tied to the session), except for separated
+    sessions, which lose their record and get the subject as an erased sender instead: they are
+    read again without the subject's turns. Returns (records hashed, sessions separated,
+    observed-write rows removed)."""
+    apart = set(separated)
+    whole = [hashed_session_ref(secret, s) for s in session_ids if s not in apart]
+    added = record_tombstones(conn, agent_id, whole, day_ms, reason=REASON_ERASED)
     delete_tombstones(conn, session_ids)
+    split = record_erased_senders(conn, secret, [(s, user) for s in separated], day_ms) if user else 0
     curated = delete_writes_of_sessions(conn, session_ids)
-    return count_tombstones(conn, hashed), curated
+    return added, split, curated
+
+
+@dataclass
+class SessionsErased:
+    """What this run did to the erased sessions (a rerun counts only what it did itself)."""
+
+    sessions: int = 0  # sessions newly erased (whole, or the subject's turns of a separated one)
+    scopes: set[str] = field(default_factory=set)  # their scopes
+    shared: int = 0  # of those, shared sessions removed whole
+    separated: int = 0  # of those, shared sessions whose other participants are read again
+    curated: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def add(self, counters: Mapping[str, int]) -> None:
+        for key, value in counters.items():
+            self.counters[key] = self.counters.get(key, 0) + value
+
+
+def _state_before(
+    conn: Connection, ids: list[str], secret: bytes, user: str | None
+) -> tuple[set[str], set[str], set[str]]:
+    """(sessions with a plain forgotten record, with a hashed one, already separated from `user`)."""
+    plain = forgotten_ids(conn, ids)
+    hashed = forgotten_ids(conn, ids, secret) - plain
+    erased = load_erased_senders(conn, secret)
+    apart = {s for s in ids if user and (test := erased.test_for(s)) is not None and test(user)}
+    return plain, hashed, apart
+
+
+async def _erase_agent_sessions(
+    rt: AgentRuntime,
+    targets: list[SessionTarget],
+    user: str | None,
+    day_ms: int,
+    purge_sessions: PurgeSessions,
+) -> SessionsErased:
+    done = SessionsErased()
+    secret = rt.secret()
+    assert secret is not None  # a writable runtime creates the key
+    store = rt.require_store()
+    async with rt.lock().hold() as lease:
+        failpoint("erase.forget")
+        plain, hashed, apart = await store.read(
+            _state_before, sorted({t.session_id for t in targets}), secret, user
+        )
+        # A session already separated from the subject is done: purging it again would only
+        # take the other participants' re-read memory once more.
+        targets = [t for t in targets if t.session_id not in apart]
+        ids = sorted({t.session_id for t in targets})
+        # A session forgotten before (a plain record) stays forgotten: it is never separated.
+        separate = sorted(t.session_id for t in targets if t.separable and t.session_id not in plain | hashed)
+        recorded = len(await store.read(participants_of_sessions, ids))
+        done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
+        failpoint("erase.hash_records")
+        added, split, curated = await store.write(
+            _record_erasure, rt.agent_id, secret, ids, separate, user, day_ms, fence=lease.fence
+        )
+        await store.run(truncate_wal)  # the plain records' frames go with them
+    new = {s for s in ids if s not in hashed}
+    done.sessions = added + split
+    done.scopes = {t.scope for t in targets if t.session_id in new}
+    done.shared = sum(1 for t in targets if t.shared and t.session_id in new and t.session_id not in separate)
+    done.separated = split
+    done.curated = curated
+    return done
 
 
 async def forget_sessions(
@@ -189,37 +241,25 @@ async def forget_sessions(
     sessions: tuple[SessionTarget, ...],
     now: int,
     purge_sessions: PurgeSessions,
-) -> tuple[int, int, int, dict[str, int]]:
-    """Each agent's erased sessions through its forget pipeline, then hashed records.
-    Returns (sessions, hashed records, curated rows, summed forget artifact counters)."""
-    by_agent: dict[str, list[str]] = defaultdict(list)
+    user: str | None = None,
+) -> SessionsErased:
+    """Each agent's erased sessions through its forget pipeline, then their records: hashed
+    forgotten records, or, for a separated shared session, the subject as an erased sender."""
+    by_agent: dict[str, list[SessionTarget]] = defaultdict(list)
     for s in sessions:
-        by_agent[s.agent_id].append(s.session_id)
-    counters: dict[str, int] = {}
-    total_hashed = total_curated = 0
+        by_agent[s.agent_id].append(s)
+    done = SessionsErased()
     day_ms = now // DAY_MS * DAY_MS
-    for agent, sids in sorted(by_agent.items()):
-        ids = sorted(set(sids))
+    for agent, targets in sorted(by_agent.items()):
         async with agent_runtime(settings, agent, redis=redis) as rt:
-            secret = rt.secret()
-            assert secret is not None  # a writable runtime creates the key
-            async with rt.lock().hold() as lease:
-                failpoint("erase.forget")
-                artifacts = await purge_sessions(rt, ids, lease)
-                failpoint("erase.hash_records")
-                hashed, curated = await rt.require_store().write(
-                    _hash_forgotten_records,
-                    agent,
-                    ids,
-                    [hashed_session_ref(secret, s) for s in ids],
-                    day_ms,
-                    fence=lease.fence,
-                )
-        total_hashed += hashed
-        total_curated += curated
-        for key, value in artifacts.items():
-            counters[key] = counters.get(key, 0) + value
-    return len({(s.agent_id, s.session_id) for s in sessions}), total_hashed, total_curated, counters
+            part = await _erase_agent_sessions(rt, targets, user, day_ms, purge_sessions)
+        done.sessions += part.sessions
+        done.scopes |= part.scopes
+        done.shared += part.shared
+        done.separated += part.separated
+        done.curated += part.curated
+        done.add(part.counters)
+    return done
 
 
 # --- receipts -------------------------------------------------------------------------------------
@@ -235,7 +275,11 @@ def build_receipt(
     now: int,
     artifacts: ErasureArtifacts,
     verification: Verification | None,
+    *,
+    structural: int | None = None,
+    resumed: bool = False,
 ) -> ErasureReceipt:
+    """`structural`: what this run deleted of the subtree (a dry run reports the plan's)."""
     by_hold: dict[str, dict[str, int]] = defaultdict(
         lambda: {"structural": 0, "provenance": 0, "sessions": 0}
     )
@@ -250,7 +294,10 @@ def build_receipt(
         day=day_of(now),
         state=plan.state,  # type: ignore[arg-type]
         dry_run=request.dry_run,
-        structural_deleted=plan.structural_deleted if plan.state != "refused" else 0,
+        resumed=resumed,
+        structural_deleted=0
+        if plan.state in ("refused", "not_found")
+        else (plan.structural_deleted if structural is None else structural),
         provenance_rewritten=artifacts.provenance_edges,
         hold_blocked=plan.hold_blocked,
         blocked=[BlockedByHold(hold_id=h, **counts) for h, counts in sorted(by_hold.items())],
@@ -266,32 +313,37 @@ def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
         objects=len(plan.delete_objects),
         provenance_edges=len(plan.rewrite_edges),
         sessions=len(plan.forget_sessions),
+        shared_sessions_removed=sum(1 for s in plan.forget_sessions if s.shared and not s.separable),
+        shared_sessions_separated=sum(1 for s in plan.forget_sessions if s.separable),
         forgotten_records_hashed=len(plan.forget_sessions),
         curated_writes=0,
     )
 
 
 def _store_receipt(conn: Connection, receipt: ErasureReceipt) -> None:
-    repo.insert_receipt(conn, receipt.receipt_id, receipt.day, receipt.state, receipt.model_dump_json())
+    body = receipt.stored_form().model_dump_json(by_alias=True)
+    repo.insert_receipt(conn, receipt.receipt_id, receipt.day, receipt.state, body)
 
 
 # --- the entry point ------------------------------------------------------------------------------
 
 
 async def _prepare(
-    settings: Settings, store: Store | None, request: EraseRequest
+    settings: Settings, store: Store | None, request: EraseRequest, journaled: tuple[SessionTarget, ...] = ()
 ) -> tuple[ErasurePlan, VerifySubject]:
-    """Snapshot (one read transaction) + mapped sessions → plan → the subject, still in memory."""
+    """Snapshot (one read transaction) + the sessions reached (and those a pending journal
+    names) → plan → the subject, still in memory."""
     rows = await store.read(read_snapshot, request.scope) if store else ((), (), (), ())
-    mapped = await mapped_sessions(settings, request.scope)
-    snapshot = ErasureSnapshot(
-        request.scope, *rows, tuple(SessionTarget(s.agent_id, s.session_id, scope) for s, scope in mapped)
-    )
-    plan = plan_erasure(snapshot, request.allow_partial)
+    found = await gather_sessions(settings, request.scope, migrate=not request.dry_run)
+    known = {(s.agent_id, s.session_id) for s in journaled}
+    sessions = tuple(journaled) + tuple(s for s in found if (s.agent_id, s.session_id) not in known)
+    plan = plan_erasure(ErasureSnapshot(request.scope, *rows, sessions), request.allow_partial)
     times = await store.read(_rewritten_times, plan.rewrite_edges) if store and plan.rewrite_edges else []
-    wanted = {(s.agent_id, s.session_id) for s in plan.forget_sessions}
-    infos = [s for s, _ in mapped if (s.agent_id, s.session_id) in wanted]
-    texts = await anyio.to_thread.run_sync(_session_texts, settings, infos)
+    deleted = set(plan.delete_scopes)
+    times += [r.created_at for r in rows[0] if r.scope in deleted]  # the erased scopes' own times
+    user = dict(parse_scope(request.scope).parts).get("user")
+    targets, texts = await anyio.to_thread.run_sync(read_contributions, settings, plan.forget_sessions, user)
+    plan = replace(plan, forget_sessions=tuple(targets))
     return plan, subject_of(plan, times, texts)
 
 
@@ -299,6 +351,45 @@ async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[Erasure
     """The plan and the subject as they stand now, without a lock or a write (dry runs, tests)."""
     async with open_for_read(settings) as store:
         return await _prepare(settings, store, request)
+
+
+async def _finish(
+    store: Store,
+    settings: Settings,
+    receipt: ErasureReceipt,
+    pending: PendingErasure | None,
+    fence: FenceToken,
+) -> None:
+    """The receipt and the end of the journal entry in one transaction, then the entry's key."""
+
+    def write(conn: Connection) -> None:
+        _store_receipt(conn, receipt)
+        if pending is not None:
+            repo.delete_journal(conn, pending.journal_id)
+
+    await store.write(write, fence=fence)
+    if pending is not None:
+        journal.drop_key(settings, pending.journal_id)
+
+
+async def _purge_and_verify(
+    settings: Settings, redis: Redis, subject: VerifySubject, embedder: Embedder | None, verify: bool
+) -> tuple[int, Verification | None]:
+    """Earlier job arguments and results naming the subject out of Redis, then the verifier.
+    Jobs running beside the erasure may store results naming the subject after the purge (a
+    forget's report lists its sessions): while the redis check finds any, purge and look again."""
+    from daemon.retention.verify import recheck_redis, run_verify
+
+    needles = compile_needles(subject)
+    purged = await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+    failpoint("erase.verify")
+    verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None
+    for _ in range(REDIS_PURGE_ROUNDS):
+        if verification is None or next(c for c in verification.checks if c.name == "redis").passed:
+            break
+        purged += await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+        verification = await recheck_redis(redis, subject, verification)
+    return purged, verification
 
 
 async def run_erase(
@@ -314,39 +405,55 @@ async def run_erase(
     """Erase `request.scope` (see the module doc). Refusal is a receipt with state `refused`,
     not an exception: the CLI turns it into exit 3, the job returns it. A dry run takes no
     lock, so it needs no Redis (`redis` None)."""
-    from daemon.retention.verify import run_verify
-
     ts = now if now is not None else now_ms()
     if request.dry_run:
         plan, _ = await plan_erase(settings, request)
         return build_receipt(plan, request, ts, planned_artifacts(plan), None)
     assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
-        plan, subject = await _prepare(settings, store, request)
-        if plan.state == "refused":
-            receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None)
+        await journal.drop_orphan_keys(settings, store)
+        pending = await journal.load(settings, store, request.scope)
+        resumed = pending is not None
+        plan, subject = await _prepare(settings, store, request, pending.sessions if pending else ())
+        if plan.state == "not_found" and pending is not None:
+            plan = replace(plan, state="complete")  # all was done before the crash: verify, then receipt
+        if plan.state in ("refused", "not_found"):
+            receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None, resumed=resumed)
             await store.write(_store_receipt, receipt, fence=lease.fence)
             return receipt
+        pending = await journal.save(
+            settings, store, request.scope, pending, subject, plan.forget_sessions, lease.fence
+        )
         failpoint("erase.retention")
-        rewritten, objects, scopes = await store.write(_apply_retention, plan, fence=lease.fence)
-        sessions, hashed, curated, counters = 0, 0, 0, dict[str, int]()
+        rewritten, objects, scopes, coarsened = await store.write(
+            _apply_retention, plan, pending.subject.times_ms, fence=lease.fence
+        )
+        await store.run(truncate_wal)  # frames of the deleted rows leave the WAL now
+        done = SessionsErased()
         if plan.forget_sessions:
-            sessions, hashed, curated, counters = await forget_sessions(
-                settings, redis, plan.forget_sessions, ts, purge_sessions
-            )
+            user = dict(parse_scope(request.scope).parts).get("user")
+            done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions, user)
+        purged, verification = await _purge_and_verify(settings, redis, pending.subject, embedder, verify)
         artifacts = ErasureArtifacts(
             scopes=scopes,
             objects=objects,
             provenance_edges=rewritten,
-            sessions=sessions,
-            forgotten_records_hashed=hashed,
-            curated_writes=curated,
-            forget=counters,
+            sessions=done.sessions,
+            shared_sessions_removed=done.shared,
+            shared_sessions_separated=done.separated,
+            forgotten_records_hashed=done.sessions - done.separated,
+            curated_writes=done.curated,
+            participant_rows=done.counters.pop(PARTICIPANT_ROWS, 0),
+            times_coarsened=coarsened,
+            redis_values_purged=purged,
+            forget=done.counters,
         )
-        verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None
-        receipt = build_receipt(plan, request, ts, artifacts, verification)
+        structural = scopes + len(done.scopes - set(plan.delete_scopes))
+        receipt = build_receipt(
+            plan, request, ts, artifacts, verification, structural=structural, resumed=resumed
+        )
         failpoint("erase.receipt")
-        await store.write(_store_receipt, receipt, fence=lease.fence)
+        await _finish(store, settings, receipt, pending, lease.fence)
         return receipt
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from daemon.constants import (
     VERIFY_ID_MIN_CHARS,
     VERIFY_SNIPPET_MAX_CHARS,
     VERIFY_SNIPPET_MIN_CHARS,
+    VERIFY_TERM_MIN_CHARS,
 )
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
@@ -31,6 +33,9 @@ class VerifySubject:
     ids: tuple[str, ...] = ()  # scope keys, object ids, session ids, leaf ids of erased scopes
     contents: tuple[str, ...] = ()  # erased content: objects' text, erased sessions' messages
     times_ms: tuple[int, ...] = ()  # exact times of erased objects
+    # Text that legitimately survives (other sessions' messages): a snippet found in it is not
+    # residue, whoever else still holds it (forget --verify: "shared with surviving lineage").
+    shared: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -38,7 +43,10 @@ class VerifySubject:
 
     def merge(self, other: VerifySubject) -> VerifySubject:
         return VerifySubject(
-            self.ids + other.ids, self.contents + other.contents, self.times_ms + other.times_ms
+            self.ids + other.ids,
+            self.contents + other.contents,
+            self.times_ms + other.times_ms,
+            self.shared + other.shared,
         )
 
 
@@ -96,6 +104,14 @@ class Needles:
     raw: re.Pattern[bytes] | None
     snippet_count: int
     times: frozenset[int]
+    terms: frozenset[str]  # full-text terms of the snippets (as FTS5's unicode61 folds them)
+
+    def may_hit(self, text: str) -> bool:
+        """A cheap superset of `hits` over a whole document (a short id only as a substring):
+        lets a caller skip opening what cannot hold a needle."""
+        if self.text is not None and self.text.search(text) is not None:
+            return True
+        return any(e in text for e in self.exact)
 
     def hits(self, value: str) -> int:
         if value in self.exact:
@@ -108,6 +124,9 @@ class Needles:
 def compile_needles(subject: VerifySubject) -> Needles:
     alternatives: list[str] = []
     snips = snippets(subject.contents)
+    if subject.shared:
+        surviving = "\n".join(_collapse(t) for t in subject.shared)
+        snips = [s for s in snips if s not in surviving]
     alternatives += [re.escape(s) for s in sorted(snips, key=len, reverse=True)]
     hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in hash_forms(c)}
     alternatives += [f"(?i:{h})" for h in sorted(hashes)]
@@ -122,4 +141,15 @@ def compile_needles(subject: VerifySubject) -> Needles:
     text = re.compile("|".join(alternatives)) if alternatives else None
     raw = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in snips)) if snips else None
     times = frozenset(t for t in subject.times_ms if t % DAY_MS)
-    return Needles(text, frozenset(exact), raw, len(snips), times)
+    terms = frozenset(t for s in snips for t in fts_terms(s) if len(t) >= VERIFY_TERM_MIN_CHARS)
+    return Needles(text, frozenset(exact), raw, len(snips), times, terms)
+
+
+_WORD_RE = re.compile(r"\w+")
+
+
+def fts_terms(text: str) -> set[str]:
+    """Terms as the index's tokenizer (unicode61, remove_diacritics 2) makes them, closely
+    enough for distinctive words: lower-cased, diacritics dropped, split at non-word chars."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    return set(_WORD_RE.findall(folded))

@@ -8,6 +8,8 @@ Three ways, never two:
 * hold-blocked — whatever a legal hold covers is neither deleted nor rewritten. Without
   allow_partial any blocked item refuses the whole erasure; with it the rest is erased and
   the receipt lists the blocking holds (state `partial`).
+A target nothing names (no scope row, object, citing edge or session) is `not_found`: the seed
+refuses it ("scope … not present; cannot erase"), and a receipt never calls it `complete`.
 """
 
 from __future__ import annotations
@@ -21,9 +23,23 @@ from daemon.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow
 
 @dataclass(frozen=True, slots=True)
 class SessionTarget:
+    """An ingested session the erasure reaches (retention/subjects.py)."""
+
     agent_id: str
     session_id: str
-    scope: str
+    scope: str  # the erased user's session scope (the tenant's, for a session without a user)
+    hold_scopes: tuple[str, ...] = ()  # every participant's session scope: a hold on any blocks it
+    shared: bool = False  # other users took part too: its derived memory goes whole, counted apart
+    # A shared session whose every user turn names its sender (retention/contributions.py): the
+    # subject's turns are removed from it, and the other participants' are read again.
+    separable: bool = False
+
+    def hold(self, holds: _Holds) -> HoldRow | None:
+        for scope in (self.scope, *self.hold_scopes):
+            found = holds.of(scope)
+            if found is not None:
+                return found
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +51,7 @@ class ErasureSnapshot:
     objects: tuple[ObjectRow, ...]  # every object in those scopes
     citing: tuple[CitingEdge, ...]  # every edge citing the target or a scope under it
     holds: tuple[HoldRow, ...]
-    sessions: tuple[SessionTarget, ...]  # ingested sessions mapped into the subtree
+    sessions: tuple[SessionTarget, ...]  # ingested sessions the target reaches
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +64,7 @@ class Blocked:
 @dataclass(frozen=True, slots=True)
 class ErasurePlan:
     target: str
-    state: str  # complete | partial | refused
+    state: str  # complete | partial | refused | not_found
     delete_scopes: tuple[str, ...]  # scope rows to delete (deepest first)
     delete_objects: tuple[ObjectRow, ...]
     rewrite_edges: tuple[str, ...]  # object ids whose provenance is neutralised
@@ -64,6 +80,10 @@ class ErasurePlan:
     @property
     def structural_deleted(self) -> int:
         return len(set(self.delete_scopes) | {s.scope for s in self.forget_sessions})
+
+    @property
+    def shared_sessions(self) -> int:
+        return sum(1 for s in self.forget_sessions if s.shared)
 
     @property
     def has_work(self) -> bool:
@@ -84,6 +104,8 @@ class _Holds:
 
 def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
     target = snapshot.target
+    if not (snapshot.scopes or snapshot.objects or snapshot.citing or snapshot.sessions):
+        return ErasurePlan(target, "not_found", (), (), (), (), (), ())
     holds = _Holds(snapshot.holds)
     blocked: Counter[tuple[str, str]] = Counter()
     containers = _containers(target, holds)
@@ -101,7 +123,7 @@ def plan_erasure(snapshot: ErasureSnapshot, allow_partial: bool) -> ErasurePlan:
 
     forget: list[SessionTarget] = []
     for session in snapshot.sessions:
-        hold = holds.of(session.scope)
+        hold = session.hold(holds)
         if hold is not None:
             blocked[(hold.hold_id, "sessions")] += 1
         else:

@@ -1,10 +1,17 @@
 """Erasure receipts (seed 001): what was decided and done, never what was erased.
 
-A receipt carries the state (complete | partial | refused), the three counts of the three-way
-decision, per-artifact counters, the blocking holds by their opaque ids, the caller's request
-id, the day, and the verifier's checks. It never carries content, hashes, scope strings,
-object ids or session ids of the subject: it outlives the erasure and is scanned by the
-verifier like every other row.
+A receipt carries the state, the three counts of the three-way decision, per-artifact
+counters, the blocking holds by their opaque ids, the caller's request id, the day, and the
+verifier's checks. It never carries content, hashes, scope strings, object ids, session ids
+or paths of the subject: it outlives the erasure and is scanned by the verifier like every
+other row. The residue paths a failed check found go to the caller's output at erase time
+only (`Verification.residue`, never stored; see `stored_form`).
+
+States: `complete`, `partial` (a legal hold kept part, `allow_partial`), `refused` (a hold,
+nothing changed) and `not_found` (no scope, object, session or pending erasure names the
+subject: nothing was erased, and the receipt says so instead of claiming `complete`).
+
+JSON is camelCase, as every memoryd report; the Python attributes are snake_case.
 """
 
 from __future__ import annotations
@@ -12,13 +19,16 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
-ReceiptState = Literal["complete", "partial", "refused"]
-CheckName = Literal["derivability", "physical", "embeddings", "provenance_invariant"]
+ReceiptState = Literal["complete", "partial", "refused", "not_found"]
+CheckName = Literal["provenance_invariant", "derivability", "physical", "fts_segments", "embeddings", "redis"]
+# `skipped` is not `passed`: the check could not run (no subject, no embedder for stored vectors).
+CheckStatus = Literal["passed", "failed", "skipped"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
 class BlockedByHold(_Model):
@@ -32,25 +42,44 @@ class ErasureArtifacts(_Model):
     scopes: int  # scope rows deleted
     objects: int  # memory-tool objects deleted
     provenance_edges: int  # edges rewritten to TOMBSTONE:<random>
-    sessions: int  # ingested sessions sent through the forget pipeline
+    sessions: int  # ingested sessions this run sent through the forget pipeline
+    # Of those, sessions with another (non-agent) participant whose turns name no sender: their
+    # derived memory was removed whole, the other participants' contributions with it.
+    shared_sessions_removed: int = 0
+    # Shared sessions whose every user turn names its sender: the subject's turns (and the replies
+    # to them) are removed, and the session is read again for the other participants without them.
+    shared_sessions_separated: int = 0
     forgotten_records_hashed: int  # forgotten-session records kept as hmac:<hex> only
     curated_writes: int  # observed-write rows of erased sessions removed
+    participant_rows: int = 0  # recorded participants of erased sessions (and the subject's) removed
+    redis_values_purged: int = 0  # earlier job arguments and results naming the subject, deleted
+    times_coarsened: int = 0  # surviving times equal to an erased object's exact one, cut to the day
     forget: dict[str, int] = Field(default_factory=dict)  # the forget reports' artifact counters, summed
 
 
 class VerificationCheck(_Model):
     name: CheckName
-    passed: bool
-    count: int  # findings (0 when passed)
-    skipped: bool = False
-    locations: list[str] = Field(default_factory=list)  # where: store:table.column or agent:file (no values)
+    status: CheckStatus
+    count: int  # findings (0 unless failed)
+    # Where: store:table.column, a page or frame kind, a Redis key family, or agent:workspace
+    # file. A stored receipt keeps schema names only; file paths are replaced by their kind.
+    locations: list[str] = Field(default_factory=list)
     note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
 
 
 class Verification(_Model):
     receipt_id: str | None = None
+    # True only when every check passed: a skipped check (nothing to compare with) is not a pass.
     verified: bool
     checks: list[VerificationCheck]
+
+    @property
+    def failed(self) -> bool:
+        return any(c.status == "failed" for c in self.checks)
 
 
 class ErasureReceipt(_Model):
@@ -59,6 +88,9 @@ class ErasureReceipt(_Model):
     day: str  # YYYY-MM-DD (UTC); no finer time
     state: ReceiptState
     dry_run: bool
+    # This run finished an erasure a crash had interrupted (its pending journal was found): the
+    # counts are this run's; the verification used the needles journaled before the crash.
+    resumed: bool = False
     structural_deleted: int
     provenance_rewritten: int
     hold_blocked: int
@@ -66,6 +98,28 @@ class ErasureReceipt(_Model):
     artifacts: ErasureArtifacts
     verified: bool
     verification: Verification | None
+
+    def stored_form(self) -> ErasureReceipt:
+        """The receipt as stored (and as a job result in Redis): locations that are workspace
+        files lose their path, which may name the subject (a file called after them)."""
+        if self.verification is None:
+            return self
+        checks = [
+            c.model_copy(update={"locations": sorted({_kind_of(loc) for loc in c.locations})})
+            for c in self.verification.checks
+        ]
+        return self.model_copy(
+            update={"verification": self.verification.model_copy(update={"checks": checks})}
+        )
+
+
+WORKSPACE_MARK = ":workspace/"
+
+
+def _kind_of(location: str) -> str:
+    """`agent main:workspace/memory/nadia.md` → `agent main:workspace file`; others unchanged."""
+    head, sep, _ = location.partition(WORKSPACE_MARK)
+    return f"{head}:workspace file" if sep else location
 
 
 class ReceiptList(_Model):

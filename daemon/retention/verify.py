@@ -2,14 +2,22 @@
 derivability invariant, not the reference-count invariant" (seed 001).
 
 Checks, over `retention.sqlite`, every agent store and every agent workspace:
-* provenance_invariant — no provenance edge is left dangling, and no tombstoned edge keeps a
-  hash or a sub-day time (needs no subject; `memoryd verify` runs it any time);
+* provenance_invariant — no provenance edge is left dangling, no tombstoned edge keeps a
+  hash or a sub-day time, and every tombstone is an opaque random token of its own edge
+  (needs no subject; `memoryd verify` runs it any time);
 * derivability — no live row (any table: staged entries, index rows, cache rows, preimages,
   forgotten records, receipts …) or workspace file (memory files, diaries, corpus lines)
   holds the subject's ids, a hash form of its content (also truncated), an exact snippet of
   it, or a sub-day time tied to it;
-* physical — after `wal_checkpoint(TRUNCATE)`, FTS5 'optimize' and VACUUM, no snippet's
-  bytes remain in a database or WAL file;
+* derivability also reads every integer column: a sub-day time of an erased object there
+  (a scope's `created_at`, a provenance time) is tied to the subject;
+* physical — no snippet's bytes in a database file (pages in use, free pages, slack), its WAL
+  or journal, as the erasure left them and again after `wal_checkpoint(TRUNCATE)`, FTS5
+  'optimize' and VACUUM (a hit is placed: page, free page, WAL frame);
+* fts_segments — the full-text index holds no row whose chunk is gone and no erased term its
+  chunk lacks, read from the index segments themselves (fts5vocab);
+* redis — no value under memoryd's and arq's prefixes (job arguments, results) holds the
+  subject's ids or text (erasure requests aside);
 * embeddings — no stored vector or cached embedding is the embedding of an erased snippet
   (with the configured embedder; skipped, and said so, when none is configured).
 
@@ -20,6 +28,7 @@ lease for `retention.sqlite`, the workspace lease for an agent's store.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +38,13 @@ import numpy as np
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths, list_agents
-from daemon.constants import VERIFY_EMBEDDING_MIN_COSINE
+from daemon.agents import agent_paths, agents_with_state
+from daemon.constants import TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, VERIFY_EMBEDDING_MIN_COSINE
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
-from daemon.ids import validate_agent_id
-from daemon.retention.needles import Needles, VerifySubject, compile_needles, snippets
+from daemon.redis_values import family_of, is_erasure_request, scan_values
+from daemon.retention.needles import Needles, VerifySubject, compile_needles, fts_terms, snippets
+from daemon.retention.raw_bytes import raw_hits
 from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
 from daemon.settings import Settings
@@ -42,7 +52,14 @@ from daemon.store import retention as repo
 from daemon.store.db import Connection, Store
 from daemon.store.embedding_cache import all_cached_embeddings
 from daemon.store.index_vectors import all_embeddings
-from daemon.store.inspect import compact, stored_values
+from daemon.store.inspect import chunk_texts, compact, fts_index_terms, stored_integers, stored_values
+
+# TOMBSTONE:<random hex>, as store/retention.py's rewrite makes it; anything else may be derived.
+OPAQUE_TOMBSTONE = re.compile(
+    re.escape(TOMBSTONE_REF_PREFIX) + f"[0-9a-f]{{{2 * TOMBSTONE_REF_RANDOM_BYTES}}}"
+)
+
+NO_SUBJECT = "no erased subject given (the subject of an erasure is never stored: see its receipt)"
 
 
 @dataclass
@@ -53,7 +70,10 @@ class _Findings:
     physical: dict[str, int] = field(default_factory=dict)
     embeddings: dict[str, int] = field(default_factory=dict)
     invariant: dict[str, int] = field(default_factory=dict)
+    fts: dict[str, int] = field(default_factory=dict)
+    redis: dict[str, int] = field(default_factory=dict)
     physical_notes: list[str] = field(default_factory=list)
+    vectors_seen: int = 0  # stored vectors and cached embeddings, compared or not
 
     @staticmethod
     def add(bucket: dict[str, int], where: str, n: int) -> None:
@@ -61,66 +81,62 @@ class _Findings:
             bucket[where] = bucket.get(where, 0) + n
 
 
-def _agents_with_state(settings: Settings) -> list[str]:
-    names = set(list_agents(settings))
-    try:
-        names.update(os.listdir(settings.state_dir / "agents"))
-    except FileNotFoundError:
-        pass
-    out = []
-    for name in sorted(names):
-        try:
-            validate_agent_id(name)
-        except UsageError:
-            continue
-        out.append(name)
-    return out
-
-
-# --- compaction and raw bytes -------------------------------------------------------------------
-
-
-def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
-    """Occurrences of snippet bytes in a database file and its WAL."""
-    out: dict[str, int] = {}
-    if needles.raw is None:
-        return out
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
-        try:
-            data = candidate.read_bytes()
-        except FileNotFoundError:
-            continue
-        n = sum(1 for _ in needles.raw.finditer(data))
-        if n:
-            out[candidate.name] = n
-    return out
-
-
 # --- row scans ----------------------------------------------------------------------------------
 
 
 def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
-    """Every text/blob value of every ordinary table (FTS/vec shadow tables included)."""
+    """Every text/blob value of every ordinary table (FTS/vec shadow tables included), and
+    every integer value that is a sub-day time of the subject (a column that holds times)."""
     hits: dict[str, int] = {}
     for table, column, value in stored_values(conn):
         n = needles.hits(value)
         if n:
             key = f"{table}.{column}"
             hits[key] = hits.get(key, 0) + n
+    if needles.times:
+        for table, column, number in stored_integers(conn):
+            if number in needles.times:
+                key = f"{table}.{column}"
+                hits[key] = hits.get(key, 0) + 1
     return hits
 
 
-def _retention_specific(conn: Connection, needles: Needles) -> tuple[dict[str, int], dict[str, int]]:
-    """(derivability hits, invariant hits) that need the retention schema's meaning."""
-    derivable: dict[str, int] = {}
-    if needles.times:
-        n = repo.objects_citing_at(conn, sorted(needles.times))
-        if n:
-            derivable["retention_objects.provenance_at"] = n
+def _fts_residue(conn: Connection, needles: Needles) -> dict[str, int]:
+    """What the FTS5 index segments hold that their chunks do not: rows whose chunk is gone
+    (subject or not), and the subject's terms in a row whose chunk text lacks them."""
+    texts = chunk_texts(conn)
+    words: dict[int, set[str]] = {}
+    hits: dict[str, int] = {}
+    for table, doc, term in fts_index_terms(conn):
+        if doc not in texts:
+            where = f"{table}: index rows without a chunk"
+        elif term in needles.terms and term not in words.setdefault(doc, fts_terms(texts[doc])):
+            where = f"{table}: erased terms in index segments"
+        else:
+            continue
+        hits[where] = hits.get(where, 0) + 1
+    return hits
+
+
+def _retention_invariant(conn: Connection) -> dict[str, int]:
+    """Provenance edges that break the erasure invariant whatever the subject: dangling or
+    derivable edges, and tombstones that are not opaque (a random token, one per edge)."""
     invariant: dict[str, int] = {}
+
+    def add(what: str) -> None:
+        key = f"retention_objects: {what}"
+        invariant[key] = invariant.get(key, 0) + 1
+
     for _, what in repo.derivable_edges(conn):
-        invariant[f"retention_objects: {what}"] = invariant.get(f"retention_objects: {what}", 0) + 1
-    return derivable, invariant
+        add(what)
+    seen: set[str] = set()
+    for parent in repo.tombstone_parents(conn):
+        if not OPAQUE_TOMBSTONE.fullmatch(parent):
+            add("tombstone is not an opaque random token")
+        elif parent in seen:
+            add("tombstone shared by several edges (links their children)")
+        seen.add(parent)
+    return invariant
 
 
 def _vectors(conn: Connection) -> list[tuple[str, bytes]]:
@@ -210,6 +226,9 @@ async def _check_store(
     *,
     retention: bool,
 ) -> None:
+    # Raw bytes as the erasure left them (free pages and WAL frames included), then compacted.
+    for where, n in raw_hits(store.path, needles).items():
+        findings.add(findings.physical, f"{label}:{where}", n)
     problem = await store.run(compact)
     if problem:
         findings.physical_notes.append(f"{label}: {problem}")
@@ -217,29 +236,74 @@ async def _check_store(
     for where, n in (await store.read(_scan_rows, needles)).items():
         findings.add(findings.derivability, f"{label}:{where}", n)
     if retention:
-        derivable, invariant = await store.read(_retention_specific, needles)
-        for where, n in derivable.items():
-            findings.add(findings.derivability, f"{label}:{where}", n)
-        for where, n in invariant.items():
+        for where, n in (await store.read(_retention_invariant)).items():
             findings.add(findings.invariant, f"{label}:{where}", n)
-    else:  # vectors live in agent stores only
-        for where, n in embedding_hits(await store.read(_vectors), probes).items():
+    else:  # vectors and the full-text index live in agent stores only
+        stored = await store.read(_vectors)
+        findings.vectors_seen += len(stored)
+        for where, n in embedding_hits(stored, probes).items():
             findings.add(findings.embeddings, f"{label}:{where}", n)
+        for where, n in (await store.run(_fts_residue, needles)).items():
+            findings.add(findings.fts, f"{label}:{where}", n)
     for where, n in raw_hits(store.path, needles).items():
-        findings.add(findings.physical, f"{label}:{where}", n)
+        findings.add(findings.physical, f"{label}:{where} after compaction", n)
 
 
-def _check(name: str, bucket: dict[str, int], *, skipped: bool = False, note: str = "") -> VerificationCheck:
+async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> None:
+    """Every value under memoryd's and arq's prefixes (erasure requests aside: they must name
+    their subject while queued or running, and their results keep no arguments)."""
+    if needles.text is None and not needles.exact:
+        return
+    async for key, strings in scan_values(redis, needles.may_hit):
+        if is_erasure_request(key):
+            continue
+        n = sum(needles.hits(s) for s in strings)
+        if n:
+            findings.add(findings.redis, f"redis:{family_of(key)}", n)
+
+
+REDIS_NOTE = "memoryd's and arq's keys"
+
+
+async def recheck_redis(redis: Redis, subject: VerifySubject, verification: Verification) -> Verification:
+    """`verification` with its redis check run again now (after another purge by the erasure)."""
+    findings = _Findings()
+    await _check_redis(redis, compile_needles(subject), findings)
+    fresh = _check("redis", findings.redis, note=REDIS_NOTE)
+    checks = [fresh if c.name == "redis" else c for c in verification.checks]
+    return verification.model_copy(update={"checks": checks, "verified": all(c.passed for c in checks)})
+
+
+def _check(
+    name: str, bucket: dict[str, int], *, skipped: str | None = None, note: str = ""
+) -> VerificationCheck:
+    """A check's result; `skipped` (the reason) when it could not run, which is not a pass."""
+    if skipped is not None:
+        return VerificationCheck(name=name, status="skipped", count=0, note=skipped)  # type: ignore[arg-type]
     count = sum(bucket.values())
-    # A skipped check has nothing to find (no embedder: no vectors exist); it says so in `note`.
     return VerificationCheck(
         name=name,  # type: ignore[arg-type]
-        passed=count == 0,
+        status="failed" if count else "passed",
         count=count,
-        skipped=skipped,
         locations=sorted(bucket),
         note=note,
     )
+
+
+def _embeddings_check(
+    findings: _Findings, probes: np.ndarray | None, note: str, subject: VerifySubject
+) -> VerificationCheck:
+    if subject.empty:
+        return _check("embeddings", {}, skipped=NO_SUBJECT)
+    if probes is None:  # no embedder: only a store without vectors has nothing to compare
+        if findings.vectors_seen:
+            return _check(
+                "embeddings",
+                {},
+                skipped=f"{findings.vectors_seen} stored vectors, but no embedder is configured to compare them with",
+            )
+        return _check("embeddings", {}, note=note)
+    return _check("embeddings", findings.embeddings, note=note)
 
 
 async def run_verify(
@@ -249,12 +313,15 @@ async def run_verify(
     *,
     embedder: Embedder | None,
     receipt_id: str | None = None,
+    agents: Sequence[str] | None = None,
 ) -> Verification:
     """Run every check; `verified` is true only when all pass.
 
     Without a subject (the CLI's `memoryd verify`) only the subject-free parts can run: the
-    provenance invariant and physical compaction; the receipt of an erasure carries the full
-    run made while the subject was still known.
+    provenance invariant, compaction and stale index rows; derivability, embeddings and redis
+    are `skipped`. The receipt of an erasure carries the full run made with its subject.
+    `agents`: only these agents' stores and workspaces (forget is per agent; another agent's
+    data is not its residue), and not retention.sqlite.
     """
     if receipt_id is not None:
         await _receipt_exists(settings, receipt_id)
@@ -262,15 +329,13 @@ async def run_verify(
     needles = compile_needles(subject)
     findings = _Findings()
     probes, embed_note = (
-        (None, "no erased subject given")
-        if subject.empty
-        else await _probe_vectors(settings, subject, embedder)
+        (None, NO_SUBJECT) if subject.empty else await _probe_vectors(settings, subject, embedder)
     )
 
-    if retention_db_path(settings).exists():
+    if agents is None and retention_db_path(settings).exists():
         async with open_for_write(settings, redis) as (store, _lease):
             await _check_store(store, "retention", needles, probes, findings, retention=True)
-    for agent in _agents_with_state(settings):
+    for agent in agents_with_state(settings) if agents is None else agents:
         paths = agent_paths(settings, agent)
         if paths.db_path.exists():
             async with agent_runtime(settings, agent, redis=redis) as rt, rt.lock().hold():
@@ -286,13 +351,16 @@ async def run_verify(
         if needles.snippet_count
         else "compacted; no snippet of 12+ characters to search for"
     )
+    if not subject.empty:
+        await _check_redis(redis, needles, findings)
+    no_subject = NO_SUBJECT if subject.empty else None
     checks = [
         _check("provenance_invariant", findings.invariant),
-        _check(
-            "derivability", findings.derivability, note="no erased subject given" if subject.empty else ""
-        ),
+        _check("derivability", findings.derivability, skipped=no_subject),
         _check("physical", findings.physical, note=physical_note),
-        _check("embeddings", findings.embeddings, skipped=probes is None, note=embed_note),
+        _check("fts_segments", findings.fts, note="index segments read through fts5vocab"),
+        _embeddings_check(findings, probes, embed_note, subject),
+        _check("redis", findings.redis, skipped=no_subject, note=REDIS_NOTE),
     ]
     verification = Verification(receipt_id=receipt_id, verified=all(c.passed for c in checks), checks=checks)
     if receipt_id is not None:
@@ -315,7 +383,9 @@ async def attach_verification(
         if not bodies:
             raise UsageError(f"receipt: no erasure receipt {receipt_id!r}")
         receipt = ErasureReceipt.model_validate_json(bodies[0])
-        if receipt.verification is None or receipt.state == "refused":
+        if receipt.verification is None or receipt.state in ("refused", "not_found"):
             return
-        updated = receipt.model_copy(update={"verified": receipt.verified and verification.verified})
-        await store.write(repo.update_receipt_body, receipt_id, updated.model_dump_json(), fence=lease.fence)
+        # A later run without the subject can only find a failure, never confirm a pass.
+        updated = receipt.model_copy(update={"verified": receipt.verified and not verification.failed})
+        body = updated.model_dump_json(by_alias=True)
+        await store.write(repo.update_receipt_body, receipt_id, body, fence=lease.fence)

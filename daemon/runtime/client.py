@@ -54,7 +54,7 @@ from daemon.ops import ingest_sweep as ingest_op
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
-from daemon.runtime.wire import deserialize, job_name_of, request_job_id, serialize
+from daemon.runtime.wire import deserialize, job_name_of, random_job_id, request_job_id, serialize
 from daemon.settings import Settings
 
 JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]
@@ -221,8 +221,11 @@ class MemorydClient:
         queue: str,
         request_id: str | None = None,
         expires_s: float | None = None,
+        names_subject: bool = False,
     ) -> EnqueuedJob:
-        job_id = request_job_id(function, payload, request_id)
+        # A payload naming a data subject gets a random id: one hashed from it would confirm a
+        # guessed subject to anyone who can list Redis keys (and every such request runs anew).
+        job_id = random_job_id(function) if names_subject else request_job_id(function, payload, request_id)
         job = await self.redis.enqueue_job(
             function, payload, _job_id=job_id, _queue_name=queue, _expires=expires_s
         )
@@ -253,7 +256,12 @@ class MemorydClient:
             )
         expires_s = op.result_ttl_s(self.settings) if op.payload_names_subject else None
         return await self.enqueue(
-            op.name, op.payload(req), queue=queue, request_id=request_id, expires_s=expires_s
+            op.name,
+            op.payload(req),
+            queue=queue,
+            request_id=request_id,
+            expires_s=expires_s,
+            names_subject=op.payload_names_subject,
         )
 
     async def enqueue_forget(

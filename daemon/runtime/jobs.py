@@ -123,7 +123,8 @@ def job_function(op: Op[Any]) -> JobFn:
             request = op.parse(payload)
             if op.routing is Routing.AGENT:
                 ensure_served(ctx, agent_of(request), op.name)
-            report = dump(await execute(op, WorkerResources(ctx), request))
+            result = await execute(op, WorkerResources(ctx), request)
+            report = dump(op.redact_result(result) if op.redact_result else result)
             outcome = "complete"
             _count_success(op, request, report, time.monotonic() - started)
             return report

@@ -4,7 +4,9 @@
 * Queues: one per host, `memoryd:queue:<host_id>`.
 * Ids: deterministic. A client request's id is the family plus a hash of its canonical
   JSON payload, so the same request enqueued twice is one job (arq refuses an id whose
-  job or result key exists). A scheduled sweep's id names the agent and the interval slot,
+  job or result key exists) — except a payload naming a data subject (an erasure): its id is
+  random, as a hash of it would confirm a guessed subject, and its stored result drops the
+  arguments. A scheduled sweep's id names the agent and the interval slot,
   so a restart or a second daemon in the same slot does not enqueue it again.
 * Serialization: JSON (orjson), never pickle: other tools enqueue jobs, and unpickling
   what they wrote would run their code. An exception result is stored as
@@ -13,7 +15,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import secrets
 from typing import Any
 
 import orjson
@@ -35,6 +39,11 @@ def request_job_id(name: str, payload: dict[str, Any], request_id: str | None = 
     return f"{name}:{digest}"
 
 
+def random_job_id(name: str) -> str:
+    """For a payload naming a data subject: an id that says nothing of it."""
+    return f"{name}:{secrets.token_hex(16)}"
+
+
 def scheduled_job_id(name: str, agent: str, slot: int) -> str:
     return f"{name}:{agent}:sched:{slot}"
 
@@ -52,7 +61,17 @@ def _default(obj: Any) -> Any:
 
 
 def serialize(data: dict[str, Any]) -> bytes:
+    if "r" in data and data.get("f") in _subject_families():
+        # A result outlives its job: it keeps no argument naming the subject (the request).
+        data = {**data, "a": [], "k": {}}
     return orjson.dumps(data, default=_default)
+
+
+@functools.cache
+def _subject_families() -> frozenset[str]:
+    from daemon.ops.registry import OPS
+
+    return frozenset(op.name for op in OPS if op.payload_names_subject)
 
 
 def deserialize(raw: bytes) -> dict[str, Any]:

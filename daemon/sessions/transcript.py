@@ -18,7 +18,7 @@ next lines exactly as a full scan would.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
@@ -64,25 +64,31 @@ class ExportedLine(NamedTuple):
     text: str  # "User: …" / "Assistant: …", one line, whitespace collapsed
     origin_class: OriginClass
     timestamp_ms: int  # 0 when the message has no usable timestamp
+    # A user message's `__openclaw.senderId` (a group chat's per-message sender), else None;
+    # `sender_identity` is its `senderIdentity` object as read (not copied), if any.
+    sender: str | None = None
+    sender_identity: Any = None
 
 
 class Carry:
-    """Provenance state between lines: the class of the last user turn, and taint."""
+    """Provenance state between lines: the class of the last user turn, taint, and whether that
+    turn was an erased sender's (its replies are skipped with it)."""
 
-    __slots__ = ("last_user", "tainted")
+    __slots__ = ("last_user", "tainted", "skipping")
 
-    def __init__(self, last_user: OriginClass | None = None, tainted: bool = False):
+    def __init__(self, last_user: OriginClass | None = None, tainted: bool = False, skipping: bool = False):
         self.last_user = last_user
         self.tainted = tainted
+        self.skipping = skipping
 
     def encode(self) -> str:
-        return f"{self.last_user or ''}{'+tainted' if self.tainted else ''}"
+        return f"{self.last_user or ''}{'+tainted' if self.tainted else ''}{'+skip' if self.skipping else ''}"
 
     @classmethod
     def decode(cls, text: str) -> Carry:
-        base, _, flag = text.partition("+")
+        base, *flags = text.split("+")
         last = base if base in ("owner", "agent", "untrusted", "system") else None
-        return cls(last, flag == "tainted")  # type: ignore[arg-type]
+        return cls(last, "tainted" in flags, "skip" in flags)  # type: ignore[arg-type]
 
 
 def _text_of(content: Any) -> str:
@@ -155,11 +161,17 @@ def collapse_ws(text: str, at_least: int | None = None) -> str:
 
 
 def export_line(
-    raw: bytes, line_number: int, carry: Carry, max_chars: int | None = None
+    raw: bytes,
+    line_number: int,
+    carry: Carry,
+    max_chars: int | None = None,
+    erased: Callable[[str], bool] | None = None,
 ) -> ExportedLine | str | None:
     """Classify one raw transcript line: an ExportedLine, a skip kind (str), or None (not a message
     line worth exporting). Updates `carry`. With `max_chars`, the exported text may be cut once it
-    has more than that many characters (callers that keep only a snippet need no more)."""
+    has more than that many characters (callers that keep only a snippet need no more). With
+    `erased`, a user turn whose sender it names, and the assistant's replies to that turn, are
+    not exported (an erasure removed that sender from this shared session)."""
     # Runs once per transcript line for ingest and the index alike: exact type checks (orjson
     # builds plain dicts) and one dict lookup per field keep it cheap.
     entry = _entry_of(raw)
@@ -176,28 +188,49 @@ def export_line(
         meta = _NO_META
     role = message.get("role")
     origin: OriginClass
+    sender = None
     if role == "user":
+        sender = _sender_of(meta)
+        carry.skipping = erased is not None and sender is not None and erased(sender)
+        if carry.skipping:
+            return None
         origin = _user_origin(message, meta)
         carry.last_user = origin
         carry.tainted = False
         prefix = "User: "
     elif role == "assistant":
+        if carry.skipping:
+            return None
         origin = _assistant_origin(meta, carry)
         prefix = "Assistant: "
     else:
         if role == "toolResult" and meta.get("resultContentSource") == "network":
             carry.tainted = True
         return None
-    content = message.get("content")
+    body = _body(message.get("content"), max_chars)
+    if not body:
+        return None
+    if sender is None:
+        return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
+    return ExportedLine(
+        line_number, prefix + body, origin, _timestamp_ms(message, entry), sender, meta.get("senderIdentity")
+    )
+
+
+def _sender_of(meta: dict[str, Any]) -> str | None:
+    sender = meta.get("senderId")
+    return sender if type(sender) is str and sender else None
+
+
+def _body(content: Any, max_chars: int | None) -> str:
+    """The message's text on one line ("" when it has none)."""
     text = content if type(content) is str else _text_of(content)
     if not text:
-        return None
+        return ""
     body = collapse_ws(text, max_chars)
     if "\x00" in body:  # an escaped NUL inside a string is valid JSON, but never useful text
         body = body.replace("\x00", "")
-    if not body:
-        return None
-    return ExportedLine(line_number, prefix + body, origin, _timestamp_ms(message, entry))
+    return body
 
 
 def _entry_of(raw: bytes) -> dict[str, Any] | str | None:
@@ -235,12 +268,17 @@ def _assistant_origin(meta: dict[str, Any], carry: Carry) -> OriginClass:
 
 
 def iter_exported(
-    lines: Iterable[bytes], skipped: dict[str, int], carry: Carry | None = None, first_line_number: int = 1
+    lines: Iterable[bytes],
+    skipped: dict[str, int],
+    carry: Carry | None = None,
+    first_line_number: int = 1,
+    erased: Callable[[str], bool] | None = None,
 ) -> Iterator[ExportedLine]:
-    """Stream exported lines from raw lines; skipped lines are counted into `skipped` by kind."""
+    """Stream exported lines from raw lines; skipped lines are counted into `skipped` by kind;
+    `erased` as in `export_line`."""
     state = carry if carry is not None else Carry()
     for number, raw in enumerate(lines, start=first_line_number):
-        out = export_line(raw, number, state)
+        out = export_line(raw, number, state, erased=erased)
         if out is None:
             continue
         if isinstance(out, str):

@@ -11,7 +11,7 @@ transaction (`Store.read` / `Store.write`).
 
     agent store (memory.sqlite)
       ingest state       checkpoints.py, seen_hashes.py, short_term.py, corpus_files.py
-      lineage            origins.py, tombstones.py
+      lineage            origins.py, tombstones.py, participants.py, erased_senders.py
       dreaming state     phase_signals.py, preimages.py, curated_writes.py, backfill_journal.py
       index              index_sources.py, index_chunks.py, index_fts.py, index_vectors.py,
                          embedding_cache.py, index_state.py

@@ -43,3 +43,41 @@ def stored_values(conn: Connection) -> Iterator[tuple[str, str, str]]:
                     value = value.decode("utf-8", "ignore")
                 if isinstance(value, str):
                     yield name, col, value
+
+
+def stored_integers(conn: Connection) -> Iterator[tuple[str, str, int]]:
+    """(table, column, value) of every integer value of every ordinary table: a column that
+    can hold a time can hold an erased object's exact millisecond."""
+    tables = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    for name, sql in tables:
+        if (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
+            continue
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+        for row in conn.execute(f'SELECT * FROM "{name}"'):
+            for col, value in zip(cols, row, strict=True):
+                if type(value) is int:
+                    yield name, col, value
+
+
+def fts_index_terms(conn: Connection) -> Iterator[tuple[str, int, str]]:
+    """(table, doc rowid, term) of every FTS5 table, read from its index segments (fts5vocab):
+    what the index holds, whatever its content table says."""
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'"
+    ).fetchall():
+        vocab = f"verify_vocab_{name}"
+        conn.execute(
+            f'CREATE VIRTUAL TABLE IF NOT EXISTS temp."{vocab}" USING fts5vocab(main, "{name}", instance)'
+        )
+        try:
+            for term, doc in conn.execute(f'SELECT term, doc FROM temp."{vocab}"'):
+                yield name, int(doc), str(term)
+        finally:
+            conn.execute(f'DROP TABLE temp."{vocab}"')
+
+
+def chunk_texts(conn: Connection) -> dict[int, str]:
+    """The memory index's chunk text by rowid: the FTS rows' content (index/publish.py)."""
+    return {int(r[0]): r[1] for r in conn.execute("SELECT rowid, text FROM memory_index_chunks")}

@@ -249,14 +249,25 @@ def rewrite_provenance(conn: Connection, object_ids: Sequence[str]) -> int:
     )
 
 
+def coarsen_times(conn: Connection, times: Sequence[int]) -> int:
+    """Cut to the day every surviving time equal to one of `times` (an erased object's exact
+    millisecond: the scope its write created, a sibling written in the same batch)."""
+    changed = 0
+    for table, column in (
+        ("retention_scopes", "created_at"),
+        ("retention_objects", "created_at"),
+        ("retention_objects", "provenance_at"),
+    ):
+        changed += execute_in(
+            conn,
+            f"UPDATE {table} SET {column} = ({column} / {DAY_MS}) * {DAY_MS} WHERE {column} IN ({{marks}})",
+            [t for t in times if t % DAY_MS],
+        )
+    return changed
+
+
 def delete_objects(conn: Connection, object_ids: Sequence[str]) -> int:
     return execute_in(conn, "DELETE FROM retention_objects WHERE object_id IN ({marks})", object_ids)
-
-
-def objects_citing_at(conn: Connection, times: Sequence[int]) -> int:
-    """Objects whose provenance time is one of `times` (the verifier's exact-time check)."""
-    rows = select_in(conn, "SELECT count(*) FROM retention_objects WHERE provenance_at IN ({marks})", times)
-    return sum(int(r[0]) for r in rows)
 
 
 def derivable_edges(conn: Connection) -> list[tuple[str, str]]:
@@ -278,6 +289,17 @@ def derivable_edges(conn: Connection) -> list[tuple[str, str]]:
         elif pat is not None and pat % DAY_MS:
             out.append((object_id, "tombstoned provenance keeps a sub-day time"))
     return out
+
+
+def tombstone_parents(conn: Connection) -> list[str]:
+    """Every tombstoned provenance parent (the verifier checks each is opaque and unshared)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT provenance_parent FROM retention_objects WHERE provenance_parent >= ? AND provenance_parent < ?",
+            (TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_PREFIX[:-1] + ";"),
+        )
+    ]
 
 
 # --- holds ------------------------------------------------------------------------------------
@@ -338,3 +360,30 @@ def receipt_bodies(conn: Connection, receipt_id: str | None = None) -> list[str]
     return [
         r[0] for r in conn.execute("SELECT body FROM erasure_receipts WHERE receipt_id = ?", (receipt_id,))
     ]
+
+
+# --- the pending-erasure journal ----------------------------------------------------------------
+
+
+def journal_entry(conn: Connection, target_ref: str) -> tuple[str, bytes] | None:
+    """(journal id, sealed needles) of the pending erasure of a target, if one is pending."""
+    row = conn.execute(
+        "SELECT journal_id, sealed FROM erasure_journal WHERE target_ref = ?", (target_ref,)
+    ).fetchone()
+    return (row[0], bytes(row[1])) if row else None
+
+
+def journal_ids(conn: Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT journal_id FROM erasure_journal")}
+
+
+def put_journal(conn: Connection, journal_id: str, target_ref: str, sealed: bytes) -> None:
+    conn.execute(
+        "INSERT INTO erasure_journal(journal_id, target_ref, sealed) VALUES (?, ?, ?) "
+        "ON CONFLICT(journal_id) DO UPDATE SET sealed = excluded.sealed",
+        (journal_id, target_ref, sealed),
+    )
+
+
+def delete_journal(conn: Connection, journal_id: str) -> int:
+    return int(conn.execute("DELETE FROM erasure_journal WHERE journal_id = ?", (journal_id,)).rowcount)
