@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from daemon.ingest.plan import ScanAction, plan_scan
-from daemon.ingest.scan import Candidate, DayOf, TranscriptScanner, truncate_utf16, utf16_len
+from daemon.ingest.scan import Candidate, DayOf, TranscriptScanner
 from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.model import SessionInfo
 from daemon.store.checkpoints import Checkpoint
+from daemon.utf16 import truncate_utf16, utf16_key, utf16_len
 
 ROLES = st.sampled_from(["owner", "stranger", "assistant", "network", "bad"])
 
@@ -130,3 +131,11 @@ def test_truncation_counts_utf16_units_like_the_reference(text: str, limit: int)
     cut = truncate_utf16(text, limit)
     assert text.startswith(cut) and utf16_len(cut) <= limit
     assert cut == text or utf16_len(text[: len(cut) + 1]) > limit
+
+
+def test_a_lone_surrogate_is_one_code_unit_in_lengths_and_order() -> None:
+    """Node's JSON.stringify writes a string cut mid-pair as a lone surrogate; JavaScript counts
+    it as one code unit and sorts by it, and so must every length and order of ours."""
+    lone = "abc\ud83d"
+    assert utf16_len(lone) == 4 and truncate_utf16(lone, 3) == "abc"
+    assert utf16_key(lone) < utf16_key("abc\ud83d\ude00") < utf16_key("abd")

@@ -48,7 +48,7 @@ from daemon.dreaming.text import normalize_snippet
 from daemon.errors import UsageError, WriteConflict
 from daemon.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
 from daemon.ingest.corpus import corpus_relative_path, render_line
-from daemon.ingest.scan import DayOf, truncate_utf16
+from daemon.ingest.scan import DayOf
 from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
 from daemon.markers import promotion_key
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
@@ -75,6 +75,7 @@ from daemon.store.short_term import (
     restore_raw_row,
 )
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
+from daemon.utf16 import truncate_utf16
 
 BLOCK, HEADING = "backfill", "Session Backfill"
 DEFAULT_LIMIT_DAYS = BACKFILL_DEFAULT_LIMIT_DAYS

@@ -15,7 +15,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.forget.plan import ForgetPlan
-from daemon.forget.select import utf16_key
+from daemon.utf16 import utf16_key
 
 
 class _Model(BaseModel):

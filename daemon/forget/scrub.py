@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from daemon.constants import CORPUS_SNIPPET_MIN_CHARS
 from daemon.forget.refs import references_session
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from daemon.utf16 import utf16_len
 
 # `[<agent>/<sessionPath>#L<n>] <snippet>`; JavaScript's `.` stops at every line terminator.
 _CORPUS_ROW_RE = re.compile(r"^\[[^\]]+#L\d+\]\s*([^\n\r\u2028\u2029]+)$")
@@ -28,11 +29,6 @@ _CONTINUATION_RE = re.compile(r"^\s+\S")
 _FIRST_NON_SPACE_RE = re.compile(r"\S")
 # Historical consolidation highlights quote removed text without lineage boundaries.
 HISTORY_HIGHLIGHT_RE = re.compile(r"^## Memory Consolidation History\r?$[\s\S]*^ {2}- `[+-] ", re.MULTILINE)
-
-
-def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, the unit the reference's snippet limits are stated in."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,17 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daemon.sessions.model import ArchiveInfo, SessionInfo
+from daemon.utf16 import utf16_key
 
 Resolution = Literal["live", "archived", "unresolved"]
-
-
-def utf16_key(text: str) -> bytes:
-    """Sort key giving JavaScript's default string order (UTF-16 code units).
-
-    The reference sorts with `toSorted()` and, for a few fields, `localeCompare`; memoryd uses
-    code-unit order for both, so the order is the same on every host whatever its locale.
-    """
-    return text.encode("utf-16-be")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ import anyio
 from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, RENDERED_LINE_MAX_CHARS
 from daemon.errors import OperationFailed, UsageError
 from daemon.fileio import check_no_symlinks, ensure_dir, fsync_dir
-from daemon.ingest.scan import truncate_utf16
+from daemon.utf16 import truncate_utf16
 
 _COUNT_CHUNK = 1 << 20
 

@@ -27,6 +27,7 @@ from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanAction, ScanPlan
 from daemon.sessions.model import Fingerprint, OversizedLine, SessionInfo, SessionSource
 from daemon.sessions.transcript import SKIP_INVALID_UTF8, SKIP_MALFORMED, Carry, export_line
+from daemon.utf16 import truncate_utf16, utf16_len
 
 _DAY_BUCKET_MS = 900_000  # every zone's UTC offset is a multiple of 15 minutes
 
@@ -54,26 +55,6 @@ class Cursor:
     produced: int
     carry: str
     at_end: bool
-
-
-def utf16_len(text: str) -> int:
-    if text.isascii():
-        return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
-def truncate_utf16(text: str, limit: int) -> str:
-    """Cut to at most `limit` UTF-16 code units (the reference's lengths are JavaScript lengths)."""
-    if len(text) <= limit // 2 or (text.isascii() and len(text) <= limit):
-        return text
-    if text.isascii():
-        return text[:limit]
-    units = 0
-    for i, ch in enumerate(text):
-        units += 2 if ord(ch) > 0xFFFF else 1
-        if units > limit:
-            return text[:i]
-    return text
 
 
 def seen_hash(scope: str, timestamp_ms: int, line_number: int, snippet: str) -> str:
