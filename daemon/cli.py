@@ -71,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        # The state checks catch the usual ones first; an operator sees a line, never a traceback.
+        click.echo(f"memoryd: error: {exc}", err=True)
+        return 1
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 

@@ -235,6 +235,7 @@ def test_a_bad_backfill_is_refused_before_enqueue_with_the_direct_commands_messa
         redis_url=redis_url,
         host_id=settings.daemon.host_id,
     )
+    (tmp_path / "sessions" / "agents" / "main" / "sessions").mkdir(parents=True)  # a known agent
     direct = run_cli(cfg, "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01")
     queued = run_cli(
         cfg, "enqueue", "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01"

@@ -11,7 +11,7 @@ import orjson
 from pydantic import BaseModel
 
 from daemon.ops.op import Op, ProgressFn, R
-from daemon.settings import Settings, load_settings
+from daemon.settings import Settings, load_settings, resolve_config_path
 
 T = TypeVar("T")
 
@@ -26,14 +26,36 @@ class CliState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            self._settings = load_settings(self.config_path)
+            from daemon.commands import _environment as env
+
+            settings = load_settings(self.config_path)
+            if resolve_config_path(self.config_path) is None:
+                click.echo(f"memoryd: {env.no_config_notice(settings)}", err=True)
+                env.check_default_sessions_root(settings)
+            env.check_state_dir(settings)
+            self._settings = settings
         return self._settings
 
 
 pass_state = click.make_pass_decorator(CliState)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-agent_option = click.option("--agent", "agent_id", required=True, help="The agent whose memory to use.")
+
+
+def known_agent_callback(ctx: click.Context, _param: click.Parameter, agent_id: str | None) -> str | None:
+    from daemon.commands._environment import require_known_agent
+
+    if agent_id is None:
+        return None
+    return require_known_agent(ctx.find_object(CliState).settings, agent_id)  # type: ignore[union-attr]
+
+
+# A command run here refuses an agent this host does not know (exit 2) before it creates
+# anything; `memoryd enqueue` takes the name as given (its route decides, on the serving host).
+agent_option = click.option(
+    "--agent", "agent_id", required=True, callback=known_agent_callback, help="The agent whose memory to use."
+)
+agent_name_option = click.option("--agent", "agent_id", required=True, help="The agent whose memory to use.")
 
 
 def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
