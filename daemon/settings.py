@@ -7,9 +7,11 @@ Every section forbids unknown keys, so a typo is an error that names the key, no
 
 from __future__ import annotations
 
+import difflib
 import os
 import socket
 import tomllib
+import typing
 import zoneinfo
 from pathlib import Path
 from typing import Any, Literal
@@ -256,12 +258,96 @@ def resolve_config_path(cli_path: str | os.PathLike[str] | None) -> Path | None:
     return Path(env) if env else None
 
 
-def _describe(err: ValidationError, origin: str) -> str:
-    first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(root)"
-    if first["type"] == "extra_forbidden":
-        return f"{origin}: unknown key {key!r}"
-    return f"{origin}: {key}: {first['msg']}"
+ENV_PREFIX = "MEMORYD_"
+ENV_DELIMITER = "__"
+
+
+def _keys_at(path: tuple[str, ...]) -> list[str]:
+    """The keys a config table at `path` may hold (empty where any key goes, or none)."""
+    annotation: Any = Settings
+    for part in path:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(part)
+            if field is None:
+                return []
+            annotation = field.annotation
+        elif typing.get_origin(annotation) is dict:
+            annotation = typing.get_args(annotation)[1]  # a table of named entries (agents)
+        else:
+            return []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The nearest valid key path: each unknown part replaced by its closest known key."""
+    out: list[str] = []
+    for part in path:
+        known = _keys_at(tuple(out))
+        if not known or part in known:
+            out.append(part)
+            continue
+        close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
+        if not close:
+            return None
+        out.append(close[0])
+    return tuple(out) if tuple(out) != path else None
+
+
+def _env_name(path: tuple[str, ...]) -> str:
+    return ENV_PREFIX + ENV_DELIMITER.join(p.upper() for p in path)
+
+
+def _env_vars() -> dict[tuple[str, ...], str]:
+    """Each MEMORYD_* variable that names a nested key (MEMORYD_<SECTION>__<KEY>), by key path."""
+    found: dict[tuple[str, ...], str] = {}
+    for name in os.environ:
+        if name.upper().startswith(ENV_PREFIX) and ENV_DELIMITER in name:
+            found[tuple(name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER))] = name
+    return found
+
+
+def _in_table(data: Any, path: tuple[str, ...]) -> bool:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _unknown(path: tuple[str, ...], quote: bool) -> str:
+    def show(p: tuple[str, ...]) -> str:
+        return repr(".".join(p)) if quote else _env_name(p)
+
+    suggestion = _suggest(path)
+    return show(path) + (f" (did you mean {show(suggestion)}?)" if suggestion else "")
+
+
+def _describe(errors: list[Any], data: dict[str, Any], origin: str) -> str:
+    """Every problem in one line: unknown keys by where they came from (the file or the
+    environment, each variable by name, with the nearest valid key), then bad values."""
+    env = _env_vars()
+    file_unknown: list[tuple[str, ...]] = []
+    env_unknown = [path for path in env if path[0] not in Settings.model_fields]
+    problems: list[str] = []
+    for error in errors:
+        path = tuple(str(p) for p in error["loc"])
+        from_env = path in env and not _in_table(data, path)
+        if error["type"] == "extra_forbidden":
+            (env_unknown if from_env else file_unknown).append(path)
+        elif from_env:
+            problems.append(f"environment: {env[path]}: {error['msg']}")
+        else:
+            problems.append(f"{origin}: {'.'.join(path) or '(root)'}: {error['msg']}")
+    parts = []
+    if file_unknown:
+        noun = "unknown key" if len(file_unknown) == 1 else "unknown keys"
+        parts.append(f"{origin}: {noun} " + ", ".join(_unknown(p, quote=True) for p in file_unknown))
+    if env_unknown:
+        noun = "unknown variable" if len(env_unknown) == 1 else "unknown variables"
+        parts.append(f"environment: {noun} " + ", ".join(_unknown(p, quote=False) for p in env_unknown))
+    return "; ".join(parts + problems)
 
 
 def load_settings(config_path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
@@ -281,11 +367,15 @@ def load_settings(config_path: str | os.PathLike[str] | None = None, **overrides
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     _PENDING_TOML["data"] = data
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, origin)) from None
+        raise ConfigError(_describe(exc.errors(), data, origin)) from None
     finally:
         _PENDING_TOML.clear()
+    problem = _describe([], data, origin)  # a variable for a section that does not exist
+    if problem:
+        raise ConfigError(problem)
+    return settings
 
 
 def settings_as_dict(settings: Settings) -> dict[str, Any]:
