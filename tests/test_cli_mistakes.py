@@ -58,7 +58,9 @@ DIRECT_AGENT_COMMANDS = [name for name in AGENT_COMMANDS if not name.startswith(
 
 
 def _command_names(group: click.Group, prefix: str = "") -> Iterator[str]:
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             yield from _command_names(command, f"{prefix}{name} ")
         else:

@@ -212,9 +212,10 @@ def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
 def test_every_operation_with_a_command_can_be_enqueued_with_the_same_flags():
     import click
 
-    from daemon.cli import cli
+    from daemon.cli import cli, load_all
     from daemon.ops.registry import OPS
 
+    load_all()
     enqueue = cli.commands["enqueue"]
     assert isinstance(enqueue, click.Group)
     for op in OPS:
