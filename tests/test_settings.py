@@ -86,3 +86,28 @@ def test_every_unknown_key_is_reported_at_once_with_a_suggestion(
         "'stat_dir' (did you mean 'state_dir'?), 'no_such_key'; "
         "environment: unknown variable MEMORYD_LOCK__TTL (did you mean MEMORYD_LOCK__TTL_MS?)"
     )
+
+
+def test_environment_variables_set_scalars_lists_and_named_tables_key_by_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text('[daemon]\nhost_id = "from-file"\nmax_jobs = 2\n[agents.main]\nsession_source = "json"\n')
+    monkeypatch.setenv("MEMORYD_DAEMON__SCHEDULE", "false")
+    monkeypatch.setenv("memoryd_daemon__max_jobs", "7")
+    monkeypatch.setenv("MEMORYD_INDEX__SOURCES", '["memory", "sessions"]')
+    monkeypatch.setenv("MEMORYD_AGENTS__MAIN__WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("MEMORYD_STATE_DIR", str(tmp_path / "state"))
+    settings = load_settings(cfg)
+    assert settings.daemon.host_id == "from-file" and settings.daemon.max_jobs == 7
+    assert settings.daemon.schedule is False
+    assert settings.index.sources == ["memory", "sessions"]
+    assert settings.agents["main"].workspace == tmp_path / "ws"
+    assert settings.agents["main"].session_source == "json"
+    assert settings.state_dir == tmp_path / "state"
+    monkeypatch.setenv("MEMORYD_DAEMON__MAX_JOBS", "many")
+    monkeypatch.delenv("memoryd_daemon__max_jobs")
+    with pytest.raises(
+        ConfigError, match="^environment: MEMORYD_DAEMON__MAX_JOBS: Input should be a valid integer"
+    ):
+        load_settings(cfg)
