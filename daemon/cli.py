@@ -1,26 +1,74 @@
 """`memoryd …` — thin: parse, call the domain, print. Errors map to exit codes here only:
 0 ok, 1 operation failed, 2 usage or config error, 3 refused (hold, lock timeout).
 
-Commands live in `daemon/commands/<group>.py`, each with `register(cli)`; they are found by
-module discovery, so adding a command family never edits this file.
+Commands live in `daemon/commands/<group>.py`, each with `register(cli)`, and are imported
+only when invoked: the table in `daemon/commands/__init__.py` names each command's module and
+its one-line help, so `memoryd --help` and `memoryd --version` import no command at all.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import click
 
 from daemon import __version__
 from daemon.allocator import tune_allocator
-from daemon.commands import CliState
+from daemon.commands import COMMANDS, ENQUEUE_COMMANDS, CliState
 from daemon.errors import MemorydError
 
+_loaded: set[str] = set()
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+def load_family(module: str) -> None:
+    """Import `daemon/commands/<module>.py` and let it register its commands (once)."""
+    if module not in _loaded:
+        _loaded.add(module)
+        importlib.import_module(f"daemon.commands.{module}").register(cli)
+
+
+def load_all() -> None:
+    """Every command family (for tools that walk the whole command tree)."""
+    for module, _summary in [*COMMANDS.values(), *ENQUEUE_COMMANDS.values()]:
+        load_family(module)
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported from their family's module on first use."""
+
+    def __init__(self, *args: Any, table: Mapping[str, tuple[str, str]], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.table = table
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self.table))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.table:
+            load_family(self.table[cmd_name][0])
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # From the table: listing the commands must not import them.
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        rows = []
+        for name in names:
+            command = self.commands.get(name) or click.Command(name, help=self.table[name][1])
+            rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    table=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--config",
     "config_path",
@@ -35,19 +83,9 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
     ctx.obj = CliState(config_path)
 
 
-def _register_commands() -> None:
-    import daemon.commands as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"daemon.commands.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(cli)
-
-
-_register_commands()
+@cli.group("enqueue", cls=LazyGroup, table=ENQUEUE_COMMANDS)
+def enqueue() -> None:
+    """Send a job to the daemon that owns the agent (validated like the direct command)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        # The state checks catch the usual ones first; an operator sees a line, never a traceback.
+        click.echo(f"memoryd: error: {exc}", err=True)
+        return 1
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 

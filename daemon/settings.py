@@ -7,15 +7,17 @@ Every section forbids unknown keys, so a typo is an error that names the key, no
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import socket
 import tomllib
+import typing
 import zoneinfo
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from daemon.errors import ConfigError
 
@@ -186,23 +188,7 @@ def _default_state_dir() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "memoryd"
 
 
-class _TomlSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]):
-        super().__init__(settings_cls)
-        self._data = data
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return self._data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return self._data
-
-
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="MEMORYD_", env_nested_delimiter="__", extra="forbid", frozen=True
-    )
-
+class Settings(Section):
     state_dir: Path = Field(default_factory=_default_state_dir, description="memoryd's own state (0700).")
     sessions_root: Path = Field(
         default_factory=lambda: Path.home() / ".openclaw",
@@ -221,20 +207,6 @@ class Settings(BaseSettings):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     lock: LockSettings = Field(default_factory=LockSettings)
 
-    _toml_data: Any = None  # set by load_settings before validation
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = _TomlSource(settings_cls, _PENDING_TOML.get("data") or {})
-        return (init_settings, env_settings, toml)
-
     def workspace_for(self, agent_id: str) -> Path:
         agent = self.agents.get(agent_id)
         if agent is not None and agent.workspace is not None:
@@ -246,9 +218,6 @@ class Settings(BaseSettings):
         return agent.session_source if agent is not None else "auto"
 
 
-_PENDING_TOML: dict[str, Any] = {}
-
-
 def resolve_config_path(cli_path: str | os.PathLike[str] | None) -> Path | None:
     if cli_path:
         return Path(cli_path)
@@ -256,12 +225,139 @@ def resolve_config_path(cli_path: str | os.PathLike[str] | None) -> Path | None:
     return Path(env) if env else None
 
 
-def _describe(err: ValidationError, origin: str) -> str:
-    first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(root)"
-    if first["type"] == "extra_forbidden":
-        return f"{origin}: unknown key {key!r}"
-    return f"{origin}: {key}: {first['msg']}"
+ENV_PREFIX = "MEMORYD_"
+ENV_DELIMITER = "__"
+
+
+def _keys_at(path: tuple[str, ...]) -> list[str]:
+    """The keys a config table at `path` may hold (empty where any key goes, or none)."""
+    annotation = _annotation_at(path)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The nearest valid key path: each unknown part replaced by its closest known key."""
+    out: list[str] = []
+    for part in path:
+        known = _keys_at(tuple(out))
+        if not known or part in known:
+            out.append(part)
+            continue
+        close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
+        if not close:
+            return None
+        out.append(close[0])
+    return tuple(out) if tuple(out) != path else None
+
+
+def _env_name(path: tuple[str, ...]) -> str:
+    return ENV_PREFIX + ENV_DELIMITER.join(p.upper() for p in path)
+
+
+def _env_vars() -> dict[tuple[str, ...], str]:
+    """Each MEMORYD_* variable that names a nested key (MEMORYD_<SECTION>__<KEY>), by key path."""
+    found: dict[tuple[str, ...], str] = {}
+    for name in os.environ:
+        if name.upper().startswith(ENV_PREFIX) and ENV_DELIMITER in name:
+            found[tuple(name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER))] = name
+    return found
+
+
+def _annotation_at(path: tuple[str, ...]) -> Any:
+    annotation: Any = Settings
+    for part in path:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(part)
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif typing.get_origin(annotation) is dict:
+            annotation = typing.get_args(annotation)[1]
+        else:
+            return None
+    return annotation
+
+
+def _env_value(path: tuple[str, ...], raw: str) -> Any:
+    """A list, table or section comes as JSON; a scalar as the text pydantic then converts."""
+    annotation = _annotation_at(path)
+    complex_value = typing.get_origin(annotation) in (list, dict) or (
+        isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    )
+    if complex_value:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw  # pydantic names the variable and what it expected
+    return raw
+
+
+def _env_data() -> dict[str, Any]:
+    """The settings MEMORYD_* variables give, as nested tables (MEMORYD_INGEST__INTERVAL_S=5 is
+    {"ingest": {"interval_s": "5"}}). A single-word variable that names no setting (MEMORYD_CONFIG,
+    MEMORYD_FAILPOINTS) is not a setting."""
+    data: dict[str, Any] = {}
+    for name, raw in os.environ.items():
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        path = tuple(name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER))
+        if path[0] not in Settings.model_fields:
+            continue  # reported by _describe when it is nested (a mistyped section)
+        table = data
+        for part in path[:-1]:
+            nested = table.setdefault(part, {})
+            if not isinstance(nested, dict):
+                break
+            table = nested
+        else:
+            table[path[-1]] = _env_value(path, raw)
+    return data
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _unknown(path: tuple[str, ...], quote: bool) -> str:
+    def show(p: tuple[str, ...]) -> str:
+        return repr(".".join(p)) if quote else _env_name(p)
+
+    suggestion = _suggest(path)
+    return show(path) + (f" (did you mean {show(suggestion)}?)" if suggestion else "")
+
+
+def _describe(errors: list[Any], origin: str) -> str:
+    """Every problem in one line: unknown keys by where they came from (the file or the
+    environment, each variable by name, with the nearest valid key), then bad values."""
+    env = _env_vars()
+    file_unknown: list[tuple[str, ...]] = []
+    env_unknown = [path for path in env if path[0] not in Settings.model_fields]
+    problems: list[str] = []
+    for error in errors:
+        path = tuple(str(p) for p in error["loc"])
+        from_env = path in env  # the environment overrides the file
+        if error["type"] == "extra_forbidden":
+            (env_unknown if from_env else file_unknown).append(path)
+        elif from_env:
+            problems.append(f"environment: {env[path]}: {error['msg']}")
+        else:
+            problems.append(f"{origin}: {'.'.join(path) or '(root)'}: {error['msg']}")
+    parts = []
+    if file_unknown:
+        noun = "unknown key" if len(file_unknown) == 1 else "unknown keys"
+        parts.append(f"{origin}: {noun} " + ", ".join(_unknown(p, quote=True) for p in file_unknown))
+    if env_unknown:
+        noun = "unknown variable" if len(env_unknown) == 1 else "unknown variables"
+        parts.append(f"environment: {noun} " + ", ".join(_unknown(p, quote=False) for p in env_unknown))
+    return "; ".join(parts + problems)
 
 
 def load_settings(config_path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
@@ -279,13 +375,16 @@ def load_settings(config_path: str | os.PathLike[str] | None = None, **overrides
             raise ConfigError(f"{path}: cannot read config: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    _PENDING_TOML["data"] = data
+    # Precedence: the file, then the environment, then the caller's overrides (key by key).
+    merged = _deep_merge(_deep_merge(data, _env_data()), overrides)
     try:
-        return Settings(**overrides)
+        settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, origin)) from None
-    finally:
-        _PENDING_TOML.clear()
+        raise ConfigError(_describe(exc.errors(), origin)) from None
+    problem = _describe([], origin)  # a variable for a section that does not exist
+    if problem:
+        raise ConfigError(problem)
+    return settings
 
 
 def settings_as_dict(settings: Settings) -> dict[str, Any]:

@@ -47,3 +47,54 @@ def test_help_flags_work_on_every_command(flag: str, capsys: pytest.CaptureFixtu
         assert main([*path, flag]) == 0, path
         out = capsys.readouterr().out
         assert out.startswith(f"Usage: memoryd {' '.join(path)}".rstrip()), path
+
+
+def test_the_command_table_names_each_commands_module_and_help() -> None:
+    """`memoryd --help` lists commands from the table in daemon/commands/__init__.py without
+    importing them: the table must say what the commands themselves say."""
+    from daemon.cli import load_all
+    from daemon.commands import COMMANDS, ENQUEUE_COMMANDS
+
+    load_all()
+    enqueue = cli.commands["enqueue"]
+    assert isinstance(enqueue, click.Group)
+    for group, table in ((cli, COMMANDS), (enqueue, ENQUEUE_COMMANDS)):
+        assert set(group.commands) - {"enqueue"} == set(table)
+        for name, (module, summary) in table.items():
+            command = group.commands[name]
+            callback = command.callback
+            if isinstance(command, click.Group):  # a group's subcommands come from the same module
+                callback = next(iter(command.commands.values())).callback
+            assert callback is not None and callback.__module__ in (
+                f"daemon.commands.{module}",
+                "daemon.commands._enqueue",
+            ), name
+            assert command.get_short_help_str(1000) == summary, name
+
+
+def _imported_after(*args: str) -> set[str]:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom daemon.cli import main\n"
+        f"code = main({list(args)!r})\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(out.splitlines()[-1].split())
+
+
+def test_version_and_help_import_no_command() -> None:
+    for args in (["--version"], ["--help"]):
+        modules = _imported_after(*args)
+        assert not {m for m in modules if m.startswith("daemon.commands.")}, args
+        assert not modules & {"pydantic", "anyio", "redis", "numpy", "httpx", "orjson"}, args
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    modules = _imported_after("ingest", "--help")
+    commands = {m for m in modules if m.startswith("daemon.commands.")}
+    assert "daemon.commands.ingest" in commands
+    assert not commands & {"daemon.commands.forget", "daemon.commands.retention", "daemon.commands.dream"}
+    assert not modules & {"numpy", "httpx"}

@@ -212,9 +212,10 @@ def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
 def test_every_operation_with_a_command_can_be_enqueued_with_the_same_flags():
     import click
 
-    from daemon.cli import cli
+    from daemon.cli import cli, load_all
     from daemon.ops.registry import OPS
 
+    load_all()
     enqueue = cli.commands["enqueue"]
     assert isinstance(enqueue, click.Group)
     for op in OPS:
@@ -235,6 +236,7 @@ def test_a_bad_backfill_is_refused_before_enqueue_with_the_direct_commands_messa
         redis_url=redis_url,
         host_id=settings.daemon.host_id,
     )
+    (tmp_path / "sessions" / "agents" / "main" / "sessions").mkdir(parents=True)  # a known agent
     direct = run_cli(cfg, "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01")
     queued = run_cli(
         cfg, "enqueue", "backfill", "--agent", "main", "--from", "2026-11-02", "--to", "2026-11-01"

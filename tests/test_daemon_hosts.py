@@ -24,6 +24,7 @@ from tests.daemon_harness import (
     cleanup_redis,
     forgotten,
     host_record,
+    run_cli,
     wait_state,
     write_config,
 )
@@ -141,3 +142,36 @@ async def test_daemon_survives_a_redis_restart_and_reports_it(tmp_path: Path, ow
         assert daemon.stop() == 0
     finally:
         daemon.kill()
+
+
+def test_a_second_daemon_for_one_host_id_is_refused_until_the_first_is_gone(
+    tmp_path: Path, redis_url, unique
+):
+    host = f"h{unique}"
+    cfg = write_config(
+        tmp_path / "m.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=redis_url,
+        host_id=host,
+    )
+    notify = NotifySocket(tmp_path / "n.sock")
+    first = DaemonProcess(cfg, notify, tmp_path / "first.log").start()
+    successor: DaemonProcess | None = None
+    try:
+        notify.wait_for("READY=1")
+        assert first.proc is not None
+        second = run_cli(cfg, "run", timeout=60)
+        assert second.returncode == 1
+        assert second.stderr.startswith(f"memoryd: error: host {host} already running, pid {first.proc.pid};")
+        assert "Traceback" not in second.stderr
+        first.kill()  # SIGKILL: its record still looks fresh, but its process is gone
+        notify = NotifySocket(tmp_path / "n2.sock")
+        successor = DaemonProcess(cfg, notify, tmp_path / "successor.log").start()
+        notify.wait_for("READY=1")
+        assert successor.stop() == 0
+    finally:
+        first.kill()
+        if successor is not None:
+            successor.kill()
+        cleanup_redis(redis_url, [host], [])

@@ -96,12 +96,16 @@ def test_status_counts_admitted_excluded_by_reason_and_lag():
         _row("s4", 10, 100, at=3),
     ]
     live = {"s1": (10, 100), "s2": (11, 120), "s3": (10, 100), "s4": (10, 150), "s5": (1, 1), "s6": None}
-    summary = summarize(rows, live)
+    summary = summarize(rows, live, kept_out={"s2", "s3"})
     assert summary.live == 6
     assert summary.admitted == 2
     assert summary.excluded == {"channel:signal": 1, "hookExternalContentSource:webhook": 1}
-    assert summary.lag == 3  # s2 and s4 changed, s5 never swept; s6 has no transcript
+    # s4 changed, s5 never swept; s2 changed but the policy keeps it out; s6 has no transcript.
+    assert summary.lag == 2
     assert summary.last_sweep_ms == 7
+    # A session the policy kept out and now admits is read by the next sweep.
+    assert summarize(rows, live, kept_out={"s2"}).lag == 3
+    assert summarize(rows, live, kept_out={"s2", "s3"}, last_sweep_ms=42).last_sweep_ms == 42
 
 
 def test_the_newest_checkpoint_of_a_session_wins():

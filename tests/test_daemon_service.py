@@ -198,7 +198,7 @@ def test_daemon_refuses_to_start_on_an_unusable_state_dir_in_one_line(world, tmp
     assert daemon.wait(30) == 1
     lines = daemon.log().strip().splitlines()
     # The errno text depends on which call trips first (mkdir or open); the line names the key and path.
-    assert len(lines) == 1 and lines[0].startswith(f"memoryd: error: state_dir {blocker}: not usable: ")
+    assert len(lines) == 1 and lines[0].startswith(f"memoryd: error: state_dir {blocker} is unusable (")
 
 
 def test_sighup_reloads_the_admission_policy(world, tmp_path):

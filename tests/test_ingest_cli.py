@@ -91,3 +91,26 @@ def test_checkpoints_of_an_agent_never_swept_is_empty_and_creates_nothing(
     out = run_json(capsys, "--config", str(config), "checkpoints", "--agent", "main", "--json")
     assert out == {"agentId": "main", "checkpoints": []}
     assert not (tmp_path / "state" / "agents" / "main" / "memory.sqlite").exists()
+
+
+def test_a_bounded_sweep_says_what_deferred_means_and_what_happens_next(
+    tmp_path: Path,
+    sessions_root: Path,
+    store_builder: SessionStoreBuilder,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for i in range(3):
+        store_builder.add(f"agent:main:s{i}", f"s-{i}", conversation("orchard", f"s-{i}"), chatType="direct")
+    path = tmp_path / "memoryd.toml"
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n\n[ingest]\nmax_messages_per_sweep = 4\ninterval_s = 60\n'
+    )
+    assert main(["--config", str(path), "ingest", "--agent", "main"]) == 0
+    out = capsys.readouterr().out
+    assert "2 deferred" in out
+    assert (
+        "deferred: 2 admitted sessions wait for the next sweep (one sweep stages at most "
+        "4 messages, ingest.max_messages_per_sweep); the daemon sweeps every 60 s, or run "
+        "`memoryd ingest --agent main` again" in out
+    )

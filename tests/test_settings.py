@@ -49,3 +49,65 @@ def test_config_check_exits_2_with_one_line(tmp_path: Path, capsys: pytest.Captu
 
 def test_missing_config_file_is_a_config_error(tmp_path: Path) -> None:
     assert main(["--config", str(tmp_path / "nope.toml"), "config", "check"]) == 2
+
+
+def test_an_environment_typo_names_the_variable_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text("[ingest]\ninterval_s = 60\n")
+    monkeypatch.setenv("MEMORYD_INGEST__INTERVALL_S", "30")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg)
+    assert str(caught.value) == (
+        "environment: unknown variable MEMORYD_INGEST__INTERVALL_S (did you mean MEMORYD_INGEST__INTERVAL_S?)"
+    )
+
+
+def test_a_variable_for_an_unknown_section_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORYD_INGSET__INTERVAL_S", "30")
+    with pytest.raises(ConfigError, match=r"MEMORYD_INGSET__INTERVAL_S \(did you mean MEMORYD_INGEST__"):
+        load_settings(None)
+
+
+def test_every_unknown_key_is_reported_at_once_with_a_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text(
+        'stat_dir = "x"\nno_such_key = 1\n[dreaming]\nmin_scor = 0.5\n[agents.main]\nworkspac = "w"\n'
+    )
+    monkeypatch.setenv("MEMORYD_LOCK__TTL", "5")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg)
+    assert str(caught.value) == (
+        f"{cfg}: unknown keys 'agents.main.workspac' (did you mean 'agents.main.workspace'?), "
+        "'dreaming.min_scor' (did you mean 'dreaming.min_score'?), "
+        "'stat_dir' (did you mean 'state_dir'?), 'no_such_key'; "
+        "environment: unknown variable MEMORYD_LOCK__TTL (did you mean MEMORYD_LOCK__TTL_MS?)"
+    )
+
+
+def test_environment_variables_set_scalars_lists_and_named_tables_key_by_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text('[daemon]\nhost_id = "from-file"\nmax_jobs = 2\n[agents.main]\nsession_source = "json"\n')
+    monkeypatch.setenv("MEMORYD_DAEMON__SCHEDULE", "false")
+    monkeypatch.setenv("memoryd_daemon__max_jobs", "7")
+    monkeypatch.setenv("MEMORYD_INDEX__SOURCES", '["memory", "sessions"]')
+    monkeypatch.setenv("MEMORYD_AGENTS__MAIN__WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("MEMORYD_STATE_DIR", str(tmp_path / "state"))
+    settings = load_settings(cfg)
+    assert settings.daemon.host_id == "from-file" and settings.daemon.max_jobs == 7
+    assert settings.daemon.schedule is False
+    assert settings.index.sources == ["memory", "sessions"]
+    assert settings.agents["main"].workspace == tmp_path / "ws"
+    assert settings.agents["main"].session_source == "json"
+    assert settings.state_dir == tmp_path / "state"
+    monkeypatch.setenv("MEMORYD_DAEMON__MAX_JOBS", "many")
+    monkeypatch.delenv("memoryd_daemon__max_jobs")
+    with pytest.raises(
+        ConfigError, match="^environment: MEMORYD_DAEMON__MAX_JOBS: Input should be a valid integer"
+    ):
+        load_settings(cfg)

@@ -1,19 +1,93 @@
-"""CLI command families, one module each. Shared plumbing for them lives here."""
+"""CLI command families, one module each. Shared plumbing for them lives here.
+
+This package is imported by every command and by `memoryd --version`, so it imports only
+click: settings, pydantic, anyio and orjson are loaded by the functions that use them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 import click
-import orjson
-from pydantic import BaseModel
 
-from daemon.ops.op import Op, ProgressFn, R
-from daemon.settings import Settings, load_settings
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from daemon.ops.op import Op, ProgressFn, R
+    from daemon.settings import Settings
 
 T = TypeVar("T")
+
+# Each top-level command: the module of daemon/commands that registers it, and its one-line
+# help (what `memoryd --help` lists without importing the module; tests/test_cli_help.py
+# checks both against the commands themselves).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "backfill": ("dream", "Backfill memory from historical sessions."),
+    "checkpoints": (
+        "ingest",
+        "List ingestion checkpoints: fingerprint, cursor and why a session was kept out.",
+    ),
+    "config": ("config", "Inspect the configuration."),
+    "demo": ("demo", "Example data to try memoryd without an agent."),
+    "dream": ("dream", "Run a dreaming sweep: light and REM diary blocks, deep promotion into MEMORY.md."),
+    "erase": (
+        "retention",
+        "Erase a data subject: structural cascade, provenance rewrite, or hold-blocked refusal.",
+    ),
+    "expire": (
+        "retention",
+        "Hide scopes past their TTL (held ones excepted); purge old expired data if configured.",
+    ),
+    "forget": (
+        "forget",
+        "Remove everything memoryd derived from the selected sessions and record them as forgotten.",
+    ),
+    "hold": (
+        "retention",
+        "Legal holds: a held scope (and all under it) is not expired, erased or rewritten.",
+    ),
+    "index": ("index", "Index the agent's memory files (and transcripts, if configured) for search."),
+    "ingest": ("ingest", "Run one ingest sweep in the foreground (needs Redis for the workspace lock)."),
+    "jobs": ("service", "Queued, running and finished jobs of a queue, with their results."),
+    "mem": ("retention", "The memory-tool API over scopes tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]]."),
+    "promote": (
+        "dream",
+        "Rank staged entries and append those passing every gate to MEMORY.md (deep phase only).",
+    ),
+    "receipts": ("retention", "Erasure receipts, oldest first."),
+    "run": ("service", "Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."),
+    "search": (
+        "index",
+        "Search the agent's indexed memory (BM25, plus vectors when an embedder is configured).",
+    ),
+    "sessions": (
+        "ingest",
+        "List an agent's sessions from metadata (no transcript is read) and their admission.",
+    ),
+    "status": (
+        "service",
+        "Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder.",
+    ),
+    "verify": (
+        "retention",
+        "Check the erasure invariants now: provenance edges, compaction, physical bytes.",
+    ),
+}
+# `memoryd enqueue <command>`, registered by the same module as `memoryd <command>`.
+ENQUEUE_COMMANDS: dict[str, tuple[str, str]] = {
+    "backfill": ("dream", "Enqueue a backfill of one agent (same flags as `memoryd backfill`)."),
+    "dream": ("dream", "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`)."),
+    "erase": (
+        "retention",
+        "Enqueue an erasure (same flags as `memoryd erase`) under a random job id (each one runs); "
+        "its arguments and result are kept in Redis only retention.erase_result_ttl_s.",
+    ),
+    "expire": ("retention", "Enqueue an expiry run (as `memoryd expire`) on the host's queue."),
+    "forget": ("forget", "Enqueue a forget (same selectors as `memoryd forget`)."),
+    "index": ("index", "Enqueue an index sync of one agent."),
+    "ingest": ("ingest", "Enqueue an ingest sweep of one agent."),
+}
 
 
 class CliState:
@@ -26,17 +100,42 @@ class CliState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            self._settings = load_settings(self.config_path)
+            from daemon.commands import _environment as env
+            from daemon.settings import load_settings, resolve_config_path
+
+            settings = load_settings(self.config_path)
+            if resolve_config_path(self.config_path) is None:
+                click.echo(f"memoryd: {env.no_config_notice(settings)}", err=True)
+                env.check_default_sessions_root(settings)
+            env.check_state_dir(settings)
+            self._settings = settings
         return self._settings
 
 
 pass_state = click.make_pass_decorator(CliState)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-agent_option = click.option("--agent", "agent_id", required=True, help="The agent whose memory to use.")
+
+
+def known_agent_callback(ctx: click.Context, _param: click.Parameter, agent_id: str | None) -> str | None:
+    from daemon.commands._environment import require_known_agent
+
+    if agent_id is None:
+        return None
+    return require_known_agent(ctx.find_object(CliState).settings, agent_id)  # type: ignore[union-attr]
+
+
+# A command run here refuses an agent this host does not know (exit 2) before it creates
+# anything; `memoryd enqueue` takes the name as given (its route decides, on the serving host).
+agent_option = click.option(
+    "--agent", "agent_id", required=True, callback=known_agent_callback, help="The agent whose memory to use."
+)
+agent_name_option = click.option("--agent", "agent_id", required=True, help="The agent whose memory to use.")
 
 
 def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    import anyio
+
     return anyio.run(fn, *args)
 
 
@@ -67,6 +166,8 @@ def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[
 
 
 def to_jsonable(obj: Any) -> Any:
+    from pydantic import BaseModel
+
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json", by_alias=True)
     if isinstance(obj, list):
@@ -76,6 +177,8 @@ def to_jsonable(obj: Any) -> Any:
 
 def emit_json(obj: Any) -> None:
     """One JSON document on stdout; key order is the model's field order."""
+    import orjson
+
     click.echo(orjson.dumps(to_jsonable(obj), option=orjson.OPT_INDENT_2).decode())
 
 

@@ -10,6 +10,7 @@ import click
 from daemon.agent_runtime import agent_runtime
 from daemon.commands import (
     CliState,
+    agent_name_option,
     agent_option,
     command_name,
     emit,
@@ -215,14 +216,14 @@ def register(cli: click.Group) -> None:
     register_enqueue(
         cli,
         dream_op.OP,
-        [agent_option, phase_option],
+        [agent_name_option, phase_option],
         dream_fields,
         "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`).",
     )
     register_enqueue(
         cli,
         backfill_op.OP,
-        [agent_option, backfill_options],
+        [agent_name_option, backfill_options],
         backfill_fields,
         "Enqueue a backfill of one agent (same flags as `memoryd backfill`).",
     )

@@ -86,11 +86,11 @@ def forget_fields(
 
 
 def _human(report: ForgetReport) -> str:
-    from daemon.ops.verified_forget import VerifiedForgetReport, render_verification
-
     lines = [render_human(report)]
-    if isinstance(report, VerifiedForgetReport):
-        lines += render_verification(report)
+    if getattr(report, "verification", None) is not None:  # forget --verify: the verifier is loaded
+        from daemon.ops.verified_forget import render_verification
+
+        lines += render_verification(report)  # type: ignore[arg-type]
     return "\n".join(lines)
 
 

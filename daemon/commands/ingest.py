@@ -123,13 +123,25 @@ def _human_sessions(r: SessionsReport) -> str:
     return out + "".join(f"\nskipped: {e}" for e in r.errors)
 
 
-def _human_ingest(r: IngestReport) -> str:
+def _deferred_note(r: IngestReport, settings: Settings) -> list[str]:
+    if not r.sessions_deferred:
+        return []
+    return [
+        f"deferred: {r.sessions_deferred} admitted sessions wait for the next sweep (one sweep stages "
+        f"at most {settings.ingest.max_messages_per_sweep} messages, ingest.max_messages_per_sweep); "
+        f"the daemon sweeps every {settings.ingest.interval_s:g} s, or run "
+        f"`memoryd ingest --agent {r.agent_id}` again"
+    ]
+
+
+def _human_ingest(r: IngestReport, settings: Settings) -> str:
     lines = [
         f"agent {r.agent_id}: {r.sessions_seen} sessions seen, {r.sessions_scanned} scanned, "
         f"{r.sessions_unchanged} unchanged, {sum(r.sessions_excluded.values())} excluded, "
         f"{r.sessions_missing} missing, {r.sessions_deferred} deferred",
         f"messages staged: {r.messages_staged}; checkpoints removed: {r.checkpoints_removed}",
     ]
+    lines += _deferred_note(r, settings)
     lines += [f"excluded {reason}: {n}" for reason, n in r.sessions_excluded.items()]
     lines += [f"lines skipped ({kind}): {n}" for kind, n in r.lines_skipped.items()]
     lines += [f"error: {e}" for e in r.errors]
@@ -170,7 +182,7 @@ def register(cli: click.Group) -> None:
     def ingest(state: CliState, agent_id: str, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
         report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}))
-        emit_report(ingest_op.OP, report, as_json, _human_ingest)
+        emit_report(ingest_op.OP, report, as_json, lambda r: _human_ingest(r, state.settings))
 
     @cli.command("checkpoints")
     @agent_option

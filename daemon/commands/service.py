@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from daemon.commands import CliState, emit, json_option, pass_state, run_async, table
+from daemon.commands import CliState, emit, json_option, known_agent_callback, pass_state, run_async, table
 from daemon.runtime.wire import queue_name
 
 
@@ -67,15 +67,14 @@ def register(cli: click.Group) -> None:
             raise click.exceptions.Exit(code)
 
     @cli.command("status")
-    @click.option("--agent", "agent_id", default=None, help="Only this agent.")
+    @click.option("--agent", "agent_id", default=None, callback=known_agent_callback, help="Only this agent.")
     @json_option
     @pass_state
     def status_cmd(state: CliState, agent_id: str | None, as_json: bool) -> None:
         """Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder."""
-        from daemon.ids import validate_agent_id
         from daemon.runtime.status import collect_status
 
-        agents = [validate_agent_id(agent_id)] if agent_id else None
+        agents = [agent_id] if agent_id else None
         emit(run_async(collect_status, state.settings, agents), as_json, _status_human)
 
     @cli.command("jobs")

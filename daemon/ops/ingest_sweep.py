@@ -19,9 +19,15 @@ class SweepRequest(AgentRequest):
 
 
 async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
+    import time
+
+    from daemon.ingest.last_sweep import record_sweep
     from daemon.ingest.sweep import run_ingest_sweep
 
-    return await run_ingest_sweep(ctx.agent_runtime())
+    rt = ctx.agent_runtime()
+    report = await run_ingest_sweep(rt)
+    record_sweep(rt.paths.state_dir, int(time.time() * 1000))  # what `memoryd status` shows
+    return report
 
 
 def _result() -> type[BaseModel]:

@@ -100,8 +100,14 @@ def dump(report: BaseModel) -> dict[str, Any]:
     return report.model_dump(mode="json", by_alias=True)
 
 
+def _is_purge(op: Op[Any], request: BaseModel | None) -> bool:
+    """A purge the metrics count: one that ran (a payload refused before it did attempted
+    nothing) and could delete (a dry run deletes nothing)."""
+    return op.purge and request is not None and not getattr(request, "dry_run", False)
+
+
 def _count_success(op: Op[Any], request: BaseModel, report: dict[str, Any], elapsed_s: float) -> None:
-    if op.purge and isinstance(artifacts := report.get("artifacts"), dict):
+    if _is_purge(op, request) and isinstance(artifacts := report.get("artifacts"), dict):
         metrics.count_purged(op.name, artifacts)
     target = agent_of(request) if op.routing is Routing.AGENT else HOST_SCOPE
     if op.sweep:
@@ -119,10 +125,12 @@ def job_function(op: Op[Any]) -> JobFn:
     async def job(ctx: dict[str, Any], payload: Any) -> dict[str, Any]:
         started = time.monotonic()
         outcome = "failed"
+        attempted: BaseModel | None = None  # the request, once it is valid and served here
         try:
             request = op.parse(payload)
             if op.routing is Routing.AGENT:
                 ensure_served(ctx, agent_of(request), op.name)
+            attempted = request
             result = await execute(op, WorkerResources(ctx), request)
             report = dump(op.redact_result(result) if op.redact_result else result)
             outcome = "complete"
@@ -141,7 +149,7 @@ def job_function(op: Op[Any]) -> JobFn:
             elapsed = time.monotonic() - started
             metrics.JOB_DURATION.labels(family=op.name).observe(elapsed)
             metrics.JOBS_TOTAL.labels(family=op.name, outcome=outcome).inc()
-            if op.purge and outcome != "retried":
+            if _is_purge(op, attempted) and outcome != "retried":
                 metrics.PURGES.labels(family=op.name, outcome=outcome).inc()
             log.info(
                 "job %s %s %s in %.3fs (try %s)",

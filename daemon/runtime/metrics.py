@@ -98,7 +98,7 @@ LOCK_TIMEOUTS = Counter(
 )
 PURGES = Counter(
     "memoryd_purges_total",
-    "Purge jobs (forget, erase, expire, retention_sweep) by outcome.",
+    "Purges (forget, erase, expire, retention_sweep) that ran, by outcome; not dry runs or refused payloads.",
     ["family", "outcome"],
     registry=REGISTRY,
 )

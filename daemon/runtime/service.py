@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -49,6 +50,7 @@ from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
+from daemon.runtime.hosts import other_daemon, parse_host_record
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
@@ -70,7 +72,7 @@ def check_state_dir(path: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise OperationFailed(f"state_dir {path}: not usable: {exc.strerror or exc}") from None
+        raise OperationFailed(f"state_dir {path} is unusable ({exc.strerror or exc})") from None
 
 
 async def migrate_stores(settings: Settings, agents: list[str]) -> None:
@@ -136,7 +138,10 @@ class Service:
         s = self.settings
         check_state_dir(s.state_dir)
         probe = await connect_redis(s.redis_url)
-        await probe.aclose()
+        try:
+            await self._refuse_a_second_daemon(probe)
+        finally:
+            await probe.aclose()
         agents = list_agents(s)
         await migrate_stores(s, agents)
         self.state.agents = agents
@@ -158,12 +163,24 @@ class Service:
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
 
+    async def _refuse_a_second_daemon(self, redis: Any) -> None:
+        host = self.state.host_id
+        raw = await redis.hgetall(HOST_KEY.format(host=host))
+        other = other_daemon(parse_host_record(host, raw), time.time(), socket.gethostname(), os.getpid())
+        if other is not None:
+            where = "" if other.machine == socket.gethostname() else f" on {other.machine}"
+            raise OperationFailed(
+                f"host {host} already running, pid {other.pid}{where}; stop it first, or give this "
+                "daemon a daemon.host_id of its own"
+            )
+
     async def _publish(self, *, stopped: bool = False) -> None:
         """Routing (`memoryd:agents`) and the host record; refreshed by the heartbeat."""
         assert self.pool is not None
         st = self.state
         record = {
             "pid": os.getpid(),
+            "machine": socket.gethostname(),
             "queue": st.queue,
             "agents": orjson.dumps(st.agents).decode(),
             "started_at": st.started_at,

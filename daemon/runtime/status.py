@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -20,14 +22,18 @@ from redis.exceptions import RedisError
 from daemon.agents import agent_paths, list_agents
 from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
 from daemon.errors import MemorydError
+from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
 from daemon.runtime.wire import queue_name
+from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.json_store import ListingCache
+from daemon.sessions.model import SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.checkpoints import CheckpointSummary, checkpoint_summaries
 from daemon.store.db import ANY_SQLITE_ERROR, Store
+from daemon.store.tombstones import forgotten_ids
 
 
 class _Model(BaseModel):
@@ -36,11 +42,11 @@ class _Model(BaseModel):
 
 class AgentStatus(_Model):
     agent: str
-    last_sweep_at: str | None  # the newest checkpoint write, ISO 8601 UTC
+    last_sweep_at: str | None  # when the last ingest sweep ended, ISO 8601 UTC
     sessions: int  # live sessions in the agent's source
     sessions_admitted: int
     sessions_excluded: dict[str, int]  # reason -> count
-    lag: int  # live sessions changed since their checkpoint, or never checkpointed
+    lag: int  # admitted live sessions the next sweep would read (never swept, or changed)
     queue: str | None  # the owning host's queue, as published in Redis
     queue_depth: int | None
     lock_holder: str | None
@@ -74,8 +80,17 @@ class SweepSummary:
     lag: int = 0
 
 
-def summarize(checkpoints: list[CheckpointSummary], live: dict[str, tuple[int, int] | None]) -> SweepSummary:
-    """`live` maps each live session id to its (mtime_ms, size), None if the transcript is missing."""
+def summarize(
+    checkpoints: list[CheckpointSummary],
+    live: dict[str, tuple[int, int] | None],
+    kept_out: Collection[str] = (),
+    last_sweep_ms: int | None = None,
+) -> SweepSummary:
+    """`live` maps each live session id to its (mtime_ms, size), None if the transcript is
+    missing; `kept_out` are the live sessions the next sweep would not read (excluded by the
+    policy, forgotten). Lag is what remains to be swept: admitted sessions never swept or
+    changed since their checkpoint. `last_sweep_ms` is the end of the last sweep as recorded;
+    without one, the newest checkpoint write."""
     by_session: dict[str, CheckpointSummary] = {}
     for row in checkpoints:
         seen = by_session.get(row.session_id)
@@ -85,12 +100,13 @@ def summarize(checkpoints: list[CheckpointSummary], live: dict[str, tuple[int, i
     admitted = sum(1 for r in by_session.values() if not r.excluded_reason)
     lag = 0
     for sid, fp in live.items():
+        if sid in kept_out or fp is None:  # nothing the next sweep would read
+            continue
         checkpoint = by_session.get(sid)
-        if checkpoint is None:
-            lag += fp is not None  # a session without a transcript has nothing to sweep
-        elif fp is not None and (checkpoint.mtime_ms, checkpoint.size) != fp:
+        if checkpoint is None or checkpoint.excluded_reason or (checkpoint.mtime_ms, checkpoint.size) != fp:
             lag += 1
-    last = max((r.updated_at for r in checkpoints), default=None)
+    newest_write = max((r.updated_at for r in checkpoints), default=None)
+    last = last_sweep_ms if last_sweep_ms is not None else newest_write
     return SweepSummary(last, len(live), admitted, dict(sorted(excluded.items())), lag)
 
 
@@ -101,21 +117,30 @@ def _iso(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _live_fingerprints(
+def _live_sessions(
     settings: Settings, agent: str, listings: ListingCache | None
-) -> tuple[dict[str, tuple[int, int] | None], list[str]]:
+) -> tuple[list[SessionInfo], dict[str, tuple[int, int] | None], list[str]]:
+    sessions: list[SessionInfo] = []
     live: dict[str, tuple[int, int] | None] = {}
     errors: list[str] = []
     try:
         source = session_source_for(settings, agent, listings)
         listing = source.list_sessions()
         errors.extend(listing.errors)
-        for session in listing.sessions:
+        sessions = list(listing.sessions)
+        for session in sessions:
             fp = source.fingerprint(session)
             live[session.session_id] = None if fp is None else (fp.mtime_ms, fp.size)
     except MemorydError as exc:
         errors.append(str(exc))
-    return live, errors
+    return sessions, live, errors
+
+
+def _secret(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 async def sweep_summary(
@@ -123,23 +148,25 @@ async def sweep_summary(
 ) -> tuple[SweepSummary, list[str]]:
     """`listings`: the process's kept listings (the daemon's, so its gauges cost a stat of an
     idle agent's sessions.json); a one-off status parses it."""
-    errors: list[str] = []
+    # Listing and stat-ing every transcript is blocking file I/O: keep it off the event loop
+    # (the daemon's watchdog pings come from that loop).
+    sessions, live, errors = await anyio.to_thread.run_sync(_live_sessions, settings, agent, listings)
     paths = agent_paths(settings, agent)
     checkpoints: list[CheckpointSummary] = []
+    forgotten: set[str] = set()
     try:
         store = await Store.open_existing(paths.db_path)
         if store is not None:
             try:
                 checkpoints = await store.read(checkpoint_summaries)
+                forgotten = await store.read(forgotten_ids, list(live), _secret(paths.secret_path))
             finally:
                 await store.close()
     except _STORE_ERRORS as exc:
         errors.append(f"{paths.db_path}: {exc}")
-    # Listing and stat-ing every transcript is blocking file I/O: keep it off the event loop
-    # (the daemon's watchdog pings come from that loop).
-    live, listing_errors = await anyio.to_thread.run_sync(_live_fingerprints, settings, agent, listings)
-    errors.extend(listing_errors)
-    return summarize(checkpoints, live), errors
+    policy = AdmissionPolicy.from_settings(settings.memory_policy.exclude_sessions)
+    kept_out = {s.session_id for s in sessions if admission_reason(s, policy, forgotten) is not None}
+    return summarize(checkpoints, live, kept_out, last_sweep_ms(paths.state_dir)), errors
 
 
 async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: str) -> DaemonStatus:

@@ -1,0 +1,26 @@
+"""When an agent's last ingest sweep ended, in a file beside its store: a quiet sweep (nothing
+changed) writes no checkpoint, so the checkpoints cannot tell. A time, never memory text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from daemon.fileio import make_private_dirs
+
+FILE_NAME = "last-sweep"
+
+
+def record_sweep(agent_state_dir: Path, at_ms: int) -> None:
+    make_private_dirs(agent_state_dir)
+    path = agent_state_dir / FILE_NAME
+    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}")
+    tmp.write_text(f"{at_ms}\n", encoding="ascii")
+    os.replace(tmp, path)  # a reader sees the old time or the new one, never half of one
+
+
+def last_sweep_ms(agent_state_dir: Path) -> int | None:
+    try:
+        return int((agent_state_dir / FILE_NAME).read_text(encoding="ascii").strip())
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return None
