@@ -110,8 +110,9 @@ def _live_fingerprints(
         source = session_source_for(settings, agent, listings)
         listing = source.list_sessions()
         errors.extend(listing.errors)
+        fingerprints = source.fingerprints(listing.sessions)
         for session in listing.sessions:
-            fp = source.fingerprint(session)
+            fp = fingerprints.get(session.session_id)
             live[session.session_id] = None if fp is None else (fp.mtime_ms, fp.size)
     except MemorydError as exc:
         errors.append(str(exc))

@@ -14,7 +14,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -331,6 +331,10 @@ class JsonSessionSource:
         if S_ISLNK(st.st_mode):
             return None  # a symlinked transcript is not read
         return _new_fingerprint((st.st_mtime_ns // 1_000_000, st.st_size))
+
+    def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
+        fingerprint = self.fingerprint
+        return {s.session_id: fp for s in sessions if (fp := fingerprint(s)) is not None}
 
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:
