@@ -332,6 +332,9 @@ class JsonSessionSource:
             return None  # a symlinked transcript is not read
         return _new_fingerprint((st.st_mtime_ns // 1_000_000, st.st_size))
 
+    def revision(self) -> str | None:
+        return None  # an append to a transcript shows only in that file's own stat
+
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         fingerprint = self.fingerprint
         return {s.session_id: fp for s in sessions if (fp := fingerprint(s)) is not None}

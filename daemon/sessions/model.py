@@ -90,6 +90,11 @@ class SessionSource(Protocol):
         """A stat of the transcript (None if it does not exist). Never reads its content."""
         ...
 
+    def revision(self) -> str | None:
+        """A value that changes whenever anything the source lists could have changed, read
+        without listing (None: the source cannot tell; ask every fingerprint)."""
+        ...
+
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         """session id -> `fingerprint` of each session whose transcript exists, read at once
         (one read transaction where the source is a database)."""

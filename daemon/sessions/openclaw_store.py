@@ -110,6 +110,8 @@ SELECT encoding, archive_blob FROM session_transcript_archives WHERE session_id 
 """
 
 StatKey = tuple[int, int, int, int]
+_DB_HEADER_BYTES = 100  # the file change counter is bytes 24-27
+_WAL_HEADER_BYTES = 32  # magic, format, page size, checkpoint sequence, salts, checksums
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (OSError, *ANY_SQLITE_ERROR)
 
 
@@ -411,6 +413,23 @@ class OpenClawSessionSource:
             lambda conn: conn.execute(_FINGERPRINT_SQL, {"sid": session.session_id}).fetchone()
         )
         return _fingerprint(revision, count, newest, size)
+
+    def revision(self) -> str | None:
+        """Changes with every commit, without opening the database: the main file's stat and
+        its header's change counter (a commit without WAL), and the WAL's size and header
+        (between two WAL resets a commit only appends frames; a reset draws new salts)."""
+        try:
+            main = _stat_key(self.db_path)
+            with open(self.db_path, "rb") as f:
+                counter = f.read(_DB_HEADER_BYTES)[24:28].hex()
+        except FileNotFoundError:
+            return "absent"
+        try:
+            with open(f"{self.db_path}-wal", "rb") as f:
+                wal = f"{os.fstat(f.fileno()).st_size}:{f.read(_WAL_HEADER_BYTES).hex()}"
+        except FileNotFoundError:
+            wal = "none"
+        return f"openclaw:{':'.join(map(str, main))}:{counter}:{wal}"
 
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         """`fingerprint` of each session that has events, all from one read transaction: one
