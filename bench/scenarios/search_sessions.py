@@ -27,6 +27,7 @@ SIZES = {
 AGENT = "main"
 CEILING_MS = 20.0
 MESSAGES_PER_SESSION = 12
+ROUNDS = 3  # each query this many times per repetition: 30 searches to a p95
 INDEXED = {"index": {"sources": ["memory", "sessions"], "embedding": {"provider": "none"}}}
 
 
@@ -107,7 +108,7 @@ def _one_size(ctx: Context, n: int) -> tuple[list[float], list[float], list[floa
 
         times = []
         async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:
-            for q in qs:
+            for q in qs * ROUNDS:
                 t0 = time.perf_counter()
                 report = await run_search(rt, q, limit=10)
                 times.append(time.perf_counter() - t0)
