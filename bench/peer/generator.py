@@ -98,8 +98,9 @@ def _turns(
 ) -> tuple[Turn, ...]:
     turns: list[Turn] = []
     ts = started
-    for _ in range(rng.randint(3, 14)):
-        sender = rng.choice(speakers)
+    count = max(len(speakers), rng.randint(3, 14))
+    order = [*rng.sample(speakers, len(speakers)), *rng.choices(speakers, k=count - len(speakers))]
+    for sender in order:  # everyone in the chat speaks at least once
         ts += rng.randint(20_000, 600_000)
         turns.append(Turn("user", _say(rng, text), ts, sender, owner_ok and sender == OWNER))
         ts += rng.randint(2_000, 30_000)
