@@ -73,6 +73,9 @@ OPENCLAW_EVENT_CHUNK_ROWS = 64
 # A database at rest is read without shared memory (no -wal/-shm may be created) and checked
 # unchanged afterwards; a read that raced a checkpoint is retried this many times in all.
 OPENCLAW_READ_ATTEMPTS = 3
+# Fingerprints of fewer sessions than this are read by one indexed query each (a forget of a few
+# sessions must not pay for the whole store); of more, by one pass over all events.
+OPENCLAW_FINGERPRINT_SCAN_MIN = 64
 
 # --- Ingest sweep batching (DESIGN §5 "Ingest sweep") -------------------------------------------
 # Parsed messages are committed in batches of at most this many: each batch is one lock hold

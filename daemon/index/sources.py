@@ -132,9 +132,10 @@ def _stat_locator(locator: str, fallback_ms: int | None) -> FileStat:
 def list_session_refs(source: SessionSource, agent_id: str) -> tuple[list[SessionRef], list[str]]:
     """Live sessions and retained archives, from metadata and stats only (no transcript read)."""
     listing = source.list_sessions()
+    fingerprints = source.fingerprints(listing.sessions)
     refs: list[SessionRef] = []
     for session in listing.sessions:
-        fp = source.fingerprint(session)
+        fp = fingerprints.get(session.session_id)
         if fp is None:
             continue  # no transcript (yet)
         refs.append(

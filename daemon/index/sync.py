@@ -42,7 +42,7 @@ from daemon.store.embedding_cache import cached_embeddings
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
-from daemon.store.index_state import current_revision, set_dirty
+from daemon.store.index_state import current_revision, record_run
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -71,6 +71,9 @@ class PreparedIndex:
     embeddings_computed: int
     embeddings_cached: int
     warnings: tuple[str, ...]
+    # The session source's revision before it was listed, when every listed transcript is
+    # prepared (search then skips comparing them while the source stays at it); else None.
+    sessions_revision: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +209,7 @@ async def prepare_index(
     memory_files, warnings = await anyio.to_thread.run_sync(read_memory_files, rt.paths.workspace)
     refs: list[SessionRef] = []
     sessions_enabled = "sessions" in cfg.sources
+    sessions_revision = rt.sessions.revision() if sessions_enabled else None
     if sessions_enabled:
         refs, errors = await anyio.to_thread.run_sync(list_session_refs, rt.sessions, rt.agent_id)
         warnings += errors
@@ -229,6 +233,8 @@ async def prepare_index(
         _chunk_all, rt, plan, origins, progress, snap.erased
     )
 
+    if sum(f.source == "sessions" for f in files) < len(plan.sessions):
+        sessions_revision = None  # a transcript could not be read: it still lags
     computed = cached = 0
     if embedder is not None:
         files, computed, cached = await _embed(rt, embedder, files, progress)
@@ -247,6 +253,7 @@ async def prepare_index(
         computed,
         cached,
         tuple(warnings + chunk_warnings),
+        sessions_revision,
     )
 
 
@@ -344,7 +351,7 @@ async def publish_index(
             if progress:
                 progress("publish", done, len(prepared.files))
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
-        await store.write(set_dirty, dirty, fence=lease.fence)
+        await store.write(record_run, dirty, prepared.sessions_revision, fence=lease.fence)
         report.revision_after = await store.read(current_revision)
         report.vector_backend = await store.read(backend_for) if prepared.provider != "none" else None
     report.files.discarded = len(report.discarded)

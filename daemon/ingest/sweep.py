@@ -292,13 +292,13 @@ class _Sweep:
         """Step 3: each admitted session's stat against its stamp. An unchanged one costs that
         stat and nothing else (the whole of a quiet re-sweep); the changed ones are returned.
         Checkpoints of sessions no longer listed, or whose transcript is gone, are deleted."""
-        fingerprint = self.rt.sessions.fingerprint
+        fingerprint = self.rt.sessions.fingerprints([session for _, session in admitted]).get
         settled_fp = settled.get
         changed: list[tuple[str, SessionInfo, Fingerprint]] = []
         missing: list[str] = []
         n_missing = 0
         for key, session in admitted:
-            fp = fingerprint(session)
+            fp = fingerprint(session.session_id)
             if fp is None:
                 n_missing += 1
                 if key in stamps:

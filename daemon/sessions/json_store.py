@@ -14,7 +14,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -331,6 +331,13 @@ class JsonSessionSource:
         if S_ISLNK(st.st_mode):
             return None  # a symlinked transcript is not read
         return _new_fingerprint((st.st_mtime_ns // 1_000_000, st.st_size))
+
+    def revision(self) -> str | None:
+        return None  # an append to a transcript shows only in that file's own stat
+
+    def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
+        fingerprint = self.fingerprint
+        return {s.session_id: fp for s in sessions if (fp := fingerprint(s)) is not None}
 
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:
