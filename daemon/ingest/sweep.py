@@ -452,6 +452,8 @@ class _Sweep:
             scanner.close()
         if scanner.rewritten or plan.rewrite:
             self.report.sessions_rewritten += 1
+        if taken >= cap and not scanner.finished:
+            self.report.sessions_capped += 1
         if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
             await self._submit(batch)
             batch = _Batch()
