@@ -21,7 +21,7 @@ class SweepRequest(AgentRequest):
 async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
     from daemon.ingest.sweep import run_ingest_sweep
 
-    return await run_ingest_sweep(ctx.agent_runtime())
+    return await run_ingest_sweep(ctx.agent_runtime(), progress=ctx.progress)
 
 
 def _result() -> type[BaseModel]:
