@@ -14,7 +14,7 @@ import pytest
 import redis as sync_redis
 
 from daemon.settings import load_settings
-from tests.builders import Msg, SessionStoreBuilder, exchange
+from tests.builders import Msg, SessionStoreBuilder, conversation, exchange
 from tests.daemon_harness import (
     DaemonProcess,
     NotifySocket,
@@ -29,7 +29,7 @@ from tests.test_ingest_sweep import FifoWatch, corpus_text, make_fifo
 pytestmark = pytest.mark.slow  # runs memoryd as a process
 
 LIVE_CONFIG = (
-    "[ingest]\ninterval_s = 300\n\n"
+    "[ingest]\ninterval_s = 300\n{caps}\n"
     "[index]\ninterval_s = 300\n{sources}\n"
     "[dreaming]\nenabled = false\n\n"
     '[memory_policy.exclude_sessions]\nchannels = ["signal"]\n'
@@ -37,7 +37,7 @@ LIVE_CONFIG = (
 
 
 class World:
-    def __init__(self, tmp: Path, redis_url: str, unique: str, sources: str):
+    def __init__(self, tmp: Path, redis_url: str, unique: str, sources: str, caps: str = ""):
         self.tmp = tmp
         self.redis_url = redis_url
         self.agent = f"a{unique}"
@@ -53,16 +53,17 @@ class World:
             redis_url=redis_url,
             host_id=self.host,
             schedule=True,
-            extra=LIVE_CONFIG.format(sources=sources) + f"\n[agents.{self.ghost}]\n",
+            extra=LIVE_CONFIG.format(sources=sources, caps=caps) + f"\n[agents.{self.ghost}]\n",
         )
         self.settings = load_settings(self.config)
         self.daemon: DaemonProcess | None = None
+        self.notify: NotifySocket | None = None
         self.next_index = {"s-one": 2, "s-two": 2}
 
     def start(self) -> DaemonProcess:
-        notify = NotifySocket(self.tmp / "n.sock")
-        self.daemon = DaemonProcess(self.config, notify, self.tmp / "daemon.log").start()
-        notify.wait_for("READY=1", timeout_s=30)
+        self.notify = NotifySocket(self.tmp / "n.sock")
+        self.daemon = DaemonProcess(self.config, self.notify, self.tmp / "daemon.log").start()
+        self.notify.wait_for("READY=1", timeout_s=30)
         return self.daemon
 
     def corpus(self) -> str:
@@ -73,10 +74,12 @@ class World:
         self.builder.append(sid, [Msg("user", text)], i)
         self.next_index[sid] = i + 1
 
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{host_record(self.redis_url, self.host)['metrics_port']}/metrics"
+
     def metric(self, pattern: str) -> float:
         """The sum of the daemon's samples whose name and labels match `pattern`."""
-        port = int(host_record(self.redis_url, self.host)["metrics_port"])
-        body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        body = httpx.get(self.metrics_url(), timeout=5).text
         return sum(float(m.group(1)) for m in re.finditer(pattern + r"\S* ([0-9.e+]+)$", body, re.M))
 
     def sweeps_done(self) -> float:
@@ -170,3 +173,33 @@ async def test_an_excluded_session_is_never_read_by_the_sweeps_a_change_starts(e
     await until(lambda: "juniper" in w.corpus(), "the admitted message in the corpus", 10)
     assert watch.opened == []
     assert "POISON" not in w.corpus()
+
+
+@pytest.fixture
+def backlog_world(tmp_path: Path, redis_url: str, unique: str):
+    w = World(
+        tmp_path, redis_url, unique, "", caps="max_messages_per_sweep = 20\nmax_messages_per_file = 10\n"
+    )
+    w.builder.add(
+        f"agent:{w.agent}:long", "s-long", conversation("saltmarsh", "s-long", 100), chatType="direct"
+    )
+    yield w
+    w.cleanup()
+
+
+async def test_a_sweep_that_hits_its_cap_is_followed_at_once_and_the_backlog_is_shown(backlog_world):
+    w = backlog_world
+    w.start()
+    # 104 messages at 20 per sweep: the first sweeps leave a backlog, and only sweeps that follow
+    # at once (not the interval, 300 s away) stage them all.
+    await until(lambda: w.corpus().count("saltmarsh") == 100, "the backlog drained", 30)
+    assert w.live_sweeps_enqueued() >= 4
+    assert w.notify is not None and "ingest backlog" in w.notify.wait_for("STATUS=", timeout_s=10)
+    await until(
+        lambda: (
+            w.metric(rf'memoryd_ingest_backlog_sessions\{{agent="{w.agent}"\}}') == 0.0
+            and f'agent="{w.agent}"' in httpx.get(w.metrics_url(), timeout=5).text
+        ),
+        "the backlog gauge back at 0",
+        10,
+    )

@@ -53,6 +53,13 @@ def follow_up(report: Mapping[str, Any] | None) -> FollowUp:
     return FollowUp(again, read)
 
 
+def backlog_sessions(report: Mapping[str, Any] | None) -> int:
+    """Sessions a sweep left for the next one: deferred by the per-sweep cap, or read up to a cap."""
+    if not report:
+        return 0
+    return int(report.get("sessionsDeferred", 0)) + int(report.get("sessionsCapped", 0))
+
+
 def scheduled_sweep_agents(job_ids: Iterable[str], agents: Iterable[str]) -> list[tuple[str, str]]:
     """(agent, job id) of the scheduled ingest sweeps among `job_ids` (`ingest_sweep:<agent>:sched:<slot>`)."""
     served = set(agents)
@@ -160,6 +167,7 @@ class LiveIngest:
         self._redis_failing = False
         if job_name_of(job_id) != ingest_op.OP.name or done.state != "complete":
             return
+        metrics.INGEST_BACKLOG.labels(agent=agent).set(backlog_sessions(done.result))
         next_steps = follow_up(done.result)
         if next_steps.sweep_again:
             self.sweeps[agent].set("backlog")

@@ -83,6 +83,12 @@ INGEST_LAG = Gauge(
     ["agent"],
     registry=REGISTRY,
 )
+INGEST_BACKLOG = Gauge(
+    "memoryd_ingest_backlog_sessions",
+    "Sessions the agent's last ingest sweep left for the next (per-sweep or per-file cap).",
+    ["agent"],
+    registry=REGISTRY,
+)
 WATCHING = Gauge(
     "memoryd_watching",
     "1 while the agent's sessions are watched, 0 while only the interval sweeps cover them.",

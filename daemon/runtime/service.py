@@ -109,12 +109,20 @@ class ServiceState:
     metrics_port: int | None = None
     policy_reloaded_at: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    lag: dict[str, int] = field(default_factory=dict)  # agent -> sessions changed since their checkpoint
 
     def summary(self) -> str:
         redis = "redis ok" if self.redis_ok else f"redis unreachable ({self.redis_error}), retrying"
         jobs = ", ".join(f"{k} {v}" for k, v in self.counts.items()) or "no jobs yet"
         mode = "draining" if self.draining else f"serving {len(self.agents)} agent(s) on {self.queue}"
-        return f"{mode}; {redis}; {jobs}"
+        return f"{mode}; {redis}; {jobs}; {self.backlog()}"
+
+    def backlog(self) -> str:
+        behind = {a: n for a, n in self.lag.items() if n}
+        if not behind:
+            return "ingest backlog 0"
+        worst = max(behind, key=lambda a: behind[a])
+        return f"ingest backlog {sum(behind.values())} session(s), most on agent {worst} ({behind[worst]})"
 
 
 def _now_iso() -> str:
@@ -374,6 +382,7 @@ class Service:
                     log.warning("status of agent %s: %s", agent, exc)
                     continue
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
+                self.state.lag[agent] = summary.lag
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
