@@ -107,6 +107,19 @@ DRAIN_CANCEL_WAIT_S = 10.0  # after the grace, how long cancelled jobs get to re
 # half a second; 10 ms keeps it within ~2× the worker's poll (reference/perf-limits.md, arq rows).
 CLIENT_POLL_S = 0.01
 
+# --- Live ingestion (daemon/runtime/live.py, watch.py) ----------------------------------------
+# A stream of writes that never settles is still swept at least this often (watchfiles' debounce).
+WATCH_MAX_GROUP_MS = 500
+# The watcher's thread returns this often without a change, so a new watch is known to be in
+# place within it (then one catch-up sweep covers what was written before it started).
+WATCH_WAKE_MS = 1_000
+WATCH_RETRY_S = 30.0  # after a watcher error the interval sweeps cover the agent; then it is tried again
+# A live job not done after job_timeout_s and this much more is given up on (it was lost with Redis).
+LIVE_WAIT_SLACK_S = 60.0
+# The daemon's own waits for its live jobs hear the job's doorbell at once; the result is also
+# polled this often in case a ring is missed (the client's 10 ms would take CPU from the sweep).
+LIVE_POLL_S = 1.0
+
 # --- Index and search (reference §6, perf-limits §7–8) -----------------------------------------
 # Ranking every match of a stop-word pair costs ~1.4 s at 1M chunks (bm25 ORDER BY rank); the
 # unranked MATCH is ~0.1 ms. Search ranks at most this many of the newest matching chunks, so

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from daemon.agent_runtime import agent_runtime
@@ -23,6 +21,9 @@ from daemon.commands._enqueue import register_enqueue
 from daemon.index.report import IndexReport, SearchReport
 from daemon.index.search import run_search
 from daemon.ops import index_sync as index_op
+
+# What the index run's progress phases count (daemon/index/sync.py).
+INDEX_UNITS = {"scan": "files", "chunk": "files", "chunks": "chunks", "embed": "texts", "publish": "chunks"}
 
 
 def _index_human(report: IndexReport) -> str:
@@ -66,21 +67,10 @@ def register(cli: click.Group) -> None:
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
         """Index the agent's memory files (and transcripts, if configured) for search."""
         request = index_op.OP.parse({"agent": agent_id, "force": force})
-        if as_json or not sys.stderr.isatty():
-            report = run_op(state, index_op.OP, request)
-        else:
-            from rich.console import Console
-            from rich.progress import Progress
+        from daemon.commands._progress import progress_bar
 
-            with Progress(transient=True, console=Console(stderr=True)) as bar:
-                tasks: dict[str, object] = {}
-
-                def progress(phase: str, done: int, total: int) -> None:
-                    if phase not in tasks:
-                        tasks[phase] = bar.add_task(phase, total=max(total, 1))
-                    bar.update(tasks[phase], completed=done, total=max(total, 1))  # type: ignore[arg-type]
-
-                report = run_op(state, index_op.OP, request, progress)
+        with progress_bar(INDEX_UNITS, quiet=as_json) as progress:
+            report = run_op(state, index_op.OP, request, progress)
         emit_report(index_op.OP, report, as_json, _index_human)
 
     @cli.command("search")

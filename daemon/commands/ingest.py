@@ -34,6 +34,9 @@ from daemon.settings import Settings
 from daemon.store.checkpoints import load_checkpoints
 from daemon.store.tombstones import forgotten_ids
 
+# What the sweep's progress phases count (daemon/ingest/sweep.py).
+INGEST_UNITS = {"sessions": "sessions", "messages": "messages"}
+
 
 def _parse_limit(value: str) -> int | None:
     if value == "all":
@@ -181,7 +184,10 @@ def register(cli: click.Group) -> None:
     @pass_state
     def ingest(state: CliState, agent_id: str, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
-        report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}))
+        from daemon.commands._progress import progress_bar
+
+        with progress_bar(INGEST_UNITS, quiet=as_json) as progress:
+            report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}), progress)
         emit_report(ingest_op.OP, report, as_json, lambda r: _human_ingest(r, state.settings))
 
     @cli.command("checkpoints")

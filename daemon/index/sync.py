@@ -151,10 +151,13 @@ def _chunk_all(
     skipped: list[Note] = []
     warnings: list[str] = []
     total = len(plan.memory) + len(plan.sessions)
+    chunks = 0
     for f in plan.memory:
         files.append(_memory_chunks(f, cfg.chunk_tokens, cfg.chunk_overlap, origins))
         if progress:
+            chunks += len(files[-1].chunks)
             progress("chunk", len(files), total)
+            progress("chunks", chunks, 0)
     for ref in plan.sessions:
         try:
             result = _session_chunks(rt, ref, cfg.chunk_tokens, cfg.chunk_overlap, erased)
@@ -166,7 +169,9 @@ def _chunk_all(
             skipped.append(Note(ref.path, "sessions", ref.session_id, reason))
         files.append(result)
         if progress:
+            chunks += len(result.chunks)
             progress("chunk", len(files), total)
+            progress("chunks", chunks, 0)
     return files, skipped, warnings
 
 
@@ -332,6 +337,7 @@ async def publish_index(
                 if ctx.rebuild_revision is not None:
                     ctx = replace(ctx, rebuild_revision=revision)
         done = 0
+        total_chunks = sum(len(f.chunks) for f in prepared.files)
         for batch in publish_batches(prepared.files):
             outcome = await store.write(publish_files, batch, ctx, fence=lease.fence)
             report.chunks_removed += outcome.removed.chunks
@@ -347,9 +353,9 @@ async def publish_index(
                 )
                 if f.status != "forgotten":
                     needs_rerun.append(f.reason)
-            done += len(batch)
+            done += sum(len(f.chunks) for f in batch)
             if progress:
-                progress("publish", done, len(prepared.files))
+                progress("publish", done, total_chunks)
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
         await store.write(record_run, dirty, prepared.sessions_revision, fence=lease.fence)
         report.revision_after = await store.read(current_revision)

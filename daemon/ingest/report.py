@@ -18,6 +18,7 @@ class IngestReport(_Model):
     sessions_excluded: dict[str, int] = Field(default_factory=dict)  # reason -> sessions, never read
     sessions_missing: int = 0  # admitted, but the transcript does not exist (or is a symlink, never read)
     sessions_deferred: int = 0  # admitted but left for the next sweep by the per-sweep cap
+    sessions_capped: int = 0  # read up to the per-file or per-sweep cap, the rest left for the next sweep
     sessions_rewritten: int = 0  # scanned again from the start: the consumed part had changed
     messages_staged: int = 0
     messages_dropped_forgotten: int = 0  # parsed, then dropped: forgotten before they could be staged

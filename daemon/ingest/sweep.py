@@ -67,6 +67,7 @@ from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_i
 
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
+    from daemon.ops.op import ProgressFn
 
 
 @dataclass
@@ -208,8 +209,11 @@ def _write_batch(
 
 
 class _Sweep:
-    def __init__(self, rt: AgentRuntime):
+    def __init__(self, rt: AgentRuntime, progress: ProgressFn | None = None):
         self.rt = rt
+        self.progress = progress
+        self.messages_read = 0  # candidates taken so far (progress)
+        self.sessions_to_read = 0
         self.store = rt.require_store()
         self.agent = rt.agent_id
         self.settings = rt.settings
@@ -244,6 +248,7 @@ class _Sweep:
         self._record_exclusions(excluded, stamps, batch)
         changed = self._stat_admitted(admitted, stamps, settled, decided.keys, batch)
         to_scan = await self._plan_scans(changed, stamps)
+        self.sessions_to_read = len(to_scan)
         await self._scan_and_commit(to_scan, len(admitted), batch)
         return self._finished_report()
 
@@ -434,6 +439,7 @@ class _Sweep:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
                 found = scanner.take(min(cap - taken, room, INGEST_TAKE_CHUNK))
                 taken += len(found)
+                self._progress_messages(len(found))
                 batch.candidates.extend(found)
                 batch.cursors[session.session_id] = (session, fp, scanner.cursor())
                 if scanner.senders:
@@ -452,12 +458,21 @@ class _Sweep:
             scanner.close()
         if scanner.rewritten or plan.rewrite:
             self.report.sessions_rewritten += 1
+        if taken >= cap and not scanner.finished:
+            self.report.sessions_capped += 1
+        if self.progress:
+            self.progress("sessions", self.report.sessions_scanned, self.sessions_to_read)
         if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
             await self._submit(batch)
             batch = _Batch()
         else:
             await anyio.lowlevel.checkpoint()
         return taken, batch
+
+    def _progress_messages(self, n: int) -> None:
+        self.messages_read += n
+        if self.progress:
+            self.progress("messages", self.messages_read, 0)
 
     async def _commit(self, batch: _Batch) -> None:
         if batch.empty():
@@ -557,6 +572,7 @@ class _Sweep:
         return staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 
 
-async def run_ingest_sweep(rt: AgentRuntime) -> IngestReport:
-    """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring."""
-    return await _Sweep(rt).run()
+async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:
+    """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring.
+    `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on."""
+    return await _Sweep(rt, progress).run()

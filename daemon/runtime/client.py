@@ -222,10 +222,15 @@ class MemorydClient:
         request_id: str | None = None,
         expires_s: float | None = None,
         names_subject: bool = False,
+        job_id: str | None = None,
     ) -> EnqueuedJob:
+        """`job_id`: the caller's own unique id (the daemon's live sweeps name their agent)."""
         # A payload naming a data subject gets a random id: one hashed from it would confirm a
         # guessed subject to anyone who can list Redis keys (and every such request runs anew).
-        job_id = random_job_id(function) if names_subject else request_job_id(function, payload, request_id)
+        if job_id is None:
+            job_id = (
+                random_job_id(function) if names_subject else request_job_id(function, payload, request_id)
+            )
         job = await self.redis.enqueue_job(
             function, payload, _job_id=job_id, _queue_name=queue, _expires=expires_s
         )

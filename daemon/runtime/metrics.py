@@ -83,6 +83,25 @@ INGEST_LAG = Gauge(
     ["agent"],
     registry=REGISTRY,
 )
+INGEST_BACKLOG = Gauge(
+    "memoryd_ingest_backlog_sessions",
+    "Sessions the agent's last ingest sweep left for the next (per-sweep or per-file cap).",
+    ["agent"],
+    registry=REGISTRY,
+)
+WATCHING = Gauge(
+    "memoryd_watching",
+    "1 while the agent's sessions are watched, 0 while only the interval sweeps cover them.",
+    ["agent"],
+    registry=REGISTRY,
+)
+LIVE_JOBS = Counter(
+    "memoryd_live_jobs_total",
+    "Jobs the daemon enqueued itself beside the schedule, by family and why "
+    "(change: a watched write settled; backlog: the last sweep left work; follow: a sweep read something).",
+    ["family", "reason"],
+    registry=REGISTRY,
+)
 LOCK_WAIT = Histogram(
     "memoryd_lock_wait_seconds",
     "Time a job waited for the workspace lock.",

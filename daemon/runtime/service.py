@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from daemon.constants import (
     HEARTBEAT_S,
     HOST_KEY,
     HOST_KEY_TTL_S,
+    LIVE_POLL_S,
     REDIS_RETRY_MIN_S,
     SCHEDULER_TICK_S,
     STATUS_REFRESH_S,
@@ -50,7 +52,9 @@ from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
+from daemon.runtime.client import MemorydClient
 from daemon.runtime.hosts import other_daemon, parse_host_record
+from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
@@ -107,12 +111,20 @@ class ServiceState:
     metrics_port: int | None = None
     policy_reloaded_at: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    lag: dict[str, int] = field(default_factory=dict)  # agent -> sessions changed since their checkpoint
 
     def summary(self) -> str:
         redis = "redis ok" if self.redis_ok else f"redis unreachable ({self.redis_error}), retrying"
         jobs = ", ".join(f"{k} {v}" for k, v in self.counts.items()) or "no jobs yet"
         mode = "draining" if self.draining else f"serving {len(self.agents)} agent(s) on {self.queue}"
-        return f"{mode}; {redis}; {jobs}"
+        return f"{mode}; {redis}; {jobs}; {self.backlog()}"
+
+    def backlog(self) -> str:
+        behind = {a: n for a, n in self.lag.items() if n}
+        if not behind:
+            return "ingest backlog 0"
+        worst = max(behind, key=lambda a: behind[a])
+        return f"ingest backlog {sum(behind.values())} session(s), most on agent {worst} ({behind[worst]})"
 
 
 def _now_iso() -> str:
@@ -129,6 +141,7 @@ class Service:
         self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
+        self.live: LiveIngest | None = None
         self._metrics_server: Any = None
 
     # --- start -----------------------------------------------------------------------------
@@ -159,6 +172,9 @@ class Service:
                 f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
             ) from None
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
+        if s.daemon.schedule:
+            client = MemorydClient(self.pool, s, poll_delay_s=LIVE_POLL_S)
+            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue)
         quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
@@ -211,6 +227,8 @@ class Service:
                     tg.start_soon(self._supervise_worker)
                     if self.settings.daemon.schedule:
                         tg.start_soon(self._schedule_loop)
+                    if self.live is not None:
+                        tg.start_soon(partial(self.live.run, watch=self.settings.ingest.watch))
                     tg.start_soon(self._heartbeat_loop)
                     tg.start_soon(self._gauge_loop)
                     interval = watchdog_interval_s()
@@ -333,10 +351,15 @@ class Service:
         while True:
             if self.state.redis_ok and not self.state.draining:
                 try:
-                    await scheduler.tick(time.time(), schedules(self.settings), self.state.agents)
+                    enqueued = await scheduler.tick(time.time(), schedules(self.settings), self.state.agents)
+                    if self.live is not None:
+                        self.live.follow_scheduled(enqueued)
                 except (RedisError, OSError) as exc:
                     log.warning("scheduler: Redis error: %s", exc)
             await anyio.sleep(SCHEDULER_TICK_S)
+
+    def _may_enqueue(self) -> bool:
+        return self.state.redis_ok and not self.state.draining
 
     async def _heartbeat_loop(self) -> None:
         assert self.pool is not None
@@ -376,6 +399,7 @@ class Service:
                     log.warning("status of agent %s: %s", agent, exc)
                     continue
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
+                self.state.lag[agent] = summary.lag
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)

@@ -48,6 +48,11 @@ def scheduled_job_id(name: str, agent: str, slot: int) -> str:
     return f"{name}:{agent}:sched:{slot}"
 
 
+def live_job_id(name: str, agent: str) -> str:
+    """A sweep the daemon starts on a change: unique, and naming the agent as a scheduled id does."""
+    return f"{name}:{agent}:live:{secrets.token_hex(8)}"
+
+
 def job_name_of(job_id: str) -> str:
     return job_id.split(":", 1)[0]
 
