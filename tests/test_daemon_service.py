@@ -228,7 +228,7 @@ async def test_metrics_count_jobs_and_redis_state(world, tmp_path):
     notify.wait_for("READY=1")
     port = int(host_record(world.redis_url, world.host)["metrics_port"])
     async with MemorydClient.connect(world.settings) as client:
-        job = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-one"], dry_run=True))
+        job = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-one"], dry_run=False))
         assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
     async with httpx.AsyncClient() as http:
         body = (await http.get(f"http://127.0.0.1:{port}/metrics", timeout=5)).text

@@ -23,8 +23,8 @@ from tests.daemon_harness import (
     run_cli,
     write_config,
 )
+from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
 from tests.polling import until
-from tests.test_ingest_sweep import FifoWatch, corpus_text, make_fifo
 
 pytestmark = pytest.mark.slow  # runs memoryd as a process
 

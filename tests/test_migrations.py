@@ -255,12 +255,11 @@ def test_a_command_on_an_outdated_store_prints_one_line_and_no_traceback(
     (state / "agents" / "main").mkdir(parents=True)
     (tmp_path / "sessions").mkdir()
     _legacy_union(state / "agents" / "main" / "memory.sqlite", 2).close()
-    env = {
-        **os.environ,
-        "MEMORYD_STATE_DIR": str(state),
-        "MEMORYD_SESSIONS_ROOT": str(tmp_path / "sessions"),
-        "MEMORYD_REDIS_URL": REDIS_URL,
-    }
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{state}"\nsessions_root = "{tmp_path / "sessions"}"\nredis_url = "{REDIS_URL}"\n'
+    )
+    env = {**os.environ, "MEMORYD_CONFIG": str(config)}
     result = subprocess.run(
         [sys.executable, "-m", "daemon.cli", *command], capture_output=True, text=True, env=env, cwd=ROOT
     )

@@ -181,7 +181,12 @@ class Service:
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
-        raw = await redis.hgetall(HOST_KEY.format(host=host))
+        try:
+            raw = await redis.hgetall(HOST_KEY.format(host=host))
+        except (RedisError, OSError) as exc:  # an ACL that refuses reads, or Redis went away
+            raise OperationFailed(
+                f"redis_url {redact_url(self.settings.redis_url)}: cannot publish this host (reading its record): {exc}"
+            ) from None
         other = other_daemon(parse_host_record(host, raw), time.time(), socket.gethostname(), os.getpid())
         if other is not None:
             where = "" if other.machine == socket.gethostname() else f" on {other.machine}"
