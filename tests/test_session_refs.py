@@ -114,3 +114,19 @@ async def test_sessions_with_unrepresentable_ids_are_refused_and_never_ingested(
     assert "pelican" not in "".join(
         p.read_text() for p in (workspace / "memory/.dreams/session-corpus").glob("*.txt")
     )
+
+
+@FUZZ
+@given(ids)
+def test_the_written_forms_of_an_id_ingested_before_the_refusal_are_still_found(session_id):
+    """A store ingested before ids were refused may hold one the grammar cannot: forget still
+    finds its corpus lines, seen-hash scope and checkpoint key by their whole written form."""
+    if session_id_problem(session_id):
+        return
+    path = f"sessions/{AGENT}/{session_id}"
+    for form in (
+        render_line(AGENT, path, 3, "a message"),
+        seen_scope(AGENT, session_id),
+        state_key(AGENT, path),
+    ):
+        assert references_session(form, AGENT, {session_id}), form
