@@ -21,6 +21,7 @@ from daemon.commands._enqueue import register_enqueue
 from daemon.index.report import IndexReport, SearchReport
 from daemon.index.search import run_search
 from daemon.ops import index_sync as index_op
+from daemon.sessions.admission import POLICY_REASON_PREFIXES
 
 # What the index run's progress phases count (daemon/index/sync.py).
 INDEX_UNITS = {"scan": "files", "chunk": "files", "chunks": "chunks", "embed": "texts", "publish": "chunks"}
@@ -36,6 +37,13 @@ def _index_human(report: IndexReport) -> str:
     ]
     notes = [[n.path, n.source, "discarded", n.reason] for n in report.discarded]
     notes += [[n.path, n.source, "removed", n.reason] for n in report.removed]
+    # Transcripts the admission policy keeps out (internal ones, cron and the like, are many
+    # and expected: counted above only).
+    notes += [
+        [n.path, n.source, "excluded", n.reason]
+        for n in report.skipped
+        if n.reason.startswith(POLICY_REASON_PREFIXES)
+    ]
     if notes:
         lines.append(table(["path", "source", "action", "reason"], notes))
     lines += [f"warning: {w}" for w in report.warnings]

@@ -86,7 +86,7 @@ def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
     failpoint("forget.index")
     idx = plan.index
     # Set-based, by key: the cost follows the selected rows, not the index size. purge_chunks
-    # removes FTS rows (contentless_delete + secure-delete), vectors, provenance, recall rows.
+    # removes FTS rows (and their terms: secure-delete), vectors, provenance, recall rows.
     purge_chunks(conn, idx.chunk_ids)
     delete_sources_by_id(conn, idx.source_ids)
     if idx.clear_embedding_cache:

@@ -20,6 +20,7 @@ import anyio
 from daemon.agent_runtime import AgentRuntime
 from daemon.errors import MemorydError
 from daemon.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats
+from daemon.sessions.admission import policy_of
 from daemon.store.db import Connection
 from daemon.store.index_sources import index_models, sources_of
 from daemon.store.index_state import read_dirty, sessions_seen
@@ -46,7 +47,7 @@ def _disk_state(rt: AgentRuntime, seen_revision: str | None) -> DiskState:
     if seen_revision is not None and rt.sessions.revision() == seen_revision:
         return DiskState(memory, None)
     try:
-        refs, _ = list_session_refs(rt.sessions, rt.agent_id)
+        refs, _ = list_session_refs(rt.sessions, rt.agent_id, policy_of(rt.settings))
     except MemorydError:
         return DiskState(memory, {})
     return DiskState(memory, {r.path: (r.session_id, r.stat) for r in refs if r.internal_reason is None})

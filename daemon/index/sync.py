@@ -37,6 +37,7 @@ from daemon.index.sources import MemoryFile, SessionRef, list_session_refs, read
 from daemon.index.transcript import render_transcript
 from daemon.index.vectors import backend_for, to_blob
 from daemon.markers import lineage_key, promotion_keys_in
+from daemon.sessions.admission import policy_of
 from daemon.store.db import Connection
 from daemon.store.embedding_cache import cached_embeddings
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
@@ -216,7 +217,9 @@ async def prepare_index(
     sessions_enabled = "sessions" in cfg.sources
     sessions_revision = rt.sessions.revision() if sessions_enabled else None
     if sessions_enabled:
-        refs, errors = await anyio.to_thread.run_sync(list_session_refs, rt.sessions, rt.agent_id)
+        refs, errors = await anyio.to_thread.run_sync(
+            list_session_refs, rt.sessions, rt.agent_id, policy_of(rt.settings)
+        )
         warnings += errors
     snap = await store.read(_read_snapshot, [r.session_id for r in refs], secret, force)
     plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from daemon.stored_form import Content
 
 
 class _Model(BaseModel):
@@ -24,8 +28,9 @@ class IngestReport(_Model):
     messages_dropped_forgotten: int = 0  # parsed, then dropped: forgotten before they could be staged
     lines_skipped: dict[str, int] = Field(default_factory=dict)  # kind -> transcript lines skipped
     checkpoints_removed: int = 0  # transcript gone, or session no longer listed
-    corpus_files: list[str] = Field(default_factory=list)  # workspace-relative day files appended to
-    errors: list[str] = Field(default_factory=list)  # one line each; the sweep went on
+    # workspace-relative day files appended to
+    corpus_files: Annotated[list[str], Content] = Field(default_factory=list)
+    errors: Annotated[list[str], Content] = Field(default_factory=list)  # one line each; the sweep went on
 
 
 class SessionRow(_Model):

@@ -49,7 +49,7 @@ from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
 from daemon.retention.gate import load_gate
-from daemon.sessions.admission import AdmissionPolicy
+from daemon.sessions.admission import policy_of
 from daemon.sessions.model import Fingerprint, SessionInfo
 from daemon.store.checkpoints import (
     Checkpoint,
@@ -257,7 +257,7 @@ class _Sweep:
         it (kept while the listing is idle)."""
         listing = self.rt.sessions.list_sessions()
         self.report.errors.extend(listing.errors)
-        policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
+        policy = policy_of(self.settings)
         decided = decide_listing(self.rt.caches.part(DecidedListings), self.agent, listing, policy)
         self.report.sessions_seen = len(decided.admitted) + len(decided.excluded)
         return decided

@@ -104,8 +104,9 @@ class Op(Generic[R]):
     # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
     # checks its stored result against this.
     result_may_carry_memory_text: bool = False
-    # What of the report may be stored as the job's result (None: all of it). A direct caller
-    # gets the whole report; Redis, outside what forget and erase reach, gets this.
+    # What else of the report to drop from the job's result, after its `Content` fields
+    # (daemon/stored_form.py). A direct caller gets the whole report; Redis, outside what
+    # forget and erase reach, gets the stored form.
     redact_result: Callable[[BaseModel], BaseModel] | None = None
     # The error a successful report still means for the CLI's exit code (a refused erasure).
     outcome: Callable[[Mapping[str, Any]], MemorydError | None] = no_outcome

@@ -5,9 +5,11 @@
 * Ids: deterministic. A client request's id is the family plus a hash of its canonical
   JSON payload, so the same request enqueued twice is one job (arq refuses an id whose
   job or result key exists) — except a payload naming a data subject (an erasure): its id is
-  random, as a hash of it would confirm a guessed subject, and its stored result drops the
-  arguments. A scheduled sweep's id names the agent and the interval slot,
-  so a restart or a second daemon in the same slot does not enqueue it again.
+  random, as a hash of it would confirm a guessed subject. A scheduled sweep's id names the
+  agent and the interval slot, so a restart or a second daemon in the same slot does not
+  enqueue it again.
+* Results: a stored result keeps no arguments (a forget's sessions and people, an erasure's
+  subject), as its report keeps no content (daemon/stored_form.py).
 * Serialization: JSON (orjson), never pickle: other tools enqueue jobs, and unpickling
   what they wrote would run their code. An exception result is stored as
   `{"error": <class>, "message": <text>}`.
@@ -15,7 +17,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import secrets
 from typing import Any
@@ -66,17 +67,11 @@ def _default(obj: Any) -> Any:
 
 
 def serialize(data: dict[str, Any]) -> bytes:
-    if "r" in data and data.get("f") in _subject_families():
-        # A result outlives its job: it keeps no argument naming the subject (the request).
+    if "r" in data:
+        # A result outlives its job: it keeps no argument (a forget's sessions and people, an
+        # erasure's subject), as its report keeps no content (daemon/stored_form.py).
         data = {**data, "a": [], "k": {}}
     return orjson.dumps(data, default=_default)
-
-
-@functools.cache
-def _subject_families() -> frozenset[str]:
-    from daemon.ops.registry import OPS
-
-    return frozenset(op.name for op in OPS if op.payload_names_subject)
 
 
 def deserialize(raw: bytes) -> dict[str, Any]:

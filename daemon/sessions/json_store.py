@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from daemon.errors import OperationFailed
-from daemon.ids import session_id_problem
+from daemon.ids import session_source_problem
 from daemon.sessions.lines import iter_lines
 from daemon.sessions.model import (
     SESSION_KINDS,
@@ -278,7 +278,7 @@ class JsonSessionSource:
                 errors.append(f"{self.store_path}: {key!r}: entry is not an object; skipped")
                 continue
             sid = entry.get("sessionId")
-            problem = session_id_problem(sid)
+            problem = session_source_problem(sid)
             if problem:
                 errors.append(f"{self.store_path}: {key!r}: sessionId {sid!r} {problem}; skipped")
                 continue
@@ -303,7 +303,7 @@ class JsonSessionSource:
         out: list[ArchiveInfo] = []
         for name in sorted(names):
             m = ARCHIVE_RE.match(name)
-            if not m or session_id_problem(m["id"]):
+            if not m or session_source_problem(m["id"]):
                 continue
             out.append(
                 ArchiveInfo(

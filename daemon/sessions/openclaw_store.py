@@ -44,7 +44,7 @@ from daemon.constants import (
     OPENCLAW_READ_ATTEMPTS,
 )
 from daemon.errors import OperationFailed, SourceChanged
-from daemon.ids import session_id_problem
+from daemon.ids import session_source_problem
 from daemon.sessions.json_store import derive_session_kind
 from daemon.sessions.lines import iter_lines
 from daemon.sessions.model import (
@@ -313,7 +313,7 @@ class OpenClawSessionSource:
         sessions: list[SessionInfo] = []
         for raw in windows:
             row = _WindowRow(*(_opt(v) for v in raw))
-            problem = session_id_problem(row.session_id)
+            problem = session_source_problem(row.session_id)
             if problem:
                 errors.append(
                     f"{self.db_path}: session_windows {row.session_id!r}: session id {problem}; skipped"
@@ -386,7 +386,7 @@ class OpenClawSessionSource:
         out: list[ArchiveInfo] = []
         for raw in rows:
             sid, generation, key, reason, created_at, name = (_opt(v) for v in raw)
-            if session_id_problem(sid):
+            if session_source_problem(sid):
                 continue
             out.append(
                 ArchiveInfo(

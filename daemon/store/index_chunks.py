@@ -2,8 +2,10 @@
 their provenance and recall metadata, their FTS5 rows and their vectors. Written and purged
 together, set-based (perf-limits §5–6: one statement per table, never per row).
 
-Chunk text lives once, in memory_index_chunks; the FTS5 table is contentless (contentless_delete
-and secure-delete), keyed by the chunk's rowid, as are the vectors (store/index_vectors.py).
+The FTS5 table keeps its own copy of the searched text (the chunk's without marker lines) and
+has secure-delete on, so a deleted row's terms leave the index segments (a contentless table
+could only tombstone them: migration 6). It is keyed by the chunk's rowid, as are the vectors
+(store/index_vectors.py).
 
 Each function runs inside the caller's transaction.
 """
@@ -118,8 +120,9 @@ def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
 
 
 def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
-    """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid;
-    contentless_delete + secure-delete leaves no tokens behind), vectors, provenance and recall
+    """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid; the
+    table keeps its content and has secure-delete on, so their terms leave the segments:
+    migration 6), vectors, provenance and recall
     rows, then the chunks. The ids go through a temporary table: one statement per table."""
     if not _load_ids(conn, chunk_ids):
         return ChunksRemoved()
