@@ -281,6 +281,13 @@ class Service:
                 return
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
+            except Exception as exc:
+                # A job fails alone (MemorydWorker); anything else that ends arq's loop must not
+                # end the daemon: the worker starts again after a pause.
+                log.error("worker stopped on %s; starting it again", type(exc).__name__)
+                metrics.WORKER_RESTARTS.inc()
+                await anyio.sleep(delay)
+                continue
             while True:  # back off until Redis answers again
                 await anyio.sleep(delay)
                 delay = min(delay * 2, self.settings.daemon.redis_retry_max_s)
@@ -319,6 +326,8 @@ class Service:
                     await scheduler.tick(time.time(), schedules(self.settings), self.state.agents)
                 except (RedisError, OSError) as exc:
                     log.warning("scheduler: Redis error: %s", exc)
+                except Exception as exc:  # one bad job record must not end the schedule
+                    log.error("scheduler: tick failed on %s; next tick as usual", type(exc).__name__)
             await anyio.sleep(SCHEDULER_TICK_S)
 
     async def _heartbeat_loop(self) -> None:
@@ -329,6 +338,8 @@ class Service:
                 await self._publish()
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
+            except Exception as exc:
+                log.error("heartbeat failed on %s; next beat as usual", type(exc).__name__)
             self.notifier.status(self.state.summary())
             await anyio.sleep(HEARTBEAT_S)
 
@@ -357,6 +368,9 @@ class Service:
                     )
                 except MemorydError as exc:
                     log.warning("status of agent %s: %s", agent, exc)
+                    continue
+                except Exception as exc:  # one agent's files must not end the gauges of all
+                    log.error("status of agent %s failed on %s", agent, type(exc).__name__)
                     continue
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from contextlib import suppress
 from typing import Any
 
-from arq.constants import result_key_prefix
+from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
+from arq.jobs import serialize_result
 from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
 from daemon.caches import ProcessCaches
 from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
-from daemon.errors import UsageError
+from daemon.errors import JobRecordError, UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
@@ -72,6 +75,17 @@ def _op_of(job_id: str) -> Op[Any] | None:
         return op_named(job_name_of(job_id))
     except UsageError:
         return None  # not one of ours (another tool's id scheme): the worker-wide defaults apply
+
+
+def _member_problem(member: bytes, score: float | None) -> str | None:
+    """Why arq cannot start this queue member, or None."""
+    try:
+        member.decode()
+    except UnicodeDecodeError:
+        return "job id is not UTF-8"
+    if score is not None and not (math.isfinite(score) and score > 0):
+        return f"queue score {score} is not a time"
+    return None
 
 
 def quiet_job_logs() -> None:
@@ -161,12 +175,66 @@ class MemorydWorker(Worker):
 
     # Override: arq has no hook that can keep a job from starting.
     async def start_jobs(self, job_ids: list[bytes]) -> None:
+        # arq's start_jobs raises on a member that is not UTF-8 or not scored with a time (-inf),
+        # which ended the worker on every start: such a member fails alone.
+        startable = []
+        scores = await self.pool.zmscore(self.queue_name, job_ids) if job_ids else []  # type: ignore[arg-type]
+        for member, score in zip(job_ids, scores, strict=True):
+            problem = _member_problem(member, score)
+            if problem is None:
+                startable.append(member)
+            else:
+                await self._fail_unrunnable(member, problem)
         # Redis can lose a running job's in-progress key (a restart without persistence). If the
         # job is then enqueued again, arq would start a second copy in this same worker, and the
         # copies' bookkeeping collides (`del job_tasks[id]` fails one of them with a KeyError).
         # A job this worker is still running stays queued: the running copy's result finishes it.
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
-        await super().start_jobs([j for j in job_ids if j.decode() not in running])
+        await super().start_jobs([j for j in startable if j.decode() not in running])
+
+    # Override: arq's run_job raises on a record its decoding does not check (the job's
+    # deserializer refuses most of them first), and the poll loop re-raises what a job's task
+    # raised, ending the worker. The job fails alone; a lost Redis still ends the poll loop,
+    # for the service to reconnect.
+    async def run_job(self, job_id: str, score: int) -> None:
+        try:
+            await super().run_job(job_id, score)
+        except (RedisError, OSError):
+            raise
+        except Exception as exc:
+            await self._fail_unrunnable(job_id.encode(), f"arq could not run it ({type(exc).__name__})")
+
+    async def _fail_unrunnable(self, member: bytes, problem: str) -> None:
+        """A failed result for a job arq cannot start or run, which leaves the queue with its
+        job, try and in-progress keys; a result a run already stored is kept."""
+        job_id = member.decode(errors="backslashreplace")
+        log.error("job %s: %s; failed and removed from the queue", job_id, problem)
+        now_ms = int(time.time() * 1000)
+        result = serialize_result(
+            job_name_of(job_id),
+            (),
+            {},
+            0,  # never tried
+            0,
+            False,
+            JobRecordError(f"job {job_id}: {problem}"),
+            now_ms,
+            now_ms,
+            job_id,
+            self.queue_name,
+            job_id=job_id,
+            serializer=self.job_serializer,
+        )
+        op = _op_of(job_id)
+        ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
+        async with self.pool.pipeline(transaction=True) as pipe:
+            for prefix in (job_key_prefix, retry_key_prefix, in_progress_key_prefix):
+                pipe.delete(prefix.encode() + member)
+            pipe.zrem(self.queue_name, member)
+            if result is not None:
+                pipe.set(result_key_prefix.encode() + member, result, px=int(ttl_s * 1000), nx=True)
+            await pipe.execute()
+        await self._wake_waiters(job_id)
 
     async def _after_job_end(self, ctx: dict[str, Any]) -> None:
         # arq calls after_job_end once finish_job's transaction has stored the result. A job
