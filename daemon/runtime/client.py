@@ -54,6 +54,7 @@ from daemon.ops import ingest_sweep as ingest_op
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
+from daemon.runtime import interrupted
 from daemon.runtime.wire import deserialize, job_name_of, random_job_id, request_job_id, serialize
 from daemon.settings import Settings
 
@@ -244,7 +245,11 @@ class MemorydClient:
         job = await self.redis.enqueue_job(
             function, payload, _job_id=job_id, _queue_name=queue, _expires=expires_s
         )
-        if job is not None:  # ring the queue's bell: the worker starts it now, not at its next poll
+        # The same request again while its job's only worker is dead: the job runs anew.
+        released = job is None and await interrupted.release_if_orphaned(self.redis, queue, job_id)
+        if (
+            job is not None or released
+        ):  # ring the queue's bell: the worker starts it now, not at its next poll
             bell = QUEUE_BELL_KEY.format(queue=queue)
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(bell, 1)

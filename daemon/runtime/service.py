@@ -48,7 +48,7 @@ from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
-from daemon.runtime import metrics
+from daemon.runtime import interrupted, metrics
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
@@ -262,6 +262,8 @@ class Service:
         if self.pool is not None:
             try:
                 await self._publish(stopped=True)
+                if self.worker is not None:
+                    await interrupted.unregister(self.pool, self.state.queue, self.worker.instance)
             except (RedisError, OSError):
                 pass
             await self.pool.aclose(close_connection_pool=True)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
+import secrets
 import time
 from contextlib import suppress
 from typing import Any
@@ -27,10 +29,17 @@ from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
 from daemon.caches import ProcessCaches
-from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
+from daemon.constants import (
+    HEARTBEAT_S,
+    JOB_DONE_KEY,
+    JOB_DONE_TTL_S,
+    QUEUE_BELL_BLOCK_S,
+    QUEUE_BELL_KEY,
+)
 from daemon.errors import JobRecordError, UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
+from daemon.runtime import interrupted
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
 from daemon.runtime.wire import deserialize, job_name_of, serialize
@@ -110,18 +119,39 @@ class MemorydWorker(Worker):
 
     And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
-    closed, the ones still in use as their jobs end."""
+    closed, the ones still in use as their jobs end.
+
+    And when it starts it retries at once what a dead worker of its queue was running
+    (daemon.runtime.interrupted); an interrupted purge (a forget) runs before any sweep does, so
+    its forgotten records are written before a sweep can ingest those sessions again."""
 
     _bell_task: asyncio.Task[None] | None = None
     _enqueued: asyncio.Event | None = None
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("after_job_end", self._after_job_end)
+        kwargs.setdefault("on_startup", self._on_startup)
         super().__init__(*args, **kwargs)
         self.stores = StorePool()
         self.ctx[STORES] = self.stores
         self.caches = ProcessCaches()
         self.ctx[CACHES] = self.caches
+        self.instance = f"{self.ctx.get('host_id', self.queue_name)}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._alive_at = 0.0
+        # Interrupted purges retried at this start; sweeps wait until they have ended.
+        self._recovered_purges: set[str] = set()
+
+    async def _on_startup(self, ctx: dict[str, Any]) -> None:
+        # arq calls on_startup at each main(), once its Redis pool is there.
+        await interrupted.register(self.pool, self.queue_name, self.instance)
+        self._alive_at = time.monotonic()
+        running = [job_id for job_id, task in self.tasks.items() if not task.done()]
+        recovered = await interrupted.recover(self.pool, self.queue_name, self.instance, running)
+        for job_id in recovered:
+            log.warning("job %s: its worker died while running it; retrying it now", job_id)
+            op = _op_of(job_id)
+            if op is not None and op.purge:
+                self._recovered_purges.add(job_id)
 
     # Override: `main` is arq's public entry point, and arq has no hook at its end (on_shutdown
     # runs in close(), which the service does not call between Redis reconnects). The stores
@@ -146,6 +176,9 @@ class MemorydWorker(Worker):
         loop = asyncio.get_running_loop()
         started = loop.time()
         await self.stores.close_idle()
+        if time.monotonic() - self._alive_at >= HEARTBEAT_S:
+            await interrupted.refresh(self.pool, self.instance)
+            self._alive_at = time.monotonic()
         await super()._poll_iteration()
         if self.burst:  # a burst worker stops when the queue is empty; nothing to wait for
             return
@@ -190,7 +223,24 @@ class MemorydWorker(Worker):
         # copies' bookkeeping collides (`del job_tasks[id]` fails one of them with a KeyError).
         # A job this worker is still running stays queued: the running copy's result finishes it.
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
-        await super().start_jobs([j for j in startable if j.decode() not in running])
+        startable = [j for j in startable if j.decode() not in running]
+        await super().start_jobs(await self._hold_back_sweeps(startable))
+
+    async def _hold_back_sweeps(self, job_ids: list[bytes]) -> list[bytes]:
+        """Sweeps stay queued while a purge interrupted by a crash has not run again."""
+        if not self._recovered_purges:
+            return job_ids
+        pending = sorted(self._recovered_purges)
+        scores = await self.pool.zmscore(self.queue_name, pending)  # type: ignore[arg-type]
+        self._recovered_purges = {j for j, score in zip(pending, scores, strict=True) if score is not None}
+        if not self._recovered_purges:
+            return job_ids
+        startable = []
+        for member in job_ids:
+            op = _op_of(member.decode())
+            if op is None or not op.sweep or member.decode() in self._recovered_purges:
+                startable.append(member)
+        return startable
 
     # Override: arq's run_job raises on a record its decoding does not check (the job's
     # deserializer refuses most of them first), and the poll loop re-raises what a job's task
