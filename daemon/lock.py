@@ -10,6 +10,10 @@
   monotonic even if Redis restarts empty (tokens are far fewer than elapsed microseconds).
 * Renewal: a task in the lease's task group extends the lease at ttl/3 (compare-and-extend).
   If the lease is lost, the body is cancelled and LockLost is raised.
+* Fenced files: while a lease is held, every workspace file write of its task checks it first
+  (daemon.fileio.guarded_writes) and refuses when the lease may have expired: lost, or not
+  renewed within LEASE_WRITABLE_FRACTION of its ttl by the monotonic clock (which a SIGSTOP
+  does not stop), so a holder stopped past its lease writes no file when it resumes.
 * Release: compare-and-delete, shielded from cancellation.
 * Re-entrant within a task and its children (contextvars): a nested hold of the same
   workspace reuses the outer lease.
@@ -35,6 +39,7 @@ from redis.exceptions import RedisError
 from daemon.constants import FENCE_KEY, LOCK_KEY, LOCK_RETRY_S, LOCK_TTL_MS, LOCK_WAIT_S
 from daemon.errors import LockLost, LockTimeout, OperationFailed
 from daemon.failpoints import failpoint
+from daemon.fileio import guarded_writes
 from daemon.store.db import FenceToken
 
 _RELEASE = """
@@ -53,6 +58,11 @@ return v
 """
 
 
+# A lease is trusted for file writes this far into its ttl since the last renewal was sent:
+# Redis counts the ttl from when it received that renewal, later than we sent it.
+LEASE_WRITABLE_FRACTION = 0.8
+
+
 async def _eval(redis: Redis, script: str, key: str, *args: str | int) -> Any:
     # redis-py's stubs type eval() as sync-or-async; on the asyncio client it is awaitable.
     return await redis.eval(script, 1, key, *args)  # type: ignore[arg-type,misc]
@@ -69,14 +79,33 @@ class Lease:
     workspace_key: str
     token: str
     fence_value: int
-    acquired_at: float
+    acquired_at: float  # monotonic time the last acquisition or renewal was sent
     waited_s: float
     lost: bool = False
+    ttl_ms: int = LOCK_TTL_MS
+    workspace_dir: Path | None = None
     _depth: int = field(default=1, repr=False)
 
     @property
     def fence(self) -> FenceToken:
         return FenceToken(self.workspace_key, self.fence_value)
+
+    def check_writable(self, path: Path) -> None:
+        """LockLost unless the lease surely still holds (a file write is about to happen)."""
+        if self.workspace_dir is not None and not _is_under(path, self.workspace_dir):
+            return
+        held_s = time.monotonic() - self.acquired_at
+        if self.lost or held_s > self.ttl_ms / 1000 * LEASE_WRITABLE_FRACTION:
+            self.lost = True
+            raise LockLost(
+                f"workspace lock of {self.workspace_dir}: not renewed for {held_s:.1f}s "
+                f"(lease {self.ttl_ms / 1000:g}s), so it may be another writer's now; "
+                f"{path.name} was not written — rerun the operation"
+            )
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
 
 
 _held: contextvars.ContextVar[dict[str, Lease] | None] = contextvars.ContextVar(
@@ -124,6 +153,7 @@ class WorkspaceLock:
         deadline = started + self.wait_s
         waiting = False
         while True:
+            sent = time.monotonic()
             try:
                 ok = await self.redis.set(self.redis_key, token, nx=True, px=self.ttl_ms)
             except RedisError as exc:
@@ -148,8 +178,10 @@ class WorkspaceLock:
             # the next writer wait out its TTL, and fail like any other Redis outage.
             await self._release(Lease(self.key, token, 0, started, 0.0))
             raise OperationFailed(f"workspace lock: Redis unavailable: {exc}") from exc
-        now = time.monotonic()
-        return Lease(self.key, token, fence, now, now - started)
+        waited = time.monotonic() - started
+        return Lease(
+            self.key, token, fence, sent, waited, ttl_ms=self.ttl_ms, workspace_dir=self.workspace_dir
+        )
 
     async def _release(self, lease: Lease) -> None:
         try:
@@ -161,6 +193,7 @@ class WorkspaceLock:
         interval = self.ttl_ms / 3000.0
         while True:
             await anyio.sleep(interval)
+            sent = time.monotonic()
             try:
                 ok = await _eval(self.redis, _EXTEND, self.redis_key, lease.token, self.ttl_ms)
             except RedisError:
@@ -173,7 +206,7 @@ class WorkspaceLock:
                 lease.lost = True
                 scope.cancel()
                 return
-            lease.acquired_at = time.monotonic()
+            lease.acquired_at = sent
 
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[Lease]:
@@ -190,7 +223,8 @@ class WorkspaceLock:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._renew, lease, tg.cancel_scope)
                 try:
-                    yield lease
+                    with guarded_writes(lease.check_writable):
+                        yield lease
                 finally:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
