@@ -17,7 +17,8 @@ import click
 from daemon import __version__
 from daemon.allocator import tune_allocator
 from daemon.commands import CliState
-from daemon.errors import MemorydError
+from daemon.errors import MemorydError, OperationFailed
+from daemon.store.engine import ANY_SQLITE_ERROR
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -69,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemorydError as exc:
         click.echo(f"memoryd: error: {exc}", err=True)
         return exc.exit_code
+    except ANY_SQLITE_ERROR as exc:  # a full disk or a broken file under a store: one line
+        click.echo(f"memoryd: error: database: {exc}; free space or fix the file, then run again", err=True)
+        return OperationFailed.exit_code
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"memoryd: error: {where}{exc.strerror or exc}; fix it, then run again", err=True)
+        return OperationFailed.exit_code
     except KeyboardInterrupt:
         return 130
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0

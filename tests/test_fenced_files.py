@@ -4,7 +4,12 @@ when it resumes; a failed batch commit leaves no corpus lines behind it."""
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +17,8 @@ import pytest
 from daemon.constants import CORPUS_RELATIVE_DIR
 from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
 from daemon.settings import load_settings
-from tests.builders import SessionStoreBuilder, conversation
-from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
+from tests.builders import Msg, SessionStoreBuilder, conversation
+from tests.daemon_harness import REPO, FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
 
 
 def _corpus_text(workspace: Path) -> str:
@@ -79,3 +84,43 @@ async def test_an_ingest_stopped_past_its_lease_writes_nothing_of_a_session_forg
     assert "lighthouse" not in corpus
     kept_lines = [line for line in corpus.splitlines() if "orchard" in line]
     assert kept_lines and len(kept_lines) == len(set(kept_lines))
+
+
+def _limit_file_size(limit: int):  # type: ignore[no-untyped-def]
+    def apply() -> None:
+        # A full disk for this process: writes past `limit` bytes fail (EFBIG), no SIGXFSZ.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.slow
+def test_a_sweep_on_a_full_disk_fails_in_one_line_and_its_retry_leaves_no_duplicates(world, tmp_path):
+    agent, config, settings = world
+    first = run_cli(config, "ingest", "--agent", agent)
+    assert first.returncode == 0, first.stderr
+    builder = SessionStoreBuilder(settings.sessions_root, agent)
+    builder.entries = json.loads((builder.dir / "sessions.json").read_text())
+    long = [Msg("user", f"Remember the harbour ledger entry {i}: " + "tide " * 60) for i in range(400)]
+    builder.append("s-kept", long, start_index=4)
+    full = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", agent],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limit_file_size(96 * 1024),
+    )
+    assert full.returncode == 1, full.stdout
+    assert "Traceback" not in full.stderr and len(full.stderr.strip().splitlines()) == 1, full.stderr
+    ledger: list[str] = []
+    for _ in range(10):  # a sweep stages a capped number of lines per transcript
+        retry = run_cli(config, "ingest", "--agent", agent)
+        assert retry.returncode == 0, retry.stderr
+        lines = _corpus_text(settings.workspace_for(agent)).splitlines()
+        ledger = [line for line in lines if "harbour ledger" in line]
+        if len(ledger) >= 400:
+            break
+    assert len(ledger) == 400 and len(set(ledger)) == 400
