@@ -147,3 +147,7 @@ QUEUE_BELL_TTL_S = 300  # rings nobody pops (no worker running) do not linger
 # The worker's BLPOP on the queue bell blocks at most this long before it blocks again; Redis
 # times blocking commands out in whole server ticks (~0.1 s), so it only wakes, never paces.
 QUEUE_BELL_BLOCK_S = 5
+
+# --- Request limits (issue: a 100,001-id forget held the lock for seconds) -------------------
+MAX_PAYLOAD_BYTES = 1 << 20  # a job's payload as canonical JSON; larger ones are refused unread
+MAX_SELECTORS = 10_000  # session, participant and hook-source selectors of one forget, together
