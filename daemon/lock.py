@@ -7,7 +7,10 @@
 * Fence: every acquisition increments a per-workspace counter; store writes refuse a token
   older than the newest they have seen, so a holder whose lease silently expired cannot
   commit. The counter never goes below the current time in microseconds, so it stays
-  monotonic even if Redis restarts empty (tokens are far fewer than elapsed microseconds).
+  monotonic even if Redis restarts empty (tokens are far fewer than elapsed microseconds),
+  nor below the newest token the workspace's store has seen plus one (`fence_store`), so a
+  clock that ran ahead and stepped back, with Redis empty, does not fence every writer off
+  until the clock catches up.
 * Renewal: a task in the lease's task group extends the lease at ttl/3 (compare-and-extend).
   If the lease is lost, the body is cancelled and LockLost is raised.
 * Fenced files: while a lease is held, every workspace file write of its task checks it first
@@ -40,7 +43,7 @@ from daemon.constants import FENCE_KEY, LOCK_KEY, LOCK_RETRY_S, LOCK_TTL_MS, LOC
 from daemon.errors import LockLost, LockTimeout, OperationFailed
 from daemon.failpoints import failpoint
 from daemon.fileio import guarded_writes
-from daemon.store.db import FenceToken
+from daemon.store.db import FenceToken, stored_fence
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -127,8 +130,10 @@ class WorkspaceLock:
         ttl_ms: int = LOCK_TTL_MS,
         wait_s: float = LOCK_WAIT_S,
         holder: str | None = None,
+        fence_store: Path | None = None,
     ):
         self.redis = redis
+        self.fence_store = fence_store  # the store whose writes this lock's tokens fence
         self.workspace_dir = workspace_dir
         self.key = workspace_key(workspace_dir)
         self.ttl_ms = ttl_ms
@@ -171,6 +176,10 @@ class WorkspaceLock:
                 )
             await anyio.sleep(LOCK_RETRY_S)
         floor = int(time.time() * 1_000_000)
+        if self.fence_store is not None:
+            seen = await anyio.to_thread.run_sync(stored_fence, self.fence_store, self.key)
+            if seen is not None and seen >= floor:
+                floor = seen + 1
         try:
             fence = int(await _eval(self.redis, _NEXT_FENCE, FENCE_KEY.format(workspace=self.key), floor))
         except RedisError as exc:
