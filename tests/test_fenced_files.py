@@ -124,3 +124,26 @@ def test_a_sweep_on_a_full_disk_fails_in_one_line_and_its_retry_leaves_no_duplic
         if len(ledger) >= 400:
             break
     assert len(ledger) == 400 and len(set(ledger)) == 400
+
+
+@pytest.mark.slow
+async def test_an_ingest_killed_between_its_append_and_its_commit_leaves_no_duplicates(world, tmp_path):
+    """SIGKILL after the corpus append, before the batch commit: the next sweep cuts the
+    uncommitted lines off before it appends them again (one recoverable unit)."""
+    agent, config, settings = world
+    trace = FailpointTrace(tmp_path / "trace")
+    env = {TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "ingest.corpus.appended"}
+    ingest = start_cli(config, "ingest", "--agent", agent, env=env)
+    try:
+        await trace.wait_for("ingest.corpus.appended", {ingest.pid}, timeout_s=60)
+        assert "orchard" in _corpus_text(settings.workspace_for(agent))  # appended, not committed
+        ingest.kill()
+        ingest.communicate(timeout=30)
+    finally:
+        if ingest.poll() is None:
+            ingest.kill()
+    again = run_cli(config, "ingest", "--agent", agent)
+    assert again.returncode == 0, again.stderr
+    lines = _corpus_text(settings.workspace_for(agent)).splitlines()
+    assert lines and len(lines) == len(set(lines)), lines
+    assert any("orchard" in line for line in lines) and any("lighthouse" in line for line in lines)

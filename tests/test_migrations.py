@@ -40,6 +40,7 @@ RELEASED = {
     "agent/0003_drop_retention_tables.sql": "0d0f49b0b2",
     "agent/0004_session_participants.sql": "f41891ce5a",
     "agent/0005_erased_senders.sql": "f81e9be52d",
+    "agent/0006_corpus_appends.sql": "07d2f2ceea",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",

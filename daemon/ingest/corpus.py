@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +111,43 @@ class CorpusAppender:
         if created:
             fsync_dir(self.workspace / CORPUS_RELATIVE_DIR)
         return Appended(firsts, tuple(extents))
+
+    def sizes_before(self, days: Iterable[str]) -> list[tuple[str, int, int]]:
+        """(relative path, inode, size) of each day file now (0, 0 for one not there yet): what
+        an append about to happen records, so a writer after a crash can cut it off."""
+        out = []
+        for day in days:
+            try:
+                st = os.lstat(self.path_for(day))
+            except FileNotFoundError:
+                out.append((corpus_relative_path(day), 0, 0))
+                continue
+            out.append((corpus_relative_path(day), st.st_ino, st.st_size))
+        return out
+
+    def cut_back(self, pending: Iterable[tuple[str, int, int]]) -> int:
+        """Cut each day file back to its size before an append that never committed (its writer
+        died first); a file replaced since (a forget's rewrite) is left alone. Bytes removed."""
+        removed = 0
+        for relative, inode, before in pending:
+            path = self.workspace / relative
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise OperationFailed(f"{path}: cannot open corpus file: {exc.strerror}") from None
+            try:
+                st = os.fstat(fd)
+                if (inode == 0 or st.st_ino == inode) and st.st_size > before:
+                    check_write_allowed(path)
+                    os.ftruncate(fd, before)
+                    os.fsync(fd)
+                    removed += st.st_size - before
+            finally:
+                os.close(fd)
+        self._counts.clear()
+        return removed
 
     def undo(self, appended: Appended) -> list[Path]:
         """Cut each file back to its size before `appended`, where it is still the file and the

@@ -60,7 +60,12 @@ from daemon.store.checkpoints import (
     load_checkpoints_by_key,
     upsert_checkpoints,
 )
-from daemon.store.corpus_files import record_corpus_files
+from daemon.store.corpus_files import (
+    clear_pending_appends,
+    pending_appends,
+    record_corpus_files,
+    record_pending_appends,
+)
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow, record_participants
@@ -193,6 +198,11 @@ def _namespace_json(namespace: dict[str, Any]) -> str:
         return "{}"
 
 
+def _reserve(conn: Connection, pairs: list[tuple[str, str]], sizes: list[tuple[str, int, int]]) -> None:
+    record_corpus_files(conn, pairs)
+    record_pending_appends(conn, sizes)
+
+
 def _write_batch(
     conn: Connection,
     agent_id: str,
@@ -203,7 +213,9 @@ def _write_batch(
     participants: list[ParticipantRow],
     day_bucket: str,
     now_ms: int,
+    appended_paths: list[str],
 ) -> int:
+    clear_pending_appends(conn, appended_paths)  # committed with its lines: nothing to cut off
     write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
     record_participants(conn, participants)
     add_seen(conn, seen)
@@ -469,6 +481,7 @@ class _Sweep:
         report = self.report
         store = self.store
         async with self.rt.lock().hold() as lease:
+            await self._cut_off_uncommitted(lease.fence)
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list(batch.cursors)
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
@@ -489,8 +502,9 @@ class _Sweep:
             if candidates:  # reserved before the append, so forget can find every line written
                 try:
                     await store.write(
-                        record_corpus_files,
+                        _reserve,
                         [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
+                        self.corpus.sizes_before(sorted({c.day for c in candidates})),
                         fence=lease.fence,
                     )
                 except ANY_SQLITE_ERROR as exc:
@@ -500,6 +514,7 @@ class _Sweep:
                     ) from exc
                 failpoint("ingest.corpus.reserved")
             appended, staged, seen = await self._append_corpus(candidates)
+            failpoint("ingest.corpus.appended")
             checkpoints.extend(
                 _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
             )
@@ -517,6 +532,7 @@ class _Sweep:
                     participants,
                     self.day_bucket,
                     self.now_ms,
+                    sorted({corpus_relative_path(c.day) for c in candidates}),
                     fence=lease.fence,
                 )
             except ANY_SQLITE_ERROR as exc:
@@ -526,6 +542,17 @@ class _Sweep:
                 ) from exc
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
+
+    async def _cut_off_uncommitted(self, fence: FenceToken) -> None:
+        """Lines an earlier writer appended and died before committing go before we append."""
+        pending = await self.store.read(pending_appends)
+        if not pending:
+            return
+        removed = self.corpus.cut_back(pending)
+        await self.store.write(clear_pending_appends, None, fence=fence)
+        log.warning(
+            "ingest %s: cut %d uncommitted corpus bytes off after an interrupted sweep", self.agent, removed
+        )
 
     async def _write_batch(self, appended: Appended | None, *args: Any, fence: FenceToken) -> int:
         """The batch's store commit; if it fails (fenced off, disk full, cancelled) its corpus
