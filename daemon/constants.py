@@ -99,6 +99,11 @@ MAX_RECALL_DAYS = 16  # per staged entry (reference §5.4)
 HOST_KEY = REDIS_PREFIX + "host:{host}"  # hash: pid, queue, agents, heartbeat, redis state, policy
 HEARTBEAT_S = 5.0  # the host record and agent routing are refreshed this often
 HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three missed heartbeats
+# hash per queue: worker instance → {"node", "pid"} of the process running it, so a starting
+# worker can tell which in-progress jobs died with their worker (daemon.runtime.interrupted)
+WORKERS_KEY = REDIS_PREFIX + "workers:{queue}"
+WORKER_ALIVE_KEY = REDIS_PREFIX + "worker:{instance}"  # refreshed while the worker polls
+WORKER_ALIVE_TTL_S = 3 * HEARTBEAT_S  # a worker that missed three beats is dead to other hosts
 STATUS_REFRESH_S = 30.0  # per-agent gauges (lag, exclusions) are recomputed this often; they stat files
 SCHEDULER_TICK_S = 1.0  # sweeps are due at most this late after their slot starts
 REDIS_RETRY_MIN_S = 0.5  # first reconnect delay after Redis is lost; doubles up to daemon.redis_retry_max_s
@@ -158,3 +163,7 @@ QUEUE_BELL_TTL_S = 300  # rings nobody pops (no worker running) do not linger
 # The worker's BLPOP on the queue bell blocks at most this long before it blocks again; Redis
 # times blocking commands out in whole server ticks (~0.1 s), so it only wakes, never paces.
 QUEUE_BELL_BLOCK_S = 5
+
+# --- Request limits (issue: a 100,001-id forget held the lock for seconds) -------------------
+MAX_PAYLOAD_BYTES = 1 << 20  # a job's payload as canonical JSON; larger ones are refused unread
+MAX_SELECTORS = 10_000  # session, participant and hook-source selectors of one forget, together

@@ -6,7 +6,7 @@ import re
 
 from daemon.errors import UsageError
 
-_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_AGENT_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")  # \Z: no trailing newline
 MAX_SESSION_ID_CHARS = 512
 # Anything session_id_problem objects to: one regex search clears a good id (a listing checks
 # every id of sessions.json on each sweep); a bad one takes the ordered checks for its message.
@@ -15,7 +15,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def validate_agent_id(agent_id: str, *, field: str = "agent") -> str:
-    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id) or ".." in agent_id:
+    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id) or ".." in agent_id:
         raise UsageError(f"{field}: invalid agent id {agent_id!r} (letters, digits, '_', '-', '.'; no '..')")
     return agent_id
 

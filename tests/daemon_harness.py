@@ -182,9 +182,9 @@ def host_record(redis_url: str, host_id: str) -> dict[str, Any]:
         r.close()
 
 
-def start_cli(config: Path, *args: str) -> subprocess.Popen[str]:
-    """`memoryd --config CONFIG ARGS…` started in the background, output piped."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def start_cli(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`memoryd --config CONFIG ARGS…` started in the background, output piped (`env` added)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
         cwd=REPO,

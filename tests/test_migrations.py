@@ -41,6 +41,7 @@ RELEASED = {
     "agent/0004_session_participants.sql": "f41891ce5a",
     "agent/0005_erased_senders.sql": "f81e9be52d",
     "agent/0006_fts_own_content.sql": "0d6c3bdd21",
+    "agent/0007_corpus_appends.sql": "a71459750d",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",

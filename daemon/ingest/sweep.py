@@ -21,6 +21,7 @@ A sweep with nothing to commit takes no lock and writes nothing.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -34,8 +35,9 @@ import orjson
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
+from daemon.failpoints import failpoint
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
-from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
+from daemon.ingest.corpus import Appended, CorpusAppender, corpus_relative_path, render_line
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
 from daemon.ingest.plan import (
     ScanAction,
@@ -58,8 +60,13 @@ from daemon.store.checkpoints import (
     load_checkpoints_by_key,
     upsert_checkpoints,
 )
-from daemon.store.corpus_files import record_corpus_files
-from daemon.store.db import ANY_SQLITE_ERROR, Connection
+from daemon.store.corpus_files import (
+    clear_pending_appends,
+    pending_appends,
+    record_corpus_files,
+    record_pending_appends,
+)
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.seen_hashes import add_seen, load_seen
@@ -68,6 +75,8 @@ from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_i
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
     from daemon.ops.op import ProgressFn
+
+log = logging.getLogger("memoryd.ingest")
 
 
 @dataclass
@@ -190,6 +199,11 @@ def _namespace_json(namespace: dict[str, Any]) -> str:
         return "{}"
 
 
+def _reserve(conn: Connection, pairs: list[tuple[str, str]], sizes: list[tuple[str, int, int]]) -> None:
+    record_corpus_files(conn, pairs)
+    record_pending_appends(conn, sizes)
+
+
 def _write_batch(
     conn: Connection,
     agent_id: str,
@@ -200,7 +214,9 @@ def _write_batch(
     participants: list[ParticipantRow],
     day_bucket: str,
     now_ms: int,
+    appended_paths: list[str],
 ) -> int:
+    clear_pending_appends(conn, appended_paths)  # committed with its lines: nothing to cut off
     write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
     record_participants(conn, participants)
     add_seen(conn, seen)
@@ -480,6 +496,7 @@ class _Sweep:
         report = self.report
         store = self.store
         async with self.rt.lock().hold() as lease:
+            await self._cut_off_uncommitted(lease.fence)
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list(batch.cursors)
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
@@ -498,12 +515,21 @@ class _Sweep:
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
             if candidates:  # reserved before the append, so forget can find every line written
-                await store.write(
-                    record_corpus_files,
-                    [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
-                    fence=lease.fence,
-                )
-            staged, seen = await self._append_corpus(candidates)
+                try:
+                    await store.write(
+                        _reserve,
+                        [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
+                        self.corpus.sizes_before(sorted({c.day for c in candidates})),
+                        fence=lease.fence,
+                    )
+                except ANY_SQLITE_ERROR as exc:
+                    raise OperationFailed(
+                        f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
+                        "staged and the next sweep reads it again"
+                    ) from exc
+                failpoint("ingest.corpus.reserved")
+            appended, staged, seen = await self._append_corpus(candidates)
+            failpoint("ingest.corpus.appended")
             checkpoints.extend(
                 _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
             )
@@ -511,8 +537,8 @@ class _Sweep:
                 [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
             )
             try:
-                removed = await store.write(
-                    _write_batch,
+                removed = await self._write_batch(
+                    appended,
                     self.agent,
                     staged,
                     seen,
@@ -521,6 +547,7 @@ class _Sweep:
                     participants,
                     self.day_bucket,
                     self.now_ms,
+                    sorted({corpus_relative_path(c.day) for c in candidates}),
                     fence=lease.fence,
                 )
             except ANY_SQLITE_ERROR as exc:
@@ -531,20 +558,47 @@ class _Sweep:
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
 
+    async def _cut_off_uncommitted(self, fence: FenceToken) -> None:
+        """Lines an earlier writer appended and died before committing go before we append."""
+        pending = await self.store.read(pending_appends)
+        if not pending:
+            return
+        removed = self.corpus.cut_back(pending)
+        await self.store.write(clear_pending_appends, None, fence=fence)
+        log.warning(
+            "ingest %s: cut %d uncommitted corpus bytes off after an interrupted sweep", self.agent, removed
+        )
+
+    async def _write_batch(self, appended: Appended | None, *args: Any, fence: FenceToken) -> int:
+        """The batch's store commit; if it fails (fenced off, disk full, cancelled) its corpus
+        append is undone, so the retry stages those lines once and a writer that lost its lease
+        leaves nothing of a session forgotten meanwhile."""
+        try:
+            return await self.store.write(_write_batch, *args, fence=fence)
+        except BaseException:
+            if appended is not None:
+                left = self.corpus.undo(appended)
+                if left:  # another writer changed the file since: its sweep or forget owns it now
+                    log.warning("ingest %s: corpus append not undone in %d file(s)", self.agent, len(left))
+            raise
+
     async def _append_corpus(
         self, candidates: Sequence[Candidate]
-    ) -> tuple[list[StagedMessage], dict[str, list[str]]]:
+    ) -> tuple[Appended | None, list[StagedMessage], dict[str, list[str]]]:
         by_day: dict[str, list[Candidate]] = {}
         for c in candidates:
             by_day.setdefault(c.day, []).append(c)
         paths = self.paths_by_id
         days = dict(sorted(by_day.items()))
-        firsts = await self.corpus.append(
+        if not days:
+            return None, [], {}
+        appended = await self.corpus.append(
             {
                 day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
                 for day, group in days.items()
             }
         )
+        firsts = appended.firsts
         staged: list[StagedMessage] = []
         seen_by_id: dict[str, list[str]] = {}
         kinds = self.kinds_by_id
@@ -569,7 +623,7 @@ class _Sweep:
                     )
                 )
                 seen_by_id.setdefault(c.session_id, []).append(c.seen_hash)
-        return staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
+        return appended, staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 
 
 async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:

@@ -183,4 +183,11 @@ class RedactJobErrors(logging.Filter):
             record.args = (*record.args[:3], "(message in the job result)")
             record.exc_info = None
             record.exc_text = None
+        elif record.levelno >= logging.ERROR and str(record.msg).startswith("deserializing job"):
+            # A broken job record: one line with what is wrong (a field name), no traceback.
+            cause = record.exc_info[1].__cause__ if record.exc_info and record.exc_info[1] else None
+            record.msg = f"{record.msg}: %s; it fails alone"
+            record.args = (*(record.args or ()), str(cause) if cause else "unreadable")  # type: ignore[misc]
+            record.exc_info = None
+            record.exc_text = None
         return True

@@ -27,6 +27,11 @@ REDIS_UP = Gauge("memoryd_redis_up", "1 when the last Redis round trip succeeded
 REDIS_RECONNECTS = Counter(
     "memoryd_redis_reconnects_total", "Reconnects after Redis was lost.", registry=REGISTRY
 )
+WORKER_RESTARTS = Counter(
+    "memoryd_worker_restarts_total",
+    "Restarts of the job worker after an error other than a lost Redis.",
+    registry=REGISTRY,
+)
 JOBS = Gauge(
     "memoryd_jobs_by_state",
     "Jobs of this host's queue by state (queued, running).",

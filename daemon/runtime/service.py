@@ -51,7 +51,7 @@ from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
-from daemon.runtime import metrics
+from daemon.runtime import interrupted, metrics
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.hosts import other_daemon, parse_host_record
 from daemon.runtime.live import LiveIngest
@@ -302,6 +302,8 @@ class Service:
         if self.pool is not None:
             try:
                 await self._publish(stopped=True)
+                if self.worker is not None:
+                    await interrupted.unregister(self.pool, self.state.queue, self.worker.instance)
             except (RedisError, OSError):
                 pass
             await self.pool.aclose(close_connection_pool=True)
@@ -321,6 +323,13 @@ class Service:
                 return
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
+            except Exception as exc:
+                # A job fails alone (MemorydWorker); anything else that ends arq's loop must not
+                # end the daemon: the worker starts again after a pause.
+                log.error("worker stopped on %s; starting it again", type(exc).__name__)
+                metrics.WORKER_RESTARTS.inc()
+                await anyio.sleep(delay)
+                continue
             while True:  # back off until Redis answers again
                 await anyio.sleep(delay)
                 delay = min(delay * 2, self.settings.daemon.redis_retry_max_s)
@@ -361,6 +370,8 @@ class Service:
                         self.live.follow_scheduled(enqueued)
                 except (RedisError, OSError) as exc:
                     log.warning("scheduler: Redis error: %s", exc)
+                except Exception as exc:  # one bad job record must not end the schedule
+                    log.error("scheduler: tick failed on %s; next tick as usual", type(exc).__name__)
             await anyio.sleep(SCHEDULER_TICK_S)
 
     def _may_enqueue(self) -> bool:
@@ -374,6 +385,8 @@ class Service:
                 await self._publish()
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
+            except Exception as exc:
+                log.error("heartbeat failed on %s; next beat as usual", type(exc).__name__)
             self.notifier.status(self.state.summary())
             await anyio.sleep(HEARTBEAT_S)
 
@@ -402,6 +415,9 @@ class Service:
                     )
                 except MemorydError as exc:
                     log.warning("status of agent %s: %s", agent, exc)
+                    continue
+                except Exception as exc:  # one agent's files must not end the gauges of all
+                    log.error("status of agent %s failed on %s", agent, type(exc).__name__)
                     continue
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
                 self.state.lag[agent] = summary.lag
