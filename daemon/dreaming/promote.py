@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import anyio
+
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
 from daemon.dreaming import consolidation
@@ -114,15 +116,11 @@ async def prepare_promotion(
     store = rt.require_store()
     staged = await store.read(read_staged, rt.agent_id)
     entries, expired = await drop_expired(rt.settings, rt.sessions, staged)
-    ranking = rank_candidates(entries, thresholds, now)
+    # CPU-bound and file reads: in a worker thread, so the event loop keeps serving.
+    ranking = await anyio.to_thread.run_sync(rank_candidates, entries, thresholds, now)
+    memory = await anyio.to_thread.run_sync(read_memory_file, rt.paths.workspace)
     return PromotionPlan(
-        now,
-        dreaming_day(now, settings.timezone),
-        thresholds,
-        len(staged),
-        ranking,
-        read_memory_file(rt.paths.workspace),
-        expired,
+        now, dreaming_day(now, settings.timezone), thresholds, len(staged), ranking, memory, expired
     )
 
 

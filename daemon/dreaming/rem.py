@@ -12,6 +12,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+import anyio
+
 from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
 from daemon.dreaming.pool import read_pool
@@ -19,6 +21,7 @@ from daemon.dreaming.report import RemReport
 from daemon.dreaming.selection import Group, group_similar
 from daemon.dreaming.staged import StagedEntry
 from daemon.dreaming.text import derive_tags
+from daemon.settings import DreamingSettings
 from daemon.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "rem", "REM Sleep"
@@ -78,6 +81,12 @@ def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
     return kept[: max(1, min(3, limit))]
 
 
+def reflect(pool: list[StagedEntry], settings: DreamingSettings) -> tuple[list[Theme], list[Truth]]:
+    """Pure, CPU-bound (run in a worker thread): the themes and truths of the pool."""
+    found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []
+    return themes(pool, settings.min_pattern_strength), found_truths
+
+
 def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) -> list[BlockItem]:
     items = [BlockItem(plain="### Reflections")]
     if not found_themes:
@@ -107,13 +116,13 @@ async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) ->
     settings = rt.settings.dreaming
     store = rt.require_store()
     report = RemReport()
+    pool = await read_pool(rt, now_ms)
+    report.considered = len(pool)
+    found_themes, found_truths = await anyio.to_thread.run_sync(reflect, pool, settings)
+    report.themes = [t.tag for t in found_themes]
+    report.truths = len(found_truths)
+    # Publication drops the lines quoting a session forgotten since the pool was read.
     async with rt.lock().hold() as lease:
-        pool = await read_pool(rt, now_ms)
-        report.considered = len(pool)
-        found_themes = themes(pool, settings.min_pattern_strength)
-        found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []
-        report.themes = [t.tag for t in found_themes]
-        report.truths = len(found_truths)
         written, _rows, warnings = await publish_block(
             rt, lease, BLOCK, HEADING, rem_items(found_themes, found_truths, day)
         )

@@ -43,14 +43,23 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def similarity(a: str, b: str) -> float:
-    """Jaccard similarity of the two texts' word sets (1.0 for identical claims)."""
-    wa, wb = set(words(claim_identity(a))), set(words(claim_identity(b)))
+def word_set(text: str) -> frozenset[str]:
+    """The words `similarity` compares: of the claim identity, lower case."""
+    return frozenset(words(claim_identity(text)))
+
+
+def jaccard(wa: frozenset[str], wb: frozenset[str]) -> float:
+    """Jaccard similarity of two word sets (1.0 for two empty sets)."""
     if not wa and not wb:
         return 1.0
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the two texts' word sets (1.0 for identical claims)."""
+    return jaccard(word_set(a), word_set(b))
 
 
 def derive_tags(text: str, limit: int = 6) -> tuple[str, ...]:
