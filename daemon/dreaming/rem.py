@@ -47,35 +47,44 @@ def tags_of(e: StagedEntry) -> tuple[str, ...]:
     return e.concept_tags or derive_tags(e.snippet)
 
 
-def themes(entries: list[StagedEntry], min_strength: float) -> list[Theme]:
+# Each entry's tags, derived once per sweep (deriving them is most of REM's work).
+Tags = dict[str, frozenset[str]]
+
+
+def entry_tags(entries: list[StagedEntry]) -> Tags:
+    return {e.entry_key: frozenset(tags_of(e)) for e in entries}
+
+
+def themes(entries: list[StagedEntry], min_strength: float, tags: Tags) -> list[Theme]:
     if not entries:
         return []
-    counts = Counter(t for e in entries for t in set(tags_of(e)))
+    counts = Counter(t for e in entries for t in tags[e.entry_key])
     out = []
     for tag, count in counts.items():
         strength = min(1.0, count / len(entries) * 2)
         if count >= 2 and strength >= min_strength:
-            out.append(Theme(tag, strength, tuple(e for e in entries if tag in tags_of(e))))
+            out.append(Theme(tag, strength, tuple(e for e in entries if tag in tags[e.entry_key])))
     out.sort(key=lambda t: (-t.strength, -len(t.members), t.tag))
     return out[:MAX_THEMES]
 
 
-def confidence(group: Group) -> float:
+def confidence(group: Group, tags: Tags) -> float:
     days = {d for m in group.members for d in m.recall_days}
-    tags = {t for m in group.members for t in tags_of(m)}
+    group_tags = {t for m in group.members for t in tags[m.entry_key]}
     recalls = group.signal_count
     return (
         min(1.0, group.avg_score) * 0.45
         + min(1.0, math.log1p(recalls) / math.log(7)) * 0.25
         + min(1.0, len(days) / 3) * 0.2
-        + min(1.0, len(tags) / 6) * 0.1
+        + min(1.0, len(group_tags) / 6) * 0.1
     )
 
 
-def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
+def truths(entries: list[StagedEntry], limit: int, tags: Tags) -> list[Truth]:
     # Entries light already surfaced come first (REM prefers light's staging).
     ordered = sorted(entries, key=lambda e: (e.light_hits == 0, -e.last_recalled_at, e.entry_key))
-    scored = [Truth(g, confidence(g)) for g in group_similar(ordered, TRUTH_SIMILARITY, same_path=False)]
+    groups = group_similar(ordered, TRUTH_SIMILARITY, same_path=False)
+    scored = [Truth(g, confidence(g, tags)) for g in groups]
     kept = [t for t in scored if t.confidence >= MIN_TRUTH_CONFIDENCE]
     kept.sort(key=lambda t: (-t.confidence, t.group.head.entry_key))
     return kept[: max(1, min(3, limit))]
@@ -83,8 +92,9 @@ def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
 
 def reflect(pool: list[StagedEntry], settings: DreamingSettings) -> tuple[list[Theme], list[Truth]]:
     """Pure, CPU-bound (run in a worker thread): the themes and truths of the pool."""
-    found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []
-    return themes(pool, settings.min_pattern_strength), found_truths
+    tags = entry_tags(pool)
+    found_truths = truths(pool, settings.rem_limit, tags) if settings.rem_limit else []
+    return themes(pool, settings.min_pattern_strength, tags), found_truths
 
 
 def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) -> list[BlockItem]:

@@ -79,7 +79,7 @@ def group_similar(
         if threshold <= 0:  # everything is similar enough: the first group of the scope
             prefix = [ANY_WORD]
         candidates = sorted({g for w in prefix for g in heads_by_word.get((scope, w), ())})
-        joined = next((g for g in candidates if jaccard(head_sets[g], words_of_e) >= threshold), None)
+        joined = next((g for g in candidates if _similar(head_sets[g], words_of_e, threshold)), None)
         if joined is not None:
             groups[joined].append(e)
         elif limit is None or len(groups) < limit:
@@ -88,6 +88,15 @@ def group_similar(
             groups.append([e])
             head_sets.append(words_of_e)
     return [Group(tuple(g)) for g in groups]
+
+
+def _similar(head: frozenset[str], other: frozenset[str], threshold: float) -> bool:
+    small, big = sorted((len(head), len(other)))
+    # jaccard <= small/big: a pair too different in size is not compared (the slack absorbs
+    # float rounding, so no similar pair is ever skipped).
+    if big and small < threshold * big - 1e-9 * big:
+        return False
+    return jaccard(head, other) >= threshold
 
 
 def _rarity(sets: Sequence[frozenset[str]]) -> dict[str, tuple[int, str]]:
