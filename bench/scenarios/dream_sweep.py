@@ -48,7 +48,7 @@ def snippets(n: int, rng: random.Random) -> list[str]:
     return out
 
 
-def stage(db: Path, workspace: Path, n: int, now_ms: int) -> None:
+def stage(db: Path, workspace: Path, n: int, now_ms: int, agent: str = AGENT) -> None:
     """Corpus lines and staged rows with origins, written with SQL as ingestion commits them."""
     from bench.baselines import connect
     from daemon.store.short_term import COLUMNS
@@ -62,7 +62,7 @@ def stage(db: Path, workspace: Path, n: int, now_ms: int) -> None:
     rows, origins, lines = [], [], []
     for i, text in enumerate(texts):
         session = f"s{i % 200}"
-        lines.append(f"[{AGENT}/sessions/{AGENT}/{session}#L{i + 1}] {text}\n")
+        lines.append(f"[{agent}/sessions/{agent}/{session}#L{i + 1}] {text}\n")
         key = f"memory:claim:{i:012x}"
         last = now_ms - rng.randrange(DAY_MS)
         signals = rng.randint(1, 6)
@@ -72,7 +72,7 @@ def stage(db: Path, workspace: Path, n: int, now_ms: int) -> None:
              json.dumps([f"d{j}" for j in range(rng.randint(1, 3))]), "[]", "owner", "interactive", last,
              None, None, None)
         )  # fmt: skip
-        origins.append((key, AGENT, session, f"agent:{AGENT}:{session}", "owner", last))
+        origins.append((key, agent, session, f"agent:{agent}:{session}", "owner", last))
     corpus.write_text("".join(lines))
     conn = connect(db)
     with conn:
