@@ -230,7 +230,8 @@ class _Sweep:
         excluded[reason] = excluded.get(reason, 0) + 1
 
     async def run(self) -> IngestReport:
-        decided = self._decide()
+        # The listing and the stat of every transcript are file I/O: off the event loop.
+        decided = await anyio.to_thread.run_sync(self._decide)
         forgotten, (stamps, settled), self.erased = await self.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
@@ -242,7 +243,9 @@ class _Sweep:
         admitted, excluded = await self._admit_now(decided, forgotten)
         batch = _Batch()
         self._record_exclusions(excluded, stamps, batch)
-        changed = self._stat_admitted(admitted, stamps, settled, decided.keys, batch)
+        changed = await anyio.to_thread.run_sync(
+            self._stat_admitted, admitted, stamps, settled, decided.keys, batch
+        )
         to_scan = await self._plan_scans(changed, stamps)
         await self._scan_and_commit(to_scan, len(admitted), batch)
         return self._finished_report()
