@@ -34,6 +34,7 @@ import orjson
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
+from daemon.failpoints import failpoint
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
@@ -432,6 +433,7 @@ class _Sweep:
         taken = 0
         try:
             scanner.open()
+            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
             self.report.sessions_scanned += 1
             while True:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)

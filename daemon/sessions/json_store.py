@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISLNK
 from typing import Any
 
 import orjson
@@ -342,8 +342,8 @@ class JsonSessionSource:
             st = os.lstat(session.locator)
         except OSError:  # gone, or a path component is a file or a symlink loop
             return None
-        if not S_ISREG(st.st_mode):
-            return None  # a symlink, FIFO or device is not read (open_transcript refuses it)
+        if S_ISLNK(st.st_mode):
+            return None  # a symlinked transcript is not read
         return _new_fingerprint((st.st_mtime_ns // 1_000_000, st.st_size))
 
     @contextmanager
