@@ -25,6 +25,7 @@ import orjson
 
 from daemon.errors import OperationFailed
 from daemon.ids import session_id_problem
+from daemon.sessions import json_text
 from daemon.sessions.files import open_dir_below, open_regular, read_regular, stat_regular
 from daemon.sessions.lines import iter_lines
 from daemon.sessions.model import (
@@ -242,7 +243,7 @@ class JsonSessionSource:
         except OSError as exc:
             raise OperationFailed(f"{self.store_path}: cannot read: {exc.strerror}") from None
         try:
-            store = orjson.loads(data)
+            store = json_text.loads(data)  # a lone surrogate is read as the reference reads it
         except orjson.JSONDecodeError as exc:
             raise OperationFailed(f"{self.store_path}: invalid JSON: {exc}") from None
         if not isinstance(store, dict):
