@@ -20,6 +20,7 @@ from daemon.settings import load_settings
 from daemon.store.short_term import COLUMNS
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, write_config
+from tests.polling import until
 
 pytestmark = pytest.mark.slow  # a daemon process
 
@@ -136,6 +137,11 @@ async def test_agents_with_unreadable_files_fail_alone_and_the_daemon_keeps_serv
             assert report.state == "complete", report
             assert any("orchard" in t for t in _staged_texts(settings, good))
         assert daemon.proc is not None and daemon.proc.poll() is None, daemon.log()
+        # The gauges went over every agent, counted each bad one in one line and carried on.
+        for agent in bad.values():
+            await until(
+                lambda a=agent: f"agent {a}: 1 file(s)" in daemon.log(), f"the gauge line of {agent}", 30
+            )
         daemon.signal(signal.SIGTERM)
         assert daemon.wait(30) == 0, daemon.log()
         assert "Traceback" not in daemon.log(), daemon.log()
