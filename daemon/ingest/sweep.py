@@ -250,7 +250,8 @@ class _Sweep:
         excluded[reason] = excluded.get(reason, 0) + 1
 
     async def run(self) -> IngestReport:
-        decided = self._decide()
+        # The listing and the stat of every transcript are file I/O: off the event loop.
+        decided = await anyio.to_thread.run_sync(self._decide)
         forgotten, (stamps, settled), self.erased = await self.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
@@ -262,7 +263,9 @@ class _Sweep:
         admitted, excluded = await self._admit_now(decided, forgotten)
         batch = _Batch()
         self._record_exclusions(excluded, stamps, batch)
-        changed = self._stat_admitted(admitted, stamps, settled, decided.keys, batch)
+        changed = await anyio.to_thread.run_sync(
+            self._stat_admitted, admitted, stamps, settled, decided.keys, batch
+        )
         to_scan = await self._plan_scans(changed, stamps)
         self.sessions_to_read = len(to_scan)
         await self._scan_and_commit(to_scan, len(admitted), batch)
@@ -450,6 +453,7 @@ class _Sweep:
         taken = 0
         try:
             scanner.open()
+            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
             self.report.sessions_scanned += 1
             while True:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)

@@ -107,6 +107,12 @@ LIVE_JOBS = Counter(
     ["family", "reason"],
     registry=REGISTRY,
 )
+SOURCE_PROBLEMS = Gauge(
+    "memoryd_source_problems",
+    "Files or entries of the agent's sessions that could not be read (skipped) at the last refresh.",
+    ["agent"],
+    registry=REGISTRY,
+)
 LOCK_WAIT = Histogram(
     "memoryd_lock_wait_seconds",
     "Time a job waited for the workspace lock.",

@@ -138,6 +138,7 @@ class Service:
         self.notifier = notifier or Notifier()
         host = settings.daemon.host_id
         self.state = ServiceState(host, queue_name(host), [], _now_iso())
+        self._problems: dict[str, int] = {}  # per agent, at the last gauge refresh
         self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
@@ -410,7 +411,7 @@ class Service:
             for agent in self.state.agents:
                 try:
                     caches = self.worker.caches if self.worker is not None else None
-                    summary, _errors = await sweep_summary(
+                    summary, errors = await sweep_summary(
                         self.settings, agent, caches.part(ListingCache) if caches is not None else None
                     )
                 except MemorydError as exc:
@@ -419,12 +420,25 @@ class Service:
                 except Exception as exc:  # one agent's files must not end the gauges of all
                     log.error("status of agent %s failed on %s", agent, type(exc).__name__)
                     continue
+                self._count_problems(agent, len(errors))
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
                 self.state.lag[agent] = summary.lag
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
             await anyio.sleep(STATUS_REFRESH_S)
+
+    def _count_problems(self, agent: str, problems: int) -> None:
+        """A gauge, and one line when the count changes. The line gives the count only: the
+        problems name session keys, which may name people (`memoryd status` lists them)."""
+        metrics.SOURCE_PROBLEMS.labels(agent=agent).set(problems)
+        if problems != self._problems.get(agent, 0):
+            log.warning(
+                "agent %s: %d file(s) or entries of its sessions skipped; `memoryd status` names them",
+                agent,
+                problems,
+            )
+        self._problems[agent] = problems
 
     async def _watchdog_loop(self, interval_s: float) -> None:
         # Pinged from the event loop itself: a wedged loop stops the pings and systemd restarts us.

@@ -134,6 +134,8 @@ def _live_sessions(
             live[session.session_id] = None if fp is None else (fp.mtime_ms, fp.size)
     except MemorydError as exc:
         errors.append(str(exc))
+    except OSError as exc:  # an agent's files are another program's: never end the caller
+        errors.append(f"sessions of agent {agent}: {exc}")
     return sessions, live, errors
 
 

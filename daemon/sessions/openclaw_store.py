@@ -45,6 +45,7 @@ from daemon.constants import (
 )
 from daemon.errors import OperationFailed, SourceChanged
 from daemon.ids import session_source_problem
+from daemon.sessions.files import stat_regular
 from daemon.sessions.json_store import derive_session_kind
 from daemon.sessions.lines import iter_lines
 from daemon.sessions.model import (
@@ -128,8 +129,14 @@ def _text(raw: bytes) -> str:
 class _Snapshot:
     """One read-only connection inside one read transaction."""
 
-    def __init__(self, db_path: Path, trace: Callable[[str], None] | None):
+    def __init__(self, db_path: Path, trace: Callable[[str], None] | None, root: Path):
         self.db_path = db_path
+        # SQLite's own open would block on a FIFO and follow any symlink: look first. (A swap in
+        # the instant between the look and the open is not caught.)
+        try:
+            stat_regular(root, db_path)
+        except OSError as exc:
+            raise OperationFailed(f"{db_path}: cannot open OpenClaw agent database: {exc.strerror}") from None
         wal = Path(f"{db_path}-wal")
         shm = Path(f"{db_path}-shm")
         # OpenClaw has the database open: join its WAL (no file is created, both exist). Were
@@ -261,9 +268,18 @@ class OpenClawSessionSource:
 
     kind = "openclaw"
 
-    def __init__(self, agent_id: str, db_path: Path, *, trace: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        agent_id: str,
+        db_path: Path,
+        *,
+        trace: Callable[[str], None] | None = None,
+        root: Path | None = None,
+    ):
         self.agent_id = agent_id
         self.db_path = Path(db_path)
+        # The database is checked as a regular file reached from here without symlinks.
+        self.root = root if root is not None else self.db_path.parent
         self._trace = trace  # receives every SQL statement run (diagnostics, tests)
         # An archive's locator names its row; no file has that name (a '#' component never
         # exists beside the database), so code that stats a locator finds nothing there.
@@ -274,7 +290,7 @@ class OpenClawSessionSource:
     def _read(self, fn: Callable[[Connection], Any]) -> Any:
         """`fn(conn)` in one read transaction; retried if it overlapped a checkpoint."""
         for _ in range(OPENCLAW_READ_ATTEMPTS):
-            snap = _Snapshot(self.db_path, self._trace)
+            snap = _Snapshot(self.db_path, self._trace, self.root)
             try:
                 result = fn(snap.conn)
             except ANY_SQLITE_ERROR as exc:
@@ -475,7 +491,7 @@ class OpenClawSessionSource:
         after = -1
         yielded = False
         attempts = 0
-        snaps.append(_Snapshot(self.db_path, self._trace))
+        snaps.append(_Snapshot(self.db_path, self._trace, self.root))
         while True:
             snap = snaps[-1]
             try:
@@ -508,7 +524,7 @@ class OpenClawSessionSource:
                         f"each of {OPENCLAW_READ_ATTEMPTS} reads; try again"
                     )
                 snaps.pop().close()
-                snaps.append(_Snapshot(self.db_path, self._trace))
+                snaps.append(_Snapshot(self.db_path, self._trace, self.root))
                 continue
             for seq, text, text_bytes, blob, utf8_bytes in rows:
                 yielded = True
