@@ -9,8 +9,9 @@ import re
 from typing import Any
 
 # Query parameters whose value is a credential (password=, api_key=, access_token=, sig=, …).
+# The value runs to the next '&' or '#': parse_qs (and so redis-py) no longer splits on ';'.
 _SECRET_PARAM_RE = re.compile(
-    r"(?i)([?&;](?:[^=&#;]*(?:pass|secret|token|key|auth|sig|credential)[^=&#;]*)=)[^&#;]*"
+    r"(?i)([?&;](?:[^=&#;]*(?:pass|secret|token|key|auth|sig|credential)[^=&#;]*)=)[^&#]*"
 )
 MASK = "***"
 

@@ -78,7 +78,7 @@ async def test_a_forget_killed_mid_run_is_retried_at_restart_before_any_sweep(wo
             finally:
                 second.stop()
         assert done.state == "complete", done.error
-        assert done.result is not None and done.result["sessionIds"] == ["s-gone"]
+        assert done.result is not None  # results name no session: the record below is the proof
         assert swept.state == "complete", swept.error
         # The forgotten records were written before the sweep could ingest the session again.
         assert swept.started_at is not None and done.finished_at is not None
