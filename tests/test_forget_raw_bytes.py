@@ -113,8 +113,9 @@ async def test_no_forgotten_bytes_remain_under_state_dir_after_a_forget_apply(tm
 @pytest.mark.xfail(
     strict=True,
     reason="known gap: a b-tree balance rebuilds a page without clearing its unallocated space, "
-    "so a row that moved to a sibling page leaves a copy that deleting the row (secure_delete) "
-    "does not reach; only a rewrite of the page (VACUUM) removes it",
+    "so an older copy of a row that stayed on the page (at a new offset) is left in the page's "
+    "free gap; deleting the row (secure_delete) zeroes only its live cell. Only a rewrite of "
+    "the deleted rows' pages (or VACUUM) removes it",
 )
 def test_rows_moved_by_growing_updates_leave_no_copy_after_their_delete(tmp_path: Path) -> None:
     """The write path behind stale cell bytes: staged entries whose JSON lists grow with each
