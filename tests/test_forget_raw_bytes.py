@@ -12,8 +12,6 @@ import json
 import random
 from pathlib import Path
 
-import pytest
-
 from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.request import ForgetRequest
@@ -23,7 +21,7 @@ from daemon.ingest.sweep import run_ingest_sweep
 from daemon.store.engine import connect
 from daemon.store.migrate import AGENT as AGENT_SCHEMA
 from daemon.store.migrate import migrate_connection
-from daemon.store.short_term import delete_entries
+from daemon.store.short_term import purge_entries
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 
@@ -110,18 +108,12 @@ async def test_no_forgotten_bytes_remain_under_state_dir_after_a_forget_apply(tm
     assert _scan(state, {SURVIVING.encode()[:40]})  # the survivor's text is still there
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a b-tree balance rebuilds a page without clearing its unallocated space, "
-    "so an older copy of a row that stayed on the page (at a new offset) is left in the page's "
-    "free gap; deleting the row (secure_delete) zeroes only its live cell. Only a rewrite of "
-    "the deleted rows' pages (or VACUUM) removes it",
-)
 def test_rows_moved_by_growing_updates_leave_no_copy_after_their_delete(tmp_path: Path) -> None:
     """The write path behind stale cell bytes: staged entries whose JSON lists grow with each
-    recall (dreaming's signal updates) outgrow their page, the page is rebalanced and the moved
-    rows' old cells stay in its free gap. Deleting the rows (forget's delete) zeroes only the
-    live cells."""
+    recall (dreaming's signal updates) outgrow their page, the page is rebalanced without
+    clearing its free gap, and an older copy of a row that stayed on the page sits there.
+    Deleting the row zeroes only its live cell, so forget's purge rewrites the rows around it
+    too: the pages they filled are freed (zeroed, secure_delete) and rebuilt."""
     rng = random.Random(5)  # a seed whose balances are known to move doomed rows
     path = tmp_path / "memory.sqlite"
     conn = connect(str(path), readonly=False)
@@ -146,9 +138,11 @@ def test_rows_moved_by_growing_updates_leave_no_copy_after_their_delete(tmp_path
     conn.execute("COMMIT")
     doomed = rng.sample(sorted(snippets), 200)
     conn.execute("BEGIN IMMEDIATE")
-    delete_entries(conn, doomed)
+    purge_entries(conn, doomed)
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert [k for k in doomed if snippets[k][:24].encode() in data] == []
+    survivors = [k for k in snippets if k not in set(doomed)]
+    assert all(snippets[k][:24].encode() in data for k in survivors)

@@ -47,7 +47,7 @@ from daemon.store.participants import delete_participants_of_sessions
 from daemon.store.phase_signals import delete_signals
 from daemon.store.preimages import rewrite_preimage
 from daemon.store.seen_hashes import delete_scopes
-from daemon.store.short_term import delete_entries
+from daemon.store.short_term import purge_entries
 from daemon.store.tombstones import forgotten_ids, record_tombstones
 
 RERUN_HINT = (
@@ -99,7 +99,7 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     failpoint("forget.state")
     # Phase signals first: derived from staged entries, which stay the evidence for a retry.
     delete_signals(conn, plan.phase_signal_keys)
-    delete_entries(conn, plan.short_term_keys)
+    purge_entries(conn, plan.short_term_keys)  # and the rows that shared their pages
     delete_checkpoints(conn, plan.checkpoint_keys)
     delete_scopes(conn, plan.seen_scopes)
     _purge_backfill_journal(conn, plan)

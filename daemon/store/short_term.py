@@ -303,3 +303,52 @@ def texts_outside(conn: Connection, low: str, high: str) -> list[EntryText]:
 
 def delete_entries(conn: Connection, keys: Sequence[str]) -> int:
     return execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", keys)
+
+
+# A b-tree balance rebuilds a page without clearing its free gap, so an older copy of a row
+# that stayed on the page can sit there; deleting the row zeroes only its live cell
+# (secure_delete). Forget's purge therefore also deletes and reinserts the rows around each
+# purged one in rowid (page) order: the pages they shared are freed (zeroed) and their rows
+# rebuilt elsewhere. More rows than one page of staged entries holds, on either side.
+PAGE_NEIGHBOURS = 64
+_REWRITE = "temp.short_term_rewrite"  # temp_store is memory: the copies never reach a file
+
+
+def purge_entries(conn: Connection, keys: Sequence[str]) -> int:
+    """Delete these entries and rewrite the rows that shared their pages; the number deleted.
+    The cost follows the purged rows (at most 2 * PAGE_NEIGHBOURS rewritten each), not the table."""
+    rowids = [
+        r[0]
+        for r in select_in(conn, "SELECT rowid FROM short_term_entries WHERE entry_key IN ({marks})", keys)
+    ]
+    deleted = delete_entries(conn, keys)
+    around: set[int] = set()
+    for rowid in rowids:
+        for sql in (_BEFORE, _AFTER):
+            around.update(r[0] for r in conn.execute(sql, (rowid, PAGE_NEIGHBOURS)))
+    if around:
+        _rewrite_rows(conn, sorted(around))
+    return deleted
+
+
+_BEFORE = "SELECT rowid FROM short_term_entries WHERE rowid < ? ORDER BY rowid DESC LIMIT ?"
+_AFTER = "SELECT rowid FROM short_term_entries WHERE rowid > ? ORDER BY rowid LIMIT ?"
+
+
+def _rewrite_rows(conn: Connection, rowids: Sequence[int]) -> None:
+    """Delete and reinsert these rows, unchanged and under the same rowids."""
+    name = _REWRITE.split(".")[1]
+    conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {name} AS SELECT rowid AS rid, * FROM short_term_entries WHERE 0"
+    )
+    conn.execute(f"DELETE FROM {_REWRITE}")
+    execute_in(
+        conn,
+        f"INSERT INTO {_REWRITE} SELECT rowid, * FROM short_term_entries WHERE rowid IN ({{marks}})",
+        rowids,
+    )
+    execute_in(conn, "DELETE FROM short_term_entries WHERE rowid IN ({marks})", rowids)
+    conn.execute(
+        f"INSERT INTO short_term_entries(rowid, {SELECT_LIST}) SELECT rid, {SELECT_LIST} FROM {_REWRITE} ORDER BY rid"
+    )
+    conn.execute(f"DELETE FROM {_REWRITE}")
