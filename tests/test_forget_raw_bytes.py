@@ -12,8 +12,6 @@ import json
 import random
 from pathlib import Path
 
-import pytest
-
 from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.request import ForgetRequest
@@ -21,7 +19,7 @@ from daemon.forget.run import forget
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.store.engine import connect
-from daemon.store.index_chunks import delete_chunks
+from daemon.store.index_chunks import delete_chunks, rewrite_chunk_pages, rowids_of_chunks
 from daemon.store.migrate import AGENT as AGENT_SCHEMA
 from daemon.store.migrate import migrate_connection
 from daemon.store.short_term import purge_entries
@@ -151,14 +149,10 @@ def test_rows_moved_by_growing_updates_leave_no_copy_after_their_delete(tmp_path
     assert all(snippets[k][:24].encode() in data for k in survivors)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: index chunk pages are not rewritten after a purge (their rows carry "
-    "provenance, recall and vector rows by cascade), so a page rebuilt by an earlier index run "
-    "can keep an older copy of a purged chunk in its free gap",
-)
 def test_index_chunks_purged_after_earlier_index_runs_leave_no_copy(tmp_path: Path) -> None:
-    """Index runs append chunks and purge changed files' chunks; the merges rebuild pages."""
+    """Index runs append chunks and purge changed files' chunks; the merges rebuild pages and
+    can keep an older copy of a chunk in a page's free gap. Forget's purge of chunks rewrites
+    the chunks that shared their pages, with every row derived from them."""
     rng = random.Random(1)  # a seed whose rebuilds are known to keep a purged chunk's copy
     path = tmp_path / "memory.sqlite"
     conn = connect(str(path), readonly=False)
@@ -185,9 +179,15 @@ def test_index_chunks_purged_after_earlier_index_runs_leave_no_copy(tmp_path: Pa
         conn.execute("COMMIT")
     doomed = rng.sample(sorted(texts), 100)
     conn.execute("BEGIN IMMEDIATE")
+    purged = rowids_of_chunks(conn, [f"c{r}" for r in doomed])
     delete_chunks(conn, [f"c{r}" for r in doomed])
+    rewrite_chunk_pages(conn, purged)
     conn.execute("COMMIT")
+    survivors = conn.execute(
+        "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH 'word'"
+    ).fetchone()
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert [r for r in doomed if texts[r][:18].encode() in data] == []
+    assert survivors == (len(texts) - len(doomed),)  # the rewritten chunks are still found

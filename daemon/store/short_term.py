@@ -15,6 +15,7 @@ import orjson
 
 from daemon.store.batched import execute_in, select_in
 from daemon.store.engine import Connection
+from daemon.store.pages import rows_sharing_pages
 
 # Columns holding JSON lists (decoded to tuples of str).
 _LIST_COLUMNS = (12, 13, 14)
@@ -305,51 +306,23 @@ def delete_entries(conn: Connection, keys: Sequence[str]) -> int:
     return execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", keys)
 
 
-# A b-tree balance rebuilds a page without clearing its free gap, so an older copy of a row
-# that stayed on the page can sit there; deleting the row zeroes only its live cell
-# (secure_delete). Forget's purge therefore also deletes and reinserts the rows around each
-# purged one in rowid (page) order, at least a page's worth of bytes on either side: the pages
-# they shared are freed (zeroed) and their rows rebuilt elsewhere.
-MAX_PAGE_NEIGHBOURS = 64  # rows looked at on either side (a page holds fewer staged rows)
 _REWRITE = "temp.short_term_rewrite"  # temp_store is memory: the copies never reach a file
-# A lower bound of a row's cell size: its text columns (overhead ignored), so the rows taken
-# until a page's worth is reached always cover the purged row's page.
+# A row's stored text (a lower bound of its cell size; daemon/store/pages.py).
 _ROW_BYTES = "length(entry_key) + length(path) + length(snippet) + length(query_hashes) + length(recall_days)"
-_BEFORE = f"SELECT rowid, {_ROW_BYTES} FROM short_term_entries WHERE rowid < ? ORDER BY rowid DESC LIMIT ?"
-_AFTER = f"SELECT rowid, {_ROW_BYTES} FROM short_term_entries WHERE rowid > ? ORDER BY rowid LIMIT ?"
 
 
 def purge_entries(conn: Connection, keys: Sequence[str]) -> int:
-    """Delete these entries and rewrite the rows that shared their pages; the number deleted.
-    The cost follows the purged rows (a page's worth of rows rewritten on either side of
-    each), not the table."""
+    """Delete these entries and rewrite the rows that shared their pages, so no older copy of
+    them stays in a page's free gap (daemon/store/pages.py); the number deleted."""
     rowids = [
         r[0]
         for r in select_in(conn, "SELECT rowid FROM short_term_entries WHERE entry_key IN ({marks})", keys)
     ]
     deleted = delete_entries(conn, keys)
-    page = int(conn.execute("PRAGMA page_size").fetchone()[0])
-    around: set[int] = set()
-    for rowid in rowids:
-        for sql in (_BEFORE, _AFTER):
-            around.update(_a_page_of(conn.execute(sql, (rowid, MAX_PAGE_NEIGHBOURS)).fetchall(), page))
+    around = rows_sharing_pages(conn, "short_term_entries", _ROW_BYTES, rowids)
     if around:
-        _rewrite_rows(conn, sorted(around))
+        _rewrite_rows(conn, around)
     return deleted
-
-
-def _a_page_of(rows: Sequence[tuple[int, int]], page: int) -> list[int]:
-    """The rowids of `rows` (nearest first) until their bytes reach a page. A row too large for
-    one cell keeps at least SQLite's minimum local payload in the page (the rest overflows)."""
-    min_local = (page - 12) * 32 // 255 - 23
-    taken: list[int] = []
-    size = 0
-    for rowid, row_bytes in rows:
-        if size >= page:
-            break
-        taken.append(rowid)
-        size += min(row_bytes, min_local)
-    return taken
 
 
 def _rewrite_rows(conn: Connection, rowids: Sequence[int]) -> None:
