@@ -12,8 +12,6 @@ import json
 import random
 from pathlib import Path
 
-import pytest
-
 from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.request import ForgetRequest
@@ -21,9 +19,10 @@ from daemon.forget.run import forget
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.store.engine import connect
+from daemon.store.index_chunks import delete_chunks, rewrite_chunk_pages, rowids_of_chunks
 from daemon.store.migrate import AGENT as AGENT_SCHEMA
 from daemon.store.migrate import migrate_connection
-from daemon.store.short_term import delete_entries
+from daemon.store.short_term import purge_entries
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 
@@ -110,17 +109,12 @@ async def test_no_forgotten_bytes_remain_under_state_dir_after_a_forget_apply(tm
     assert _scan(state, {SURVIVING.encode()[:40]})  # the survivor's text is still there
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a b-tree balance rebuilds a page without clearing its unallocated space, "
-    "so a row that moved to a sibling page leaves a copy that deleting the row (secure_delete) "
-    "does not reach; only a rewrite of the page (VACUUM) removes it",
-)
 def test_rows_moved_by_growing_updates_leave_no_copy_after_their_delete(tmp_path: Path) -> None:
     """The write path behind stale cell bytes: staged entries whose JSON lists grow with each
-    recall (dreaming's signal updates) outgrow their page, the page is rebalanced and the moved
-    rows' old cells stay in its free gap. Deleting the rows (forget's delete) zeroes only the
-    live cells."""
+    recall (dreaming's signal updates) outgrow their page, the page is rebalanced without
+    clearing its free gap, and an older copy of a row that stayed on the page sits there.
+    Deleting the row zeroes only its live cell, so forget's purge rewrites the rows around it
+    too: the pages they filled are freed (zeroed, secure_delete) and rebuilt."""
     rng = random.Random(5)  # a seed whose balances are known to move doomed rows
     path = tmp_path / "memory.sqlite"
     conn = connect(str(path), readonly=False)
@@ -145,9 +139,55 @@ def test_rows_moved_by_growing_updates_leave_no_copy_after_their_delete(tmp_path
     conn.execute("COMMIT")
     doomed = rng.sample(sorted(snippets), 200)
     conn.execute("BEGIN IMMEDIATE")
-    delete_entries(conn, doomed)
+    purge_entries(conn, doomed)
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert [k for k in doomed if snippets[k][:24].encode() in data] == []
+    survivors = [k for k in snippets if k not in set(doomed)]
+    assert all(snippets[k][:24].encode() in data for k in survivors)
+
+
+def test_index_chunks_purged_after_earlier_index_runs_leave_no_copy(tmp_path: Path) -> None:
+    """Index runs append chunks and purge changed files' chunks; the merges rebuild pages and
+    can keep an older copy of a chunk in a page's free gap. Forget's purge of chunks rewrites
+    the chunks that shared their pages, with every row derived from them."""
+    rng = random.Random(1)  # a seed whose rebuilds are known to keep a purged chunk's copy
+    path = tmp_path / "memory.sqlite"
+    conn = connect(str(path), readonly=False)
+    migrate_connection(conn, AGENT_SCHEMA)
+    texts: dict[int, str] = {}
+    rowid = 0
+    for _ in range(6):
+        conn.execute("BEGIN IMMEDIATE")
+        for _ in range(500):
+            rowid += 1
+            texts[rowid] = f"chunk text {rowid:06d} " + "word " * rng.randint(10, 120)
+            conn.execute(
+                "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, "
+                "model, text, updated_at) VALUES (?, ?, ?, 'memory', 1, 1, 'h', 'fts-only', ?, 0)",
+                (rowid, f"c{rowid}", f"p{rowid % 50}", texts[rowid]),
+            )
+            conn.execute(
+                "INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", (rowid, texts[rowid])
+            )
+        changed = rng.sample(sorted(texts), 150)
+        delete_chunks(conn, [f"c{r}" for r in changed])
+        for r in changed:
+            texts.pop(r)
+        conn.execute("COMMIT")
+    doomed = rng.sample(sorted(texts), 100)
+    conn.execute("BEGIN IMMEDIATE")
+    purged = rowids_of_chunks(conn, [f"c{r}" for r in doomed])
+    delete_chunks(conn, [f"c{r}" for r in doomed])
+    rewrite_chunk_pages(conn, purged)
+    conn.execute("COMMIT")
+    survivors = conn.execute(
+        "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH 'word'"
+    ).fetchone()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert [r for r in doomed if texts[r][:18].encode() in data] == []
+    assert survivors == (len(texts) - len(doomed),)  # the rewritten chunks are still found
