@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from daemon.errors import UsageError
 from daemon.fileio import commit_file
+from daemon.redaction import redact_url
 from daemon.sessions.transcript_writer import Turn, encode_lines, transcript
 
 DAY_MS = 86_400_000
@@ -326,7 +327,7 @@ def write_demo(
         config=str(config),
         sessions_root=str(sessions_root),
         state_dir=str(directory / "state"),
-        redis_url=redis_url,
+        redis_url=redact_url(redis_url),  # the report is printed: no password in it
         agents=agents,
         excluded_hook_sources=["gmail"],
     )

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from daemon.dreaming.selection import group_similar
 from daemon.dreaming.staged import StagedEntry
-from daemon.dreaming.text import similarity
+from daemon.dreaming.text import claim_identity, claim_words, similarity, words
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "Alpha", "BETA"]
 
@@ -75,3 +75,12 @@ def test_twenty_thousand_distinct_entries_group_without_a_pairwise_scan():
     entries = [entry(i, f"note {i} about topic{i % 97} and item{i}", "a.md") for i in range(20_000)]
     groups = group_similar(entries, 0.88, same_path=False)
     assert len(groups) == 20_000
+
+
+PIECES = ["user", "assistant", "User", ":", " ", "\t", "\n", "\xa0", "-", "'", "_", "İ", "ß", "a", "Z", "1"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join) | st.text(max_size=30))
+def test_claim_words_are_the_words_of_the_claim_identity(text):
+    assert claim_words(text) == words(claim_identity(text))

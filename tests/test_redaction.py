@@ -1,6 +1,6 @@
 """Secrets never printed (issue 18, finding 10): a Redis password and the userinfo of the
 embedding and consolidation `base_url`s appear in no output of `config check` (human and
-JSON), `status`, a refused `run`, a failing index job or a failing model call."""
+JSON), `status`, a refused `run`, a failing index job, `demo init` or a failing model call."""
 
 from __future__ import annotations
 
@@ -96,6 +96,8 @@ def test_config_check_status_run_and_index_never_print_a_password(
             run_cli(good, "ingest", "--agent", "main"),
             run_cli(good, "index", "--agent", "main"),
             run_cli(good, "index", "--agent", "main", "--json"),
+            run_cli(good, "demo", "init", str(tmp_path / "demo"), "--redis-url", bad_redis),
+            run_cli(good, "demo", "init", str(tmp_path / "demo2"), "--redis-url", bad_redis, "--json"),
         ]
         assert endpoint.requests, "the embedding endpoint was never called"
     shown = _outputs(*runs)

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
+import anyio
+
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
     BACKFILL_DEFAULT_LIMIT_DAYS,
@@ -182,7 +184,8 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
         forgotten = await store.read(_tombstones)
         processed = await store.read(processed_days)
         erased = await store.read(load_erased_senders, secret)
-    scan = scan_sessions(rt, forgotten, secret, erased)
+    # Reads every admitted transcript: in a worker thread, so the event loop keeps serving.
+    scan = await anyio.to_thread.run_sync(scan_sessions, rt, forgotten, secret, erased)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
     days, claims = plan_claims(scan, processed, request, staged)

@@ -67,27 +67,60 @@ def group_similar(
     similar to (`similarity` >= threshold), else starts a group; at most `limit` groups.
 
     Exact without comparing every pair: only heads that share a word with the entry in both
-    word sets' prefixes are compared (`word_prefix`)."""
+    word sets' prefixes, and could still share enough words after it, are compared (the
+    prefix and positional filters of `word_prefix` and `_HeadIndex.candidates`)."""
     sets = [word_set(e.snippet) for e in entries]
     order = _rarity(sets)
     groups: list[list[StagedEntry]] = []
-    head_sets: list[frozenset[str]] = []
-    heads_by_word: dict[tuple[str | None, str], list[int]] = {}
+    index = _HeadIndex(threshold)
     for e, words_of_e in zip(entries, sets, strict=True):
         scope = e.path if same_path else None
         prefix = word_prefix(words_of_e, threshold, order)
         if threshold <= 0:  # everything is similar enough: the first group of the scope
             prefix = [ANY_WORD]
-        candidates = sorted({g for w in prefix for g in heads_by_word.get((scope, w), ())})
-        joined = next((g for g in candidates if _similar(head_sets[g], words_of_e, threshold)), None)
+        candidates = index.candidates(scope, prefix, len(words_of_e))
+        joined = next((g for g in candidates if _similar(index.sets[g], words_of_e, threshold)), None)
         if joined is not None:
             groups[joined].append(e)
         elif limit is None or len(groups) < limit:
-            for w in prefix:
-                heads_by_word.setdefault((scope, w), []).append(len(groups))
+            index.add(scope, prefix, words_of_e)
             groups.append([e])
-            head_sets.append(words_of_e)
     return [Group(tuple(g)) for g in groups]
+
+
+class _HeadIndex:
+    """Group heads by (scope, word of their prefix), with the word's position in the prefix."""
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+        self.sets: list[frozenset[str]] = []
+        self.by_word: dict[tuple[str | None, str], list[tuple[int, int]]] = {}
+
+    def add(self, scope: str | None, prefix: list[str], words_of: frozenset[str]) -> None:
+        head = len(self.sets)
+        self.sets.append(words_of)
+        for pos, w in enumerate(prefix):
+            self.by_word.setdefault((scope, w), []).append((head, pos))
+
+    def candidates(self, scope: str | None, prefix: list[str], size: int) -> list[int]:
+        """Heads sharing a prefix word, in group order. The positional filter: the first shared
+        word (at position i of x, j of y, one global order) leaves at most
+        1 + min(|x|-i-1, |y|-j-1) shared words, and jaccard >= t needs t/(1+t)·(|x|+|y|)."""
+        t = self.threshold
+        ratio = t / (1 + t) if t > 0 else 0.0
+        seen: set[int] = set()
+        kept: list[int] = []
+        for i, w in enumerate(prefix):
+            for head, j in self.by_word.get((scope, w), ()):
+                if head in seen:
+                    continue
+                seen.add(head)
+                other = len(self.sets[head])
+                if size and other and min(size - i, other - j) < ratio * (size + other) - 1e-9:
+                    continue
+                kept.append(head)
+        kept.sort()
+        return kept
 
 
 def _similar(head: frozenset[str], other: frozenset[str], threshold: float) -> bool:

@@ -49,7 +49,9 @@ def word_set(text: str) -> frozenset[str]:
 
 
 def claim_words(text: str) -> list[str]:
-    return words(claim_identity(text))
+    """words(claim_identity(text)), without collapsing whitespace first: no word holds any,
+    and the role prefix's pattern takes a run of it as it takes one space."""
+    return words(_ROLE_PREFIX.sub("", text.strip(), count=1).lower())
 
 
 def jaccard(wa: frozenset[str], wb: frozenset[str]) -> float:
