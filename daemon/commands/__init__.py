@@ -189,6 +189,20 @@ def emit(obj: Any, as_json: bool, human: Callable[[Any], str]) -> None:
         click.echo(human(obj))
 
 
+def iso_time(ms: int | None, never: str = "never") -> str:
+    """Unix milliseconds as ISO 8601 UTC (what human output shows; JSON keeps the number)."""
+    from datetime import UTC, datetime
+
+    if ms is None:
+        return never
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.isoformat(timespec="milliseconds" if ms % 1000 else "seconds").replace("+00:00", "Z")
+
+
+def yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
 def table(headers: list[str], rows: list[list[Any]]) -> str:
     """A plain aligned text table (stable in logs and pipes, unlike a boxed one)."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]

@@ -11,6 +11,7 @@ from daemon.commands import (
     command_name,
     emit,
     emit_report,
+    iso_time,
     json_option,
     pass_state,
     run_async,
@@ -153,7 +154,7 @@ def _human_checkpoints(r: CheckpointsReport) -> str:
         [
             c.session_id,
             c.session_key,
-            c.fingerprint.mtime_ms,
+            iso_time(c.fingerprint.mtime_ms),
             c.fingerprint.size,
             c.fingerprint.content_hash[:12],
             f"{c.cursor.line_count}/{c.cursor.last_content_line}",
@@ -161,7 +162,7 @@ def _human_checkpoints(r: CheckpointsReport) -> str:
         ]
         for c in r.checkpoints
     ]
-    return table(["session", "key", "mtime_ms", "size", "hash", "lines/messages", "excluded"], rows)
+    return table(["session", "key", "modified", "size", "hash", "lines/messages", "excluded"], rows)
 
 
 def register(cli: click.Group) -> None:
