@@ -273,3 +273,35 @@ async def test_an_erase_job_id_says_nothing_of_its_subject_and_its_result_keeps_
     assert done.state == "complete" and done.result is not None
     stored = await redis.get(f"arq:result:{first.job_id}")
     assert stored is not None and b"u-oracle" not in stored
+
+
+async def test_enqueue_wait_prints_the_direct_commands_human_report(tmp_path, settings, routed, redis_url):
+    import anyio
+
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    waiting = start_cli(
+        cfg, "enqueue", "ingest", "--agent", agent, "--request-id", agent, "--wait", "--timeout", "60"
+    )
+    r = Redis.from_url(redis_url)
+    try:
+        with anyio.fail_after(60):
+            while await r.zcard(queue) == 0:
+                assert waiting.poll() is None, waiting.communicate()
+                await anyio.sleep(0.05)
+        await run_jobs(settings, queue, agents=frozenset({agent}))
+        out, err = await anyio.to_thread.run_sync(waiting.communicate, 60)
+    finally:
+        waiting.kill()
+        await r.aclose()
+    assert waiting.returncode == 0, err
+    assert out.startswith(f"agent {agent}: 0 sessions seen, 0 scanned"), out
+    assert "messages staged: 0" in out and "{" not in out

@@ -8,7 +8,6 @@ validation before anything is sent (a bad request exits 2 and enqueues nothing) 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -54,6 +53,7 @@ def enqueue_and_maybe_wait(
     wait: bool,
     timeout_s: float | None,
     as_json: bool,
+    human: Callable[[dict[str, Any]], str] | None = None,
 ) -> None:
     from daemon.runtime.client import MemorydClient
 
@@ -77,10 +77,10 @@ def enqueue_and_maybe_wait(
     if report.state != "complete":
         click.echo(f"memoryd: error: job {job.job_id} failed: {report.error}", err=True)
         raise click.exceptions.Exit(report.exit_code())
-    if as_json:
+    if as_json or human is None:
         emit_json(report.result)
     else:
-        click.echo(json.dumps(report.result, indent=2))
+        click.echo(human(report.result))
     problem = report.outcome()  # the direct command's exit code and message for the same report
     if problem is not None:
         raise problem
@@ -92,10 +92,25 @@ def register_enqueue(
     options: Sequence[Decorator],
     fields: Callable[..., dict[str, Any]],
     help: str,
+    human: Callable[[Any], str],
 ) -> None:
     """`memoryd enqueue <op's command>`: `options` are the direct command's flags, `fields`
-    turns them into the request's fields. A request whose model has no `request_id` of its own
-    gets `--request-id` (a new job for an identical request); a host-wide one gets `--queue`."""
+    turns them into the request's fields, `human` is the direct command's rendering of the
+    report (what `--wait` prints without `--json`). A request whose model has no `request_id`
+    of its own gets `--request-id` (a new job for an identical request); a host-wide one gets
+    `--queue`."""
+
+    def render(result: dict[str, Any]) -> str:
+        from pydantic import ValidationError
+
+        try:
+            report = op.result().model_validate(result)
+        except ValidationError:  # a result of another memoryd version: show it as it is
+            import orjson
+
+            return orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
+        return human(report)
+
     own_request_id = "request_id" not in op.request.model_fields
     host_wide = op.routing is Routing.HOST
 
@@ -112,6 +127,7 @@ def register_enqueue(
             wait,
             timeout_s,
             as_json,
+            render,
         )
 
     enqueue_cmd.__doc__ = help

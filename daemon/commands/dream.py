@@ -219,6 +219,7 @@ def register(cli: click.Group) -> None:
         [agent_name_option, phase_option],
         dream_fields,
         "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`).",
+        _dream_human,
     )
     register_enqueue(
         cli,
@@ -226,4 +227,5 @@ def register(cli: click.Group) -> None:
         [agent_name_option, backfill_options],
         backfill_fields,
         "Enqueue a backfill of one agent (same flags as `memoryd backfill`).",
+        _backfill_human,
     )

@@ -152,4 +152,5 @@ def register(cli: click.Group) -> None:
         ],
         forget_fields,
         "Enqueue a forget (same selectors as `memoryd forget`).",
+        _human,
     )

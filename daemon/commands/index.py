@@ -107,4 +107,5 @@ def register(cli: click.Group) -> None:
         ],
         lambda agent_id, force: {"agent": agent_id, "force": force},
         "Enqueue an index sync of one agent.",
+        _index_human,
     )

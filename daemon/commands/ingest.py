@@ -124,9 +124,14 @@ def _human_sessions(r: SessionsReport) -> str:
     return out + "".join(f"\nskipped: {e}" for e in r.errors)
 
 
-def _deferred_note(r: IngestReport, settings: Settings) -> list[str]:
+def _deferred_note(r: IngestReport, settings: Settings | None) -> list[str]:
     if not r.sessions_deferred:
         return []
+    if settings is None:
+        return [
+            f"deferred: {r.sessions_deferred} admitted sessions wait for the next sweep "
+            "(one sweep stages at most ingest.max_messages_per_sweep messages)"
+        ]
     return [
         f"deferred: {r.sessions_deferred} admitted sessions wait for the next sweep (one sweep stages "
         f"at most {settings.ingest.max_messages_per_sweep} messages, ingest.max_messages_per_sweep); "
@@ -135,7 +140,7 @@ def _deferred_note(r: IngestReport, settings: Settings) -> list[str]:
     ]
 
 
-def _human_ingest(r: IngestReport, settings: Settings) -> str:
+def _human_ingest(r: IngestReport, settings: Settings | None) -> str:
     lines = [
         f"agent {r.agent_id}: {r.sessions_seen} sessions seen, {r.sessions_scanned} scanned, "
         f"{r.sessions_unchanged} unchanged, {sum(r.sessions_excluded.values())} excluded, "
@@ -199,4 +204,5 @@ def register(cli: click.Group) -> None:
         [click.option("--agent", "agent_id", required=True, help="The agent to sweep.")],
         lambda agent_id: {"agent": agent_id},
         "Enqueue an ingest sweep of one agent.",
+        lambda report: _human_ingest(report, None),  # the serving host's limits are its own
     )

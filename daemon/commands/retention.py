@@ -300,6 +300,7 @@ def register(cli: click.Group) -> None:
         [],
         dict,
         "Enqueue an expiry run (as `memoryd expire`) on the host's queue.",
+        _expire_human,
     )
     register_enqueue(
         cli,
@@ -308,6 +309,7 @@ def register(cli: click.Group) -> None:
         erase_fields,
         "Enqueue an erasure (same flags as `memoryd erase`) under a random job id (each one runs);\n"
         "        its arguments and result are kept in Redis only retention.erase_result_ttl_s.",
+        _receipt_human,
     )
 
     @cli.command("receipts")
