@@ -63,3 +63,13 @@ def test_times_are_iso_8601_and_booleans_yes_or_no(
     for name in ("checkpoints", "mem write", "hold list"):
         assert ISO.search(outputs[name]), f"{name} shows no ISO time:\n{outputs[name]}"
     assert re.search(r"\b(yes|no)\b", outputs["receipts"].splitlines()[-1]), outputs["receipts"]
+
+
+def test_a_forget_says_what_it_did(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _human(capsys, config, "ingest", "--agent", "main")
+    preview = _human(capsys, config, "forget", "--agent", "main", "--session", "direct-1", "--dry-run")
+    assert "recorded" not in preview
+    out = _human(capsys, config, "forget", "--agent", "main", "--session", "direct-1")
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("Done: recorded 1 session as forgotten; removed "), last
+    assert "4 session-corpus lines" in last and "transcripts and archives untouched" in last, last
