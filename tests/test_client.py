@@ -305,3 +305,33 @@ async def test_enqueue_wait_prints_the_direct_commands_human_report(tmp_path, se
     assert waiting.returncode == 0, err
     assert out.startswith(f"agent {agent}: 0 sessions seen, 0 scanned"), out
     assert "messages staged: 0" in out and "{" not in out
+
+
+async def test_a_deduplicated_request_says_how_long_the_earlier_one_stands_and_how_to_force(
+    tmp_path, settings, routed, redis_url
+):
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    first = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    job_ids.append(first.stdout.strip())
+    queued = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert queued.returncode == 0
+    assert queued.stdout.startswith(
+        f"{first.stdout.strip()} (deduplicated: an identical request is still queued"
+    )
+    assert "pass --request-id ID to run it again" in queued.stdout
+    await run_jobs(settings, queue, agents=frozenset({agent}))
+    done = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert (
+        "(deduplicated: an identical request ran already; its result stands for another 23 h 59 min"
+        in (done.stdout)
+        or "stands for another 24 h" in done.stdout
+    ), done.stdout

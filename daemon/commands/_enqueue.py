@@ -47,6 +47,24 @@ def enqueue_group(cli: click.Group) -> click.Group:
     return enqueue
 
 
+def _duration(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return f"{int(seconds)} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def _dedup_note(stands_s: float | None) -> str:
+    """What a deduplicated request means: which earlier job answers it, for how long, and
+    how to run a new one."""
+    if stands_s is None:
+        earlier = "an identical request is still queued or running; its report answers this one"
+    else:
+        earlier = f"an identical request ran already; its result stands for another {_duration(stands_s)}"
+    return f" (deduplicated: {earlier}; pass --request-id ID to run it again)"
+
+
 def enqueue_and_maybe_wait(
     state: CliState,
     action: Callable[[Any], Awaitable[Any]],
@@ -57,21 +75,19 @@ def enqueue_and_maybe_wait(
 ) -> None:
     from daemon.runtime.client import MemorydClient
 
-    async def go() -> tuple[Any, Any]:
+    async def go() -> tuple[Any, Any, float | None]:
         async with MemorydClient.connect(state.settings) as client:
             job = await action(client)
+            stands_s = await client.result_stands_s(job.job_id) if job.deduplicated else None
             report = await client.wait(job.job_id, queue=job.queue, timeout_s=timeout_s) if wait else None
-            return job, report
+            return job, report, stands_s
 
-    job, report = run_async(go)
+    job, report, stands_s = run_async(go)
     if report is None:
         if as_json:
             emit_json(job)
         else:
-            click.echo(
-                job.job_id
-                + (" (deduplicated: an identical request is already known)" if job.deduplicated else "")
-            )
+            click.echo(job.job_id + (_dedup_note(stands_s) if job.deduplicated else ""))
         return
     click.echo(f"job {job.job_id}: {report.state}", err=True)
     if report.state != "complete":

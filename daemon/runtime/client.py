@@ -237,6 +237,12 @@ class MemorydClient:
                 await pipe.execute()
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
+    async def result_stands_s(self, job_id: str) -> float | None:
+        """How long the finished result of `job_id` stays in Redis (an identical request is
+        deduplicated to it until then); None while the job is still queued or running."""
+        ttl_ms = await self.redis.pttl(result_key_prefix + job_id)
+        return ttl_ms / 1000 if ttl_ms is not None and ttl_ms > 0 else None
+
     async def submit(
         self,
         op: Op[Any],
