@@ -96,6 +96,9 @@ MAX_RECALL_DAYS = 16  # per staged entry (reference §5.4)
 HOST_KEY = REDIS_PREFIX + "host:{host}"  # hash: pid, queue, agents, heartbeat, redis state, policy
 HEARTBEAT_S = 5.0  # the host record and agent routing are refreshed this often
 HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three missed heartbeats
+# hash host_id -> its last heartbeat (Unix s), or "stopped <Unix s>" after a clean stop. Kept
+# after the daemon is gone, so a client can say how long an agent's owner has been silent.
+HEARTBEATS_KEY = REDIS_PREFIX + "heartbeats"
 STATUS_REFRESH_S = 30.0  # per-agent gauges (lag, exclusions) are recomputed this often; they stat files
 SCHEDULER_TICK_S = 1.0  # sweeps are due at most this late after their slot starts
 REDIS_RETRY_MIN_S = 0.5  # first reconnect delay after Redis is lost; doubles up to daemon.redis_retry_max_s

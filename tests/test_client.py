@@ -4,11 +4,12 @@ published owner, request validation before enqueue, deduplication of identical r
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from redis.asyncio import Redis
 
-from daemon.constants import AGENT_OWNER_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
 from daemon.ops import erase as erase_op
@@ -22,6 +23,7 @@ async def routed(settings, redis, redis_url, unique):
     """An agent published as owned by this test's host queue (as a running daemon would)."""
     agent, queue = f"a{unique}", queue_name(settings.daemon.host_id)
     await redis.hset(AGENT_OWNER_KEY, agent, queue)
+    await redis.hset(HEARTBEATS_KEY, settings.daemon.host_id, f"{time.time():.3f}")
     job_ids: list[str] = []
     yield agent, queue, job_ids
     cleanup_redis(redis_url, [settings.daemon.host_id], [agent], job_ids)
@@ -335,3 +337,32 @@ async def test_a_deduplicated_request_says_how_long_the_earlier_one_stands_and_h
         in (done.stdout)
         or "stands for another 24 h" in done.stdout
     ), done.stdout
+
+
+async def test_a_job_for_an_agent_whose_host_is_silent_is_refused_unless_queued_anyway(
+    tmp_path, settings, routed, redis, redis_url
+):
+    agent, queue, job_ids = routed
+    host = settings.daemon.host_id
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    await redis.hset(HEARTBEATS_KEY, host, f"{time.time() - 95:.3f}")
+    silent = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert silent.returncode == 1
+    assert silent.stderr.startswith(
+        f"memoryd: error: agent '{agent}': its host '{host}' has been silent for 9"
+    )
+    assert "--queue-anyway" in silent.stderr and "Traceback" not in silent.stderr
+    assert await redis.zcard(queue) == 0
+    await redis.hset(HEARTBEATS_KEY, host, f"stopped {time.time() - 30:.3f}")
+    stopped = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert stopped.returncode == 1 and f"its host '{host}' stopped 3" in stopped.stderr
+    anyway = run_cli(cfg, "enqueue", "ingest", "--agent", agent, "--queue-anyway")
+    assert anyway.returncode == 0, anyway.stderr
+    job_ids.append(anyway.stdout.split()[0])
+    assert await redis.zcard(queue) == 1

@@ -32,6 +32,11 @@ request_id_option = click.option(
     help="Distinguish this request from an identical earlier one (else deduplicated).",
 )
 queue_option = click.option("--queue", default=None, help="Target queue when several hosts share Redis.")
+queue_anyway_option = click.option(
+    "--queue-anyway",
+    is_flag=True,
+    help="Queue the job even though the agent's host sends no heartbeat (it runs when the host is back).",
+)
 
 
 def enqueue_group(cli: click.Group) -> click.Group:
@@ -135,11 +140,12 @@ def register_enqueue(
     ) -> None:
         request_id = flags.pop("request_id", None) if own_request_id else None
         queue = flags.pop("queue", None) if host_wide else None
+        queue_anyway = bool(flags.pop("queue_anyway", False))
         # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
         request = op.parse(fields(**flags))
         enqueue_and_maybe_wait(
             state,
-            lambda c: c.submit(op, request, queue=queue, request_id=request_id),
+            lambda c: c.submit(op, request, queue=queue, request_id=request_id, queue_anyway=queue_anyway),
             wait,
             timeout_s,
             as_json,
@@ -148,7 +154,10 @@ def register_enqueue(
 
     enqueue_cmd.__doc__ = help
     decorated: Callable[..., Any] = pass_state(enqueue_cmd)
-    extra = [*([request_id_option] if own_request_id else []), *([queue_option] if host_wide else [])]
+    extra = [
+        *([request_id_option] if own_request_id else []),
+        *([queue_option] if host_wide else [queue_anyway_option]),
+    ]
     for option in reversed([*options, *extra, wait_option, timeout_option, json_option]):
         decorated = option(decorated)
     enqueue_group(cli).command(command_name(op))(decorated)

@@ -39,6 +39,7 @@ from daemon.constants import (
     AGENT_OWNER_KEY,
     DRAIN_CANCEL_WAIT_S,
     HEARTBEAT_S,
+    HEARTBEATS_KEY,
     HOST_KEY,
     HOST_KEY_TTL_S,
     REDIS_RETRY_MIN_S,
@@ -50,7 +51,7 @@ from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
-from daemon.runtime.hosts import other_daemon, parse_host_record
+from daemon.runtime.hosts import heartbeat_value, other_daemon, parse_host_record
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
@@ -197,6 +198,7 @@ class Service:
                 pipe.hset(AGENT_OWNER_KEY, mapping=dict.fromkeys(st.agents, st.queue))
             pipe.hset(key, mapping=record)
             pipe.expire(key, int(HOST_KEY_TTL_S))
+            pipe.hset(HEARTBEATS_KEY, st.host_id, heartbeat_value(time.time(), stopped=stopped))
             await pipe.execute()
 
     # --- run -------------------------------------------------------------------------------
