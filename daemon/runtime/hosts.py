@@ -108,3 +108,19 @@ def heartbeat_value(now: float, *, stopped: bool = False) -> str:
 
 def host_of_queue(queue: str) -> str:
     return queue.removeprefix(QUEUE_PREFIX)
+
+
+def served_elsewhere(
+    agents: list[str], owners: dict[str, str], heartbeats: dict[str, Heartbeat], own_queue: str, now: float
+) -> dict[str, str]:
+    """Which of `agents` another live host already serves (agent -> that host): a daemon
+    must not take their routes over, or one deployment's jobs would run on another's store."""
+    out: dict[str, str] = {}
+    for agent in agents:
+        queue = owners.get(agent)
+        if queue is None or queue == own_queue:
+            continue
+        host = host_of_queue(queue)
+        if heartbeats.get(host, Heartbeat(host, None, False)).alive(now):
+            out[agent] = host
+    return out

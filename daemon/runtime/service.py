@@ -51,7 +51,13 @@ from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import metrics
-from daemon.runtime.hosts import heartbeat_value, other_daemon, parse_host_record
+from daemon.runtime.hosts import (
+    heartbeat_value,
+    other_daemon,
+    parse_heartbeat,
+    parse_host_record,
+    served_elsewhere,
+)
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
@@ -141,9 +147,18 @@ class Service:
         probe = await connect_redis(s.redis_url)
         try:
             await self._refuse_a_second_daemon(probe)
+            listed = list_agents(s)
+            elsewhere = await self._served_elsewhere(probe, listed)
         finally:
             await probe.aclose()
-        agents = list_agents(s)
+        for agent, host in elsewhere.items():
+            log.warning(
+                "agent %s: already served by host %s, which is alive; not served here (stop it there, "
+                "or give each deployment its own Redis database)",
+                agent,
+                host,
+            )
+        agents = [a for a in listed if a not in elsewhere]
         await migrate_stores(s, agents)
         self.state.agents = agents
         self.ctx["agents"] = frozenset(agents)
@@ -163,6 +178,14 @@ class Service:
         quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
+
+    async def _served_elsewhere(self, redis: Any, agents: list[str]) -> dict[str, str]:
+        owners = {k.decode(): v.decode() for k, v in (await redis.hgetall(AGENT_OWNER_KEY)).items()}
+        heartbeats = {
+            host: parse_heartbeat(host, raw)
+            for host, raw in ((k.decode(), v) for k, v in (await redis.hgetall(HEARTBEATS_KEY)).items())
+        }
+        return served_elsewhere(agents, owners, heartbeats, self.state.queue, time.time())
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
