@@ -105,7 +105,9 @@ class CliState:
 
             settings = load_settings(self.config_path)
             if resolve_config_path(self.config_path) is None:
-                click.echo(f"memoryd: {env.no_config_notice(settings)}", err=True)
+                notice = env.no_config_notice(settings)
+                if notice is not None:
+                    click.echo(f"memoryd: {notice}", err=True)
                 env.check_default_sessions_root(settings)
             env.check_state_dir(settings)
             self._settings = settings
