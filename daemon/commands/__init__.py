@@ -56,6 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Rank staged entries and append those passing every gate to MEMORY.md (deep phase only).",
     ),
     "receipts": ("retention", "Erasure receipts, oldest first."),
+    "reset": (
+        "index",
+        "Clear the agent's derived index and embedding cache; keep lineage and forgotten records.",
+    ),
     "run": ("service", "Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."),
     "search": (
         "index",
