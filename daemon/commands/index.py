@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from daemon.agent_runtime import agent_runtime
@@ -16,7 +14,7 @@ from daemon.commands import (
     json_option,
     pass_state,
     run_async,
-    run_op,
+    run_op_showing_progress,
     table,
 )
 from daemon.commands._enqueue import register_enqueue
@@ -75,21 +73,7 @@ def register(cli: click.Group) -> None:
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
         """Index the agent's memory files (and transcripts, if configured) for search."""
         request = index_op.OP.parse({"agent": agent_id, "force": force})
-        if as_json or not sys.stderr.isatty():
-            report = run_op(state, index_op.OP, request)
-        else:
-            from rich.console import Console
-            from rich.progress import Progress
-
-            with Progress(transient=True, console=Console(stderr=True)) as bar:
-                tasks: dict[str, object] = {}
-
-                def progress(phase: str, done: int, total: int) -> None:
-                    if phase not in tasks:
-                        tasks[phase] = bar.add_task(phase, total=max(total, 1))
-                    bar.update(tasks[phase], completed=done, total=max(total, 1))  # type: ignore[arg-type]
-
-                report = run_op(state, index_op.OP, request, progress)
+        report = run_op_showing_progress(state, index_op.OP, request, as_json)
         emit_report(index_op.OP, report, as_json, _index_human)
 
     @cli.command("reset")

@@ -15,7 +15,7 @@ from daemon.commands import (
     json_option,
     pass_state,
     run_async,
-    run_op,
+    run_op_showing_progress,
     table,
 )
 from daemon.commands._enqueue import register_enqueue
@@ -187,7 +187,9 @@ def register(cli: click.Group) -> None:
     @pass_state
     def ingest(state: CliState, agent_id: str, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
-        report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}))
+        report = run_op_showing_progress(
+            state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}), as_json
+        )
         emit_report(ingest_op.OP, report, as_json, lambda r: _human_ingest(r, state.settings))
 
     @cli.command("checkpoints")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,9 @@ from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.seen_hashes import add_seen, load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
+
+PROGRESS_PHASE = "reading sessions"
+ProgressFn = Callable[[str, int, int], None]  # (phase, done, total), for a CLI progress bar
 
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
@@ -208,8 +211,9 @@ def _write_batch(
 
 
 class _Sweep:
-    def __init__(self, rt: AgentRuntime):
+    def __init__(self, rt: AgentRuntime, progress: ProgressFn | None = None):
         self.rt = rt
+        self.progress = progress
         self.store = rt.require_store()
         self.agent = rt.agent_id
         self.settings = rt.settings
@@ -224,6 +228,10 @@ class _Sweep:
         self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._done: anyio.Event | None = None  # set when the commit in flight has finished
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(PROGRESS_PHASE, done, total)
 
     def _exclude(self, reason: str) -> None:
         excluded = self.report.sessions_excluded
@@ -365,25 +373,27 @@ class _Sweep:
             group = to_scan[start : start + INGEST_SEEN_PREFETCH_SESSIONS]
             if remaining <= 0:
                 self.report.sessions_deferred += len(group)
+                self._progress(start + len(group), len(to_scan))
                 continue
             seen_sets = await self.store.read(
                 load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group]
             )
-            for session, fp, plan in group:
+            for offset, (session, fp, plan) in enumerate(group, start=1):
                 if remaining <= 0:
                     self.report.sessions_deferred += 1
-                    continue
-                scope = seen_scope(self.agent, session.session_id)
-                taken, batch = await self._scan_one(
-                    session,
-                    fp,
-                    plan,
-                    scope,
-                    seen_sets.pop(scope, set()),
-                    file_cap(per_file, remaining),
-                    batch,
-                )
-                remaining -= taken
+                else:
+                    scope = seen_scope(self.agent, session.session_id)
+                    taken, batch = await self._scan_one(
+                        session,
+                        fp,
+                        plan,
+                        scope,
+                        seen_sets.pop(scope, set()),
+                        file_cap(per_file, remaining),
+                        batch,
+                    )
+                    remaining -= taken
+                self._progress(start + offset, len(to_scan))
         return batch
 
     async def _submit(self, batch: _Batch) -> None:
@@ -557,6 +567,7 @@ class _Sweep:
         return staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 
 
-async def run_ingest_sweep(rt: AgentRuntime) -> IngestReport:
-    """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring."""
-    return await _Sweep(rt).run()
+async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:
+    """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring.
+    `progress(phase, done, total)` is called after each session read (the CLI's progress bar)."""
+    return await _Sweep(rt, progress).run()
