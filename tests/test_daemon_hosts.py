@@ -229,3 +229,56 @@ def test_a_second_daemon_for_one_host_id_is_refused_until_the_first_is_gone(
         if successor is not None:
             successor.kill()
         cleanup_redis(redis_url, [host], [])
+
+
+@pytest.mark.timeout(120)
+async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwhile(
+    tmp_path: Path, redis, redis_url, unique
+):
+    import signal
+
+    from daemon.constants import HOST_KEY_TTL_S
+    from tests.polling import until
+
+    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
+    daemons: list[DaemonProcess] = []
+    try:
+        for i, host in enumerate(hosts):
+            sessions_root = tmp_path / f"deploy-{i}" / "sessions"
+            SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
+            cfg = write_config(
+                tmp_path / f"{host}.toml",
+                state_dir=tmp_path / f"deploy-{i}" / "state",
+                sessions_root=sessions_root,
+                redis_url=redis_url,
+                host_id=host,
+            )
+            daemons.append(
+                DaemonProcess(cfg, NotifySocket(tmp_path / f"n{i}.sock"), tmp_path / f"{host}.log")
+            )
+        first, second = daemons
+        first.start()
+        assert first.notify is not None
+        first.notify.wait_for("READY=1")
+        first.signal(signal.SIGSTOP)  # stalled: its heartbeat goes stale
+        await anyio.sleep(HOST_KEY_TTL_S + 1)
+        second.start()
+        assert second.notify is not None
+        second.notify.wait_for("READY=1")
+        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[1]).encode()
+        first.signal(signal.SIGCONT)
+
+        async def yielded() -> bool:
+            return "no longer served here" in first.log()
+
+        await until(yielded, "the resumed daemon yielding the route", 30)
+        assert f"agent {agent}: its route is now host {hosts[1]}'s" in first.log()
+        await anyio.sleep(6)  # a heartbeat of each: the route stays with the live owner
+        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[1]).encode()
+        assert first.stop() == 0 and second.stop() == 0
+    finally:
+        for d in daemons:
+            if d.proc is not None:
+                d.proc.send_signal(signal.SIGCONT)
+            d.kill()
+        cleanup_redis(redis_url, hosts, [agent])

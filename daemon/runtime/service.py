@@ -179,6 +179,19 @@ class Service:
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
 
+    async def _yield_taken_routes(self) -> None:
+        """An agent whose route another live host holds now (it started while this daemon was
+        stalled past its heartbeat) is theirs: stop serving it rather than take it back."""
+        elsewhere = await self._served_elsewhere(self.pool, self.state.agents)
+        if not elsewhere:
+            return
+        for agent, host in elsewhere.items():
+            log.warning(
+                "agent %s: its route is now host %s's, which is alive; no longer served here", agent, host
+            )
+        self.state.agents = [a for a in self.state.agents if a not in elsewhere]
+        self.ctx["agents"] = frozenset(self.state.agents)
+
     async def _served_elsewhere(self, redis: Any, agents: list[str]) -> dict[str, str]:
         owners = {k.decode(): v.decode() for k, v in (await redis.hgetall(AGENT_OWNER_KEY)).items()}
         heartbeats = {
@@ -368,6 +381,7 @@ class Service:
         while True:
             try:
                 await self._refresh_job_counts()
+                await self._yield_taken_routes()
                 await self._publish()
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
