@@ -149,6 +149,10 @@ class Service:
             await self._refuse_a_second_daemon(probe)
             listed = list_agents(s)
             elsewhere = await self._served_elsewhere(probe, listed)
+        except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
+            raise OperationFailed(
+                f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
+            ) from None
         finally:
             await probe.aclose()
         for agent, host in elsewhere.items():
