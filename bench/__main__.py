@@ -1,4 +1,5 @@
 """python -m bench --scale small|medium|large [--only NAME] [--json OUT] [--markdown]
+python -m bench --peer [--peer-sessions 300,1500] [--peer-reps 3] [--json OUT]
 
 Generates (or reuses) the corpus of the scale, runs each scenario in its own process and
 prints a table: figure, median, min–max, baseline, ratio, target, result, peak RSS.
@@ -32,7 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", dest="json_out", type=Path, metavar="OUT", help="write the rows as JSON to OUT")
     ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    ap.add_argument(
+        "--peer",
+        action="store_true",
+        help="compare with OpenClaw 2026.9.6 on the same agent (installs it with npm into a cache dir; needs root)",
+    )
+    ap.add_argument(
+        "--peer-sessions", default="300,1500", metavar="N,N", help="agent sizes of the peer bench (sessions)"
+    )
+    ap.add_argument(
+        "--peer-reps", type=int, default=3, metavar="N", help="repetitions of each peer operation (>= 3)"
+    )
     a = ap.parse_args(argv)
+    if a.peer:
+        return _peer(a)
 
     names = scenario_names()
     unknown = [n for n in a.only if n not in names]
@@ -65,6 +79,21 @@ def main(argv: list[str] | None = None) -> int:
     if a.json_out:
         a.json_out.write_bytes(orjson.dumps([r.as_json() for r in rows], option=orjson.OPT_INDENT_2))
     return 0
+
+
+def _peer(a: argparse.Namespace) -> int:
+    from bench.peer.run import run_peer
+    from bench.runner import BENCH_REDIS_URL
+
+    try:
+        sizes = [int(v.replace("_", "")) for v in a.peer_sessions.split(",") if v.strip()]
+    except ValueError:
+        print(f"--peer-sessions: not a list of numbers: {a.peer_sessions!r}", file=sys.stderr)
+        return 2
+    if not sizes or min(sizes) < 1 or a.peer_reps < 3:
+        print("--peer-sessions needs sizes >= 1 and --peer-reps at least 3", file=sys.stderr)
+        return 2
+    return run_peer(sizes, a.peer_reps, a.json_out, BENCH_REDIS_URL)
 
 
 if __name__ == "__main__":

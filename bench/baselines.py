@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-try:  # the same SQLite build the product uses (3.51, contentless_delete)
+try:  # the same SQLite build the product uses (3.51, FTS5 secure-delete)
     import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
     import sqlite3  # type: ignore[no-redef]
@@ -83,14 +83,11 @@ def connect(path: Path) -> Any:
     return conn
 
 
-FTS_DDL = (
-    "CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1, "
-    "tokenize='unicode61 remove_diacritics 2')"
-)
+FTS_DDL = "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 2')"
 
 
 def fts5_insert(db_path: Path, chunks: list[str]) -> int:
-    """One executemany into a fresh contentless FTS5 table (the product's layout), one txn."""
+    """One executemany into a fresh FTS5 table (the product's layout), one txn."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     build_fts(db_path, chunks)

@@ -58,6 +58,7 @@ class AgentRuntime:
             self.paths.workspace,
             ttl_ms=self.settings.lock.ttl_ms,
             wait_s=self.settings.lock.wait_s,
+            fence_store=self.paths.db_path,
         )
 
     def require_store(self) -> Store:

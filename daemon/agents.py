@@ -40,14 +40,16 @@ def list_agents(settings: Settings) -> list[str]:
     found = set(settings.agents)
     root = settings.sessions_root / "agents"
     try:
-        for name in os.listdir(root):
-            if (root / name).is_dir():
-                try:
-                    found.add(validate_agent_id(name))
-                except Exception:
-                    continue
-    except FileNotFoundError:
-        pass
+        with os.scandir(root) as entries:
+            # A symlinked agent directory may lead out of sessions_root: it is not an agent here.
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    for name in names:
+        try:
+            found.add(validate_agent_id(name))
+        except Exception:
+            continue
     return sorted(found)
 
 

@@ -18,7 +18,7 @@ import click
 from daemon import __version__
 from daemon.allocator import tune_allocator
 from daemon.commands import COMMANDS, ENQUEUE_COMMANDS, CliState
-from daemon.errors import MemorydError
+from daemon.errors import MemorydError, OperationFailed
 
 _loaded: set[str] = set()
 
@@ -107,12 +107,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemorydError as exc:
         click.echo(f"memoryd: error: {exc}", err=True)
         return exc.exit_code
+    except OSError as exc:  # the state checks catch the usual ones first; this is one line too
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"memoryd: error: {where}{exc.strerror or exc}; fix it, then run again", err=True)
+        return OperationFailed.exit_code
     except KeyboardInterrupt:
         return 130
-    except OSError as exc:
-        # The state checks catch the usual ones first; an operator sees a line, never a traceback.
-        click.echo(f"memoryd: error: {exc}", err=True)
-        return 1
+    except Exception as exc:
+        # Imported here: --version and --help must not load SQLite.
+        from daemon.store.engine import ANY_SQLITE_ERROR
+
+        if not isinstance(exc, ANY_SQLITE_ERROR):
+            raise
+        # A full disk or a broken file under a store: one line.
+        click.echo(f"memoryd: error: database: {exc}; free space or fix the file, then run again", err=True)
+        return OperationFailed.exit_code
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 

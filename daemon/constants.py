@@ -73,6 +73,9 @@ OPENCLAW_EVENT_CHUNK_ROWS = 64
 # A database at rest is read without shared memory (no -wal/-shm may be created) and checked
 # unchanged afterwards; a read that raced a checkpoint is retried this many times in all.
 OPENCLAW_READ_ATTEMPTS = 3
+# Fingerprints of fewer sessions than this are read by one indexed query each (a forget of a few
+# sessions must not pay for the whole store); of more, by one pass over all events.
+OPENCLAW_FINGERPRINT_SCAN_MIN = 64
 
 # --- Ingest sweep batching (DESIGN §5 "Ingest sweep") -------------------------------------------
 # Parsed messages are committed in batches of at most this many: each batch is one lock hold
@@ -99,6 +102,11 @@ HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three m
 # hash host_id -> its last heartbeat (Unix s), or "stopped <Unix s>" after a clean stop. Kept
 # after the daemon is gone, so a client can say how long an agent's owner has been silent.
 HEARTBEATS_KEY = REDIS_PREFIX + "heartbeats"
+# hash per queue: worker instance → {"node", "pid"} of the process running it, so a starting
+# worker can tell which in-progress jobs died with their worker (daemon.runtime.interrupted)
+WORKERS_KEY = REDIS_PREFIX + "workers:{queue}"
+WORKER_ALIVE_KEY = REDIS_PREFIX + "worker:{instance}"  # refreshed while the worker polls
+WORKER_ALIVE_TTL_S = 3 * HEARTBEAT_S  # a worker that missed three beats is dead to other hosts
 STATUS_REFRESH_S = 30.0  # per-agent gauges (lag, exclusions) are recomputed this often; they stat files
 SCHEDULER_TICK_S = 1.0  # sweeps are due at most this late after their slot starts
 REDIS_RETRY_MIN_S = 0.5  # first reconnect delay after Redis is lost; doubles up to daemon.redis_retry_max_s
@@ -106,6 +114,19 @@ DRAIN_CANCEL_WAIT_S = 10.0  # after the grace, how long cancelled jobs get to re
 # The client polls for a result this often. arq's default (0.5 s) makes every round trip take
 # half a second; 10 ms keeps it within ~2× the worker's poll (reference/perf-limits.md, arq rows).
 CLIENT_POLL_S = 0.01
+
+# --- Live ingestion (daemon/runtime/live.py, watch.py) ----------------------------------------
+# A stream of writes that never settles is still swept at least this often (watchfiles' debounce).
+WATCH_MAX_GROUP_MS = 500
+# The watcher's thread returns this often without a change, so a new watch is known to be in
+# place within it (then one catch-up sweep covers what was written before it started).
+WATCH_WAKE_MS = 1_000
+WATCH_RETRY_S = 30.0  # after a watcher error the interval sweeps cover the agent; then it is tried again
+# A live job not done after job_timeout_s and this much more is given up on (it was lost with Redis).
+LIVE_WAIT_SLACK_S = 60.0
+# The daemon's own waits for its live jobs hear the job's doorbell at once; the result is also
+# polled this often in case a ring is missed (the client's 10 ms would take CPU from the sweep).
+LIVE_POLL_S = 1.0
 
 # --- Index and search (reference §6, perf-limits §7–8) -----------------------------------------
 # Ranking every match of a stop-word pair costs ~1.4 s at 1M chunks (bm25 ORDER BY rank); the
@@ -145,3 +166,7 @@ QUEUE_BELL_TTL_S = 300  # rings nobody pops (no worker running) do not linger
 # The worker's BLPOP on the queue bell blocks at most this long before it blocks again; Redis
 # times blocking commands out in whole server ticks (~0.1 s), so it only wakes, never paces.
 QUEUE_BELL_BLOCK_S = 5
+
+# --- Request limits (issue: a 100,001-id forget held the lock for seconds) -------------------
+MAX_PAYLOAD_BYTES = 1 << 20  # a job's payload as canonical JSON; larger ones are refused unread
+MAX_SELECTORS = 10_000  # session, participant and hook-source selectors of one forget, together

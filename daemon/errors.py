@@ -51,6 +51,10 @@ class SourceChanged(OperationFailed):
     """A source changed (or a session was forgotten) while derived data was being prepared."""
 
 
+class JobRecordError(OperationFailed):
+    """A job record in Redis that cannot be run (not UTF-8, not a time, unreadable): it fails alone."""
+
+
 class JobPayloadError(UsageError):
     """A request (CLI flags, a client call or a job's payload) does not match its operation's
     request model; nothing ran. The name is the one other tools see in a failed job's result."""

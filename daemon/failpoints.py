@@ -2,6 +2,7 @@
 
     MEMORYD_FAILPOINTS=forget.index,forget.corpus memoryd forget …   # these steps fail
     MEMORYD_FAILPOINT_TRACE=/tmp/trace memoryd run                     # "<step> <pid>" per step reached
+    MEMORYD_FAILPOINT_STOP=ingest.corpus.write memoryd ingest …         # SIGSTOP itself there, once
 
 Each multi-step operation calls `failpoint("<name>")` at the boundaries whose crash
 behaviour it promises (forget: forget.mark, forget.index, forget.state, forget.preimages,
@@ -19,6 +20,7 @@ Unset in production: the check is one dict lookup and two environment lookups.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -26,6 +28,9 @@ from daemon.errors import OperationFailed
 
 ENV_VAR = "MEMORYD_FAILPOINTS"
 TRACE_ENV_VAR = "MEMORYD_FAILPOINT_TRACE"
+# The process stops itself (SIGSTOP) at these steps, the first time each is reached, after the
+# trace line: a test holds it there for as long as it likes (past its lease) and sends SIGCONT.
+STOP_ENV_VAR = "MEMORYD_FAILPOINT_STOP"
 
 _callbacks: dict[str, list[Callable[[], None]]] = {}
 
@@ -40,6 +45,10 @@ def failpoint(name: str) -> None:
     trace = os.environ.get(TRACE_ENV_VAR)
     if trace:
         _trace(trace, name)
+    stops = os.environ.get(STOP_ENV_VAR)
+    if stops and name in (names := [n.strip() for n in stops.split(",")]):
+        os.environ[STOP_ENV_VAR] = ",".join(n for n in names if n != name)
+        os.kill(os.getpid(), signal.SIGSTOP)
     armed = os.environ.get(ENV_VAR)
     if armed and name in {n.strip() for n in armed.split(",")}:
         raise FailpointTriggered(f"failpoint {name} triggered ({ENV_VAR})")

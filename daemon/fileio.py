@@ -4,20 +4,47 @@
   inside the workspace);
 * optimistic concurrency: the caller passes the sha256 of the content it read; if the file
   changed since, WriteConflict is raised and nothing is written;
-* `content=None` removes the file (after the same check).
+* `content=None` removes the file (after the same check);
+* fenced: right before it changes a file, every write guard of the running task is asked
+  (`guarded_writes`): a workspace lease whose holder may have lost it refuses (daemon.lock),
+  so a writer stopped past its lease writes nothing when it resumes.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from daemon.constants import DIR_MODE, FILE_MODE
 from daemon.errors import OperationFailed, UsageError, WriteConflict
 
 ABSENT = "absent"  # expected_hash for "the file must not exist yet"
+
+WriteGuard = Callable[[Path], None]  # raises when `path` may not be written now
+_guards: contextvars.ContextVar[tuple[WriteGuard, ...]] = contextvars.ContextVar(
+    "memoryd_write_guards", default=()
+)
+
+
+@contextmanager
+def guarded_writes(guard: WriteGuard) -> Iterator[None]:
+    """Every file write of this task (and of the tasks and threads it starts) asks `guard` first."""
+    token = _guards.set((*_guards.get(), guard))
+    try:
+        yield
+    finally:
+        _guards.reset(token)
+
+
+def check_write_allowed(path: Path) -> None:
+    """Called right before a file is changed: the guards of the running task may refuse."""
+    for guard in _guards.get():
+        guard(path)
 
 
 def sha256_hex(data: bytes | str) -> str:
@@ -121,6 +148,7 @@ def commit_file(
     if content is None:
         if expected_hash is not None and current_hash(path) != expected_hash:
             raise WriteConflict(conflict_message or f"{path.name} changed before it could be removed")
+        check_write_allowed(path)
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -141,6 +169,7 @@ def commit_file(
         # The check sits right before the rename so the race window is as small as it can be.
         if expected_hash is not None and current_hash(path) != expected_hash:
             raise WriteConflict(conflict_message or f"{path.name} changed before the write could commit")
+        check_write_allowed(path)
         os.replace(tmp, path)
     except BaseException:
         try:

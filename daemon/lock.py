@@ -7,9 +7,16 @@
 * Fence: every acquisition increments a per-workspace counter; store writes refuse a token
   older than the newest they have seen, so a holder whose lease silently expired cannot
   commit. The counter never goes below the current time in microseconds, so it stays
-  monotonic even if Redis restarts empty (tokens are far fewer than elapsed microseconds).
+  monotonic even if Redis restarts empty (tokens are far fewer than elapsed microseconds),
+  nor below the newest token the workspace's store has seen plus one (`fence_store`), so a
+  clock that ran ahead and stepped back, with Redis empty, does not fence every writer off
+  until the clock catches up.
 * Renewal: a task in the lease's task group extends the lease at ttl/3 (compare-and-extend).
   If the lease is lost, the body is cancelled and LockLost is raised.
+* Fenced files: while a lease is held, every workspace file write of its task checks it first
+  (daemon.fileio.guarded_writes) and refuses when the lease may have expired: lost, or not
+  renewed within LEASE_WRITABLE_FRACTION of its ttl by the monotonic clock (which a SIGSTOP
+  does not stop), so a holder stopped past its lease writes no file when it resumes.
 * Release: compare-and-delete, shielded from cancellation.
 * Re-entrant within a task and its children (contextvars): a nested hold of the same
   workspace reuses the outer lease.
@@ -35,7 +42,8 @@ from redis.exceptions import RedisError
 from daemon.constants import FENCE_KEY, LOCK_KEY, LOCK_RETRY_S, LOCK_TTL_MS, LOCK_WAIT_S
 from daemon.errors import LockLost, LockTimeout, OperationFailed
 from daemon.failpoints import failpoint
-from daemon.store.db import FenceToken
+from daemon.fileio import guarded_writes
+from daemon.store.db import FenceToken, stored_fence
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -51,6 +59,11 @@ local floor = tonumber(ARGV[1])
 if v < floor then redis.call('SET', KEYS[1], ARGV[1]); v = floor end
 return v
 """
+
+
+# A lease is trusted for file writes this far into its ttl since the last renewal was sent:
+# Redis counts the ttl from when it received that renewal, later than we sent it.
+LEASE_WRITABLE_FRACTION = 0.8
 
 
 async def _eval(redis: Redis, script: str, key: str, *args: str | int) -> Any:
@@ -69,14 +82,33 @@ class Lease:
     workspace_key: str
     token: str
     fence_value: int
-    acquired_at: float
+    acquired_at: float  # monotonic time the last acquisition or renewal was sent
     waited_s: float
     lost: bool = False
+    ttl_ms: int = LOCK_TTL_MS
+    workspace_dir: Path | None = None
     _depth: int = field(default=1, repr=False)
 
     @property
     def fence(self) -> FenceToken:
         return FenceToken(self.workspace_key, self.fence_value)
+
+    def check_writable(self, path: Path) -> None:
+        """LockLost unless the lease surely still holds (a file write is about to happen)."""
+        if self.workspace_dir is not None and not _is_under(path, self.workspace_dir):
+            return
+        held_s = time.monotonic() - self.acquired_at
+        if self.lost or held_s > self.ttl_ms / 1000 * LEASE_WRITABLE_FRACTION:
+            self.lost = True
+            raise LockLost(
+                f"workspace lock of {self.workspace_dir}: not renewed for {held_s:.1f}s "
+                f"(lease {self.ttl_ms / 1000:g}s), so it may be another writer's now; "
+                f"{path.name} was not written — rerun the operation"
+            )
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
 
 
 _held: contextvars.ContextVar[dict[str, Lease] | None] = contextvars.ContextVar(
@@ -98,8 +130,10 @@ class WorkspaceLock:
         ttl_ms: int = LOCK_TTL_MS,
         wait_s: float = LOCK_WAIT_S,
         holder: str | None = None,
+        fence_store: Path | None = None,
     ):
         self.redis = redis
+        self.fence_store = fence_store  # the store whose writes this lock's tokens fence
         self.workspace_dir = workspace_dir
         self.key = workspace_key(workspace_dir)
         self.ttl_ms = ttl_ms
@@ -124,6 +158,7 @@ class WorkspaceLock:
         deadline = started + self.wait_s
         waiting = False
         while True:
+            sent = time.monotonic()
             try:
                 ok = await self.redis.set(self.redis_key, token, nx=True, px=self.ttl_ms)
             except RedisError as exc:
@@ -141,6 +176,10 @@ class WorkspaceLock:
                 )
             await anyio.sleep(LOCK_RETRY_S)
         floor = int(time.time() * 1_000_000)
+        if self.fence_store is not None:
+            seen = await anyio.to_thread.run_sync(stored_fence, self.fence_store, self.key)
+            if seen is not None and seen >= floor:
+                floor = seen + 1
         try:
             fence = int(await _eval(self.redis, _NEXT_FENCE, FENCE_KEY.format(workspace=self.key), floor))
         except RedisError as exc:
@@ -148,8 +187,10 @@ class WorkspaceLock:
             # the next writer wait out its TTL, and fail like any other Redis outage.
             await self._release(Lease(self.key, token, 0, started, 0.0))
             raise OperationFailed(f"workspace lock: Redis unavailable: {exc}") from exc
-        now = time.monotonic()
-        return Lease(self.key, token, fence, now, now - started)
+        waited = time.monotonic() - started
+        return Lease(
+            self.key, token, fence, sent, waited, ttl_ms=self.ttl_ms, workspace_dir=self.workspace_dir
+        )
 
     async def _release(self, lease: Lease) -> None:
         try:
@@ -161,6 +202,7 @@ class WorkspaceLock:
         interval = self.ttl_ms / 3000.0
         while True:
             await anyio.sleep(interval)
+            sent = time.monotonic()
             try:
                 ok = await _eval(self.redis, _EXTEND, self.redis_key, lease.token, self.ttl_ms)
             except RedisError:
@@ -173,7 +215,7 @@ class WorkspaceLock:
                 lease.lost = True
                 scope.cancel()
                 return
-            lease.acquired_at = time.monotonic()
+            lease.acquired_at = sent
 
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[Lease]:
@@ -190,7 +232,8 @@ class WorkspaceLock:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._renew, lease, tg.cancel_scope)
                 try:
-                    yield lease
+                    with guarded_writes(lease.check_writable):
+                        yield lease
                 finally:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:

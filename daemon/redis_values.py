@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
-from arq.constants import job_key_prefix, result_key_prefix
+from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix
 from redis.asyncio import Redis
 
 from daemon.constants import REDIS_PREFIX
@@ -133,12 +133,24 @@ async def scan_values(redis: Redis, may_hold: MayHold | None = None) -> AsyncIte
             yield key, _strings_of(key, parts)
 
 
+async def _running(redis: Redis) -> set[str]:
+    """The job keys of jobs being run now (arq's in-progress marker is set)."""
+    marks = await _keys(redis, (in_progress_key_prefix,))
+    return {job_key_prefix + m.removeprefix(in_progress_key_prefix) for m in marks}
+
+
 async def purge_naming(
-    redis: Redis, names_subject: Callable[[str], bool], may_hold: MayHold | None = None
+    redis: Redis,
+    names_subject: Callable[[str], bool],
+    may_hold: MayHold | None = None,
+    *,
+    spare_running: bool = False,
 ) -> int:
     """Delete job arguments and results any of whose strings `names_subject` (erasure requests
-    aside); the number deleted. `may_hold` skips values that cannot (a cheap superset test)."""
-    keys = [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k)]
+    aside, and with `spare_running` the arguments of jobs being run); the number deleted.
+    `may_hold` skips values that cannot (a cheap superset test)."""
+    spared = await _running(redis) if spare_running else set()
+    keys = [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
     doomed = [
         key
         for key, parts in zip(keys, await _fetch(redis, keys), strict=True)

@@ -68,6 +68,14 @@ class IngestSettings(Section):
     max_messages_per_file: int = Field(
         default=80, ge=1, description="Messages staged per session per sweep at most."
     )
+    watch: bool = Field(
+        default=True,
+        description="Watch the sessions (inotify) and sweep as soon as a change settles; the interval "
+        "sweeps stay as the safety net. Off with daemon.schedule = false.",
+    )
+    watch_settle_ms: int = Field(
+        default=50, ge=1, le=10_000, description="A change is swept once no write followed it for this long."
+    )
 
 
 class ConsolidationSettings(Section):

@@ -71,10 +71,12 @@ def write_config(
     extra: str = "",
     grace_s: float = 5.0,
     lock_wait_s: float = 30.0,
+    schedule: bool = False,
 ) -> Path:
     path.write_text(
         f'state_dir = "{state_dir}"\nsessions_root = "{sessions_root}"\nredis_url = "{redis_url}"\n\n'
-        f'[daemon]\nhost_id = "{host_id}"\nmetrics_listen = "127.0.0.1:0"\nschedule = false\n'
+        f'[daemon]\nhost_id = "{host_id}"\nmetrics_listen = "127.0.0.1:0"\n'
+        f"schedule = {str(schedule).lower()}\n"
         f"poll_delay_s = 0.01\nshutdown_grace_s = {grace_s}\nmax_jobs = 4\n\n"
         f"[lock]\nwait_s = {lock_wait_s}\n\n{extra}\n"
     )
@@ -181,9 +183,9 @@ def host_record(redis_url: str, host_id: str) -> dict[str, Any]:
         r.close()
 
 
-def start_cli(config: Path, *args: str) -> subprocess.Popen[str]:
-    """`memoryd --config CONFIG ARGS…` started in the background, output piped."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def start_cli(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`memoryd --config CONFIG ARGS…` started in the background, output piped (`env` added)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
         cwd=REPO,

@@ -21,6 +21,7 @@ OVERRIDES = {
     "main": ["self"],
     "_poll_iteration": ["self"],
     "start_jobs": ["self", "job_ids"],
+    "run_job": ["self", "job_id", "score"],
     "finish_failed_job": ["self", "job_id", "result_data"],
 }
 
@@ -56,8 +57,14 @@ def test_arq_still_calls_what_the_overrides_and_the_hook_rely_on():
     # The poll loop goes through _poll_iteration, which starts jobs through start_jobs.
     assert "await self._poll_iteration()" in main
     assert "await self.start_jobs(job_ids)" in poll
-    # start_jobs keeps the running tasks by job id (the override skips ids still running).
+    # start_jobs keeps the running tasks by job id (the override skips ids still running), and
+    # runs each through run_job (whose override fails a job arq's decoding trips over).
     assert "self.tasks[job_id] = t" in start
+    assert "self.run_job(job_id, int(score))" in start
+    # The poll loop re-raises what a job's task raised (why run_job's override catches it).
+    assert "t.result()" in poll
+    # arq decodes a job with our deserializer before reading its fields, and fails it on error.
+    assert "deserialize_job_raw(" in run_job and "except SerializationError" in run_job
     # The give-up paths end in finish_failed_job, which stores the result under its key.
     assert run_job.count("self.finish_failed_job(") >= 2
     assert "result_key_prefix + job_id" in failed

@@ -84,6 +84,29 @@ async def test_the_scheduler_does_not_pile_up_sweeps_while_one_is_pending(settin
         cleanup_redis(redis_url, [], [])
 
 
+async def test_the_scheduler_keeps_its_cadence_after_the_clock_steps_back(settings, redis, redis_url, unique):
+    """The wall clock steps back 10 minutes: slots keep coming at the interval by the monotonic
+    clock, with ids never used before, instead of stopping until the clock passes the last one."""
+    queue = f"memoryd:queue:sched-back-{unique}"
+    pool = arq_pool(settings, queue)
+    plan = (Schedule(INGEST_SWEEP, 100),)
+    ids = [f"ingest_sweep:a:sched:{n}" for n in (10, 11, 12)]
+    try:
+        scheduler = Scheduler(pool, queue, "h")
+        assert await scheduler.tick(1000.0, plan, ["a"], mono_s=50.0) == [ids[0]]
+        await pool.zrem(queue, ids[0])  # it ran
+        await pool.delete(f"arq:job:{ids[0]}")
+        assert await scheduler.tick(400.0, plan, ["a"], mono_s=151.0) == [ids[1]]  # 10 minutes back
+        await pool.zrem(queue, ids[1])
+        await pool.delete(f"arq:job:{ids[1]}")
+        assert await scheduler.tick(450.0, plan, ["a"], mono_s=201.0) == []  # within that interval
+        assert await scheduler.tick(500.0, plan, ["a"], mono_s=252.0) == [ids[2]]
+    finally:
+        await pool.delete(queue, *(f"arq:job:{i}" for i in ids))
+        await pool.aclose(close_connection_pool=True)
+        cleanup_redis(redis_url, [], [])
+
+
 def _row(sid: str, mtime: int, size: int, reason: str | None = None, at: int = 1) -> CheckpointSummary:
     return CheckpointSummary(sid, mtime, size, reason, at)
 
@@ -160,10 +183,13 @@ def test_job_ids_are_deterministic_and_payloads_plain_json():
     assert a == request_job_id("forget", {"sessions": ["x"], "agent": "m"})
     assert a != request_job_id("forget", {"agent": "m", "sessions": ["y"]})
     raw = serialize({"r": ValueError("payload.x: unknown field"), "a": ({"k": 1},)})
+    # A result keeps no arguments (they may name sessions or people); a job keeps them to run.
     assert orjson.loads(raw) == {
         "r": {"error": "ValueError", "message": "payload.x: unknown field"},
-        "a": [{"k": 1}],
+        "a": [],
+        "k": {},
     }
-    assert deserialize(raw)["a"] == [{"k": 1}]
+    assert orjson.loads(serialize({"f": "forget", "a": ({"k": 1},)})) == {"f": "forget", "a": [{"k": 1}]}
+    assert deserialize(raw)["a"] == []
     with pytest.raises(ValueError):
         deserialize(b"[1, 2]")

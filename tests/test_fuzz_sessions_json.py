@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from daemon.errors import OperationFailed
-from daemon.ids import session_id_problem
+from daemon.ids import session_source_problem
 from daemon.sessions.json_store import JsonSessionSource
 
 EXAMPLES = 300
@@ -111,7 +111,7 @@ def _check_listing(source: JsonSessionSource) -> None:
     listing = source.list_sessions()
     root = source.dir.resolve()
     for s in listing.sessions:
-        assert session_id_problem(s.session_id) is None
+        assert session_source_problem(s.session_id) is None
         loc = Path(s.locator)
         assert loc.parent == source.dir and loc.resolve().parent == root  # one file, in the directory
         assert s.created_at is None or 0 <= s.created_at < 10**16
@@ -161,7 +161,7 @@ def test_hostile_entries_are_listed_safely_or_skipped_with_a_reason(tmp_path, st
     valid = {
         e.get("sessionId")
         for e in store.values()
-        if isinstance(e, dict) and session_id_problem(e.get("sessionId")) is None
+        if isinstance(e, dict) and session_source_problem(e.get("sessionId")) is None
     }
     assert listed == valid  # every valid record listed, every invalid one skipped
 
@@ -199,7 +199,7 @@ def test_archive_names_never_yield_an_unsafe_session_id(tmp_path, names):
         except OSError:
             continue  # a name the filesystem refuses (too long)
     for archive in source.list_archives():
-        assert session_id_problem(archive.session_id) is None
+        assert session_source_problem(archive.session_id) is None
         assert Path(archive.locator).parent == source.dir
 
 

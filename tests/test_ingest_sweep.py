@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from daemon.store.checkpoints import load_checkpoints
 from daemon.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
+from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
 
 POLICY = {
     "exclude_sessions": {
@@ -49,13 +48,6 @@ async def read(settings: Settings, fn: Any, *args: Any, agent: str = "main") -> 
         return await rt.require_store().read(fn, *args)
 
 
-def corpus_text(settings: Settings, agent: str = "main") -> str:
-    root = settings.workspace_for(agent) / "memory" / ".dreams" / "session-corpus"
-    if not root.exists():
-        return ""
-    return "".join(p.read_text() for p in sorted(root.glob("*.txt")))
-
-
 def staged_rows(conn: Any) -> list[tuple]:
     return conn.execute(
         "SELECT entry_key, path, start_line, snippet, origin_class, daily_count "
@@ -68,44 +60,6 @@ def origin_rows(conn: Any) -> list[tuple]:
         "SELECT entry_key, session_id, session_key, origin_class FROM memory_entry_origins "
         "ORDER BY entry_key, session_id"
     ).fetchall()
-
-
-def make_fifo(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    os.mkfifo(path)
-
-
-class FifoWatch:
-    """Notices any reader opening the FIFOs: opening one for writing without blocking succeeds
-    only while a reader has it open. If one ever does, it is fed a line so the reader does not
-    hang, and the watch remembers it."""
-
-    def __init__(self, fifos: list[Path]):
-        self.fifos = fifos
-        self.opened: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for fifo in self.fifos:
-                try:
-                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-                except OSError as exc:
-                    assert exc.errno == errno.ENXIO  # no reader: the expected state
-                    continue
-                self.opened.append(fifo.name)
-                os.write(fd, b'{"type":"message","message":{"role":"user","content":"POISON read"}}\n')
-                os.close(fd)
-            self._stop.wait(0.01)
-
-    def __enter__(self) -> FifoWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 async def test_only_admitted_interactive_sessions_are_read_and_excluded_ones_record_why(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -11,6 +13,7 @@ from redis.asyncio import Redis
 from daemon.errors import FencedOut, LockLost, LockTimeout
 from daemon.lock import WorkspaceLock
 from daemon.store.db import Store
+from daemon.store.migrate import AGENT
 
 
 async def test_two_holders_never_overlap(redis: Redis, tmp_path: Path) -> None:
@@ -131,3 +134,43 @@ async def test_an_acquisition_that_finds_the_lock_held_reaches_lock_wait_once(
             await anyio.sleep(0.2)  # several retries while still held
             release.set()
     assert reached == [1]
+
+
+def _touch(conn: Any) -> None:
+    conn.execute("SELECT 1")
+
+
+async def test_fence_survives_a_clock_step_back_after_redis_lost_its_keys(
+    redis: Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token taken while the clock ran an hour ahead is stored by the store; the clock steps
+    back and Redis loses the counter: the next token still comes after it (issue 18, item 8)."""
+    store = await Store.open(tmp_path / "memory.sqlite", schema=AGENT)
+    try:
+        lock = WorkspaceLock(redis, tmp_path / "ws", fence_store=store.path)
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() + 3600)
+        async with lock.hold() as ahead:
+            await store.write(_touch, fence=ahead.fence)
+        monkeypatch.setattr(time, "time", real)
+        await redis.delete(f"memoryd:fence:{lock.key}")
+        async with lock.hold() as after:
+            await store.write(_touch, fence=after.fence)  # not fenced off until the clock catches up
+        assert after.fence_value > ahead.fence_value
+    finally:
+        await store.close()
+
+
+async def test_a_fenced_off_write_says_what_happened(redis: Redis, tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "memory.sqlite", schema=AGENT)
+    try:
+        lock = WorkspaceLock(redis, tmp_path / "ws", fence_store=store.path)
+        async with lock.hold() as old:
+            pass
+        async with lock.hold() as new:
+            await store.write(_touch, fence=new.fence)
+        with pytest.raises(FencedOut, match="another writer took the workspace lock") as err:
+            await store.write(_touch, fence=old.fence)
+        assert "rerun" in str(err.value)
+    finally:
+        await store.close()

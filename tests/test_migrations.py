@@ -40,6 +40,8 @@ RELEASED = {
     "agent/0003_drop_retention_tables.sql": "0d0f49b0b2",
     "agent/0004_session_participants.sql": "f41891ce5a",
     "agent/0005_erased_senders.sql": "f81e9be52d",
+    "agent/0006_fts_own_content.sql": "0d6c3bdd21",
+    "agent/0007_corpus_appends.sql": "a71459750d",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",
@@ -255,12 +257,11 @@ def test_a_command_on_an_outdated_store_prints_one_line_and_no_traceback(
     (state / "agents" / "main").mkdir(parents=True)
     (tmp_path / "sessions").mkdir()
     _legacy_union(state / "agents" / "main" / "memory.sqlite", 2).close()
-    env = {
-        **os.environ,
-        "MEMORYD_STATE_DIR": str(state),
-        "MEMORYD_SESSIONS_ROOT": str(tmp_path / "sessions"),
-        "MEMORYD_REDIS_URL": REDIS_URL,
-    }
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{state}"\nsessions_root = "{tmp_path / "sessions"}"\nredis_url = "{REDIS_URL}"\n'
+    )
+    env = {**os.environ, "MEMORYD_CONFIG": str(config)}
     result = subprocess.run(
         [sys.executable, "-m", "daemon.cli", *command], capture_output=True, text=True, env=env, cwd=ROOT
     )
@@ -286,3 +287,38 @@ def test_step_4_of_retention_keeps_every_receipt_and_accepts_not_found(tmp_path:
         (1, "r1", "complete"),
         (2, "r2", "not_found"),
     ]
+
+
+def test_step_6_of_agent_replaces_the_tombstoning_fts_table_and_empties_the_index(tmp_path: Path) -> None:
+    """The contentless_delete table kept a deleted chunk's terms in its segments; the new one
+    keeps its content, so a delete takes the terms out. The index is rebuilt by the next run."""
+    conn = _at_step(tmp_path / "a.sqlite", AGENT, 5)
+    conn.execute(
+        "INSERT INTO memory_index_sources(path, source, hash, mtime, size) VALUES ('MEMORY.md', 'memory', 'h', 1, 2)"
+    )
+    conn.execute(
+        "INSERT INTO memory_index_chunks(rowid, id, path, start_line, end_line, hash, model, text, updated_at) "
+        "VALUES (1, 'c1', 'MEMORY.md', 1, 1, 'h', 'fts-only', 'the quillowhisk key', 0)"
+    )
+    conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (1, 'the quillowhisk key')")
+    conn.execute("DELETE FROM memory_index_chunks_fts WHERE rowid = 1")  # a tombstone: the term stays
+    assert any(
+        b"quillowhisk" in bytes(r[0]) for r in conn.execute("SELECT block FROM memory_index_chunks_fts_data")
+    )
+    revision = conn.execute("SELECT revision FROM memory_index_state").fetchone()[0]
+
+    assert migrate_connection(conn, AGENT) == latest_version(AGENT)
+    counts = [
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("memory_index_sources", "memory_index_chunks")
+    ]
+    assert counts == [0, 0]
+    assert conn.execute("SELECT revision FROM memory_index_state").fetchone()[0] > revision
+    assert not any(
+        b"quillowhisk" in bytes(r[0]) for r in conn.execute("SELECT block FROM memory_index_chunks_fts_data")
+    )
+    conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (2, 'a brambleforth mat')")
+    conn.execute("DELETE FROM memory_index_chunks_fts WHERE rowid = 2")
+    assert not any(
+        b"brambleforth" in bytes(r[0]) for r in conn.execute("SELECT block FROM memory_index_chunks_fts_data")
+    )

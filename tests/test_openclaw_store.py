@@ -519,3 +519,22 @@ def test_zstd_events_decode_to_the_exact_stored_bytes(tmp_path):
     src = source(b)
     with src.open_transcript(by_id(src)["bytes"]) as lines:
         assert list(lines) == [text.encode()]
+
+
+def test_fingerprints_of_many_sessions_are_one_read_transaction_equal_to_each_fingerprint(tmp_path):
+    b = OpenClawDbBuilder(tmp_path)
+    for i in range(80):
+        b.session(b.key(f"fps{i}"), f"fps{i}", [Msg("user", f"turn {i}"), Msg("assistant", "ok " * i)])
+    b.add_window(b.key("fps0"), "empty", created_at=b.base_ms)
+    b.append("fps3", [Msg("user", "packed")], zstd=True)
+    statements: list[str] = []
+    src = source(b, trace=statements.append)
+    sessions = src.list_sessions().sessions
+    each = {s.session_id: fp for s in sessions if (fp := src.fingerprint(s)) is not None}
+    for subset in (sessions, sessions[:3]):
+        statements.clear()
+        got = src.fingerprints(subset)
+        assert got == {s.session_id: each[s.session_id] for s in subset if s.session_id in each}
+        assert statements.count("BEGIN") == 1  # one snapshot, however many sessions
+    assert "empty" not in src.fingerprints(sessions)
+    b.close()

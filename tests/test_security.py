@@ -186,14 +186,15 @@ async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_pat
             ingest = await client.enqueue_ingest(agent)
             assert (await client.wait(ingest.job_id, timeout_s=60)).state == "complete"
             ok = await client.enqueue_forget(ForgetRequest(agent=agent, participants=[secret_actor]))
+            done = await client.wait(ok.job_id, timeout_s=60)
             # Another tool enqueues a payload the model rejects; its error names the bad value.
+            # (Sent after the forget, which deletes queued arguments naming what it forgot.)
             bad = await client.enqueue(
                 FORGET, {"agent": agent, "sessions": [f"sess-{unique}-one/../x"]}, queue=queue_name(host)
             )
             job_ids += [ingest.job_id, ok.job_id, bad.job_id]
-            done = await client.wait(ok.job_id, timeout_s=60)
             failed = await client.wait(bad.job_id, timeout_s=60)
-        assert done.state == "complete" and done.result["sessionIds"] == [f"sess-{unique}-one"]
+        assert done.state == "complete" and done.result["artifacts"]["shortTermEntries"] > 0
         assert failed.state == "failed" and f"sess-{unique}-one" in failed.error  # the caller gets the detail
     finally:
         assert daemon.stop() == 0

@@ -104,7 +104,7 @@ async def test_jobs_on_one_agent_reuse_the_stores_the_worker_keeps_open(served):
         for who in ("nora", "nora", "omar")
     ]
 
-    assert [p.result["sessionIds"] for p in previews] == [["sess-nora-1"], ["sess-nora-1"], ["sess-omar-1"]]
+    assert [p.result["artifacts"]["shortTermEntries"] for p in previews] == [2, 2, 2]
     assert previews[0].result == previews[1].result
     stores = served.worker.stores
     # One read-write store (the sweep), one read-only store (the previews), both still open.
@@ -142,7 +142,6 @@ async def test_the_worker_closes_stores_left_idle_past_the_limit(served):
 async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served):
     await served.run(INGEST_SWEEP, {"agent": "main"})
     before = await served.run(FORGET, {"agent": "main", "participants": ["nora"], "dry_run": True})
-    assert before.result["sessionIds"] == ["sess-nora-1"]
     assert before.result["artifacts"]["shortTermEntries"] == 2
     assert served.worker.stores.idle == 2  # open, idle, while the erasure rewrites the database
 
@@ -159,10 +158,7 @@ async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served
     after = await served.run(FORGET, {"agent": "main", "participants": ["nora"], "dry_run": True})
     assert after.result["artifacts"]["shortTermEntries"] == 0  # the preview sees the erasure
     applied = await served.run(FORGET, {"agent": "main", "participants": ["omar"]})
-    assert (
-        applied.result["sessionIds"] == ["sess-omar-1"]
-        and applied.result["artifacts"]["shortTermEntries"] == 2
-    )
+    assert applied.result["artifacts"]["shortTermEntries"] == 2
     again = await served.run(FORGET, {"agent": "main", "participants": ["omar"], "dry_run": True})
     assert again.result["artifacts"]["shortTermEntries"] == 0
     assert served.worker.stores.idle == 2

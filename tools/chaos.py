@@ -5,8 +5,12 @@ Runs `memoryd run` as a subprocess against a Redis server this runner starts its
 driver keeps appending to transcripts and enqueues forget jobs (sessions, participants, hook
 sources) and erase jobs (the user scope `tenant:<t>:user:<u>` of a participant) through
 daemon.runtime.client. At random points it kills the daemon with SIGKILL and starts it
-again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it again). After
-every round it checks the invariants against a model of the expected state:
+again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it again). It also
+plants poisoned jobs (records arq's decoding trips over, members scored -inf or not UTF-8),
+SIGSTOPs the daemon past its lease while this runner forgets sessions under the lock the
+stopped daemon lost, and steps the fence ahead as a clock running an hour fast would, before a
+Redis restart loses the counter. After every round it checks the invariants against a model of
+the expected state:
 
 * no resurrection: nothing of a session whose forget or erase completed is in the workspace files
   (memory files, diary, daily notes, corpus), staged entries, entry origins, seen hashes,
@@ -17,10 +21,12 @@ every round it checks the invariants against a model of the expected state:
   count, checked with the agent's secret), so erased sessions stay excluded from ingestion;
   the stored fence never goes backwards; the lock is only
   ever held by the running daemon (or a killed one, until its lease expires);
-* every enqueued forget completes (re-enqueued when Redis lost it or a run failed), and its
-  report selects exactly the sessions a single run selects; every enqueued erase completes with
+* every enqueued forget completes (re-enqueued when Redis lost it or a run failed), each
+  session it selects gets a forgotten record and no session that no forget names does (its
+  stored result names no session); every enqueued erase completes with
   a receipt whose state is `complete` and whose verification passed (the campaign places no
-  legal hold, so `refused`/`partial` is a violation); the daemon never exits by itself.
+  legal hold, so `refused`/`partial` is a violation); the daemon never exits by itself;
+* every poisoned job leaves the queue (failed alone) unless a Redis restart lost it first.
 
 Bounded in count (rounds), time (seconds per round, a bounded final drain) and space (tmp dir).
 Only the Redis server started here is ever restarted or shut down.
@@ -63,6 +69,9 @@ TRANSIENT_ERRORS = frozenset(
         "WriteConflict",
         "SourceChanged",
         "TimeoutError",
+        # An erasure deletes the queued jobs whose payload names its subject (their job keys):
+        # arq then fails such a member as "job expired", and the runner sends the request again.
+        "JobExecutionFailed",
     }
 )
 VICTIMS = [f"s{i:02d}" for i in range(8)]  # sessions forget may select
@@ -173,6 +182,7 @@ class Daemon:
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
         self.killed: list[tuple[int, float]] = []  # (pid, when) of SIGKILLed daemons
+        self.stopped = False
         self.log_offset = 0
 
     def start(self) -> None:
@@ -203,8 +213,19 @@ class Daemon:
             tail = fh.read().decode(errors="replace")
         return self.exited() == 1 and "memoryd: error: redis_url" in tail and "Traceback" not in tail
 
+    def pause(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGSTOP)
+            self.stopped = True
+
+    def resume(self) -> None:
+        if self.proc is not None and self.stopped:
+            self.proc.send_signal(signal.SIGCONT)
+            self.stopped = False
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            self.resume()
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
             self.killed.append((self.proc.pid, time.monotonic()))
@@ -304,6 +325,11 @@ class Tally:
     promoted_watched: int = 0
     embeddings_watched: int = 0  # cached embeddings of forgotten sessions that had to go
     refused_starts: int = 0  # starts refused because Redis was restarting (exit 1, started again)
+    poisoned: int = 0  # broken job records planted in the queue
+    poisoned_failed: int = 0  # of them, failed alone and gone from the queue
+    stops: int = 0  # SIGSTOPs of the daemon past its lease
+    stop_forgets: int = 0  # forgets this runner completed while the daemon was stopped
+    fence_steps: int = 0  # fence counters stepped an hour ahead (then lost with Redis)
     violations: list[str] = field(default_factory=list)
     failures_seen: dict[str, int] = field(default_factory=dict)  # job error class -> count (then retried)
     failure_examples: dict[str, str] = field(default_factory=dict)  # job error class -> first message
@@ -545,6 +571,9 @@ def judge_store(facts: dict[str, Any], done: set[str], obs: Observed, memory_md:
     missing = done - facts["tombstones"]
     if missing:
         found.append(f"forget completed without a forgotten record: {sorted(missing)}")
+    overreach = facts["tombstones"] & set(KEEPERS)
+    if overreach:
+        found.append(f"forgotten records of sessions no forget selects: {sorted(overreach)}")
     if facts["fence"] < obs.fence:
         found.append(f"stored fence went backwards: {obs.fence} -> {facts['fence']}")
     for sid in KEEPERS:
@@ -644,7 +673,7 @@ class LockWatch:
     def _judge(self, token_value: str) -> None:
         holder = token_value.rsplit("#", 1)[0]
         pid = int(holder.rsplit(":", 1)[1]) if ":" in holder and holder.rsplit(":", 1)[1].isdigit() else -1
-        if pid == self.daemon.pid:
+        if pid in (self.daemon.pid, os.getpid()):  # os.getpid(): this runner's forgets (SIGSTOP fault)
             return
         now = time.monotonic()
         grace = LOCK_TTL_MS / 1000 + 1.0  # the lease's TTL, plus a sampling margin
@@ -693,12 +722,8 @@ async def poll_pending(
             tally.erase_completed += 1
             continue
         if report.state == "complete":
-            selected = set((report.result or {}).get("sessionIds", []))
-            if selected != set(job.targets):
-                tally.violations.append(
-                    f"forget {job.request} selected {sorted(selected)}, a single run "
-                    f"selects {sorted(job.targets)}"
-                )
+            # A stored result names no session (content-free): what it selected is judged in
+            # the store, by its forgotten records (judge_store).
             done.update(job.targets)
             tally.forget_completed += 1
             continue
@@ -745,6 +770,8 @@ class Run:
     pending: list[Pending] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
     obs: Observed = field(default_factory=Observed)
+    poisoned: list[bytes] = field(default_factory=list)  # planted queue members not yet gone
+    flush_next: bool = False  # a fence stepped ahead: lose it with a Redis restart next round
 
     async def round(self, client: Any, r: int, verbose: bool) -> None:
         self.tally.rounds += 1
@@ -761,6 +788,7 @@ class Run:
         await self.inject_fault(client)
         self.restart_if_exited(f"round {r}")
         self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+        await self.check_poisoned(client, final=False)
         await check_invariants(
             self.settings, self.done, KEEPERS, self.obs, self.tally, f"round {r}", False, self.world
         )
@@ -794,10 +822,20 @@ class Run:
                 pass
 
     async def inject_fault(self, client: Any) -> None:
-        """SIGKILL the daemon (45%), restart Redis (20%), both (5%), or nothing."""
+        """SIGKILL the daemon (45%), restart Redis (20%), both (5%), plant a poisoned job (10%),
+        SIGSTOP the daemon past its lease (5%), step the fence ahead (3%), or nothing."""
         fault = self.rng.random()
+        if self.flush_next:
+            self.flush_next = False
+            fault = 0.5  # the Redis restart that loses the stepped fence counter
         if fault < 0.70 and await _forget_running(client, self.pending):
             self.tally.faults_mid_forget += 1
+        if 0.70 <= fault < 0.80:
+            await self.plant_poisoned(client)
+        elif 0.80 <= fault < 0.85:
+            await self.stop_past_lease(client)
+        elif 0.85 <= fault < 0.88:
+            await self.step_fence_ahead(client)
         if fault < 0.45:
             self.daemon.kill()
             self.tally.kills += 1
@@ -811,6 +849,78 @@ class Run:
             self.tally.kills += 1
             self.tally.redis_restarts += 1
             self.daemon.start()
+
+    async def plant_poisoned(self, client: Any) -> None:
+        member, record, score = poisoned_job(self.rng, self.tally.poisoned)
+        try:
+            async with client.redis.pipeline(transaction=True) as pipe:
+                pipe.set(b"arq:job:" + member, record)
+                pipe.zadd(self.queue, {member: score})
+                await pipe.execute()
+        except (RedisError, OSError):
+            return
+        self.poisoned.append(member)
+        self.tally.poisoned += 1
+
+    async def check_poisoned(self, client: Any, final: bool) -> None:
+        """A poisoned member leaves the queue at the next poll; one still there at the end, or
+        after its round, is a job that did not fail alone."""
+        left: list[bytes] = []
+        for member in self.poisoned:
+            try:
+                queued = await client.redis.zscore(self.queue, member) is not None
+            except (RedisError, OSError):
+                left.append(member)
+                continue
+            if not queued:
+                self.tally.poisoned_failed += 1
+            elif final:
+                self.tally.violations.append(f"poisoned job {member!r} is still queued")
+            else:
+                left.append(member)
+        self.poisoned = left
+
+    async def stop_past_lease(self, client: Any) -> None:
+        """SIGSTOP the daemon (mid-job, when one runs) until its lease expired; meanwhile this
+        runner forgets a random selection under the lock; then SIGCONT. Whatever the daemon
+        writes when it resumes must be fenced off or undone: the invariants check it."""
+        from daemon.errors import MemorydError
+        from daemon.ops import forget
+        from daemon.ops.execute import LocalResources, execute
+
+        self.daemon.pause()
+        self.tally.stops += 1
+        request, targets = self.world.random_request()
+        resources = LocalResources(self.settings)
+        try:
+            await asyncio.sleep(LOCK_TTL_MS / 1000 * 0.5)
+            report = await execute(forget.OP, resources, forget.OP.parse(request))
+            selected = set(getattr(report, "sessionIds", None) or [])
+            if selected and selected != set(targets):
+                self.tally.violations.append(f"forget {request} selected {sorted(selected)}")
+            self.done.update(targets)
+            self.tally.stop_forgets += 1
+        except (MemorydError, RedisError, OSError) as exc:
+            name = type(exc).__name__
+            self.tally.failures_seen[name] = self.tally.failures_seen.get(name, 0) + 1
+            if name not in TRANSIENT_ERRORS:
+                self.tally.violations.append(f"forget {request} under SIGSTOP failed: {exc}")
+        finally:
+            await resources.close()
+            self.daemon.resume()
+
+    async def step_fence_ahead(self, client: Any) -> None:
+        """The token a clock an hour fast hands out; the next round's Redis restart loses it."""
+        from daemon.constants import FENCE_KEY
+        from daemon.lock import workspace_key
+
+        key = FENCE_KEY.format(workspace=workspace_key(self.settings.workspace_for(AGENT)))
+        try:
+            await client.redis.set(key, int((time.time() + 3600) * 1_000_000))
+        except (RedisError, OSError):
+            return
+        self.tally.fence_steps += 1
+        self.flush_next = True
 
     def restart_if_exited(self, where: str) -> None:
         code = self.daemon.exited()
@@ -835,6 +945,7 @@ class Run:
             await asyncio.sleep(0.5)
         for job in self.pending:
             self.tally.violations.append(f"{job.kind} {job.request} did not complete within the drain")
+        await self.check_poisoned(client, final=True)
         await asyncio.sleep(2.5)
         await check_invariants(
             self.settings, self.done, KEEPERS, self.obs, self.tally, "final", True, self.world
@@ -917,12 +1028,41 @@ async def _keepers_staged(settings: Any, world: World) -> bool:
     return all(t in text for sid in KEEPERS for t in world.written[sid])
 
 
+# Records that made arq's run_job or start_jobs raise and end the worker (issue 18, item 1).
+_GOOD_RECORD = b'{"f":"ingest_sweep","a":[{"agent":"chaos"}],"k":{},"t":null,"et":1}'
+POISONED_RECORDS = (
+    b'{"f":{},"a":[{"agent":"chaos"}],"k":{},"t":null,"et":1}',
+    b'{"f":"ingest_sweep","a":[{"agent":"chaos"}],"k":{},"t":"5","et":1}',
+    b'{"f":"ingest_sweep","a":[{"agent":"chaos"}],"k":{},"t":null,"et":null}',
+    b'{"f":"ingest_sweep","a":[{"agent":"chaos"}],"k":{},"t":null,"et":"x"}',
+    b'{"f":"ingest_sweep","a":[{"agent":"chaos"}],"k":{},"t":null,"et":1e30}',
+    b"\xff\x00 not json",
+)
+
+
+def poisoned_job(rng: random.Random, n: int) -> tuple[bytes, bytes, float]:
+    """(queue member, job record, score) of a poisoned job: a broken record, a good record
+    scored -inf, or a good record under a member that is not UTF-8."""
+    now_ms = time.time() * 1000
+    kind = rng.randrange(len(POISONED_RECORDS) + 2)
+    if kind < len(POISONED_RECORDS):
+        return f"ingest_sweep:poison-{n}".encode(), POISONED_RECORDS[kind], now_ms
+    if kind == len(POISONED_RECORDS):
+        return f"ingest_sweep:poison-{n}".encode(), _GOOD_RECORD, float("-inf")
+    return b"ingest_sweep:poison-\xff\xfe" + str(n).encode(), _GOOD_RECORD, now_ms
+
+
 def format_table(t: Tally, elapsed_s: float) -> str:
     rows = [
         ("rounds", t.rounds),
         ("daemon kills (SIGKILL)", t.kills),
         ("Redis restarts (nosave)", t.redis_restarts),
         ("starts refused while Redis restarted", t.refused_starts),
+        ("poisoned jobs planted", t.poisoned),
+        ("poisoned jobs failed alone (left the queue)", t.poisoned_failed),
+        ("SIGSTOPs past the lease", t.stops),
+        ("forgets completed while the daemon was stopped", t.stop_forgets),
+        ("fence steps an hour ahead (then Redis restarted)", t.fence_steps),
         ("transcript appends", t.appends),
         ("forget jobs enqueued", t.forget_enqueued),
         ("faults during a running forget or erase", t.faults_mid_forget),

@@ -162,26 +162,6 @@ def run_op(state: CliState, op: Op[R], request: R, progress: ProgressFn | None =
     return run_async(go)
 
 
-def run_op_showing_progress(state: CliState, op: Op[R], request: R, as_json: bool) -> Any:
-    """`run_op` with a progress bar on stderr when it is a terminal (never with --json)."""
-    import sys
-
-    if as_json or not sys.stderr.isatty():
-        return run_op(state, op, request)
-    from rich.console import Console
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=Console(stderr=True)) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=max(total, 1))
-            bar.update(tasks[phase], completed=done, total=max(total, 1))
-
-        return run_op(state, op, request, progress)
-
-
 def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[Any], str]) -> None:
     """Print an operation's report, then raise what it means for the exit code (a refused
     erasure exits 3), exactly as `memoryd enqueue … --wait` does with the job's result."""

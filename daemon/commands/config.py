@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from daemon.commands import CliState, emit, json_option, pass_state
+from daemon.redaction import redact_urls_in
 from daemon.settings import settings_as_dict
 
 
@@ -31,5 +32,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def check(state: CliState, as_json: bool) -> None:
-        """Validate the config and print the effective settings (exit 2 naming a bad key)."""
-        emit(settings_as_dict(state.settings), as_json, _human)
+        """Validate the config and print the effective settings (exit 2 naming a bad key);
+        passwords and tokens in URLs are shown as ***."""
+        emit(redact_urls_in(settings_as_dict(state.settings)), as_json, _human)

@@ -14,13 +14,17 @@ from daemon.commands import (
     json_option,
     pass_state,
     run_async,
-    run_op_showing_progress,
+    run_op,
     table,
 )
 from daemon.commands._enqueue import register_enqueue
 from daemon.index.report import IndexReport, ResetReport, SearchReport
 from daemon.index.search import run_search
 from daemon.ops import index_sync as index_op
+from daemon.sessions.admission import POLICY_REASON_PREFIXES
+
+# What the index run's progress phases count (daemon/index/sync.py).
+INDEX_UNITS = {"scan": "files", "chunk": "files", "chunks": "chunks", "embed": "texts", "publish": "chunks"}
 
 
 def _index_human(report: IndexReport) -> str:
@@ -33,6 +37,13 @@ def _index_human(report: IndexReport) -> str:
     ]
     notes = [[n.path, n.source, "discarded", n.reason] for n in report.discarded]
     notes += [[n.path, n.source, "removed", n.reason] for n in report.removed]
+    # Transcripts the admission policy keeps out (internal ones, cron and the like, are many
+    # and expected: counted above only).
+    notes += [
+        [n.path, n.source, "excluded", n.reason]
+        for n in report.skipped
+        if n.reason.startswith(POLICY_REASON_PREFIXES)
+    ]
     if notes:
         lines.append(table(["path", "source", "action", "reason"], notes))
     lines += [f"warning: {w}" for w in report.warnings]
@@ -73,7 +84,10 @@ def register(cli: click.Group) -> None:
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
         """Index the agent's memory files (and transcripts, if configured) for search."""
         request = index_op.OP.parse({"agent": agent_id, "force": force})
-        report = run_op_showing_progress(state, index_op.OP, request, as_json)
+        from daemon.commands._progress import progress_bar
+
+        with progress_bar(INDEX_UNITS, quiet=as_json) as progress:
+            report = run_op(state, index_op.OP, request, progress)
         emit_report(index_op.OP, report, as_json, _index_human)
 
     @cli.command("reset")

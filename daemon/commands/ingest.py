@@ -15,7 +15,7 @@ from daemon.commands import (
     json_option,
     pass_state,
     run_async,
-    run_op_showing_progress,
+    run_op,
     table,
 )
 from daemon.commands._enqueue import register_enqueue
@@ -34,6 +34,9 @@ from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.settings import Settings
 from daemon.store.checkpoints import load_checkpoints
 from daemon.store.tombstones import forgotten_ids
+
+# What the sweep's progress phases count (daemon/ingest/sweep.py).
+INGEST_UNITS = {"sessions": "sessions", "messages": "messages"}
 
 
 def _parse_limit(value: str) -> int | None:
@@ -187,9 +190,10 @@ def register(cli: click.Group) -> None:
     @pass_state
     def ingest(state: CliState, agent_id: str, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
-        report = run_op_showing_progress(
-            state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}), as_json
-        )
+        from daemon.commands._progress import progress_bar
+
+        with progress_bar(INGEST_UNITS, quiet=as_json) as progress:
+            report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}), progress)
         emit_report(ingest_op.OP, report, as_json, lambda r: _human_ingest(r, state.settings))
 
     @cli.command("checkpoints")

@@ -51,7 +51,7 @@ from daemon.ingest.corpus import corpus_relative_path, render_line
 from daemon.ingest.scan import DayOf
 from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
 from daemon.markers import promotion_key
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
+from daemon.sessions.admission import admission_reason, policy_of
 from daemon.sessions.transcript import iter_exported
 from daemon.store.backfill_journal import (
     active_run_ids,
@@ -100,7 +100,7 @@ def scan_sessions(
     rt: AgentRuntime, forgotten: set[str], secret: bytes | None, erased: ErasedSenders | None = None
 ) -> Scan:
     """Read admitted sessions' transcripts; keep owner/agent messages (no lock held)."""
-    policy = AdmissionPolicy.from_settings(rt.settings.memory_policy.exclude_sessions)
+    policy = policy_of(rt.settings)
     day_of = DayOf(rt.settings.dreaming.timezone)
     listing = rt.sessions.list_sessions()
     excluded: dict[str, int] = {}

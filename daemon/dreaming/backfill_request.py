@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from daemon.constants import BACKFILL_DEFAULT_LIMIT_DAYS
 from daemon.errors import UsageError
 from daemon.ids import validate_agent_id
 
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DAY = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 Mode = Literal["preview", "rem", "apply", "rollback"]
 
 
@@ -23,7 +23,7 @@ class BackfillRequest(BaseModel):
     agent: str
     from_day: str | None = Field(default=None, description="First day (YYYY-MM-DD), inclusive.")
     to_day: str | None = Field(default=None, description="Last day (YYYY-MM-DD), inclusive.")
-    limit_days: int = Field(default=BACKFILL_DEFAULT_LIMIT_DAYS, ge=1, le=10_000)
+    limit_days: StrictInt = Field(default=BACKFILL_DEFAULT_LIMIT_DAYS, ge=1, le=10_000)
     mode: Mode = "preview"
 
     @field_validator("agent")

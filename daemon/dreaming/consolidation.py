@@ -25,6 +25,7 @@ from daemon.dreaming.memory_file import MEMORY_HEADER, MemoryEntry, MemorySnapsh
 from daemon.dreaming.staged import TRUSTED_ORIGINS
 from daemon.dreaming.text import normalize_snippet
 from daemon.markers import lineage_marker, promotion_keys_in, promotion_marker
+from daemon.redaction import redact_text
 from daemon.settings import DreamingSettings
 
 ACTIONS = ("added", "merged", "superseded")
@@ -353,7 +354,8 @@ async def call_model(settings: DreamingSettings, messages: list[dict[str, str]])
             data = resp.json()
         content = data["choices"][0]["message"]["content"]
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ConsolidationRejected(f"model call failed: {type(exc).__name__}: {exc}") from None
+        problem = redact_text(f"{type(exc).__name__}: {exc}")
+        raise ConsolidationRejected(f"model call failed: {problem}") from None
     if not isinstance(content, str):
         raise ConsolidationRejected("model reply has no text content")
     return content

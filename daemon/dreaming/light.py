@@ -1,11 +1,14 @@
 """Light phase (reference §5.5): pick recent staged candidates, dedupe them, write the
 `## Light Sleep` block of DREAMS.md and record light phase signals. Never writes MEMORY.md.
 
-Runs wholly under the workspace lock, so a forget cannot finish between choosing a candidate
-and quoting it in the diary.
+The pool is read and grouped without the lock (the grouping in a worker thread, so the event
+loop keeps serving other jobs and lease renewals); the lock is held only to publish, and
+publication drops every line quoting a session forgotten since the pool was read.
 """
 
 from __future__ import annotations
+
+import anyio
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
@@ -13,6 +16,7 @@ from daemon.dreaming.pool import read_pool
 from daemon.dreaming.report import LightReport
 from daemon.dreaming.selection import Group, group_similar
 from daemon.dreaming.staged import StagedEntry
+from daemon.failpoints import failpoint
 from daemon.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "light", "Light Sleep"
@@ -21,7 +25,7 @@ BLOCK, HEADING = "light", "Light Sleep"
 def select_light(entries: list[StagedEntry], limit: int, dedupe_similarity: float) -> list[Group]:
     """Pure: newest first (then most recalled), similar entries from one source merged, capped."""
     ordered = sorted(entries, key=lambda e: (-e.last_recalled_at, -e.signal_count, e.entry_key))
-    return group_similar(ordered, dedupe_similarity, same_path=True)[:limit]
+    return group_similar(ordered, dedupe_similarity, same_path=True, limit=limit)
 
 
 def light_line(group: Group, day: str) -> DiaryLine:
@@ -42,18 +46,19 @@ async def run_light(
     settings = rt.settings.dreaming
     store = rt.require_store()
     report = LightReport()
+    pool = await read_pool(rt, now_ms)
+    report.considered = len(pool)
+    failpoint("dream.select")  # the grouping starts (tests time a forget against it)
+    groups = (
+        await anyio.to_thread.run_sync(select_light, pool, settings.light_limit, settings.dedupe_similarity)
+        if settings.light_limit
+        else []
+    )
+    report.candidates = len(groups)
+    items = [BlockItem(line=light_line(g, day)) for g in groups]
+    if not items:
+        items = [BlockItem(plain="_No new candidates._")]
     async with rt.lock().hold() as lease:
-        pool = await read_pool(rt, now_ms)
-        report.considered = len(pool)
-        groups = (
-            select_light(pool, settings.light_limit, settings.dedupe_similarity)
-            if settings.light_limit
-            else []
-        )
-        report.candidates = len(groups)
-        items = [BlockItem(line=light_line(g, day)) for g in groups]
-        if not items:
-            items = [BlockItem(plain="_No new candidates._")]
         written, _rows, warnings = await publish_block(rt, lease, BLOCK, HEADING, items)
         report.diary_lines = written
         keys = [k for g in groups for k in g.keys]

@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import anyio
+
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
 from daemon.dreaming import consolidation
@@ -114,15 +116,11 @@ async def prepare_promotion(
     store = rt.require_store()
     staged = await store.read(read_staged, rt.agent_id)
     entries, expired = await drop_expired(rt.settings, rt.sessions, staged)
-    ranking = rank_candidates(entries, thresholds, now)
+    # CPU-bound and file reads: in a worker thread, so the event loop keeps serving.
+    ranking = await anyio.to_thread.run_sync(rank_candidates, entries, thresholds, now)
+    memory = await anyio.to_thread.run_sync(read_memory_file, rt.paths.workspace)
     return PromotionPlan(
-        now,
-        dreaming_day(now, settings.timezone),
-        thresholds,
-        len(staged),
-        ranking,
-        read_memory_file(rt.paths.workspace),
-        expired,
+        now, dreaming_day(now, settings.timezone), thresholds, len(staged), ranking, memory, expired
     )
 
 
@@ -225,7 +223,9 @@ async def publish_promotion(rt: AgentRuntime, plan: PromotionPlan) -> PromoteRep
                 return report
             present = marker_keys(snapshot.text or "")
             reconciled = [c for c in fresh if set(c.member_keys) & present]
-            prepared = _prepare([c for c in fresh if c not in reconciled], rt, max_chars, report)
+            unreconciled = [c for c in fresh if c not in reconciled]
+            # Reads the sources: in a worker thread, so the event loop keeps serving.
+            prepared = await anyio.to_thread.run_sync(_prepare, unreconciled, rt, max_chars, report)
             # The model's plan was made for the first snapshot only.
             write = _build_write(
                 proposal if attempt == 0 else None, snapshot, prepared, plan, settings, report
@@ -280,7 +280,7 @@ async def _consult_model(
     settings = rt.settings.dreaming
     if not (consolidation.enabled(settings) and plan.memory.writable):
         return None
-    pre = _prepare(candidates, rt, max_chars, report=None)
+    pre = await anyio.to_thread.run_sync(_prepare, candidates, rt, max_chars, None)
     try:
         return await consolidation.propose(settings, plan.memory, [_model_input(p) for p in pre])
     except consolidation.ConsolidationRejected as exc:
@@ -295,8 +295,15 @@ async def _still_eligible(
     keys = [k for c in candidates for k in c.member_keys]
     sessions = sorted({o.session_id for c in candidates for o in c.origins})
     rows, forgotten = await rt.require_store().read(_live_state, rt.agent_id, keys, sessions, secret)
-    live = {e.entry_key: e for e in rows}
     report.skipped = []
+    # One pass over every candidate: in a worker thread, so the event loop keeps serving.
+    return await anyio.to_thread.run_sync(_refresh_all, candidates, rows, forgotten, report)
+
+
+def _refresh_all(
+    candidates: Sequence[Candidate], rows: list[StagedEntry], forgotten: set[str], report: PromoteReport
+) -> list[Candidate]:
+    live = {e.entry_key: e for e in rows}
     fresh: list[Candidate] = []
     for c in candidates:
         kept, reason = _refresh(c, live, forgotten)

@@ -12,6 +12,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+import anyio
+
 from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
 from daemon.dreaming.pool import read_pool
@@ -19,6 +21,7 @@ from daemon.dreaming.report import RemReport
 from daemon.dreaming.selection import Group, group_similar
 from daemon.dreaming.staged import StagedEntry
 from daemon.dreaming.text import derive_tags
+from daemon.settings import DreamingSettings
 from daemon.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "rem", "REM Sleep"
@@ -44,38 +47,54 @@ def tags_of(e: StagedEntry) -> tuple[str, ...]:
     return e.concept_tags or derive_tags(e.snippet)
 
 
-def themes(entries: list[StagedEntry], min_strength: float) -> list[Theme]:
+# Each entry's tags, derived once per sweep (deriving them is most of REM's work).
+Tags = dict[str, frozenset[str]]
+
+
+def entry_tags(entries: list[StagedEntry]) -> Tags:
+    return {e.entry_key: frozenset(tags_of(e)) for e in entries}
+
+
+def themes(entries: list[StagedEntry], min_strength: float, tags: Tags) -> list[Theme]:
     if not entries:
         return []
-    counts = Counter(t for e in entries for t in set(tags_of(e)))
+    counts = Counter(t for e in entries for t in tags[e.entry_key])
     out = []
     for tag, count in counts.items():
         strength = min(1.0, count / len(entries) * 2)
         if count >= 2 and strength >= min_strength:
-            out.append(Theme(tag, strength, tuple(e for e in entries if tag in tags_of(e))))
+            out.append(Theme(tag, strength, tuple(e for e in entries if tag in tags[e.entry_key])))
     out.sort(key=lambda t: (-t.strength, -len(t.members), t.tag))
     return out[:MAX_THEMES]
 
 
-def confidence(group: Group) -> float:
+def confidence(group: Group, tags: Tags) -> float:
     days = {d for m in group.members for d in m.recall_days}
-    tags = {t for m in group.members for t in tags_of(m)}
+    group_tags = {t for m in group.members for t in tags[m.entry_key]}
     recalls = group.signal_count
     return (
         min(1.0, group.avg_score) * 0.45
         + min(1.0, math.log1p(recalls) / math.log(7)) * 0.25
         + min(1.0, len(days) / 3) * 0.2
-        + min(1.0, len(tags) / 6) * 0.1
+        + min(1.0, len(group_tags) / 6) * 0.1
     )
 
 
-def truths(entries: list[StagedEntry], limit: int) -> list[Truth]:
+def truths(entries: list[StagedEntry], limit: int, tags: Tags) -> list[Truth]:
     # Entries light already surfaced come first (REM prefers light's staging).
     ordered = sorted(entries, key=lambda e: (e.light_hits == 0, -e.last_recalled_at, e.entry_key))
-    scored = [Truth(g, confidence(g)) for g in group_similar(ordered, TRUTH_SIMILARITY, same_path=False)]
+    groups = group_similar(ordered, TRUTH_SIMILARITY, same_path=False)
+    scored = [Truth(g, confidence(g, tags)) for g in groups]
     kept = [t for t in scored if t.confidence >= MIN_TRUTH_CONFIDENCE]
     kept.sort(key=lambda t: (-t.confidence, t.group.head.entry_key))
     return kept[: max(1, min(3, limit))]
+
+
+def reflect(pool: list[StagedEntry], settings: DreamingSettings) -> tuple[list[Theme], list[Truth]]:
+    """Pure, CPU-bound (run in a worker thread): the themes and truths of the pool."""
+    tags = entry_tags(pool)
+    found_truths = truths(pool, settings.rem_limit, tags) if settings.rem_limit else []
+    return themes(pool, settings.min_pattern_strength, tags), found_truths
 
 
 def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) -> list[BlockItem]:
@@ -107,13 +126,13 @@ async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) ->
     settings = rt.settings.dreaming
     store = rt.require_store()
     report = RemReport()
+    pool = await read_pool(rt, now_ms)
+    report.considered = len(pool)
+    found_themes, found_truths = await anyio.to_thread.run_sync(reflect, pool, settings)
+    report.themes = [t.tag for t in found_themes]
+    report.truths = len(found_truths)
+    # Publication drops the lines quoting a session forgotten since the pool was read.
     async with rt.lock().hold() as lease:
-        pool = await read_pool(rt, now_ms)
-        report.considered = len(pool)
-        found_themes = themes(pool, settings.min_pattern_strength)
-        found_truths = truths(pool, settings.rem_limit) if settings.rem_limit else []
-        report.themes = [t.tag for t in found_themes]
-        report.truths = len(found_truths)
         written, _rows, warnings = await publish_block(
             rt, lease, BLOCK, HEADING, rem_items(found_themes, found_truths, day)
         )

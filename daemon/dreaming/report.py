@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from daemon.stored_form import Content
 
 
 class _Model(BaseModel):
@@ -11,33 +15,35 @@ class _Model(BaseModel):
 
 
 class PromotedEntry(_Model):
-    entry_key: str
+    entry_key: Annotated[str, Content]
     score: float
-    session_ids: list[str]
-    merged_keys: list[str] = Field(default_factory=list)  # staged keys coalesced into this entry
-    text: str
+    session_ids: Annotated[list[str], Content]
+    # staged keys coalesced into this entry
+    merged_keys: Annotated[list[str], Content] = Field(default_factory=list)
+    text: Annotated[str, Content]
 
 
 class SkippedEntry(_Model):
-    entry_key: str
+    entry_key: Annotated[str, Content]
     reason: str  # forgotten | source_changed | source_missing | budget | refused_content | gone | promoted | untrusted
 
 
 class PromoteReport(_Model):
     agent_id: str
-    memory_path: str
+    memory_path: Annotated[str, Content]
     mode: str = "append"  # append | consolidated | none
     considered: int = 0
     eligible: int = 0
     promoted: list[PromotedEntry] = Field(default_factory=list)
-    reconciled: list[str] = Field(default_factory=list)  # marker already present: marked promoted only
+    # marker already present: marked promoted only
+    reconciled: Annotated[list[str], Content] = Field(default_factory=list)
     skipped: list[SkippedEntry] = Field(default_factory=list)
     rejected: dict[str, int] = Field(default_factory=dict)  # gate -> staged entries it held back
     origin_rows_added: int = 0
     write_conflicts: int = 0
     consolidation: dict[str, int] | None = None  # added/merged/superseded when a rewrite committed
-    fallback_reason: str | None = None
-    warnings: list[str] = Field(default_factory=list)
+    fallback_reason: Annotated[str | None, Content] = None
+    warnings: Annotated[list[str], Content] = Field(default_factory=list)
 
 
 class LightReport(_Model):
@@ -49,7 +55,7 @@ class LightReport(_Model):
 
 class RemReport(_Model):
     considered: int = 0
-    themes: list[str] = Field(default_factory=list)
+    themes: Annotated[list[str], Content] = Field(default_factory=list)
     truths: int = 0
     diary_lines: int = 0
     signals_recorded: int = 0
@@ -62,7 +68,7 @@ class DreamReport(_Model):
     light: LightReport | None = None
     rem: RemReport | None = None
     deep: PromoteReport | None = None
-    warnings: list[str] = Field(default_factory=list)
+    warnings: Annotated[list[str], Content] = Field(default_factory=list)
 
 
 class BackfillDay(_Model):
@@ -88,7 +94,7 @@ class BackfillReport(_Model):
     origin_rows: int = 0
     run_id: int | None = None
     rolled_back_runs: list[int] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    warnings: Annotated[list[str], Content] = Field(default_factory=list)
 
 
 class ScorePart(_Model):

@@ -43,21 +43,30 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def word_set(text: str) -> frozenset[str]:
+    """The words `similarity` compares: of the claim identity, lower case."""
+    return frozenset(claim_words(text))
+
+
+def claim_words(text: str) -> list[str]:
+    return words(claim_identity(text))
+
+
+def jaccard(wa: frozenset[str], wb: frozenset[str]) -> float:
+    """Jaccard similarity of two word sets (1.0 for two empty sets, 0.0 for one)."""
+    common = len(wa & wb)
+    union = len(wa) + len(wb) - common
+    return common / union if union else 1.0
+
+
 def similarity(a: str, b: str) -> float:
     """Jaccard similarity of the two texts' word sets (1.0 for identical claims)."""
-    wa, wb = set(words(claim_identity(a))), set(words(claim_identity(b)))
-    if not wa and not wb:
-        return 1.0
-    if not wa or not wb:
-        return 0.0
-    return len(wa & wb) / len(wa | wb)
+    return jaccard(word_set(a), word_set(b))
 
 
 def derive_tags(text: str, limit: int = 6) -> tuple[str, ...]:
     """Concept tags for an entry whose staging recorded none: its most frequent content words."""
-    counts = Counter(
-        w for w in words(claim_identity(text)) if len(w) >= 4 and w not in _STOPWORDS and not w.isdigit()
-    )
+    counts = Counter(w for w in claim_words(text) if len(w) >= 4 and w not in _STOPWORDS and not w.isdigit())
     return tuple(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
 

@@ -40,6 +40,7 @@ from daemon.store.backfill_journal import (
 from daemon.store.checkpoints import delete_checkpoints
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
+from daemon.store.index_chunks import rewrite_chunk_pages, rowids_of_chunks
 from daemon.store.index_sources import delete_sources_by_id
 from daemon.store.index_state import bump_revision
 from daemon.store.origins import delete_origins_for_entries
@@ -47,7 +48,7 @@ from daemon.store.participants import delete_participants_of_sessions
 from daemon.store.phase_signals import delete_signals
 from daemon.store.preimages import rewrite_preimage
 from daemon.store.seen_hashes import delete_scopes
-from daemon.store.short_term import delete_entries
+from daemon.store.short_term import purge_entries
 from daemon.store.tombstones import forgotten_ids, record_tombstones
 
 RERUN_HINT = (
@@ -86,8 +87,11 @@ def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
     failpoint("forget.index")
     idx = plan.index
     # Set-based, by key: the cost follows the selected rows, not the index size. purge_chunks
-    # removes FTS rows (contentless_delete + secure-delete), vectors, provenance, recall rows.
+    # removes FTS rows (and their terms: secure-delete), vectors, provenance, recall rows; the
+    # chunks that shared their pages are rewritten (no older copy left in a page's free gap).
+    purged = rowids_of_chunks(conn, list(idx.chunk_ids))
     purge_chunks(conn, idx.chunk_ids)
+    rewrite_chunk_pages(conn, purged)
     delete_sources_by_id(conn, idx.source_ids)
     if idx.clear_embedding_cache:
         clear_embedding_cache(conn)  # agent-wide, recomputable, carries no attribution
@@ -99,7 +103,7 @@ def _purge_state(conn: Connection, plan: ForgetPlan) -> None:
     failpoint("forget.state")
     # Phase signals first: derived from staged entries, which stay the evidence for a retry.
     delete_signals(conn, plan.phase_signal_keys)
-    delete_entries(conn, plan.short_term_keys)
+    purge_entries(conn, plan.short_term_keys)  # and the rows that shared their pages
     delete_checkpoints(conn, plan.checkpoint_keys)
     delete_scopes(conn, plan.seen_scopes)
     _purge_backfill_journal(conn, plan)

@@ -9,6 +9,12 @@ Two grammars count as a reference:
 
 Matching is exact string equality: `prefix` never matches `prefix-survivor`, `PREFIX` or
 `prefix.jsonl.other`.
+
+The grammar stops at whitespace, `]`, `#`, `;` and `:`; ingestion refuses ids holding them
+(daemon/ids.py, session_reference_problem). A store ingested before that may still hold such
+an id, so the whole forms memoryd writes are also matched as they are: a corpus line's head
+`[<agent>/sessions/<agent>/<id>#L<n>]`, and a scope, state key or index path that is
+`<agent>:<id>`, `<agent>:sessions/<agent>/<id>` or `sessions/<agent>/<id>` in full.
 """
 
 from __future__ import annotations
@@ -31,6 +37,21 @@ _COMPRESSION_SUFFIX = ".zst"
 def _path_ref_re(agent_id: str) -> re.Pattern[str]:
     agent = re.escape(agent_id)
     return re.compile(rf"(?:^|[\s\[/:])(?:sessions/{agent}/|{agent}:(?!sessions/))([^\s\]#;:/]+)")
+
+
+@lru_cache(maxsize=64)
+def _corpus_head_re(agent_id: str) -> re.Pattern[str]:
+    agent = re.escape(agent_id)
+    return re.compile(rf"^\[{agent}/sessions/{agent}/(.+?)#L\d+\]")
+
+
+def _written_form_id(value: str, agent_id: str) -> str | None:
+    """The id of a corpus line, scope or state key as memoryd writes them, whatever it holds."""
+    head = _corpus_head_re(agent_id).match(value)
+    if head is not None:
+        return head.group(1)
+    rest = value.removeprefix(f"{agent_id}:").removeprefix(f"sessions/{agent_id}/")
+    return None if rest == value else rest
 
 
 def session_id_from_file_name(name: str) -> str | None:
@@ -56,4 +77,6 @@ def references_session(value: str, agent_id: str, session_ids: Collection[str]) 
         ref = match.group(1)
         if (session_id_from_file_name(ref) or ref) in session_ids:
             return True
-    return any(m.group(1) in session_ids for m in _SESSION_ID_LABEL_RE.finditer(value))
+    if any(m.group(1) in session_ids for m in _SESSION_ID_LABEL_RE.finditer(value)):
+        return True
+    return _written_form_id(value, agent_id) in session_ids

@@ -9,12 +9,13 @@ The report describes the plan and is computed before any write.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.forget.plan import ForgetPlan
+from daemon.stored_form import Content
 from daemon.utf16 import utf16_key
 
 
@@ -58,15 +59,17 @@ class Artifacts(_Model):
 class ForgetReport(_Model):
     agentId: str
     dryRun: bool
-    sessionIds: list[str]
-    participantMatches: list[ParticipantMatchModel]
-    sessionResolutions: list[SessionResolution]
-    entryKeys: list[str]
-    mixedLineageEntryKeys: list[str]
-    untargetableEntryKeys: list[str]
-    curatedWrites: list[CuratedWriteModel]
+    # In a stored result (Redis) these lists are empty: they name sessions, people, content
+    # hashes and files (daemon/stored_form.py); `artifacts` keeps the counts.
+    sessionIds: Annotated[list[str], Content]
+    participantMatches: Annotated[list[ParticipantMatchModel], Content]
+    sessionResolutions: Annotated[list[SessionResolution], Content]
+    entryKeys: Annotated[list[str], Content]
+    mixedLineageEntryKeys: Annotated[list[str], Content]
+    untargetableEntryKeys: Annotated[list[str], Content]
+    curatedWrites: Annotated[list[CuratedWriteModel], Content]
     artifacts: Artifacts
-    refusals: list[str]
+    refusals: Annotated[list[str], Content]
 
 
 def _sorted(values: Any) -> list[str]:

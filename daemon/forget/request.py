@@ -10,8 +10,9 @@ import math
 import re
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from daemon.constants import MAX_SELECTORS
 from daemon.errors import UsageError
 from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
 
@@ -19,8 +20,8 @@ NO_SELECTOR_MESSAGE = (
     "memory forget requires a session, hook source, or participant selector "
     "(--session, --hook-source or --participant)"
 )
-_DATE_ONLY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
+_DATE_ONLY_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
+_NUMBER_RE = re.compile(r"\A-?\d+(?:\.\d+)?\Z")
 
 
 def _clean_values(field: str, values: list[str]) -> list[str]:
@@ -67,7 +68,7 @@ class ForgetRequest(BaseModel):
     participants: list[str] = Field(default_factory=list, description="Recorded actor ids (exact).")
     hook_sources: list[str] = Field(default_factory=list, description="Recorded hook sources (exact).")
     since: str | None = Field(default=None, description="Only sessions created at or after this date.")
-    dry_run: bool = Field(default=False, description="Report only: no lock, no writes.")
+    dry_run: StrictBool = Field(default=False, description="Report only: no lock, no writes.")
 
     @field_validator("agent")
     @classmethod
@@ -104,6 +105,12 @@ class ForgetRequest(BaseModel):
     def _selector(self) -> ForgetRequest:
         if not (self.sessions or self.participants or self.hook_sources):
             raise UsageError(NO_SELECTOR_MESSAGE)
+        named = len(self.sessions) + len(self.participants) + len(self.hook_sources)
+        if named > MAX_SELECTORS:
+            raise UsageError(
+                f"selectors: {named} given; at most {MAX_SELECTORS} per forget "
+                "(send several forgets, or select by participant or hook source)"
+            )
         return self
 
     @property

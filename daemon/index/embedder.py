@@ -26,6 +26,7 @@ import httpx
 import numpy as np
 
 from daemon.errors import ConfigError, OperationFailed
+from daemon.redaction import redact_text, redact_url
 from daemon.settings import EmbeddingSettings
 
 FTS_ONLY_MODEL = "fts-only"  # the model name chunks carry when no embedder is configured
@@ -122,6 +123,7 @@ class OpenAIEmbedder:
 
     async def _request(self, client: httpx.AsyncClient, batch: list[str]) -> list[np.ndarray]:
         url = f"{self.base_url}/embeddings"
+        shown = redact_url(url)  # what messages name: no userinfo password, no secret query value
         problem = ""
         for attempt in range(self.max_retries + 1):
             if attempt:
@@ -129,18 +131,18 @@ class OpenAIEmbedder:
             try:
                 response = await client.post(url, json={"model": self.model, "input": batch})
             except httpx.TransportError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
+                problem = redact_text(f"{type(exc).__name__}: {exc}")
                 continue
             if response.status_code in RETRY_STATUSES:
                 problem = f"HTTP {response.status_code}"
                 continue
             if response.status_code >= 400:
                 raise OperationFailed(
-                    f"embedding endpoint {url}: HTTP {response.status_code}: {response.text[:200]}"
+                    f"embedding endpoint {shown}: HTTP {response.status_code}: {response.text[:200]}"
                 )
-            return self._parse(url, response, len(batch))
+            return self._parse(shown, response, len(batch))
         raise OperationFailed(
-            f"embedding endpoint {url}: gave up after {self.max_retries + 1} attempts ({problem})"
+            f"embedding endpoint {shown}: gave up after {self.max_retries + 1} attempts ({problem})"
         )
 
     @staticmethod

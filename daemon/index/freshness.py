@@ -4,6 +4,10 @@ Stale when: a memory file is new, gone or changed (stat differs and the hash dif
 an admitted transcript changed, the embedding model changed, or the last index run left
 work undone (memory_index_meta 'dirty'). Stats are taken outside the store's thread; only
 files whose stat moved are re-hashed.
+
+Sessions cost nothing per session while the session source's revision is the one the last
+complete index run read (and no index row changed since): then every transcript it listed is
+indexed at the stat it has now. Otherwise all fingerprints are read in one transaction.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import anyio
 from daemon.agent_runtime import AgentRuntime
 from daemon.errors import MemorydError
 from daemon.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats
+from daemon.sessions.admission import policy_of
 from daemon.store.db import Connection
-from daemon.store.index_sources import all_sources
-from daemon.store.index_state import read_dirty
+from daemon.store.index_sources import index_models, sources_of
+from daemon.store.index_state import read_dirty, sessions_seen
 from daemon.store.tombstones import forgotten_ids
 
 
@@ -31,22 +36,26 @@ class Freshness:
 @dataclass(frozen=True, slots=True)
 class DiskState:
     memory: dict[str, tuple[Path, FileStat]]
-    sessions: dict[str, tuple[str, FileStat]] | None  # path -> (session id, stat); None: not indexed
+    # path -> (session id, stat); None: not compared (not indexed, or unchanged since indexed)
+    sessions: dict[str, tuple[str, FileStat]] | None
 
 
-def _disk_state(rt: AgentRuntime) -> DiskState:
+def _disk_state(rt: AgentRuntime, seen_revision: str | None) -> DiskState:
     memory = memory_file_stats(rt.paths.workspace)
     if "sessions" not in rt.settings.index.sources:
         return DiskState(memory, None)
+    if seen_revision is not None and rt.sessions.revision() == seen_revision:
+        return DiskState(memory, None)
     try:
-        refs, _ = list_session_refs(rt.sessions, rt.agent_id)
+        refs, _ = list_session_refs(rt.sessions, rt.agent_id, policy_of(rt.settings))
     except MemorydError:
         return DiskState(memory, {})
     return DiskState(memory, {r.path: (r.session_id, r.stat) for r in refs if r.internal_reason is None})
 
 
 async def disk_state(rt: AgentRuntime) -> DiskState:
-    return await anyio.to_thread.run_sync(_disk_state, rt)
+    seen = await rt.require_store().read(sessions_seen)
+    return await anyio.to_thread.run_sync(_disk_state, rt, seen)
 
 
 def _moved(indexed_mtime: float, indexed_size: int, st: FileStat) -> bool:
@@ -58,20 +67,19 @@ def check_freshness(conn: Connection, disk: object, model: str, secret: bytes | 
     dirty = read_dirty(conn)
     if dirty:
         return Freshness(True, f"the last index run left work undone ({dirty})")
-    rows = all_sources(conn)
-    models = {r.model for r in rows}
+    models = index_models(conn)
     if models and models != {model}:
         return Freshness(
             True, f"the index was built with {sorted(models - {model})[0]!r}, search uses {model!r}"
         )
-    indexed = {r.path: r for r in rows if r.source == "memory"}
+    indexed = {r.path: r for r in sources_of(conn, "memory")}
     lagging = sorted(set(disk.memory) ^ set(indexed))
     for rel, (path, st) in disk.memory.items():
         row = indexed.get(rel)
         if row is not None and _moved(row.mtime, row.size, st) and file_hash(path) != row.hash:
             lagging.append(rel)
     if disk.sessions is not None:
-        live = {r.path: r for r in rows if r.source == "sessions"}
+        live = {r.path: r for r in sources_of(conn, "sessions")}
         forgotten = forgotten_ids(conn, sorted({sid for sid, _ in disk.sessions.values()}), secret)
         for index_path, (sid, st) in disk.sessions.items():
             row = live.get(index_path)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from daemon.stored_form import Content
 
 
 class _Model(BaseModel):
@@ -13,9 +17,9 @@ class _Model(BaseModel):
 class SourceNote(_Model):
     """One file or session the run did not (or no longer) index, and why."""
 
-    path: str
+    path: Annotated[str, Content]
     source: str
-    session_id: str | None = None
+    session_id: Annotated[str | None, Content] = None
     reason: str
 
 
@@ -45,7 +49,7 @@ class IndexReport(_Model):
     discarded: list[SourceNote] = Field(default_factory=list)  # refused by the pre-publish checks
     removed: list[SourceNote] = Field(default_factory=list)
     skipped: list[SourceNote] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    warnings: Annotated[list[str], Content] = Field(default_factory=list)
 
 
 class HitProvenance(_Model):

@@ -3,9 +3,11 @@
 * source `memory`: `MEMORY.md`, `USER.md` (workspace root) and `memory/**/*.md`, skipping
   hidden directories (`memory/.dreams` is dreaming state, not memory) and symlinks;
 * source `sessions` (when settings.index.sources has it): live transcripts and retained
-  reset/delete archives. Internal transcripts (dreaming narrative, cron, heartbeat) are
-  listed with the reason they are never indexed; forgotten ones are decided by the caller
-  against the store.
+  reset/delete archives. Internal transcripts (dreaming narrative, cron, heartbeat) and those
+  the admission policy excludes are listed with the reason they are never indexed (an archive
+  takes the policy's decision for the live session of its key: the archive has no metadata of
+  its own); forgotten ones are decided by the caller against the store. Admission here is a
+  deliberate difference from the reference, whose transcript indexing ignores the policy.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
 from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
+from daemon.sessions.admission import AdmissionPolicy, exclusion_reason
 from daemon.sessions.json_store import derive_session_kind
 from daemon.sessions.model import ArchiveInfo, SessionInfo, SessionSource
 
@@ -129,12 +132,16 @@ def _stat_locator(locator: str, fallback_ms: int | None) -> FileStat:
         return FileStat(float(fallback_ms or 0), 0)
 
 
-def list_session_refs(source: SessionSource, agent_id: str) -> tuple[list[SessionRef], list[str]]:
+def list_session_refs(
+    source: SessionSource, agent_id: str, policy: AdmissionPolicy | None
+) -> tuple[list[SessionRef], list[str]]:
     """Live sessions and retained archives, from metadata and stats only (no transcript read)."""
     listing = source.list_sessions()
+    fingerprints = source.fingerprints(listing.sessions)
+    by_key = {s.session_key: s for s in listing.sessions if s.session_key}
     refs: list[SessionRef] = []
     for session in listing.sessions:
-        fp = source.fingerprint(session)
+        fp = fingerprints.get(session.session_id)
         if fp is None:
             continue  # no transcript (yet)
         refs.append(
@@ -144,11 +151,13 @@ def list_session_refs(source: SessionSource, agent_id: str) -> tuple[list[Sessio
                 session.session_kind,
                 session,
                 FileStat(float(fp.mtime_ms), fp.size),
-                internal_reason(session.session_kind, session.session_key, session.generated_by_narrative),
+                internal_reason(session.session_kind, session.session_key, session.generated_by_narrative)
+                or exclusion_reason(session, policy, ()),
             )
         )
     for archive in source.list_archives():
         kind = derive_session_kind(archive.session_key, {})
+        live = by_key.get(archive.session_key) if archive.session_key else None
         name = archive.name or f"{archive.session_id}.{archive.reason}.{archive.created_at or 0}"
         refs.append(
             SessionRef(
@@ -157,7 +166,8 @@ def list_session_refs(source: SessionSource, agent_id: str) -> tuple[list[Sessio
                 kind,
                 archive,
                 _stat_locator(archive.locator, archive.created_at),
-                internal_reason(kind, archive.session_key),
+                internal_reason(kind, archive.session_key)
+                or (exclusion_reason(live, policy, ()) if live is not None else None),
             )
         )
     return refs, list(listing.errors)

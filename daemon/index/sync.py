@@ -37,12 +37,13 @@ from daemon.index.sources import MemoryFile, SessionRef, list_session_refs, read
 from daemon.index.transcript import render_transcript
 from daemon.index.vectors import backend_for, to_blob
 from daemon.markers import lineage_key, promotion_keys_in
+from daemon.sessions.admission import policy_of
 from daemon.store.db import Connection
 from daemon.store.embedding_cache import cached_embeddings
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
-from daemon.store.index_state import current_revision, set_dirty
+from daemon.store.index_state import current_revision, record_run
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -71,6 +72,9 @@ class PreparedIndex:
     embeddings_computed: int
     embeddings_cached: int
     warnings: tuple[str, ...]
+    # The session source's revision before it was listed, when every listed transcript is
+    # prepared (search then skips comparing them while the source stays at it); else None.
+    sessions_revision: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +152,13 @@ def _chunk_all(
     skipped: list[Note] = []
     warnings: list[str] = []
     total = len(plan.memory) + len(plan.sessions)
+    chunks = 0
     for f in plan.memory:
         files.append(_memory_chunks(f, cfg.chunk_tokens, cfg.chunk_overlap, origins))
         if progress:
+            chunks += len(files[-1].chunks)
             progress("chunk", len(files), total)
+            progress("chunks", chunks, 0)
     for ref in plan.sessions:
         try:
             result = _session_chunks(rt, ref, cfg.chunk_tokens, cfg.chunk_overlap, erased)
@@ -163,7 +170,9 @@ def _chunk_all(
             skipped.append(Note(ref.path, "sessions", ref.session_id, reason))
         files.append(result)
         if progress:
+            chunks += len(result.chunks)
             progress("chunk", len(files), total)
+            progress("chunks", chunks, 0)
     return files, skipped, warnings
 
 
@@ -206,8 +215,11 @@ async def prepare_index(
     memory_files, warnings = await anyio.to_thread.run_sync(read_memory_files, rt.paths.workspace)
     refs: list[SessionRef] = []
     sessions_enabled = "sessions" in cfg.sources
+    sessions_revision = rt.sessions.revision() if sessions_enabled else None
     if sessions_enabled:
-        refs, errors = await anyio.to_thread.run_sync(list_session_refs, rt.sessions, rt.agent_id)
+        refs, errors = await anyio.to_thread.run_sync(
+            list_session_refs, rt.sessions, rt.agent_id, policy_of(rt.settings)
+        )
         warnings += errors
     snap = await store.read(_read_snapshot, [r.session_id for r in refs], secret, force)
     plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans)
@@ -229,6 +241,8 @@ async def prepare_index(
         _chunk_all, rt, plan, origins, progress, snap.erased
     )
 
+    if sum(f.source == "sessions" for f in files) < len(plan.sessions):
+        sessions_revision = None  # a transcript could not be read: it still lags
     computed = cached = 0
     if embedder is not None:
         files, computed, cached = await _embed(rt, embedder, files, progress)
@@ -247,6 +261,7 @@ async def prepare_index(
         computed,
         cached,
         tuple(warnings + chunk_warnings),
+        sessions_revision,
     )
 
 
@@ -325,6 +340,7 @@ async def publish_index(
                 if ctx.rebuild_revision is not None:
                     ctx = replace(ctx, rebuild_revision=revision)
         done = 0
+        total_chunks = sum(len(f.chunks) for f in prepared.files)
         for batch in publish_batches(prepared.files):
             outcome = await store.write(publish_files, batch, ctx, fence=lease.fence)
             report.chunks_removed += outcome.removed.chunks
@@ -340,11 +356,11 @@ async def publish_index(
                 )
                 if f.status != "forgotten":
                     needs_rerun.append(f.reason)
-            done += len(batch)
+            done += sum(len(f.chunks) for f in batch)
             if progress:
-                progress("publish", done, len(prepared.files))
+                progress("publish", done, total_chunks)
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
-        await store.write(set_dirty, dirty, fence=lease.fence)
+        await store.write(record_run, dirty, prepared.sessions_revision, fence=lease.fence)
         report.revision_after = await store.read(current_revision)
         report.vector_backend = await store.read(backend_for) if prepared.provider != "none" else None
     report.files.discarded = len(report.discarded)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from daemon.stored_form import Content
 
 
 class _Model(BaseModel):
@@ -18,13 +22,15 @@ class IngestReport(_Model):
     sessions_excluded: dict[str, int] = Field(default_factory=dict)  # reason -> sessions, never read
     sessions_missing: int = 0  # admitted, but the transcript does not exist (or is a symlink, never read)
     sessions_deferred: int = 0  # admitted but left for the next sweep by the per-sweep cap
+    sessions_capped: int = 0  # read up to the per-file or per-sweep cap, the rest left for the next sweep
     sessions_rewritten: int = 0  # scanned again from the start: the consumed part had changed
     messages_staged: int = 0
     messages_dropped_forgotten: int = 0  # parsed, then dropped: forgotten before they could be staged
     lines_skipped: dict[str, int] = Field(default_factory=dict)  # kind -> transcript lines skipped
     checkpoints_removed: int = 0  # transcript gone, or session no longer listed
-    corpus_files: list[str] = Field(default_factory=list)  # workspace-relative day files appended to
-    errors: list[str] = Field(default_factory=list)  # one line each; the sweep went on
+    # workspace-relative day files appended to
+    corpus_files: Annotated[list[str], Content] = Field(default_factory=list)
+    errors: Annotated[list[str], Content] = Field(default_factory=list)  # one line each; the sweep went on
 
 
 class SessionRow(_Model):

@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo
 from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
 from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanAction, ScanPlan
+from daemon.sessions.files import last_byte
 from daemon.sessions.model import Fingerprint, OversizedLine, SessionInfo, SessionSource
 from daemon.sessions.transcript import SKIP_INVALID_UTF8, SKIP_MALFORMED, Carry, export_line
 from daemon.utf16 import truncate_utf16, utf16_len
@@ -181,12 +182,9 @@ class TranscriptScanner:
         location = self.source.transcript_location(self.session)
         if location is None:
             return False
-        try:
-            with open(location, "rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                return fh.read(1) != b"\n"
-        except OSError:
-            return False
+        # Never a plain open(): the transcript may have been swapped for a FIFO (or a symlink).
+        last = last_byte(location)
+        return last is not None and last != b"\n"
 
     def take(self, limit: int) -> list[Candidate]:
         out: list[Candidate] = []

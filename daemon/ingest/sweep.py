@@ -21,9 +21,10 @@ A sweep with nothing to commit takes no lock and writes nothing.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,9 @@ import orjson
 
 from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
 from daemon.errors import MemorydError, OperationFailed
+from daemon.failpoints import failpoint
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
-from daemon.ingest.corpus import CorpusAppender, corpus_relative_path, render_line
+from daemon.ingest.corpus import Appended, CorpusAppender, corpus_relative_path, render_line
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
 from daemon.ingest.plan import (
     ScanAction,
@@ -49,7 +51,7 @@ from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
 from daemon.retention.gate import load_gate
-from daemon.sessions.admission import AdmissionPolicy
+from daemon.sessions.admission import policy_of
 from daemon.sessions.model import Fingerprint, SessionInfo
 from daemon.store.checkpoints import (
     Checkpoint,
@@ -58,18 +60,23 @@ from daemon.store.checkpoints import (
     load_checkpoints_by_key,
     upsert_checkpoints,
 )
-from daemon.store.corpus_files import record_corpus_files
-from daemon.store.db import ANY_SQLITE_ERROR, Connection
+from daemon.store.corpus_files import (
+    clear_pending_appends,
+    pending_appends,
+    record_corpus_files,
+    record_pending_appends,
+)
+from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.seen_hashes import add_seen, load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
-PROGRESS_PHASE = "reading sessions"
-ProgressFn = Callable[[str, int, int], None]  # (phase, done, total), for a CLI progress bar
-
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
+    from daemon.ops.op import ProgressFn
+
+log = logging.getLogger("memoryd.ingest")
 
 
 @dataclass
@@ -192,6 +199,11 @@ def _namespace_json(namespace: dict[str, Any]) -> str:
         return "{}"
 
 
+def _reserve(conn: Connection, pairs: list[tuple[str, str]], sizes: list[tuple[str, int, int]]) -> None:
+    record_corpus_files(conn, pairs)
+    record_pending_appends(conn, sizes)
+
+
 def _write_batch(
     conn: Connection,
     agent_id: str,
@@ -202,7 +214,9 @@ def _write_batch(
     participants: list[ParticipantRow],
     day_bucket: str,
     now_ms: int,
+    appended_paths: list[str],
 ) -> int:
+    clear_pending_appends(conn, appended_paths)  # committed with its lines: nothing to cut off
     write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
     record_participants(conn, participants)
     add_seen(conn, seen)
@@ -214,6 +228,8 @@ class _Sweep:
     def __init__(self, rt: AgentRuntime, progress: ProgressFn | None = None):
         self.rt = rt
         self.progress = progress
+        self.messages_read = 0  # candidates taken so far (progress)
+        self.sessions_to_read = 0
         self.store = rt.require_store()
         self.agent = rt.agent_id
         self.settings = rt.settings
@@ -229,16 +245,13 @@ class _Sweep:
         self._tg: anyio.abc.TaskGroup | None = None
         self._done: anyio.Event | None = None  # set when the commit in flight has finished
 
-    def _progress(self, done: int, total: int) -> None:
-        if self.progress is not None:
-            self.progress(PROGRESS_PHASE, done, total)
-
     def _exclude(self, reason: str) -> None:
         excluded = self.report.sessions_excluded
         excluded[reason] = excluded.get(reason, 0) + 1
 
     async def run(self) -> IngestReport:
-        decided = self._decide()
+        # The listing and the stat of every transcript are file I/O: off the event loop.
+        decided = await anyio.to_thread.run_sync(self._decide)
         forgotten, (stamps, settled), self.erased = await self.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
@@ -250,8 +263,11 @@ class _Sweep:
         admitted, excluded = await self._admit_now(decided, forgotten)
         batch = _Batch()
         self._record_exclusions(excluded, stamps, batch)
-        changed = self._stat_admitted(admitted, stamps, settled, decided.keys, batch)
+        changed = await anyio.to_thread.run_sync(
+            self._stat_admitted, admitted, stamps, settled, decided.keys, batch
+        )
         to_scan = await self._plan_scans(changed, stamps)
+        self.sessions_to_read = len(to_scan)
         await self._scan_and_commit(to_scan, len(admitted), batch)
         return self._finished_report()
 
@@ -260,7 +276,7 @@ class _Sweep:
         it (kept while the listing is idle)."""
         listing = self.rt.sessions.list_sessions()
         self.report.errors.extend(listing.errors)
-        policy = AdmissionPolicy.from_settings(self.settings.memory_policy.exclude_sessions)
+        policy = policy_of(self.settings)
         decided = decide_listing(self.rt.caches.part(DecidedListings), self.agent, listing, policy)
         self.report.sessions_seen = len(decided.admitted) + len(decided.excluded)
         return decided
@@ -300,13 +316,13 @@ class _Sweep:
         """Step 3: each admitted session's stat against its stamp. An unchanged one costs that
         stat and nothing else (the whole of a quiet re-sweep); the changed ones are returned.
         Checkpoints of sessions no longer listed, or whose transcript is gone, are deleted."""
-        fingerprint = self.rt.sessions.fingerprint
+        fingerprint = self.rt.sessions.fingerprints([session for _, session in admitted]).get
         settled_fp = settled.get
         changed: list[tuple[str, SessionInfo, Fingerprint]] = []
         missing: list[str] = []
         n_missing = 0
         for key, session in admitted:
-            fp = fingerprint(session)
+            fp = fingerprint(session.session_id)
             if fp is None:
                 n_missing += 1
                 if key in stamps:
@@ -373,27 +389,25 @@ class _Sweep:
             group = to_scan[start : start + INGEST_SEEN_PREFETCH_SESSIONS]
             if remaining <= 0:
                 self.report.sessions_deferred += len(group)
-                self._progress(start + len(group), len(to_scan))
                 continue
             seen_sets = await self.store.read(
                 load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group]
             )
-            for offset, (session, fp, plan) in enumerate(group, start=1):
+            for session, fp, plan in group:
                 if remaining <= 0:
                     self.report.sessions_deferred += 1
-                else:
-                    scope = seen_scope(self.agent, session.session_id)
-                    taken, batch = await self._scan_one(
-                        session,
-                        fp,
-                        plan,
-                        scope,
-                        seen_sets.pop(scope, set()),
-                        file_cap(per_file, remaining),
-                        batch,
-                    )
-                    remaining -= taken
-                self._progress(start + offset, len(to_scan))
+                    continue
+                scope = seen_scope(self.agent, session.session_id)
+                taken, batch = await self._scan_one(
+                    session,
+                    fp,
+                    plan,
+                    scope,
+                    seen_sets.pop(scope, set()),
+                    file_cap(per_file, remaining),
+                    batch,
+                )
+                remaining -= taken
         return batch
 
     async def _submit(self, batch: _Batch) -> None:
@@ -439,11 +453,13 @@ class _Sweep:
         taken = 0
         try:
             scanner.open()
+            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
             self.report.sessions_scanned += 1
             while True:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
                 found = scanner.take(min(cap - taken, room, INGEST_TAKE_CHUNK))
                 taken += len(found)
+                self._progress_messages(len(found))
                 batch.candidates.extend(found)
                 batch.cursors[session.session_id] = (session, fp, scanner.cursor())
                 if scanner.senders:
@@ -462,6 +478,10 @@ class _Sweep:
             scanner.close()
         if scanner.rewritten or plan.rewrite:
             self.report.sessions_rewritten += 1
+        if taken >= cap and not scanner.finished:
+            self.report.sessions_capped += 1
+        if self.progress:
+            self.progress("sessions", self.report.sessions_scanned, self.sessions_to_read)
         if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
             await self._submit(batch)
             batch = _Batch()
@@ -469,12 +489,18 @@ class _Sweep:
             await anyio.lowlevel.checkpoint()
         return taken, batch
 
+    def _progress_messages(self, n: int) -> None:
+        self.messages_read += n
+        if self.progress:
+            self.progress("messages", self.messages_read, 0)
+
     async def _commit(self, batch: _Batch) -> None:
         if batch.empty():
             return
         report = self.report
         store = self.store
         async with self.rt.lock().hold() as lease:
+            await self._cut_off_uncommitted(lease.fence)
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list(batch.cursors)
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
@@ -493,12 +519,21 @@ class _Sweep:
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
             if candidates:  # reserved before the append, so forget can find every line written
-                await store.write(
-                    record_corpus_files,
-                    [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
-                    fence=lease.fence,
-                )
-            staged, seen = await self._append_corpus(candidates)
+                try:
+                    await store.write(
+                        _reserve,
+                        [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
+                        self.corpus.sizes_before(sorted({c.day for c in candidates})),
+                        fence=lease.fence,
+                    )
+                except ANY_SQLITE_ERROR as exc:
+                    raise OperationFailed(
+                        f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
+                        "staged and the next sweep reads it again"
+                    ) from exc
+                failpoint("ingest.corpus.reserved")
+            appended, staged, seen = await self._append_corpus(candidates)
+            failpoint("ingest.corpus.appended")
             checkpoints.extend(
                 _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
             )
@@ -506,8 +541,8 @@ class _Sweep:
                 [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
             )
             try:
-                removed = await store.write(
-                    _write_batch,
+                removed = await self._write_batch(
+                    appended,
                     self.agent,
                     staged,
                     seen,
@@ -516,6 +551,7 @@ class _Sweep:
                     participants,
                     self.day_bucket,
                     self.now_ms,
+                    sorted({corpus_relative_path(c.day) for c in candidates}),
                     fence=lease.fence,
                 )
             except ANY_SQLITE_ERROR as exc:
@@ -526,20 +562,47 @@ class _Sweep:
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
 
+    async def _cut_off_uncommitted(self, fence: FenceToken) -> None:
+        """Lines an earlier writer appended and died before committing go before we append."""
+        pending = await self.store.read(pending_appends)
+        if not pending:
+            return
+        removed = self.corpus.cut_back(pending)
+        await self.store.write(clear_pending_appends, None, fence=fence)
+        log.warning(
+            "ingest %s: cut %d uncommitted corpus bytes off after an interrupted sweep", self.agent, removed
+        )
+
+    async def _write_batch(self, appended: Appended | None, *args: Any, fence: FenceToken) -> int:
+        """The batch's store commit; if it fails (fenced off, disk full, cancelled) its corpus
+        append is undone, so the retry stages those lines once and a writer that lost its lease
+        leaves nothing of a session forgotten meanwhile."""
+        try:
+            return await self.store.write(_write_batch, *args, fence=fence)
+        except BaseException:
+            if appended is not None:
+                left = self.corpus.undo(appended)
+                if left:  # another writer changed the file since: its sweep or forget owns it now
+                    log.warning("ingest %s: corpus append not undone in %d file(s)", self.agent, len(left))
+            raise
+
     async def _append_corpus(
         self, candidates: Sequence[Candidate]
-    ) -> tuple[list[StagedMessage], dict[str, list[str]]]:
+    ) -> tuple[Appended | None, list[StagedMessage], dict[str, list[str]]]:
         by_day: dict[str, list[Candidate]] = {}
         for c in candidates:
             by_day.setdefault(c.day, []).append(c)
         paths = self.paths_by_id
         days = dict(sorted(by_day.items()))
-        firsts = await self.corpus.append(
+        if not days:
+            return None, [], {}
+        appended = await self.corpus.append(
             {
                 day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
                 for day, group in days.items()
             }
         )
+        firsts = appended.firsts
         staged: list[StagedMessage] = []
         seen_by_id: dict[str, list[str]] = {}
         kinds = self.kinds_by_id
@@ -564,10 +627,10 @@ class _Sweep:
                     )
                 )
                 seen_by_id.setdefault(c.session_id, []).append(c.seen_hash)
-        return staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
+        return appended, staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 
 
 async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:
     """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring.
-    `progress(phase, done, total)` is called after each session read (the CLI's progress bar)."""
+    `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on."""
     return await _Sweep(rt, progress).run()

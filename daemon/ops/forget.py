@@ -1,7 +1,8 @@
 """`forget`: purge what was derived from chosen sessions of one agent; `dry_run` previews.
 
 A preview reads a read-only store without Redis: no lock, no writes, not even a schema. A
-purge holds the workspace lock for its whole run (plan and apply). A rerun of the same
+purge holds the workspace lock for its whole run (plan and apply), then deletes earlier job
+arguments and results in Redis that name what it forgot (daemon/ops/forget_redis.py). A rerun of the same
 request converges, so arq's at-least-once delivery is safe.
 """
 
@@ -15,10 +16,13 @@ from daemon.ops.op import LockPolicy, Op, OpContext, Routing
 
 async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
     from daemon.forget.run import preview_forget, purge
+    from daemon.ops.forget_redis import purge_forgotten_from_redis
 
     if request.dry_run:
         return await preview_forget(ctx.agent_runtime(), request)
-    return await purge(ctx.agent_runtime(), request, ctx.require_lease())
+    report = await purge(ctx.agent_runtime(), request, ctx.require_lease())
+    await purge_forgotten_from_redis(ctx.settings, ctx.require_redis(), request.agent, report.sessionIds)
+    return report
 
 
 def _result() -> type[BaseModel]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from daemon.errors import MemorydError, OperationFailed
 from daemon.ops.agent_request import AgentRequest
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class IndexRequest(AgentRequest):
-    force: bool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
+    force: StrictBool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
 
 
 async def _run(ctx: OpContext, request: IndexRequest) -> BaseModel:

@@ -25,7 +25,7 @@ async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
     from daemon.ingest.sweep import run_ingest_sweep
 
     rt = ctx.agent_runtime()
-    report = await run_ingest_sweep(rt, ctx.progress)
+    report = await run_ingest_sweep(rt, progress=ctx.progress)
     record_sweep(rt.paths.state_dir, int(time.time() * 1000))  # what `memoryd status` shows
     return report
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
+from daemon.constants import MAX_PAYLOAD_BYTES
 from daemon.errors import JobPayloadError, MemorydError, UsageError
 
 if TYPE_CHECKING:
@@ -104,8 +106,9 @@ class Op(Generic[R]):
     # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
     # checks its stored result against this.
     result_may_carry_memory_text: bool = False
-    # What of the report may be stored as the job's result (None: all of it). A direct caller
-    # gets the whole report; Redis, outside what forget and erase reach, gets this.
+    # What else of the report to drop from the job's result, after its `Content` fields
+    # (daemon/stored_form.py). A direct caller gets the whole report; Redis, outside what
+    # forget and erase reach, gets the stored form.
     redact_result: Callable[[BaseModel], BaseModel] | None = None
     # The error a successful report still means for the CLI's exit code (a refused erasure).
     outcome: Callable[[Mapping[str, Any]], MemorydError | None] = no_outcome
@@ -126,6 +129,9 @@ class Op(Generic[R]):
             data = data.model_dump(mode="json")
         if not isinstance(data, dict):
             raise JobPayloadError(f"{self.name}: payload must be a JSON object, got {type(data).__name__}")
+        size = payload_size(data)
+        if size > MAX_PAYLOAD_BYTES:
+            raise JobPayloadError(f"{self.name}: payload is {size} bytes; at most {MAX_PAYLOAD_BYTES}")
         try:
             return self.request.model_validate(data)
         except ValidationError as exc:
@@ -139,6 +145,14 @@ class Op(Generic[R]):
 
     def scheduled(self, settings: Settings) -> float | None:
         return None if self.interval_s is None else self.interval_s(settings)
+
+
+def payload_size(data: dict[str, Any]) -> int:
+    """The payload's size as JSON; one that cannot be JSON is left for validation to name."""
+    try:
+        return len(orjson.dumps(data))
+    except (TypeError, orjson.JSONEncodeError):
+        return 0
 
 
 def agent_of(request: BaseModel) -> str:

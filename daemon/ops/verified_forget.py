@@ -14,12 +14,11 @@ from daemon.errors import UsageError
 from daemon.forget.report import ForgetReport
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import forget
+from daemon.ops.forget_redis import purge_forgotten_from_redis, split_sessions
 from daemon.ops.verification import run_verify
 from daemon.redis_conn import connect_redis
 from daemon.retention.erase import session_subject
 from daemon.retention.receipts import Verification
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 
 
@@ -28,21 +27,6 @@ class VerifiedForgetReport(ForgetReport):
     field order is kept) the retention verifier's run over the forgotten sessions' content."""
 
     verification: Verification
-
-
-def _split_sessions(
-    settings: Settings, agent: str, session_ids: list[str]
-) -> tuple[list[SessionInfo | ArchiveInfo], list[SessionInfo | ArchiveInfo]]:
-    """(the live windows and archives of the forgotten ids, those of every other session of the
-    agent): transcripts are never deleted, and the others' text may stay through them."""
-    wanted = set(session_ids)
-    source = session_source_for(settings, agent)
-    forgotten: list[SessionInfo | ArchiveInfo] = []
-    surviving: list[SessionInfo | ArchiveInfo] = []
-    every: list[SessionInfo | ArchiveInfo] = [*source.list_sessions().sessions, *source.list_archives()]
-    for s in every:
-        (forgotten if s.session_id in wanted else surviving).append(s)
-    return forgotten, surviving
 
 
 async def forget_verified(settings: Settings, request: ForgetRequest) -> VerifiedForgetReport:
@@ -54,8 +38,9 @@ async def forget_verified(settings: Settings, request: ForgetRequest) -> Verifie
     redis = await connect_redis(settings.redis_url)
     try:
         report = await forget(settings, request, redis=redis)
+        await purge_forgotten_from_redis(settings, redis, request.agent, report.sessionIds)
         forgotten, surviving = await anyio.to_thread.run_sync(
-            _split_sessions, settings, request.agent, report.sessionIds
+            split_sessions, settings, request.agent, report.sessionIds
         )
         subject = await session_subject(settings, forgotten, include_ids=False, surviving=surviving)
         # Forget is per agent: only this agent's store and workspace can hold its residue.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from daemon.errors import UsageError
 from daemon.retention.scopes import parse_scope
@@ -14,9 +14,13 @@ class EraseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: str = Field(description="The scope to erase, with everything structurally under it.")
-    allow_partial: bool = Field(default=False, description="Erase what no legal hold blocks; list the rest.")
+    allow_partial: StrictBool = Field(
+        default=False, description="Erase what no legal hold blocks; list the rest."
+    )
     request_id: str | None = Field(default=None, description="The caller's reference, copied to the receipt.")
-    dry_run: bool = Field(default=False, description="Plan and report only: no lock, no writes, no receipt.")
+    dry_run: StrictBool = Field(
+        default=False, description="Plan and report only: no lock, no writes, no receipt."
+    )
 
     @field_validator("scope")
     @classmethod

@@ -31,6 +31,7 @@ def retention_lock(settings: Settings, redis: Redis) -> WorkspaceLock:
         settings.state_dir / RETENTION_LOCK_NAME,
         ttl_ms=settings.lock.ttl_ms,
         wait_s=settings.lock.wait_s,
+        fence_store=retention_db_path(settings),
     )
 
 

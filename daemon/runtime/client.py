@@ -55,6 +55,7 @@ from daemon.ops import ingest_sweep as ingest_op
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
+from daemon.runtime import interrupted
 from daemon.runtime.hosts import host_of_queue, parse_heartbeat
 from daemon.runtime.wire import deserialize, job_name_of, random_job_id, request_job_id, serialize
 from daemon.settings import Settings
@@ -152,6 +153,21 @@ def _not_found(job_id: str, queue: str | None) -> JobReport:
     )
 
 
+def _unreadable(job_id: str, queue: str | None) -> JobReport:
+    return JobReport(
+        job_id=job_id,
+        function=job_name_of(job_id),
+        queue=queue,
+        state="failed",
+        tries=None,
+        enqueued_at=None,
+        started_at=None,
+        finished_at=None,
+        error="JobRecordError: job record unreadable (not a job arq can run)",
+        result=None,
+    )
+
+
 def _error_text(result: Any) -> str:
     if isinstance(result, dict) and "error" in result:
         return f"{result['error']}: {result.get('message', '')}"
@@ -237,14 +253,23 @@ class MemorydClient:
         request_id: str | None = None,
         expires_s: float | None = None,
         names_subject: bool = False,
+        job_id: str | None = None,
     ) -> EnqueuedJob:
+        """`job_id`: the caller's own unique id (the daemon's live sweeps name their agent)."""
         # A payload naming a data subject gets a random id: one hashed from it would confirm a
         # guessed subject to anyone who can list Redis keys (and every such request runs anew).
-        job_id = random_job_id(function) if names_subject else request_job_id(function, payload, request_id)
+        if job_id is None:
+            job_id = (
+                random_job_id(function) if names_subject else request_job_id(function, payload, request_id)
+            )
         job = await self.redis.enqueue_job(
             function, payload, _job_id=job_id, _queue_name=queue, _expires=expires_s
         )
-        if job is not None:  # ring the queue's bell: the worker starts it now, not at its next poll
+        # The same request again while its job's only worker is dead: the job runs anew.
+        released = job is None and await interrupted.release_if_orphaned(self.redis, queue, job_id)
+        if (
+            job is not None or released
+        ):  # ring the queue's bell: the worker starts it now, not at its next poll
             bell = QUEUE_BELL_KEY.format(queue=queue)
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(bell, 1)
@@ -315,10 +340,15 @@ class MemorydClient:
     async def job(self, job_id: str, queue: str | None = None) -> JobReport:
         """The job's state and, once it is done, its result (arq's Job API: result_info, info, status)."""
         handle = self._handle(job_id, queue)
-        done = await handle.result_info()
-        if done is not None:
-            return _finished(job_id, done)
-        info = await handle.info()
+        try:
+            done = await handle.result_info()
+            if done is not None:
+                return _finished(job_id, done)
+            info = await handle.info()
+        except DeserializationError:
+            # Another tool (or a fault) left a record arq cannot read; the worker fails it
+            # when it comes up. Reported, not raised: one bad record must not hide the others.
+            return _unreadable(job_id, queue)
         if info is None:
             return _not_found(job_id, queue)
         status = await handle.status()
@@ -331,7 +361,7 @@ class MemorydClient:
             function=info.function,
             queue=queue,
             state=state,
-            tries=int(retries) if retries else info.job_try,
+            tries=int(retries) if retries and retries.isdigit() else info.job_try,
             enqueued_at=_iso(info.enqueue_time),
             started_at=None,
             finished_at=None,
@@ -409,19 +439,20 @@ class MemorydClient:
 
     async def list_jobs(self, queue: str, *, finished_limit: int = 50) -> list[JobReport]:
         """Queued and running jobs of a queue (oldest first), then its newest finished jobs."""
-        pending = [m.decode() for m in await self.redis.zrange(queue, 0, -1)]
+        # A member that is not UTF-8 is shown escaped (the worker fails it when it comes up).
+        pending = [m.decode(errors="backslashreplace") for m in await self.redis.zrange(queue, 0, -1)]
         out = [await self.job(job_id, queue) for job_id in pending]
         finished: list[JobReport] = []
         # SCAN, not arq's all_job_results (KEYS over the whole keyspace, failing on a result
         # that expires meanwhile); each result is read through arq's Job.
         async for key in self.redis.scan_iter(match=result_key_prefix + "*", count=500):
-            job_id = key.decode()[len(result_key_prefix) :]
+            job_id = key.decode(errors="backslashreplace")[len(result_key_prefix) :]
             if job_id in pending:
                 continue
             try:
                 done = await self._handle(job_id, queue).result_info()
             except DeserializationError:
-                continue  # not JSON: not a job of ours
+                continue  # not a result arq can read: not a job of ours
             if done is not None and done.queue_name == queue:
                 finished.append(_finished(job_id, done))
         finished.sort(key=lambda report: report.finished_at or "", reverse=True)

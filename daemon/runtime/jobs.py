@@ -30,6 +30,7 @@ from daemon.runtime.store_pool import StorePool
 from daemon.sessions.json_store import ListingCache
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
+from daemon.stored_form import stored_form
 
 log = logging.getLogger("memoryd.jobs")
 # ctx keys of the worker's open stores and of its process caches (MemorydWorker); absent, a job
@@ -132,7 +133,8 @@ def job_function(op: Op[Any]) -> JobFn:
                 ensure_served(ctx, agent_of(request), op.name)
             attempted = request
             result = await execute(op, WorkerResources(ctx), request)
-            report = dump(op.redact_result(result) if op.redact_result else result)
+            # Redis gets the stored form: no memory text, ids, keys or paths (daemon/stored_form.py).
+            report = dump(stored_form(op.redact_result(result) if op.redact_result else result))
             outcome = "complete"
             _count_success(op, request, report, time.monotonic() - started)
             return report
@@ -179,6 +181,13 @@ class RedactJobErrors(logging.Filter):
             and "failed" in str(record.msg)
         ):
             record.args = (*record.args[:3], "(message in the job result)")
+            record.exc_info = None
+            record.exc_text = None
+        elif record.levelno >= logging.ERROR and str(record.msg).startswith("deserializing job"):
+            # A broken job record: one line with what is wrong (a field name), no traceback.
+            cause = record.exc_info[1].__cause__ if record.exc_info and record.exc_info[1] else None
+            record.msg = f"{record.msg}: %s; it fails alone"
+            record.args = (*(record.args or ()), str(cause) if cause else "unreadable")  # type: ignore[misc]
             record.exc_info = None
             record.exc_text = None
         return True

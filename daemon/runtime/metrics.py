@@ -27,6 +27,11 @@ REDIS_UP = Gauge("memoryd_redis_up", "1 when the last Redis round trip succeeded
 REDIS_RECONNECTS = Counter(
     "memoryd_redis_reconnects_total", "Reconnects after Redis was lost.", registry=REGISTRY
 )
+WORKER_RESTARTS = Counter(
+    "memoryd_worker_restarts_total",
+    "Restarts of the job worker after an error other than a lost Redis.",
+    registry=REGISTRY,
+)
 JOBS = Gauge(
     "memoryd_jobs_by_state",
     "Jobs of this host's queue by state (queued, running).",
@@ -80,6 +85,31 @@ SESSIONS_EXCLUDED = Gauge(
 INGEST_LAG = Gauge(
     "memoryd_ingest_lag_sessions",
     "Sessions changed since their checkpoint (or never swept).",
+    ["agent"],
+    registry=REGISTRY,
+)
+INGEST_BACKLOG = Gauge(
+    "memoryd_ingest_backlog_sessions",
+    "Sessions the agent's last ingest sweep left for the next (per-sweep or per-file cap).",
+    ["agent"],
+    registry=REGISTRY,
+)
+WATCHING = Gauge(
+    "memoryd_watching",
+    "1 while the agent's sessions are watched, 0 while only the interval sweeps cover them.",
+    ["agent"],
+    registry=REGISTRY,
+)
+LIVE_JOBS = Counter(
+    "memoryd_live_jobs_total",
+    "Jobs the daemon enqueued itself beside the schedule, by family and why "
+    "(change: a watched write settled; backlog: the last sweep left work; follow: a sweep read something).",
+    ["family", "reason"],
+    registry=REGISTRY,
+)
+SOURCE_PROBLEMS = Gauge(
+    "memoryd_source_problems",
+    "Files or entries of the agent's sessions that could not be read (skipped) at the last refresh.",
     ["agent"],
     registry=REGISTRY,
 )

@@ -5,11 +5,17 @@ and the slot (`ingest_sweep:main:sched:5781234`). So a restart, or a second daem
 same queue, within one slot enqueues nothing new (arq refuses a known id), and a slow
 sweep is not enqueued again while its previous slot's job is still queued or running.
 The planning (`due`) is pure; `Scheduler.tick` does the Redis part.
+
+A slot never goes back: after the last enqueued slot, the next comes when the wall clock says
+so or when the monotonic clock says an interval has passed, whichever is first. So a wall
+clock stepped back (NTP, a VM restored) keeps the sweeps coming at their interval, with ids
+past every one used, instead of stopping until the clock passes the last slot again.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,18 +64,23 @@ def due(
     agents: Iterable[str],
     host: str,
     last_slots: Mapping[tuple[str, str], int],
+    since_last_s: Mapping[tuple[str, str], float] | None = None,
 ) -> list[Due]:
     """Jobs whose current slot has not been enqueued yet, in schedule order then agent order.
-    A host-wide job's id names the host where a per-agent job's names the agent."""
+    A host-wide job's id names the host where a per-agent job's names the agent.
+    `since_last_s`: monotonic seconds since each last enqueue (a wall clock stepped back)."""
     out: list[Due] = []
     agent_list = sorted(agents)
     for schedule in plan:
-        slot = int(now_s // schedule.interval_s)
+        wall_slot = int(now_s // schedule.interval_s)
         targets: list[tuple[str | None, str]] = (
             [(a, a) for a in agent_list] if schedule.per_agent else [(None, host)]
         )
         for agent, target in targets:
             last = last_slots.get((schedule.job, target))
+            slot = wall_slot
+            if last is not None and since_last_s is not None and (schedule.job, target) in since_last_s:
+                slot = max(slot, last + int(since_last_s[(schedule.job, target)] // schedule.interval_s))
             if last is not None and last >= slot:
                 continue
             previous = scheduled_job_id(schedule.job, target, last if last is not None else slot - 1)
@@ -94,11 +105,16 @@ class Scheduler:
         self.queue = queue
         self.host = host
         self.last_slots: dict[tuple[str, str], int] = {}
+        self.enqueued_at: dict[tuple[str, str], float] = {}  # monotonic time of each last enqueue
 
-    async def tick(self, now_s: float, plan: Iterable[Schedule], agents: Iterable[str]) -> list[str]:
+    async def tick(
+        self, now_s: float, plan: Iterable[Schedule], agents: Iterable[str], *, mono_s: float | None = None
+    ) -> list[str]:
         """Enqueue what is due; returns the ids enqueued (tests and logs)."""
+        mono = time.monotonic() if mono_s is None else mono_s
+        since = {key: mono - at for key, at in self.enqueued_at.items()}
         enqueued: list[str] = []
-        for item in due(now_s, plan, agents, self.host, self.last_slots):
+        for item in due(now_s, plan, agents, self.host, self.last_slots, since):
             if item.previous_job_id is not None:
                 previous = Job(
                     item.previous_job_id, self.redis, _queue_name=self.queue, _deserializer=deserialize
@@ -111,6 +127,7 @@ class Scheduler:
                 item.job, payload_for(item.job, item.agent), _job_id=item.job_id, _queue_name=self.queue
             )
             self.last_slots[(item.job, item.agent or self.host)] = item.slot
+            self.enqueued_at[(item.job, item.agent or self.host)] = mono
             metrics.SCHEDULED.labels(
                 family=item.job, decision="enqueued" if job else "already_enqueued"
             ).inc()

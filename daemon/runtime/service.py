@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from daemon.constants import (
     HEARTBEATS_KEY,
     HOST_KEY,
     HOST_KEY_TTL_S,
+    LIVE_POLL_S,
     REDIS_RETRY_MIN_S,
     SCHEDULER_TICK_S,
     STATUS_REFRESH_S,
@@ -50,7 +52,8 @@ from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
-from daemon.runtime import metrics
+from daemon.runtime import interrupted, metrics
+from daemon.runtime.client import MemorydClient
 from daemon.runtime.hosts import (
     heartbeat_value,
     other_daemon,
@@ -58,6 +61,7 @@ from daemon.runtime.hosts import (
     parse_host_record,
     served_elsewhere,
 )
+from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
@@ -114,12 +118,20 @@ class ServiceState:
     metrics_port: int | None = None
     policy_reloaded_at: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    lag: dict[str, int] = field(default_factory=dict)  # agent -> sessions changed since their checkpoint
 
     def summary(self) -> str:
         redis = "redis ok" if self.redis_ok else f"redis unreachable ({self.redis_error}), retrying"
         jobs = ", ".join(f"{k} {v}" for k, v in self.counts.items()) or "no jobs yet"
         mode = "draining" if self.draining else f"serving {len(self.agents)} agent(s) on {self.queue}"
-        return f"{mode}; {redis}; {jobs}"
+        return f"{mode}; {redis}; {jobs}; {self.backlog()}"
+
+    def backlog(self) -> str:
+        behind = {a: n for a, n in self.lag.items() if n}
+        if not behind:
+            return "ingest backlog 0"
+        worst = max(behind, key=lambda a: behind[a])
+        return f"ingest backlog {sum(behind.values())} session(s), most on agent {worst} ({behind[worst]})"
 
 
 def _now_iso() -> str:
@@ -133,9 +145,11 @@ class Service:
         self.notifier = notifier or Notifier()
         host = settings.daemon.host_id
         self.state = ServiceState(host, queue_name(host), [], _now_iso())
+        self._problems: dict[str, int] = {}  # per agent, at the last gauge refresh
         self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
+        self.live: LiveIngest | None = None
         self._metrics_server: Any = None
 
     # --- start -----------------------------------------------------------------------------
@@ -179,6 +193,9 @@ class Service:
                 f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
             ) from None
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
+        if s.daemon.schedule:
+            client = MemorydClient(self.pool, s, poll_delay_s=LIVE_POLL_S)
+            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue)
         quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
@@ -206,7 +223,12 @@ class Service:
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
-        raw = await redis.hgetall(HOST_KEY.format(host=host))
+        try:
+            raw = await redis.hgetall(HOST_KEY.format(host=host))
+        except (RedisError, OSError) as exc:  # an ACL that refuses reads, or Redis went away
+            raise OperationFailed(
+                f"redis_url {redact_url(self.settings.redis_url)}: cannot publish this host (reading its record): {exc}"
+            ) from None
         other = other_daemon(parse_host_record(host, raw), time.time(), socket.gethostname(), os.getpid())
         if other is not None:
             where = "" if other.machine == socket.gethostname() else f" on {other.machine}"
@@ -253,6 +275,8 @@ class Service:
                     tg.start_soon(self._supervise_worker)
                     if self.settings.daemon.schedule:
                         tg.start_soon(self._schedule_loop)
+                    if self.live is not None:
+                        tg.start_soon(partial(self.live.run, watch=self.settings.ingest.watch))
                     tg.start_soon(self._heartbeat_loop)
                     tg.start_soon(self._gauge_loop)
                     interval = watchdog_interval_s()
@@ -321,6 +345,8 @@ class Service:
         if self.pool is not None:
             try:
                 await self._publish(stopped=True)
+                if self.worker is not None:
+                    await interrupted.unregister(self.pool, self.state.queue, self.worker.instance)
             except (RedisError, OSError):
                 pass
             await self.pool.aclose(close_connection_pool=True)
@@ -340,6 +366,13 @@ class Service:
                 return
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
+            except Exception as exc:
+                # A job fails alone (MemorydWorker); anything else that ends arq's loop must not
+                # end the daemon: the worker starts again after a pause.
+                log.error("worker stopped on %s; starting it again", type(exc).__name__)
+                metrics.WORKER_RESTARTS.inc()
+                await anyio.sleep(delay)
+                continue
             while True:  # back off until Redis answers again
                 await anyio.sleep(delay)
                 delay = min(delay * 2, self.settings.daemon.redis_retry_max_s)
@@ -375,10 +408,17 @@ class Service:
         while True:
             if self.state.redis_ok and not self.state.draining:
                 try:
-                    await scheduler.tick(time.time(), schedules(self.settings), self.state.agents)
+                    enqueued = await scheduler.tick(time.time(), schedules(self.settings), self.state.agents)
+                    if self.live is not None:
+                        self.live.follow_scheduled(enqueued)
                 except (RedisError, OSError) as exc:
                     log.warning("scheduler: Redis error: %s", exc)
+                except Exception as exc:  # one bad job record must not end the schedule
+                    log.error("scheduler: tick failed on %s; next tick as usual", type(exc).__name__)
             await anyio.sleep(SCHEDULER_TICK_S)
+
+    def _may_enqueue(self) -> bool:
+        return self.state.redis_ok and not self.state.draining
 
     async def _heartbeat_loop(self) -> None:
         assert self.pool is not None
@@ -389,6 +429,8 @@ class Service:
                 await self._publish()
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)
+            except Exception as exc:
+                log.error("heartbeat failed on %s; next beat as usual", type(exc).__name__)
             self.notifier.status(self.state.summary())
             await anyio.sleep(HEARTBEAT_S)
 
@@ -412,17 +454,34 @@ class Service:
             for agent in self.state.agents:
                 try:
                     caches = self.worker.caches if self.worker is not None else None
-                    summary, _errors = await sweep_summary(
+                    summary, errors = await sweep_summary(
                         self.settings, agent, caches.part(ListingCache) if caches is not None else None
                     )
                 except MemorydError as exc:
                     log.warning("status of agent %s: %s", agent, exc)
                     continue
+                except Exception as exc:  # one agent's files must not end the gauges of all
+                    log.error("status of agent %s failed on %s", agent, type(exc).__name__)
+                    continue
+                self._count_problems(agent, len(errors))
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
+                self.state.lag[agent] = summary.lag
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
             await anyio.sleep(STATUS_REFRESH_S)
+
+    def _count_problems(self, agent: str, problems: int) -> None:
+        """A gauge, and one line when the count changes. The line gives the count only: the
+        problems name session keys, which may name people (`memoryd status` lists them)."""
+        metrics.SOURCE_PROBLEMS.labels(agent=agent).set(problems)
+        if problems != self._problems.get(agent, 0):
+            log.warning(
+                "agent %s: %d file(s) or entries of its sessions skipped; `memoryd status` names them",
+                agent,
+                problems,
+            )
+        self._problems[agent] = problems
 
     async def _watchdog_loop(self, interval_s: float) -> None:
         # Pinged from the event loop itself: a wedged loop stops the pings and systemd restarts us.

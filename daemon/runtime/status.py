@@ -128,11 +128,14 @@ def _live_sessions(
         listing = source.list_sessions()
         errors.extend(listing.errors)
         sessions = list(listing.sessions)
+        fingerprints = source.fingerprints(sessions)
         for session in sessions:
-            fp = source.fingerprint(session)
+            fp = fingerprints.get(session.session_id)
             live[session.session_id] = None if fp is None else (fp.mtime_ms, fp.size)
     except MemorydError as exc:
         errors.append(str(exc))
+    except OSError as exc:  # an agent's files are another program's: never end the caller
+        errors.append(f"sessions of agent {agent}: {exc}")
     return sessions, live, errors
 
 

@@ -5,17 +5,21 @@
 * Ids: deterministic. A client request's id is the family plus a hash of its canonical
   JSON payload, so the same request enqueued twice is one job (arq refuses an id whose
   job or result key exists) — except a payload naming a data subject (an erasure): its id is
-  random, as a hash of it would confirm a guessed subject, and its stored result drops the
-  arguments. A scheduled sweep's id names the agent and the interval slot,
-  so a restart or a second daemon in the same slot does not enqueue it again.
+  random, as a hash of it would confirm a guessed subject. A scheduled sweep's id names the
+  agent and the interval slot, so a restart or a second daemon in the same slot does not
+  enqueue it again.
+* Results: a stored result keeps no arguments (a forget's sessions and people, an erasure's
+  subject), as its report keeps no content (daemon/stored_form.py).
 * Serialization: JSON (orjson), never pickle: other tools enqueue jobs, and unpickling
   what they wrote would run their code. An exception result is stored as
   `{"error": <class>, "message": <text>}`.
+* Decoding checks every field arq reads (function, arguments, try, times) before arq sees it:
+  a record that arq's own decoding would trip over (`"f":{}`, `"t":"5"`, `"et":1e30`) is
+  refused here as unreadable, which arq turns into a failed result for that job alone.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import secrets
 from typing import Any
@@ -48,6 +52,11 @@ def scheduled_job_id(name: str, agent: str, slot: int) -> str:
     return f"{name}:{agent}:sched:{slot}"
 
 
+def live_job_id(name: str, agent: str) -> str:
+    """A sweep the daemon starts on a change: unique, and naming the agent as a scheduled id does."""
+    return f"{name}:{agent}:live:{secrets.token_hex(8)}"
+
+
 def job_name_of(job_id: str) -> str:
     return job_id.split(":", 1)[0]
 
@@ -61,21 +70,54 @@ def _default(obj: Any) -> Any:
 
 
 def serialize(data: dict[str, Any]) -> bytes:
-    if "r" in data and data.get("f") in _subject_families():
-        # A result outlives its job: it keeps no argument naming the subject (the request).
+    if "r" in data:
+        # A result outlives its job: it keeps no argument (a forget's sessions and people, an
+        # erasure's subject), as its report keeps no content (daemon/stored_form.py).
         data = {**data, "a": [], "k": {}}
     return orjson.dumps(data, default=_default)
 
 
-@functools.cache
-def _subject_families() -> frozenset[str]:
-    from daemon.ops.registry import OPS
+# arq turns these into datetimes (milliseconds since the epoch): years 1970 to 9999.
+_MAX_TIME_MS = 253_402_300_799_999
+_TIME_FIELDS = ("et", "st", "ft")  # enqueued, started, finished
+# What arq reads of a job record (f, a, k, t, et) and of a result (those and s, st, ft, q).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {"f": (str,), "a": (list,), "k": (dict,), "s": (bool,)}
 
-    return frozenset(op.name for op in OPS if op.payload_names_subject)
+
+class UnreadableRecord(ValueError):
+    """A job record or result that arq's decoding would trip over; the message names the field."""
+
+
+def record_problem(value: Any) -> str | None:
+    """What is wrong with a decoded job record or result, or None when arq can read it. A
+    missing field is left to arq, whose decoding turns it into its DeserializationError."""
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    for name, types in _FIELD_TYPES.items():
+        if name in value and not isinstance(value[name], types):
+            return f"field {name!r} is not a {types[0].__name__}"
+    job_try = value.get("t")
+    if job_try is not None and (type(job_try) is not int or job_try < 0):
+        return "field 't' is not a try count"
+    for name in _TIME_FIELDS:
+        if name in value and not _is_time_ms(value[name]):
+            return f"field {name!r} is not a time in milliseconds"
+    queue = value.get("q")
+    if queue is not None and not isinstance(queue, str):
+        return "field 'q' is not a queue name"
+    return None
+
+
+def _is_time_ms(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_TIME_MS
 
 
 def deserialize(raw: bytes) -> dict[str, Any]:
-    value = orjson.loads(raw)
-    if not isinstance(value, dict):
-        raise ValueError("job data is not a JSON object")
-    return value
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise UnreadableRecord("job record is not JSON") from None
+    problem = record_problem(value)
+    if problem is not None:
+        raise UnreadableRecord(f"job record unreadable: {problem}")
+    return value  # type: ignore[no-any-return]

@@ -16,18 +16,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
+import secrets
+import time
 from contextlib import suppress
 from typing import Any
 
-from arq.constants import result_key_prefix
+from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
+from arq.jobs import serialize_result
 from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
 from daemon.caches import ProcessCaches
-from daemon.constants import JOB_DONE_KEY, JOB_DONE_TTL_S, QUEUE_BELL_BLOCK_S, QUEUE_BELL_KEY
-from daemon.errors import UsageError
+from daemon.constants import (
+    HEARTBEAT_S,
+    JOB_DONE_KEY,
+    JOB_DONE_TTL_S,
+    QUEUE_BELL_BLOCK_S,
+    QUEUE_BELL_KEY,
+)
+from daemon.errors import JobRecordError, UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
+from daemon.runtime import interrupted
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
 from daemon.runtime.wire import deserialize, job_name_of, serialize
@@ -74,6 +86,17 @@ def _op_of(job_id: str) -> Op[Any] | None:
         return None  # not one of ours (another tool's id scheme): the worker-wide defaults apply
 
 
+def _member_problem(member: bytes, score: float | None) -> str | None:
+    """Why arq cannot start this queue member, or None."""
+    try:
+        member.decode()
+    except UnicodeDecodeError:
+        return "job id is not UTF-8"
+    if score is not None and not (math.isfinite(score) and score > 0):
+        return f"queue score {score} is not a time"
+    return None
+
+
 def quiet_job_logs() -> None:
     """arq logs each job's arguments at INFO and a failure's message with its traceback;
     payloads and messages name sessions and people, so keep arq's job lines out and the class
@@ -96,18 +119,39 @@ class MemorydWorker(Worker):
 
     And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
-    closed, the ones still in use as their jobs end."""
+    closed, the ones still in use as their jobs end.
+
+    And when it starts it retries at once what a dead worker of its queue was running
+    (daemon.runtime.interrupted); an interrupted purge (a forget) runs before any sweep does, so
+    its forgotten records are written before a sweep can ingest those sessions again."""
 
     _bell_task: asyncio.Task[None] | None = None
     _enqueued: asyncio.Event | None = None
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("after_job_end", self._after_job_end)
+        kwargs.setdefault("on_startup", self._on_startup)
         super().__init__(*args, **kwargs)
         self.stores = StorePool()
         self.ctx[STORES] = self.stores
         self.caches = ProcessCaches()
         self.ctx[CACHES] = self.caches
+        self.instance = f"{self.ctx.get('host_id', self.queue_name)}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._alive_at = 0.0
+        # Interrupted purges retried at this start; sweeps wait until they have ended.
+        self._recovered_purges: set[str] = set()
+
+    async def _on_startup(self, ctx: dict[str, Any]) -> None:
+        # arq calls on_startup at each main(), once its Redis pool is there.
+        await interrupted.register(self.pool, self.queue_name, self.instance)
+        self._alive_at = time.monotonic()
+        running = [job_id for job_id, task in self.tasks.items() if not task.done()]
+        recovered = await interrupted.recover(self.pool, self.queue_name, self.instance, running)
+        for job_id in recovered:
+            log.warning("job %s: its worker died while running it; retrying it now", job_id)
+            op = _op_of(job_id)
+            if op is not None and op.purge:
+                self._recovered_purges.add(job_id)
 
     # Override: `main` is arq's public entry point, and arq has no hook at its end (on_shutdown
     # runs in close(), which the service does not call between Redis reconnects). The stores
@@ -132,6 +176,9 @@ class MemorydWorker(Worker):
         loop = asyncio.get_running_loop()
         started = loop.time()
         await self.stores.close_idle()
+        if time.monotonic() - self._alive_at >= HEARTBEAT_S:
+            await interrupted.refresh(self.pool, self.instance)
+            self._alive_at = time.monotonic()
         await super()._poll_iteration()
         if self.burst:  # a burst worker stops when the queue is empty; nothing to wait for
             return
@@ -161,12 +208,83 @@ class MemorydWorker(Worker):
 
     # Override: arq has no hook that can keep a job from starting.
     async def start_jobs(self, job_ids: list[bytes]) -> None:
+        # arq's start_jobs raises on a member that is not UTF-8 or not scored with a time (-inf),
+        # which ended the worker on every start: such a member fails alone.
+        startable = []
+        scores = await self.pool.zmscore(self.queue_name, job_ids) if job_ids else []  # type: ignore[arg-type]
+        for member, score in zip(job_ids, scores, strict=True):
+            problem = _member_problem(member, score)
+            if problem is None:
+                startable.append(member)
+            else:
+                await self._fail_unrunnable(member, problem)
         # Redis can lose a running job's in-progress key (a restart without persistence). If the
         # job is then enqueued again, arq would start a second copy in this same worker, and the
         # copies' bookkeeping collides (`del job_tasks[id]` fails one of them with a KeyError).
         # A job this worker is still running stays queued: the running copy's result finishes it.
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
-        await super().start_jobs([j for j in job_ids if j.decode() not in running])
+        startable = [j for j in startable if j.decode() not in running]
+        await super().start_jobs(await self._hold_back_sweeps(startable))
+
+    async def _hold_back_sweeps(self, job_ids: list[bytes]) -> list[bytes]:
+        """Sweeps stay queued while a purge interrupted by a crash has not run again."""
+        if not self._recovered_purges:
+            return job_ids
+        pending = sorted(self._recovered_purges)
+        scores = await self.pool.zmscore(self.queue_name, pending)  # type: ignore[arg-type]
+        self._recovered_purges = {j for j, score in zip(pending, scores, strict=True) if score is not None}
+        if not self._recovered_purges:
+            return job_ids
+        startable = []
+        for member in job_ids:
+            op = _op_of(member.decode())
+            if op is None or not op.sweep or member.decode() in self._recovered_purges:
+                startable.append(member)
+        return startable
+
+    # Override: arq's run_job raises on a record its decoding does not check (the job's
+    # deserializer refuses most of them first), and the poll loop re-raises what a job's task
+    # raised, ending the worker. The job fails alone; a lost Redis still ends the poll loop,
+    # for the service to reconnect.
+    async def run_job(self, job_id: str, score: int) -> None:
+        try:
+            await super().run_job(job_id, score)
+        except (RedisError, OSError):
+            raise
+        except Exception as exc:
+            await self._fail_unrunnable(job_id.encode(), f"arq could not run it ({type(exc).__name__})")
+
+    async def _fail_unrunnable(self, member: bytes, problem: str) -> None:
+        """A failed result for a job arq cannot start or run, which leaves the queue with its
+        job, try and in-progress keys; a result a run already stored is kept."""
+        job_id = member.decode(errors="backslashreplace")
+        log.error("job %s: %s; failed and removed from the queue", job_id, problem)
+        now_ms = int(time.time() * 1000)
+        result = serialize_result(
+            job_name_of(job_id),
+            (),
+            {},
+            0,  # never tried
+            0,
+            False,
+            JobRecordError(f"job {job_id}: {problem}"),
+            now_ms,
+            now_ms,
+            job_id,
+            self.queue_name,
+            job_id=job_id,
+            serializer=self.job_serializer,
+        )
+        op = _op_of(job_id)
+        ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
+        async with self.pool.pipeline(transaction=True) as pipe:
+            for prefix in (job_key_prefix, retry_key_prefix, in_progress_key_prefix):
+                pipe.delete(prefix.encode() + member)
+            pipe.zrem(self.queue_name, member)
+            if result is not None:
+                pipe.set(result_key_prefix.encode() + member, result, px=int(ttl_s * 1000), nx=True)
+            await pipe.execute()
+        await self._wake_waiters(job_id)
 
     async def _after_job_end(self, ctx: dict[str, Any]) -> None:
         # arq calls after_job_end once finish_job's transaction has stored the result. A job

@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from daemon.sessions.model import SessionInfo
-from daemon.settings import ExcludeSessions
+from daemon.settings import ExcludeSessions, Settings
 from daemon.store.tombstones import REASON_FORGOTTEN
 
 REASON_DREAMING_NARRATIVE = "dreamingNarrative"
@@ -44,6 +44,15 @@ class AdmissionPolicy:
         if not (policy.hook_external_content_sources or policy.channels or policy.chat_types):
             return None
         return policy
+
+
+POLICY_REASON_PREFIXES = ("hookExternalContentSource:", "channel:", "chatType:")
+
+
+def policy_of(settings: Settings) -> AdmissionPolicy | None:
+    """The configured policy (`memory_policy.exclude_sessions`): one for every path that reads
+    a transcript into memory (ingest, backfill, transcript indexing)."""
+    return AdmissionPolicy.from_settings(settings.memory_policy.exclude_sessions)
 
 
 def exclusion_reason(

@@ -14,7 +14,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -24,7 +24,9 @@ from typing import Any
 import orjson
 
 from daemon.errors import OperationFailed
-from daemon.ids import session_id_problem
+from daemon.ids import session_source_problem
+from daemon.sessions import json_text
+from daemon.sessions.files import open_dir_below, open_regular, read_regular, stat_regular
 from daemon.sessions.lines import iter_lines
 from daemon.sessions.model import (
     SESSION_KINDS,
@@ -208,41 +210,51 @@ class ListingCache:
 class JsonSessionSource:
     kind = "json"
 
-    def __init__(self, agent_id: str, sessions_dir: Path, listings: ListingCache | None = None):
+    def __init__(
+        self,
+        agent_id: str,
+        sessions_dir: Path,
+        listings: ListingCache | None = None,
+        root: Path | None = None,
+    ):
         self.agent_id = agent_id
         self.dir = sessions_dir
         self.listings = listings if listings is not None else ListingCache()
+        # Files are opened walking down from here without following symlinks (sessions/files.py).
+        self.root = root if root is not None else sessions_dir
 
     @property
     def store_path(self) -> Path:
         return self.dir / "sessions.json"
 
-    def _load_store(self) -> dict[str, Any]:
+    def _stat_store(self) -> os.stat_result | None:
         try:
-            st = os.stat(self.store_path)
+            return stat_regular(self.root, self.store_path)
         except FileNotFoundError:
-            return {}
-        return self._parse_store(st)
-
-    def _parse_store(self, st: os.stat_result) -> dict[str, Any]:
-        if st.st_size > MAX_SESSIONS_JSON_BYTES:
-            raise OperationFailed(f"{self.store_path}: larger than {MAX_SESSIONS_JSON_BYTES} bytes")
-        try:
-            data = orjson.loads(self.store_path.read_bytes())
-        except orjson.JSONDecodeError as exc:
-            raise OperationFailed(f"{self.store_path}: invalid JSON: {exc}") from None
+            return None
         except OSError as exc:
             raise OperationFailed(f"{self.store_path}: cannot read: {exc.strerror}") from None
-        if not isinstance(data, dict):
+
+    def _load_store(self) -> dict[str, Any]:
+        try:
+            data, _st = read_regular(self.root, self.store_path, MAX_SESSIONS_JSON_BYTES)
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise OperationFailed(f"{self.store_path}: cannot read: {exc.strerror}") from None
+        try:
+            store = json_text.loads(data)  # a lone surrogate is read as the reference reads it
+        except orjson.JSONDecodeError as exc:
+            raise OperationFailed(f"{self.store_path}: invalid JSON: {exc}") from None
+        if not isinstance(store, dict):
             raise OperationFailed(f"{self.store_path}: expected an object of sessionKey -> entry")
-        return data
+        return store
 
     def list_sessions(self) -> SessionListing:
         path = self.store_path
         cache_key = (self.agent_id, str(path))
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
+        st = self._stat_store()
+        if st is None:
             self.listings.drop(cache_key)
             return SessionListing(())
         stat_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -250,13 +262,10 @@ class JsonSessionSource:
         if cached is not None and cached[0] == stat_key and cached[1] is not None:
             return cached[1]
         read_at = time.time_ns()
-        listing = self._listing(self._parse_store(st))
+        listing = self._listing(self._load_store())
         # Trusted only when the file had settled before it was read (see LISTING_SETTLED_NS) and
         # its stat did not move while it was read.
-        try:
-            after = os.stat(path)
-        except FileNotFoundError:
-            after = None
+        after = self._stat_store()
         if (
             after is not None
             and stat_key == (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns)
@@ -278,7 +287,7 @@ class JsonSessionSource:
                 errors.append(f"{self.store_path}: {key!r}: entry is not an object; skipped")
                 continue
             sid = entry.get("sessionId")
-            problem = session_id_problem(sid)
+            problem = session_source_problem(sid)
             if problem:
                 errors.append(f"{self.store_path}: {key!r}: sessionId {sid!r} {problem}; skipped")
                 continue
@@ -290,9 +299,15 @@ class JsonSessionSource:
 
     def list_archives(self) -> list[ArchiveInfo]:
         try:
-            names = os.listdir(self.dir)
+            dir_fd = open_dir_below(self.root, self.dir)
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise OperationFailed(f"{self.dir}: cannot list: {exc.strerror}") from None
+        try:
+            names = os.listdir(dir_fd)
+        finally:
+            os.close(dir_fd)
         keys_by_id = {}
         try:
             for key, entry in self._load_store().items():
@@ -303,7 +318,7 @@ class JsonSessionSource:
         out: list[ArchiveInfo] = []
         for name in sorted(names):
             m = ARCHIVE_RE.match(name)
-            if not m or session_id_problem(m["id"]):
+            if not m or session_source_problem(m["id"]):
                 continue
             out.append(
                 ArchiveInfo(
@@ -326,17 +341,24 @@ class JsonSessionSource:
         # one lstat and a tuple built in C.
         try:
             st = os.lstat(session.locator)
-        except FileNotFoundError:
+        except OSError:  # gone, or a path component is a file or a symlink loop
             return None
         if S_ISLNK(st.st_mode):
             return None  # a symlinked transcript is not read
         return _new_fingerprint((st.st_mtime_ns // 1_000_000, st.st_size))
 
+    def revision(self) -> str | None:
+        return None  # an append to a transcript shows only in that file's own stat
+
+    def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
+        fingerprint = self.fingerprint
+        return {s.session_id: fp for s in sessions if (fp := fingerprint(s)) is not None}
+
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:
         path = session.locator  # a normalised path string (built by this source)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd, _st = open_regular(self.root, path)
         except OSError as exc:
             raise OperationFailed(f"{path}: cannot open transcript: {exc.strerror}") from None
         raw = os.fdopen(fd, "rb", buffering=0)

@@ -3,7 +3,7 @@ JSONL files, an OpenClaw agent database); everything downstream sees only these 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +88,16 @@ class SessionSource(Protocol):
 
     def fingerprint(self, session: SessionInfo) -> Fingerprint | None:
         """A stat of the transcript (None if it does not exist). Never reads its content."""
+        ...
+
+    def revision(self) -> str | None:
+        """A value that changes whenever anything the source lists could have changed, read
+        without listing (None: the source cannot tell; ask every fingerprint)."""
+        ...
+
+    def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
+        """session id -> `fingerprint` of each session whose transcript exists, read at once
+        (one read transaction where the source is a database)."""
         ...
 
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> AbstractContextManager[Iterator[bytes]]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +37,15 @@ from urllib.parse import quote
 
 import orjson
 
-from daemon.constants import MAX_TRANSCRIPT_LINE_BYTES, OPENCLAW_EVENT_CHUNK_ROWS, OPENCLAW_READ_ATTEMPTS
+from daemon.constants import (
+    MAX_TRANSCRIPT_LINE_BYTES,
+    OPENCLAW_EVENT_CHUNK_ROWS,
+    OPENCLAW_FINGERPRINT_SCAN_MIN,
+    OPENCLAW_READ_ATTEMPTS,
+)
 from daemon.errors import OperationFailed, SourceChanged
-from daemon.ids import session_id_problem
+from daemon.ids import session_source_problem
+from daemon.sessions.files import stat_regular
 from daemon.sessions.json_store import derive_session_kind
 from daemon.sessions.lines import iter_lines
 from daemon.sessions.model import (
@@ -83,6 +89,14 @@ SELECT (SELECT transcript_updated_at FROM session_windows WHERE session_id = :si
        sum(coalesce(event_utf8_bytes, {_BYTES.format("event_json")}, 0) + 1)
 FROM transcript_events WHERE session_id = :sid
 """
+# The same, for every session at once: one pass over the events' row headers.
+_ALL_FINGERPRINTS_SQL = f"""
+SELECT e.session_id, w.transcript_updated_at, e.n, e.newest, e.size
+FROM (SELECT session_id, count(*) AS n, max(created_at) AS newest,
+             sum(coalesce(event_utf8_bytes, {_BYTES.format("event_json")}, 0) + 1) AS size
+      FROM transcript_events GROUP BY session_id) AS e
+LEFT JOIN session_windows AS w ON w.session_id = e.session_id
+"""
 # An event over the line cap is not loaded at all: its payload column is selected as NULL.
 _EVENTS_SQL = f"""
 SELECT seq,
@@ -97,6 +111,8 @@ SELECT encoding, archive_blob FROM session_transcript_archives WHERE session_id 
 """
 
 StatKey = tuple[int, int, int, int]
+_DB_HEADER_BYTES = 100  # the file change counter is bytes 24-27
+_WAL_HEADER_BYTES = 32  # magic, format, page size, checkpoint sequence, salts, checksums
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (OSError, *ANY_SQLITE_ERROR)
 
 
@@ -113,8 +129,14 @@ def _text(raw: bytes) -> str:
 class _Snapshot:
     """One read-only connection inside one read transaction."""
 
-    def __init__(self, db_path: Path, trace: Callable[[str], None] | None):
+    def __init__(self, db_path: Path, trace: Callable[[str], None] | None, root: Path):
         self.db_path = db_path
+        # SQLite's own open would block on a FIFO and follow any symlink: look first. (A swap in
+        # the instant between the look and the open is not caught.)
+        try:
+            stat_regular(root, db_path)
+        except OSError as exc:
+            raise OperationFailed(f"{db_path}: cannot open OpenClaw agent database: {exc.strerror}") from None
         wal = Path(f"{db_path}-wal")
         shm = Path(f"{db_path}-shm")
         # OpenClaw has the database open: join its WAL (no file is created, both exist). Were
@@ -246,9 +268,18 @@ class OpenClawSessionSource:
 
     kind = "openclaw"
 
-    def __init__(self, agent_id: str, db_path: Path, *, trace: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        agent_id: str,
+        db_path: Path,
+        *,
+        trace: Callable[[str], None] | None = None,
+        root: Path | None = None,
+    ):
         self.agent_id = agent_id
         self.db_path = Path(db_path)
+        # The database is checked as a regular file reached from here without symlinks.
+        self.root = root if root is not None else self.db_path.parent
         self._trace = trace  # receives every SQL statement run (diagnostics, tests)
         # An archive's locator names its row; no file has that name (a '#' component never
         # exists beside the database), so code that stats a locator finds nothing there.
@@ -259,7 +290,7 @@ class OpenClawSessionSource:
     def _read(self, fn: Callable[[Connection], Any]) -> Any:
         """`fn(conn)` in one read transaction; retried if it overlapped a checkpoint."""
         for _ in range(OPENCLAW_READ_ATTEMPTS):
-            snap = _Snapshot(self.db_path, self._trace)
+            snap = _Snapshot(self.db_path, self._trace, self.root)
             try:
                 result = fn(snap.conn)
             except ANY_SQLITE_ERROR as exc:
@@ -298,7 +329,7 @@ class OpenClawSessionSource:
         sessions: list[SessionInfo] = []
         for raw in windows:
             row = _WindowRow(*(_opt(v) for v in raw))
-            problem = session_id_problem(row.session_id)
+            problem = session_source_problem(row.session_id)
             if problem:
                 errors.append(
                     f"{self.db_path}: session_windows {row.session_id!r}: session id {problem}; skipped"
@@ -371,7 +402,7 @@ class OpenClawSessionSource:
         out: list[ArchiveInfo] = []
         for raw in rows:
             sid, generation, key, reason, created_at, name = (_opt(v) for v in raw)
-            if session_id_problem(sid):
+            if session_source_problem(sid):
                 continue
             out.append(
                 ArchiveInfo(
@@ -397,9 +428,47 @@ class OpenClawSessionSource:
         revision, count, newest, size = self._read(
             lambda conn: conn.execute(_FINGERPRINT_SQL, {"sid": session.session_id}).fetchone()
         )
-        if not count:
-            return None
-        return Fingerprint(max(revision or 0, newest or 0), int(size or 0))
+        return _fingerprint(revision, count, newest, size)
+
+    def revision(self) -> str | None:
+        """Changes with every commit, without opening the database: the main file's stat and
+        its header's change counter (a commit without WAL), and the WAL's size and header
+        (between two WAL resets a commit only appends frames; a reset draws new salts)."""
+        try:
+            main = _stat_key(self.db_path)
+            with open(self.db_path, "rb") as f:
+                counter = f.read(_DB_HEADER_BYTES)[24:28].hex()
+        except FileNotFoundError:
+            return "absent"
+        try:
+            with open(f"{self.db_path}-wal", "rb") as f:
+                wal = f"{os.fstat(f.fileno()).st_size}:{f.read(_WAL_HEADER_BYTES).hex()}"
+        except FileNotFoundError:
+            wal = "none"
+        return f"openclaw:{':'.join(map(str, main))}:{counter}:{wal}"
+
+    def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
+        """`fingerprint` of each session that has events, all from one read transaction: one
+        pass over the events for many sessions, one indexed query each for a few."""
+        if not self.db_path.exists() or not sessions:
+            return {}
+        wanted = {s.session_id for s in sessions}
+        if len(wanted) < OPENCLAW_FINGERPRINT_SCAN_MIN:
+            ids = sorted(wanted)
+            rows = self._read(
+                lambda conn: [(sid, *conn.execute(_FINGERPRINT_SQL, {"sid": sid}).fetchone()) for sid in ids]
+            )
+        else:
+            rows = [
+                (_text(raw_sid), *rest)
+                for raw_sid, *rest in self._read(lambda conn: conn.execute(_ALL_FINGERPRINTS_SQL).fetchall())
+            ]
+        out: dict[str, Fingerprint] = {}
+        for sid, revision, count, newest, size in rows:
+            fp = _fingerprint(revision, count, newest, size)
+            if fp is not None and sid in wanted:
+                out[sid] = fp
+        return out
 
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:
@@ -422,7 +491,7 @@ class OpenClawSessionSource:
         after = -1
         yielded = False
         attempts = 0
-        snaps.append(_Snapshot(self.db_path, self._trace))
+        snaps.append(_Snapshot(self.db_path, self._trace, self.root))
         while True:
             snap = snaps[-1]
             try:
@@ -455,7 +524,7 @@ class OpenClawSessionSource:
                         f"each of {OPENCLAW_READ_ATTEMPTS} reads; try again"
                     )
                 snaps.pop().close()
-                snaps.append(_Snapshot(self.db_path, self._trace))
+                snaps.append(_Snapshot(self.db_path, self._trace, self.root))
                 continue
             for seq, text, text_bytes, blob, utf8_bytes in rows:
                 yielded = True
@@ -484,6 +553,14 @@ class OpenClawSessionSource:
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob))
             return iter_lines(io.BufferedReader(reader))  # type: ignore[arg-type]
         return iter_lines(io.BytesIO(blob))
+
+
+def _fingerprint(
+    revision: int | None, count: int, newest: int | None, size: int | None
+) -> Fingerprint | None:
+    if not count:
+        return None
+    return Fingerprint(max(revision or 0, newest or 0), int(size or 0))
 
 
 def _event_bytes(

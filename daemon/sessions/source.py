@@ -23,5 +23,5 @@ def session_source_for(
     if choice == "openclaw" or (choice == "auto" and db_path.exists()):
         from daemon.sessions.openclaw_store import OpenClawSessionSource  # type: ignore[import-not-found]
 
-        return OpenClawSessionSource(agent_id, db_path)  # type: ignore[no-any-return]
-    return JsonSessionSource(agent_id, agent_root / "sessions", listings)
+        return OpenClawSessionSource(agent_id, db_path, root=settings.sessions_root)  # type: ignore[no-any-return]
+    return JsonSessionSource(agent_id, agent_root / "sessions", listings, root=settings.sessions_root)

@@ -24,6 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
+from daemon.sessions import json_text
 from daemon.sessions.model import OversizedLine
 
 OriginClass = Literal["owner", "agent", "untrusted", "system"]
@@ -240,7 +241,7 @@ def _entry_of(raw: bytes) -> dict[str, Any] | str | None:
     if b"\x00" in raw:
         return SKIP_NUL
     try:
-        entry = orjson.loads(raw)
+        entry = json_text.loads(raw)  # orjson, reading a lone surrogate as the reference does
     except orjson.JSONDecodeError:
         if not raw.strip():
             return None  # blank lines are not entries

@@ -2,6 +2,10 @@
 
 Writers (ingest, backfill) reserve the rows before appending, in a transaction of their own;
 forget reads them to scan only those files and deletes them with the origin rows, last.
+
+Pending appends (`corpus_appends`): an ingest records each day file's size before its append
+with the reservation and clears it in the batch commit; a row left behind is an append whose
+writer died before committing, which the next writer cuts off.
 """
 
 from __future__ import annotations
@@ -45,3 +49,31 @@ def delete_corpus_files(conn: Connection, session_ids: Collection[str]) -> int:
     if not session_ids:
         return 0
     return execute_in(conn, f"DELETE FROM {TABLE} WHERE session_id IN ({{marks}})", sorted(set(session_ids)))
+
+
+APPENDS = "corpus_appends"
+
+
+def record_pending_appends(conn: Connection, extents: Iterable[tuple[str, int, int]]) -> None:
+    """(relative path, inode, size before) of the appends about to happen."""
+    conn.executemany(
+        f"INSERT INTO {APPENDS} (relative_path, inode, size_before) VALUES (?, ?, ?) "
+        "ON CONFLICT(relative_path) DO UPDATE SET inode = excluded.inode, size_before = excluded.size_before",
+        sorted(set(extents)),
+    )
+
+
+def pending_appends(conn: Connection) -> list[tuple[str, int, int]]:
+    """Appends recorded and never committed: (relative path, inode, size before)."""
+    return [
+        (str(p), int(i), int(n))
+        for p, i, n in conn.execute(f"SELECT relative_path, inode, size_before FROM {APPENDS}")
+    ]
+
+
+def clear_pending_appends(conn: Connection, paths: Collection[str] | None = None) -> None:
+    """Forget the pending rows of these paths (all of them when None)."""
+    if paths is None:
+        conn.execute(f"DELETE FROM {APPENDS}")
+    elif paths:
+        execute_in(conn, f"DELETE FROM {APPENDS} WHERE relative_path IN ({{marks}})", sorted(set(paths)))

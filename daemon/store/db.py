@@ -206,14 +206,33 @@ def check_and_store_fence(conn: Connection, fence: FenceToken) -> None:
     row = conn.execute("SELECT token FROM fence WHERE workspace_key = ?", (fence.workspace_key,)).fetchone()
     if row is not None and row[0] > fence.token:
         raise FencedOut(
-            f"write refused: fence token {fence.token} is older than {row[0]} "
-            "(the workspace lease expired and another writer took it)"
+            f"write refused: fence token {fence.token} is older than {row[0]}, which this store "
+            "already saw: another writer took the workspace lock after this one's lease expired "
+            "(a pause or a slow step outlived it); nothing was written — rerun the operation"
         )
     conn.execute(
         "INSERT INTO fence(workspace_key, token) VALUES (?, ?) "
         "ON CONFLICT(workspace_key) DO UPDATE SET token = excluded.token",
         (fence.workspace_key, fence.token),
     )
+
+
+def stored_fence(path: Path, workspace_key: str) -> int | None:
+    """The newest fence token the store at `path` has seen for the workspace, or None (no store
+    yet, or none seen). Blocking: call it from a thread."""
+    if not path.exists():
+        return None
+    try:
+        conn = connect(str(path), readonly=True)
+    except ANY_SQLITE_ERROR:
+        return None
+    try:
+        row = conn.execute("SELECT token FROM fence WHERE workspace_key = ?", (workspace_key,)).fetchone()
+    except ANY_SQLITE_ERROR:
+        return None  # not migrated yet: it has seen no token
+    finally:
+        conn.close()
+    return None if row is None else int(row[0])
 
 
 def _in_read_txn(conn: Connection, fn: Callable[..., T], *args: Any) -> T:

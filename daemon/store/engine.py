@@ -1,7 +1,7 @@
 """The SQLite engine: which sqlite3 module is in use, the connection type every repository
 function takes, its errors, and how a connection is set up.
 
-pysqlite3-binary (SQLite 3.51: FTS5 contentless_delete and secure-delete, loadable extensions)
+pysqlite3-binary (SQLite 3.51: FTS5 secure-delete, loadable extensions)
 when installed, else the standard library's module (DESIGN §3).
 """
 
@@ -11,7 +11,7 @@ import sqlite3 as _stdlib_sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-try:  # SQLite 3.51 with FTS5 contentless_delete, secure-delete and loadable extensions.
+try:  # SQLite 3.51 with FTS5 secure-delete and loadable extensions.
     import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other platforms fall back to the stdlib build
     import sqlite3  # type: ignore[no-redef]

@@ -2,8 +2,10 @@
 their provenance and recall metadata, their FTS5 rows and their vectors. Written and purged
 together, set-based (perf-limits §5–6: one statement per table, never per row).
 
-Chunk text lives once, in memory_index_chunks; the FTS5 table is contentless (contentless_delete
-and secure-delete), keyed by the chunk's rowid, as are the vectors (store/index_vectors.py).
+The FTS5 table keeps its own copy of the searched text (the chunk's without marker lines) and
+has secure-delete on, so a deleted row's terms leave the index segments (a contentless table
+could only tombstone them: migration 6). It is keyed by the chunk's rowid, as are the vectors
+(store/index_vectors.py).
 
 Each function runs inside the caller's transaction.
 """
@@ -15,6 +17,7 @@ from typing import NamedTuple
 
 from daemon.store.batched import select_in
 from daemon.store.engine import Connection
+from daemon.store.pages import rows_sharing_pages
 
 # Session kinds whose transcripts are never indexed, as the partial index
 # idx_memory_index_chunk_provenance_internal (migration 1) names them; index/provenance.py's
@@ -118,8 +121,9 @@ def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
 
 
 def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
-    """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid;
-    contentless_delete + secure-delete leaves no tokens behind), vectors, provenance and recall
+    """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid; the
+    table keeps its content and has secure-delete on, so their terms leave the segments:
+    migration 6), vectors, provenance and recall
     rows, then the chunks. The ids go through a temporary table: one statement per table."""
     if not _load_ids(conn, chunk_ids):
         return ChunksRemoved()
@@ -135,6 +139,63 @@ def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
     chunks = conn.execute(f"DELETE FROM memory_index_chunks WHERE id IN (SELECT id FROM {_IDS})").rowcount
     conn.execute(f"DELETE FROM {_IDS}")
     return ChunksRemoved(chunks, fts, vectors, provenance, recall)
+
+
+# A chunk's stored text (a lower bound of its cell size; daemon/store/pages.py).
+_CHUNK_BYTES = "length(id) + length(path) + length(source) + length(hash) + length(model) + length(text)"
+# Copies of the rewritten chunks and of every row derived from them, in the same column order
+# (temp_store is memory: they never reach a file). The FTS copy is (rowid, searched text).
+_COPIES = {
+    "memory_index_chunks": "SELECT * FROM memory_index_chunks WHERE rowid IN ({rowids})",
+    "memory_index_chunk_provenance": "SELECT * FROM memory_index_chunk_provenance WHERE chunk_id IN "
+    "(SELECT id FROM memory_index_chunks WHERE rowid IN ({rowids}))",
+    "memory_index_chunk_recall_metadata": "SELECT * FROM memory_index_chunk_recall_metadata WHERE chunk_id IN "
+    "(SELECT id FROM memory_index_chunks WHERE rowid IN ({rowids}))",
+    "memory_index_vectors": "SELECT * FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})",
+}
+_REWRITE_IDS = "temp.memory_index_rewrite_rowids"
+
+
+def rowids_of_chunks(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
+    return [
+        r[0]
+        for r in select_in(conn, "SELECT rowid FROM memory_index_chunks WHERE id IN ({marks})", chunk_ids)
+    ]
+
+
+def rewrite_chunk_pages(conn: Connection, purged: Sequence[int]) -> int:
+    """Delete and reinsert, unchanged, the chunks that shared the purged chunks' pages (and
+    the FTS content pages of the same rowids), with every row derived from them, so no older
+    copy of a purged chunk stays in a page's free gap (daemon/store/pages.py). The number of
+    chunks rewritten; the cost follows the purged chunks, not the index."""
+    around = rows_sharing_pages(conn, "memory_index_chunks", _CHUNK_BYTES, purged)
+    if not around:
+        return 0
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_REWRITE_IDS.split('.')[1]} (rid INTEGER PRIMARY KEY)")
+    conn.execute(f"DELETE FROM {_REWRITE_IDS}")
+    conn.executemany(f"INSERT INTO {_REWRITE_IDS}(rid) VALUES (?)", ((r,) for r in around))
+    rowids = f"SELECT rid FROM {_REWRITE_IDS}"
+    for table, select in _COPIES.items():
+        copy = f"temp.rewrite_{table}"
+        conn.execute(f"DROP TABLE IF EXISTS {copy}")
+        conn.execute(f"CREATE TEMP TABLE rewrite_{table} AS {select.format(rowids=rowids)}")
+    conn.execute("DROP TABLE IF EXISTS temp.rewrite_fts")
+    conn.execute(
+        f"CREATE TEMP TABLE rewrite_fts AS SELECT rowid AS rid, text FROM memory_index_chunks_fts "
+        f"WHERE rowid IN ({rowids})"
+    )
+    conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({rowids})")
+    # The derived rows go with their chunk (ON DELETE CASCADE), and come back from their copies.
+    conn.execute(f"DELETE FROM memory_index_chunks WHERE rowid IN ({rowids})")
+    for table in _COPIES:
+        conn.execute(f"INSERT INTO {table} SELECT * FROM temp.rewrite_{table}")
+        conn.execute(f"DROP TABLE temp.rewrite_{table}")
+    conn.execute(
+        "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT rid, text FROM temp.rewrite_fts ORDER BY rid"
+    )
+    conn.execute("DROP TABLE temp.rewrite_fts")
+    conn.execute(f"DELETE FROM {_REWRITE_IDS}")
+    return len(around)
 
 
 # --- reads ----------------------------------------------------------------------------------------

@@ -37,6 +37,18 @@ def all_sources(conn: Connection) -> list[SourceRecord]:
     return [SourceRecord(*r) for r in rows]
 
 
+def index_models(conn: Connection) -> set[str]:
+    return {str(r[0]) for r in conn.execute("SELECT DISTINCT model FROM memory_index_sources")}
+
+
+def sources_of(conn: Connection, source: str) -> list[SourceRecord]:
+    rows = conn.execute(
+        "SELECT path, source, hash, mtime, size, session_id, model FROM memory_index_sources WHERE source = ?",
+        (source,),
+    )
+    return [SourceRecord(*r) for r in rows]
+
+
 def upsert_sources(conn: Connection, rows: Sequence[SourceRecord]) -> None:
     conn.executemany(
         "INSERT INTO memory_index_sources(path, source, hash, mtime, size, session_id, model) "

@@ -10,6 +10,9 @@ from __future__ import annotations
 from daemon.store.engine import Connection
 
 META_DIRTY = "dirty"
+# "<index revision>|<session source revision>" of the last complete index run: while both are
+# unchanged, every listed transcript is indexed at the stat it has (see index/freshness.py).
+META_SESSIONS_SEEN = "sessions_seen"
 
 
 def bump_revision(conn: Connection) -> int:
@@ -36,3 +39,24 @@ def set_dirty(conn: Connection, reason: str | None) -> None:
 def read_dirty(conn: Connection) -> str | None:
     row = conn.execute("SELECT value FROM memory_index_meta WHERE key = ?", (META_DIRTY,)).fetchone()
     return None if row is None else str(row[0])
+
+
+def record_run(conn: Connection, dirty: str | None, source_revision: str | None) -> None:
+    """The end of an index run: its dirty reason, and (for a complete run) the session source's
+    revision it read, bound to the index revision after its writes."""
+    set_dirty(conn, dirty)
+    conn.execute("DELETE FROM memory_index_meta WHERE key = ?", (META_SESSIONS_SEEN,))
+    if dirty is None and source_revision is not None:
+        conn.execute(
+            "INSERT INTO memory_index_meta(key, value) VALUES (?, ?)",
+            (META_SESSIONS_SEEN, f"{current_revision(conn)}|{source_revision}"),
+        )
+
+
+def sessions_seen(conn: Connection) -> str | None:
+    """The session source revision the index holds, if no index row changed since it was read."""
+    row = conn.execute("SELECT value FROM memory_index_meta WHERE key = ?", (META_SESSIONS_SEEN,)).fetchone()
+    if row is None:
+        return None
+    revision, _, source_revision = str(row[0]).partition("|")
+    return source_revision if revision == str(current_revision(conn)) else None

@@ -15,6 +15,7 @@ import orjson
 
 from daemon.store.batched import execute_in, select_in
 from daemon.store.engine import Connection
+from daemon.store.pages import rows_sharing_pages
 
 # Columns holding JSON lists (decoded to tuples of str).
 _LIST_COLUMNS = (12, 13, 14)
@@ -303,3 +304,41 @@ def texts_outside(conn: Connection, low: str, high: str) -> list[EntryText]:
 
 def delete_entries(conn: Connection, keys: Sequence[str]) -> int:
     return execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", keys)
+
+
+_REWRITE = "temp.short_term_rewrite"  # temp_store is memory: the copies never reach a file
+# A row's stored text (a lower bound of its cell size; daemon/store/pages.py).
+_ROW_BYTES = "length(entry_key) + length(path) + length(snippet) + length(query_hashes) + length(recall_days)"
+
+
+def purge_entries(conn: Connection, keys: Sequence[str]) -> int:
+    """Delete these entries and rewrite the rows that shared their pages, so no older copy of
+    them stays in a page's free gap (daemon/store/pages.py); the number deleted."""
+    rowids = [
+        r[0]
+        for r in select_in(conn, "SELECT rowid FROM short_term_entries WHERE entry_key IN ({marks})", keys)
+    ]
+    deleted = delete_entries(conn, keys)
+    around = rows_sharing_pages(conn, "short_term_entries", _ROW_BYTES, rowids)
+    if around:
+        _rewrite_rows(conn, around)
+    return deleted
+
+
+def _rewrite_rows(conn: Connection, rowids: Sequence[int]) -> None:
+    """Delete and reinsert these rows, unchanged and under the same rowids."""
+    name = _REWRITE.split(".")[1]
+    conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {name} AS SELECT rowid AS rid, * FROM short_term_entries WHERE 0"
+    )
+    conn.execute(f"DELETE FROM {_REWRITE}")
+    execute_in(
+        conn,
+        f"INSERT INTO {_REWRITE} SELECT rowid, * FROM short_term_entries WHERE rowid IN ({{marks}})",
+        rowids,
+    )
+    execute_in(conn, "DELETE FROM short_term_entries WHERE rowid IN ({marks})", rowids)
+    conn.execute(
+        f"INSERT INTO short_term_entries(rowid, {SELECT_LIST}) SELECT rid, {SELECT_LIST} FROM {_REWRITE} ORDER BY rid"
+    )
+    conn.execute(f"DELETE FROM {_REWRITE}")

@@ -1,0 +1,251 @@
+"""`python -m bench --peer`: build the peer agent at each size, check that both sides see the
+same sessions, then measure every shared operation, interleaved, each repetition on its own
+copy of the state where the operation writes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.peer import memoryd_side
+from bench.peer.generator import AGENT, BASE_MS, DAY_MS, OWNER, SessionPlan, expected, plan_agent, writer_spec
+from bench.peer.install import OPENCLAW_VERSION, PeerUnavailable, ensure_peer
+from bench.peer.openclaw import OpenClawHome, create_home, write_sessions
+from bench.peer.process import CommandFailed, Measured
+from bench.peer.table import PeerRow, Samples, format_markdown, format_text
+
+SEARCHES = ("deploy window Friday", "invoice due", "lighthouse rota")
+BACKFILL_DAYS = (20, 29)  # the slice both sides backfill: days after the first session's day
+
+
+class PeerMismatch(Exception):
+    """memoryd and OpenClaw do not see the same agent: timing them would compare nothing."""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- the two views of the agent -------------------------------------------------------------------
+
+
+def view_mismatches(
+    want: dict[str, object],
+    openclaw: dict[str, list[str]],
+    memoryd: dict[str, list[str]],
+    hooks: dict[str, set[str]],
+) -> list[str]:
+    """What differs between the plan, OpenClaw's `sessions --json` and memoryd's `sessions
+    --json` (session id -> participant ids), and the gmail sessions each side selects. Pure."""
+    problems: list[str] = []
+    planned = set(want["sessions"])  # type: ignore[call-overload]
+    for side, view in (("OpenClaw", openclaw), ("memoryd", memoryd)):
+        if set(view) != planned:
+            missing, extra = sorted(planned - set(view)), sorted(set(view) - planned)
+            problems.append(
+                f"{side} lists {len(view)} sessions, {len(planned)} were written (missing {missing[:3]}, extra {extra[:3]})"
+            )
+    participants = want["participants"]
+    assert isinstance(participants, dict)
+    for sid in sorted(planned & set(openclaw) & set(memoryd)):
+        if not (openclaw[sid] == memoryd[sid] == participants[sid]):
+            problems.append(
+                f"session {sid}: participants written {participants[sid]}, OpenClaw {openclaw[sid]}, memoryd {memoryd[sid]}"
+            )
+            break
+    gmail = {sid for sid, source in want["hooks"].items() if source == "gmail"}  # type: ignore[attr-defined]
+    for side, selected in hooks.items():
+        if selected != gmail:
+            problems.append(f"{side} selects {len(selected)} gmail hook sessions, {len(gmail)} were written")
+    return problems
+
+
+def _openclaw_view(home: OpenClawHome) -> dict[str, list[str]]:
+    data = json.loads(home.checked("sessions", "--json", "--agent", AGENT, "--limit", "all").stdout)
+    return {
+        s["sessionId"]: sorted(p["identity"]["id"] for p in s.get("participants") or [])
+        for s in data["sessions"]
+    }
+
+
+def _memoryd_view(home: OpenClawHome) -> dict[str, list[str]]:
+    data = json.loads(
+        memoryd_side.run_checked(home, "sessions", "--agent", AGENT, "--limit", "all", "--json").stdout
+    )
+    return {s["sessionId"]: sorted(s["participants"]) for s in data["sessions"]}
+
+
+def check_same_view(home: OpenClawHome, plans: list[SessionPlan]) -> None:
+    hooks = {
+        "OpenClaw": set(
+            _ids(
+                home.checked(
+                    "memory", "forget", "--agent", AGENT, "--hook-source", "gmail", "--dry-run", "--json"
+                )
+            )
+        ),
+        "memoryd": set(
+            _ids(
+                memoryd_side.run_checked(
+                    home, "forget", "--agent", AGENT, "--hook-source", "gmail", "--dry-run", "--json"
+                )
+            )
+        ),
+    }
+    problems = view_mismatches(expected(plans), _openclaw_view(home), _memoryd_view(home), hooks)
+    if problems:
+        raise PeerMismatch("memoryd and OpenClaw do not read the same agent: " + "; ".join(problems))
+
+
+def _ids(got: Measured) -> list[str]:
+    return sorted(json.loads(got.stdout)["sessionIds"])
+
+
+# -- the operations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    name: str
+    openclaw: tuple[str, ...]
+    memoryd: tuple[str, ...]
+    writes: bool = False  # each repetition on a fresh copy of both states
+    same_ids: bool = False  # both reports' sessionIds must be equal
+
+
+def busiest_other(plans: list[SessionPlan]) -> str:
+    counts: dict[str, int] = {}
+    for p in plans:
+        for _, actor in p.participants:
+            if actor != OWNER[1]:
+                counts[actor] = counts.get(actor, 0) + 1
+    return max(sorted(counts), key=lambda a: counts[a])
+
+
+def _day(offset: int) -> str:
+    return datetime.fromtimestamp((BASE_MS + offset * DAY_MS) / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def operations(plans: list[SessionPlan]) -> list[Operation]:
+    who = busiest_other(plans)
+    agent = ("--agent", AGENT)
+    days = ("--from", _day(BACKFILL_DAYS[0]), "--to", _day(BACKFILL_DAYS[1]))
+    ops = [
+        Operation(
+            f"forget dry run, participant {who}",
+            ("memory", "forget", *agent, "--participant", who, "--dry-run", "--json"),
+            ("forget", *agent, "--participant", who, "--dry-run", "--json"),
+            same_ids=True,
+        ),
+    ]
+    ops += [
+        Operation(f"search {q!r}", ("memory", "search", *agent, "--json", q), ("search", *agent, "--json", q))
+        for q in SEARCHES
+    ]
+    ops += [
+        Operation(
+            "index --force, memory + sessions",
+            ("memory", "index", *agent, "--force"),
+            ("index", *agent, "--force"),
+        ),
+        Operation(
+            f"forget apply, participant {who}",
+            ("memory", "forget", *agent, "--participant", who, "--json"),
+            ("forget", *agent, "--participant", who, "--json"),
+            writes=True,
+            same_ids=True,
+        ),
+        Operation(
+            f"session backfill apply, {_day(BACKFILL_DAYS[0])}..{_day(BACKFILL_DAYS[1])}",
+            ("memory", "session-backfill", *agent, "--apply", "--json", *days),
+            ("backfill", *agent, "--apply", "--json", *days),
+            writes=True,
+        ),
+    ]
+    return ops
+
+
+# -- building and measuring -----------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    work: Path
+    redis_url: str
+    host_id: str
+
+    def copy(self, home: OpenClawHome, name: str) -> OpenClawHome:
+        other = home.copy_to(self.work / name)
+        memoryd_side.write_config(other, self.redis_url, self.host_id)
+        return other
+
+    def build(self, n: int) -> tuple[OpenClawHome, list[SessionPlan]]:
+        peer = ensure_peer(log=log)
+        home = create_home(peer, self.work / f"agent-{n}")
+        plans = plan_agent(n)
+        log(f"  writing {n:,} sessions with OpenClaw's writers ...")
+        written = write_sessions(home, writer_spec(plans))
+        log(f"  written: {written}")
+        memoryd_side.write_config(home, self.redis_url, self.host_id)
+        check_same_view(home, plans)
+        log("  both sides list the same sessions, participants and gmail hook sessions; indexing once ...")
+        home.checked("memory", "index", "--agent", AGENT, "--force")
+        memoryd_side.run_checked(home, "index", "--agent", AGENT)
+        return home, plans
+
+    def one(self, op: Operation, home: OpenClawHome, side: str) -> Measured:
+        target = self.copy(home, f"copy-{side}") if op.writes else home
+        got = target.run(*op.openclaw) if side == "openclaw" else memoryd_side.run(target, *op.memoryd)
+        if got.returncode not in (0,):
+            tail = (got.stderr or got.stdout).strip().splitlines()[-2:]
+            raise CommandFailed(f"{side} {op.name}: exit {got.returncode}: {' | '.join(tail)}")
+        return got
+
+    def measure(self, n: int, reps: int) -> list[PeerRow]:
+        home, plans = self.build(n)
+        ops = operations(plans)
+        samples: dict[tuple[str, str], list[Measured]] = {}
+        for rep in range(reps):
+            for op in ops:
+                log(f"  [{rep + 1}/{reps}] {op.name} ...")
+                got = {side: self.one(op, home, side) for side in ("openclaw", "memoryd")}
+                if op.same_ids and _ids(got["openclaw"]) != _ids(got["memoryd"]):
+                    raise PeerMismatch(f"{op.name}: the sides selected different sessionIds")
+                for side, m in got.items():
+                    samples.setdefault((op.name, side), []).append(m)
+        rows = []
+        for op in ops:
+            oc, md = samples[(op.name, "openclaw")], samples[(op.name, "memoryd")]
+            note = f"{len(_ids(md[0]))} sessions selected" if op.same_ids else ""
+            rows.append(PeerRow(op.name, n, _samples(oc), _samples(md), note))
+        return rows
+
+
+def _samples(ms: list[Measured]) -> Samples:
+    return Samples(tuple(m.wall_s for m in ms), tuple(m.rss_mib for m in ms))
+
+
+def run_peer(sizes: list[int], reps: int, json_out: Path | None, redis_url: str) -> int:
+    work = Path(tempfile.mkdtemp(prefix="memoryd-peer-"))
+    rows: list[PeerRow] = []
+    try:
+        bench = Bench(work, redis_url, f"peer-bench-{work.name}")
+        for n in sizes:
+            log(f"peer agent of {n:,} sessions (OpenClaw {OPENCLAW_VERSION}) in {work}")
+            rows += bench.measure(n, reps)
+    except (PeerUnavailable, PeerMismatch, CommandFailed) as exc:
+        print(f"peer bench stopped: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(format_text(rows))
+    print()
+    print(format_markdown(rows))
+    if json_out:
+        json_out.write_text(json.dumps([r.as_json() for r in rows], indent=2) + "\n")
+    return 0

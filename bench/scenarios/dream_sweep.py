@@ -1,0 +1,156 @@
+"""A full dreaming sweep (light, REM, deep) over N staged entries, against reading the same
+staged entries back from the store in the same run, and the longest stall of the event loop
+during the sweep. Targets (issue 18): 20,000 staged entries in <= 30 s; the loop never stalls
+for more than a second (a forget enqueued meanwhile would wait for it).
+
+The entries are staged as ingestion stages them: a corpus line each in the workspace and a
+row with its origin session in the agent's store; a fifth of them restate an earlier entry
+with one word changed, so the near-duplicate grouping has groups to find.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.runner import Context, Row, entry_point_missing, info, limit, not_available, run_async
+from bench.scenarios._common import CONTEXT, entry
+
+NAME = "dream_sweep"
+AGENT = "main"
+SWEEP = "daemon.dreaming.sweep:run_dreaming"
+READ_STAGED = "daemon.dreaming.staged:read_staged"
+SIZES = {"tiny": (200, 1_000), "small": (1_000, 4_000, 20_000)}
+CEILING_S = {20_000: 30.0}
+STALL_CEILING_S = 1.0
+DAY_MS = 86_400_000
+VOCABULARY = [f"w{i}" for i in range(3_000)]
+
+
+def missing() -> str | None:
+    return entry_point_missing(CONTEXT, SWEEP, READ_STAGED)
+
+
+def snippets(n: int, rng: random.Random) -> list[str]:
+    out: list[str] = []
+    for i in range(n):
+        if out and rng.random() < 0.2:
+            words = rng.choice(out).split()
+            words[rng.randrange(len(words))] = rng.choice(VOCABULARY)
+        else:
+            words = rng.sample(VOCABULARY, rng.randint(8, 20))
+        out.append(" ".join([f"note{i}", *words]) if rng.random() < 0.5 else " ".join(words))
+    return out
+
+
+def stage(db: Path, workspace: Path, n: int, now_ms: int, agent: str = AGENT) -> None:
+    """Corpus lines and staged rows with origins, written with SQL as ingestion commits them."""
+    from bench.baselines import connect
+    from daemon.store.short_term import COLUMNS
+
+    rng = random.Random(n)
+    texts = snippets(n, rng)
+    day = time.strftime("%Y-%m-%d", time.gmtime(now_ms / 1000))
+    rel = f"memory/.dreams/session-corpus/{day}.txt"
+    corpus = workspace / rel
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    rows, origins, lines = [], [], []
+    for i, text in enumerate(texts):
+        session = f"s{i % 200}"
+        lines.append(f"[{agent}/sessions/{agent}/{session}#L{i + 1}] {text}\n")
+        key = f"memory:claim:{i:012x}"
+        last = now_ms - rng.randrange(DAY_MS)
+        signals = rng.randint(1, 6)
+        rows.append(
+            (key, rel, i + 1, i + 1, text, signals, 0, 0, 0.7 * signals, 0.9, last - 2 * DAY_MS, last,
+             json.dumps([f"q{j}" for j in range(rng.randint(1, 4))]),
+             json.dumps([f"d{j}" for j in range(rng.randint(1, 3))]), "[]", "owner", "interactive", last,
+             None, None, None)
+        )  # fmt: skip
+        origins.append((key, agent, session, f"agent:{agent}:{session}", "owner", last))
+    corpus.write_text("".join(lines))
+    conn = connect(db)
+    with conn:
+        conn.executemany(
+            "INSERT INTO memory_entry_origins(entry_key, agent_id, session_id, session_key, origin_class, "
+            "observed_at) VALUES (?, ?, ?, ?, ?, ?)",
+            origins,
+        )
+        conn.executemany(
+            f"INSERT INTO short_term_entries({', '.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))})",
+            rows,
+        )
+    conn.close()
+
+
+async def _open_store(settings: Any) -> tuple[Path, Path]:
+    """Create the agent's store (migrated): its path and the agent's workspace."""
+    async with entry(CONTEXT)(settings, AGENT, redis=False) as rt:
+        return Path(rt.paths.db_path), Path(rt.paths.workspace)
+
+
+async def _sweep(settings: Any, now_ms: int) -> tuple[float, float]:
+    """One full sweep: (seconds, longest event-loop stall in seconds)."""
+    stall = 0.0
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        nonlocal stall
+        last = time.perf_counter()
+        while not done.is_set():
+            await anyio.sleep(0.01)
+            now = time.perf_counter()
+            stall = max(stall, now - last - 0.01)
+            last = now
+
+    async with entry(CONTEXT)(settings, AGENT) as rt, anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        t0 = time.perf_counter()
+        await entry(SWEEP)(rt, now_ms=now_ms)
+        elapsed = time.perf_counter() - t0
+        done.set()
+    return elapsed, stall
+
+
+async def _read_back(settings: Any) -> float:
+    async with entry(CONTEXT)(settings, AGENT, redis=False) as rt:
+        t0 = time.perf_counter()
+        await rt.require_store().read(entry(READ_STAGED), AGENT)
+        return time.perf_counter() - t0
+
+
+def run(ctx: Context) -> list[Row]:
+    sizes = SIZES.get(ctx.scale, SIZES["small"])
+    reason = missing()
+    if reason:
+        return [not_available(NAME, f"dream sweep over {n:,} staged entries", reason) for n in sizes]
+    rows: list[Row] = []
+    for n in sizes:
+        now_ms = int(time.time() * 1000)
+        times: list[float] = []
+        stalls: list[float] = []
+        reads: list[float] = []
+        for rep in range(ctx.reps):
+            # A fresh store each repetition: a sweep promotes and records phase signals.
+            settings = ctx.settings(ctx.scratch(f"state-{n}-{rep}"))
+            db, workspace = run_async(_open_store, settings)
+            stage(db, workspace, n, now_ms)
+            reads.append(run_async(_read_back, settings))
+            elapsed, stall = run_async(_sweep, settings, now_ms)
+            times.append(elapsed)
+            stalls.append(stall)
+        figure = f"dream sweep (light, REM, deep) over {n:,} staged entries"
+        note = "baseline: reading the same staged entries back from the store"
+        if n in CEILING_S:
+            rows.append(limit(NAME, figure, "s", times, CEILING_S[n], note=note))
+        else:
+            rows.append(info(NAME, figure, "s", times, reads, note=note))
+        rows.append(
+            limit(NAME, f"  longest event-loop stall during it ({n:,})", "s", stalls, STALL_CEILING_S)
+        )
+    return rows

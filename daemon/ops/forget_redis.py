@@ -1,0 +1,50 @@
+"""After a forget: earlier job arguments and results in Redis that name what it forgot.
+
+Results stored today are content-free (daemon/stored_form.py), but one kept from before, or a
+queued job's arguments (a forget or erase naming the same sessions), may still hold the
+forgotten sessions' ids or text; Redis is outside the stores, so the forget reaches it here.
+The needles are the erasure's (daemon/retention/needles.py): the sessions' ids and exact
+snippets of their transcripts, less text that the agent's other sessions also hold. A running
+job's arguments are kept (it is running them).
+"""
+
+from __future__ import annotations
+
+import anyio
+from redis.asyncio import Redis
+
+from daemon.redis_values import purge_naming
+from daemon.retention.erase import session_subject
+from daemon.retention.needles import compile_needles
+from daemon.sessions.model import ArchiveInfo, SessionInfo
+from daemon.sessions.source import session_source_for
+from daemon.settings import Settings
+
+Sessions = list[SessionInfo | ArchiveInfo]
+
+
+def split_sessions(settings: Settings, agent: str, session_ids: list[str]) -> tuple[Sessions, Sessions]:
+    """(the live windows and archives of the forgotten ids, those of every other session of the
+    agent): transcripts are never deleted, and the others' text may stay through them."""
+    wanted = set(session_ids)
+    source = session_source_for(settings, agent)
+    forgotten: Sessions = []
+    surviving: Sessions = []
+    every: Sessions = [*source.list_sessions().sessions, *source.list_archives()]
+    for s in every:
+        (forgotten if s.session_id in wanted else surviving).append(s)
+    return forgotten, surviving
+
+
+async def purge_forgotten_from_redis(
+    settings: Settings, redis: Redis, agent: str, session_ids: list[str]
+) -> int:
+    """Delete earlier job arguments and results naming the forgotten sessions; how many."""
+    if not session_ids:
+        return 0
+    forgotten, surviving = await anyio.to_thread.run_sync(split_sessions, settings, agent, session_ids)
+    subject = await session_subject(settings, forgotten, include_ids=False, surviving=surviving)
+    # Ids are looked for even when no transcript is left (an unresolved session).
+    subject = subject.merge(type(subject)(ids=tuple(session_ids)))
+    needles = compile_needles(subject)
+    return await purge_naming(redis, lambda v: needles.hits(v) > 0, needles.may_hit, spare_running=True)

@@ -1,0 +1,180 @@
+"""Live ingestion: sweep an agent as soon as a change to its sessions settles, then index it.
+
+* The watchers (daemon/runtime/watch.py) say which agent changed; they read no session.
+* One pending sweep per agent: any number of requests while a sweep is queued or running fold
+  into one more sweep after it, so a burst of writes is a few sweeps, never a storm of jobs.
+  The sweeps are ordinary `ingest_sweep` jobs on this host's queue: admission, forgotten
+  records, the caps, the lock and the checkpoints are the sweep's own; this decides only when
+  one runs.
+* A sweep that read something asks for an index sync (coalesced the same way); one that left
+  work behind (the per-sweep or per-file cap) asks for the next sweep at once. Scheduled
+  sweeps are followed too, so a backlog drains sweep after sweep instead of interval after
+  interval.
+* Nothing is enqueued while the daemon drains or Redis is away; the request is kept and
+  tried again (the interval sweeps remain the safety net either way).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+from redis.exceptions import RedisError
+
+from daemon.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
+from daemon.errors import MemorydError
+from daemon.ops import index_sync as index_op
+from daemon.ops import ingest_sweep as ingest_op
+from daemon.runtime import metrics
+from daemon.runtime.client import MemorydClient
+from daemon.runtime.watch import watch_agent
+from daemon.runtime.wire import job_name_of, live_job_id
+from daemon.settings import Settings
+
+log = logging.getLogger("memoryd.live")
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    sweep_again: bool  # the sweep left work behind: the next one runs at once
+    index: bool  # the sweep read something: the index syncs it
+
+
+def follow_up(report: Mapping[str, Any] | None) -> FollowUp:
+    """What a finished sweep's report (its JSON, camelCase) asks for next."""
+    if not report:
+        return FollowUp(False, False)
+    again = report.get("sessionsDeferred", 0) > 0 or report.get("sessionsCapped", 0) > 0
+    read = report.get("sessionsScanned", 0) > 0 or report.get("messagesStaged", 0) > 0
+    return FollowUp(again, read)
+
+
+def backlog_sessions(report: Mapping[str, Any] | None) -> int:
+    """Sessions a sweep left for the next one: deferred by the per-sweep cap, or read up to a cap."""
+    if not report:
+        return 0
+    return int(report.get("sessionsDeferred", 0)) + int(report.get("sessionsCapped", 0))
+
+
+def scheduled_sweep_agents(job_ids: Iterable[str], agents: Iterable[str]) -> list[tuple[str, str]]:
+    """(agent, job id) of the scheduled ingest sweeps among `job_ids` (`ingest_sweep:<agent>:sched:<slot>`)."""
+    served = set(agents)
+    out = []
+    for job_id in job_ids:
+        parts = job_id.split(":")
+        if job_name_of(job_id) == ingest_op.OP.name and len(parts) == 4 and parts[1] in served:
+            out.append((parts[1], job_id))
+    return out
+
+
+class Wanted:
+    """A request any number of callers make and one taker clears: what coalesces a burst."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self.reason = ""
+
+    def set(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+        self._event.set()
+
+    async def take(self) -> str:
+        await self._event.wait()
+        self._event = anyio.Event()
+        return self.reason
+
+
+class LiveIngest:
+    """Per agent a sweep loop and an index loop, each running one job at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: MemorydClient,
+        queue: str,
+        agents: list[str],
+        may_enqueue: Callable[[], bool],
+    ):
+        self.settings = settings
+        self.client = client
+        self.queue = queue
+        self.agents = agents
+        self.may_enqueue = may_enqueue  # false while draining or while Redis is away
+        self.sweeps = {a: Wanted() for a in agents}
+        self.indexes = {a: Wanted() for a in agents}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._redis_failing = False
+
+    def changed(self, agent: str) -> None:
+        self.sweeps[agent].set("change")
+
+    async def run(self, *, watch: bool) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            if watch and self.agents:
+                # Each watch waits for its changes in a worker thread of its own: add those threads
+                # to the pool so that they never take the place of file and store I/O.
+                anyio.to_thread.current_default_thread_limiter().total_tokens += len(self.agents)
+            for agent in self.agents:
+                tg.start_soon(self._loop, agent, ingest_op.OP.name, self.sweeps[agent])
+                tg.start_soon(self._loop, agent, index_op.OP.name, self.indexes[agent])
+                if watch:
+                    tg.start_soon(watch_agent, self.settings, agent, self.changed)
+
+    def follow_scheduled(self, job_ids: Iterable[str]) -> None:
+        """Follow up the scheduled sweeps among `job_ids` as the live ones are."""
+        if self._tg is None:
+            return
+        for agent, job_id in scheduled_sweep_agents(job_ids, self.agents):
+            self._tg.start_soon(self._follow, agent, job_id)
+
+    async def _loop(self, agent: str, family: str, wanted: Wanted) -> None:
+        while True:
+            reason = await wanted.take()
+            if not self.may_enqueue():
+                await anyio.sleep(REDIS_RETRY_MIN_S)
+                wanted.set(reason)  # kept for when the daemon can enqueue again
+                continue
+            try:
+                job = await self.client.enqueue(
+                    family, {"agent": agent}, queue=self.queue, job_id=live_job_id(family, agent)
+                )
+            except (RedisError, OSError) as exc:
+                self._redis_error(agent, exc)
+                await anyio.sleep(REDIS_RETRY_MIN_S)
+                wanted.set(reason)
+                continue
+            metrics.LIVE_JOBS.labels(family=family, reason=reason).inc()
+            await self._follow(agent, job.job_id)
+
+    async def _follow(self, agent: str, job_id: str) -> None:
+        """Wait for the job; a sweep's report may ask for the next sweep or an index sync."""
+        try:
+            done = await self.client.wait(
+                job_id, queue=self.queue, timeout_s=self.settings.daemon.job_timeout_s + LIVE_WAIT_SLACK_S
+            )
+        except (RedisError, OSError) as exc:
+            self._redis_error(agent, exc)
+            return
+        except MemorydError as exc:  # given up on (lost with Redis): the next change or interval sweeps
+            log.warning("agent %s: %s", agent, exc)
+            return
+        self._redis_failing = False
+        if job_name_of(job_id) != ingest_op.OP.name or done.state != "complete":
+            return
+        metrics.INGEST_BACKLOG.labels(agent=agent).set(backlog_sessions(done.result))
+        next_steps = follow_up(done.result)
+        if next_steps.sweep_again:
+            self.sweeps[agent].set("backlog")
+        if next_steps.index:
+            self.indexes[agent].set("follow")
+
+    def _redis_error(self, agent: str, exc: BaseException) -> None:
+        if not self._redis_failing:
+            log.warning("agent %s: live sweep not enqueued, Redis error (%s); retrying", agent, exc)
+        self._redis_failing = True

@@ -1,0 +1,205 @@
+"""Live ingestion on a real daemon process and real Redis: a message appended to a transcript
+is staged and searchable within seconds although the interval sweeps are 300 s apart; a burst
+of appends is a few sweeps, not one each; an excluded session is never read on the way."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import redis as sync_redis
+
+from daemon.settings import load_settings
+from tests.builders import Msg, SessionStoreBuilder, conversation, exchange
+from tests.daemon_harness import (
+    DaemonProcess,
+    NotifySocket,
+    cleanup_redis,
+    host_record,
+    run_cli,
+    write_config,
+)
+from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
+from tests.polling import until
+
+pytestmark = pytest.mark.slow  # runs memoryd as a process
+
+LIVE_CONFIG = (
+    "[ingest]\ninterval_s = 300\n{caps}\n"
+    "[index]\ninterval_s = 300\n{sources}\n"
+    "[dreaming]\nenabled = false\n\n"
+    '[memory_policy.exclude_sessions]\nchannels = ["signal"]\n'
+)
+
+
+class World:
+    def __init__(self, tmp: Path, redis_url: str, unique: str, sources: str, caps: str = ""):
+        self.tmp = tmp
+        self.redis_url = redis_url
+        self.agent = f"a{unique}"
+        self.host = f"h{unique}"
+        self.ghost = f"g{unique}"  # configured, but without a sessions directory to watch
+        self.builder = SessionStoreBuilder(tmp / "sessions", self.agent)
+        self.builder.add(f"agent:{self.agent}:main", "s-one", exchange("orchard"), chatType="direct")
+        self.builder.add(f"agent:{self.agent}:work", "s-two", exchange("harbour"), chatType="direct")
+        self.config = write_config(
+            tmp / "memoryd.toml",
+            state_dir=tmp / "state",
+            sessions_root=tmp / "sessions",
+            redis_url=redis_url,
+            host_id=self.host,
+            schedule=True,
+            extra=LIVE_CONFIG.format(sources=sources, caps=caps) + f"\n[agents.{self.ghost}]\n",
+        )
+        self.settings = load_settings(self.config)
+        self.daemon: DaemonProcess | None = None
+        self.notify: NotifySocket | None = None
+        self.next_index = {"s-one": 2, "s-two": 2}
+
+    def start(self) -> DaemonProcess:
+        self.notify = NotifySocket(self.tmp / "n.sock")
+        self.daemon = DaemonProcess(self.config, self.notify, self.tmp / "daemon.log").start()
+        self.notify.wait_for("READY=1", timeout_s=30)
+        return self.daemon
+
+    def corpus(self) -> str:
+        return corpus_text(self.settings, self.agent)
+
+    def append(self, sid: str, text: str) -> None:
+        i = self.next_index[sid]
+        self.builder.append(sid, [Msg("user", text)], i)
+        self.next_index[sid] = i + 1
+
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{host_record(self.redis_url, self.host)['metrics_port']}/metrics"
+
+    def metric(self, pattern: str) -> float:
+        """The sum of the daemon's samples whose name and labels match `pattern`."""
+        body = httpx.get(self.metrics_url(), timeout=5).text
+        return sum(float(m.group(1)) for m in re.finditer(pattern + r"\S* ([0-9.e+]+)$", body, re.M))
+
+    def sweeps_done(self) -> float:
+        return self.metric(r'memoryd_jobs_total\{family="ingest_sweep",outcome="complete"\}')
+
+    def live_sweeps_enqueued(self) -> float:
+        return self.metric(r'memoryd_live_jobs_total\{family="ingest_sweep"')
+
+    def cleanup(self) -> None:
+        if self.daemon is not None:
+            self.daemon.kill()
+        r = sync_redis.Redis.from_url(self.redis_url)
+        try:
+            ids = {
+                key.decode().split(":", 2)[2]
+                for pattern in (f"arq:*:*:{self.agent}:*", f"arq:*:*:{self.host}:*")
+                for key in r.scan_iter(match=pattern)
+            }
+        finally:
+            r.close()
+        cleanup_redis(self.redis_url, [self.host], [self.agent, self.ghost], sorted(ids))
+
+
+@pytest.fixture
+def world(tmp_path: Path, redis_url: str, unique: str):
+    w = World(tmp_path, redis_url, unique, 'sources = ["memory", "sessions"]\n')
+    yield w
+    w.cleanup()
+
+
+async def _first_sweep_done(w: World) -> None:
+    await until(lambda: "orchard" in w.corpus() and "harbour" in w.corpus(), "the first sweep", 30)
+
+
+def _search_finds(w: World, word: str) -> bool:
+    done = run_cli(w.config, "search", "--agent", w.agent, word, "--json")
+    return done.returncode == 0 and word in done.stdout and json.loads(done.stdout)["results"] != []
+
+
+async def test_an_appended_message_is_staged_and_searchable_within_seconds(world):
+    world.start()
+    await _first_sweep_done(world)
+    started = time.monotonic()
+    world.append("s-one", "Remember that the quincewood gate code changes on Fridays.")
+    await until(lambda: "quincewood" in world.corpus(), "the appended message in the corpus", 10)
+    staged_s = time.monotonic() - started
+    await until(lambda: _search_finds(world, "quincewood"), "search finding the appended message", 15, 0.2)
+    assert staged_s < 10  # the interval sweep is 300 s away: only the watcher can have done it
+    # The agent without a sessions directory: one line, and the daemon serves on.
+    assert world.daemon is not None and world.daemon.proc is not None and world.daemon.proc.poll() is None
+    lines = [line for line in world.daemon.log().splitlines() if "cannot watch" in line]
+    assert len(lines) == 1 and world.ghost in lines[0] and "interval sweeps cover it" in lines[0]
+    assert "Traceback" not in world.daemon.log()
+
+
+async def test_a_burst_of_appends_is_a_few_sweeps_not_a_storm(world):
+    world.start()
+    await _first_sweep_done(world)
+    await until(lambda: world.sweeps_done() >= 1, "the first sweep's job counted", 10)
+    await until(lambda: world.live_sweeps_enqueued() >= 1, "the catch-up sweep once watching", 10)
+    enqueued_before = world.live_sweeps_enqueued()
+    for i in range(200):
+        world.append(
+            "s-one" if i % 2 else "s-two", f"Remember burst item number {i:03d} of the tidewater list."
+        )
+    # 100 messages per session against the per-file cap of 80: two sweeps read them all.
+    await until(lambda: world.corpus().count("tidewater") == 200, "all 200 burst messages staged", 30)
+    # A storm would be enqueued while the burst is written, long before its last message is staged.
+    assert 1 <= world.live_sweeps_enqueued() - enqueued_before <= 6
+
+
+@pytest.fixture
+def excluded_world(tmp_path: Path, redis_url: str, unique: str):
+    w = World(tmp_path, redis_url, unique, "")
+    w.builder.add(f"agent:{w.agent}:signal:direct:omar", "s-ex", [], channel="signal", chatType="direct")
+    fifo = w.builder.dir / "s-ex.jsonl"
+    make_fifo(fifo)
+    with FifoWatch([fifo]) as watch:
+        yield w, watch
+    w.cleanup()
+
+
+async def test_an_excluded_session_is_never_read_by_the_sweeps_a_change_starts(excluded_world):
+    w, watch = excluded_world
+    w.start()
+    await _first_sweep_done(w)
+    # The excluded session's metadata changes and an admitted session gets a message.
+    w.builder.entries[f"agent:{w.agent}:signal:direct:omar"]["updatedAt"] += 1000
+    w.builder.save()
+    w.append("s-two", "Remember that the juniper shed key moved to the red box.")
+    await until(lambda: "juniper" in w.corpus(), "the admitted message in the corpus", 10)
+    assert watch.opened == []
+    assert "POISON" not in w.corpus()
+
+
+@pytest.fixture
+def backlog_world(tmp_path: Path, redis_url: str, unique: str):
+    w = World(
+        tmp_path, redis_url, unique, "", caps="max_messages_per_sweep = 20\nmax_messages_per_file = 10\n"
+    )
+    w.builder.add(
+        f"agent:{w.agent}:long", "s-long", conversation("saltmarsh", "s-long", 100), chatType="direct"
+    )
+    yield w
+    w.cleanup()
+
+
+async def test_a_sweep_that_hits_its_cap_is_followed_at_once_and_the_backlog_is_shown(backlog_world):
+    w = backlog_world
+    w.start()
+    # 104 messages at 20 per sweep: the first sweeps leave a backlog, and only sweeps that follow
+    # at once (not the interval, 300 s away) stage them all.
+    await until(lambda: w.corpus().count("saltmarsh") == 100, "the backlog drained", 30)
+    assert w.live_sweeps_enqueued() >= 4
+    assert w.notify is not None and "ingest backlog" in w.notify.wait_for("STATUS=", timeout_s=10)
+    await until(
+        lambda: (
+            w.metric(rf'memoryd_ingest_backlog_sessions\{{agent="{w.agent}"\}}') == 0.0
+            and f'agent="{w.agent}"' in httpx.get(w.metrics_url(), timeout=5).text
+        ),
+        "the backlog gauge back at 0",
+        10,
+    )

@@ -1,0 +1,34 @@
+"""The pure parts of live ingestion: what a sweep's report asks for next, which enqueued
+scheduled jobs are sweeps to follow, and how requests coalesce."""
+
+from __future__ import annotations
+
+import anyio
+
+from daemon.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_agents
+
+
+def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
+    assert follow_up(None) == FollowUp(False, False)
+    assert follow_up({"sessionsScanned": 0, "messagesStaged": 0}) == FollowUp(False, False)
+    assert follow_up({"sessionsScanned": 2, "messagesStaged": 0}) == FollowUp(False, True)
+    assert follow_up({"sessionsDeferred": 3, "sessionsScanned": 1}) == FollowUp(True, True)
+    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}) == FollowUp(True, True)
+
+
+def test_only_scheduled_ingest_sweeps_of_served_agents_are_followed() -> None:
+    ids = ["ingest_sweep:main:sched:17", "index_sync:main:sched:17", "ingest_sweep:other:sched:17", "dream:x"]
+    assert scheduled_sweep_agents(ids, ["main"]) == [("main", "ingest_sweep:main:sched:17")]
+
+
+async def test_many_requests_before_a_take_are_one() -> None:
+    wanted = Wanted()
+    for _ in range(200):
+        wanted.set("change")
+    assert await wanted.take() == "change"
+    with anyio.move_on_after(0.05) as scope:
+        await wanted.take()
+    assert scope.cancelled_caught  # nothing more was asked for
+    wanted.set("backlog")
+    wanted.set("change")
+    assert await wanted.take() == "backlog"  # the first reason of a coalesced request is kept

@@ -1,0 +1,80 @@
+"""Search over an OpenClaw agent database with the sessions source indexed: a changed
+transcript still makes the index stale, and a search opens as many snapshots of OpenClaw's
+database at 80 sessions as at 8 (counted by SQLite's own statement trace)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from daemon.agent_runtime import AgentRuntime, agent_runtime
+from daemon.index.search import run_search
+from daemon.index.sync import run_index_sync
+from daemon.sessions.openclaw_store import OpenClawSessionSource
+from tests.builders import Msg
+from tests.conftest import index_settings
+from tests.openclaw_fixture import OpenClawDbBuilder
+
+AGENT = "main"
+SOURCES = ["memory", "sessions"]
+
+
+def _agent(sessions_root: Path, n: int) -> OpenClawDbBuilder:
+    b = OpenClawDbBuilder(sessions_root, AGENT)
+    for i in range(n):
+        b.session(
+            b.key(f"direct:u{i}"), f"s{i:03d}", [Msg("user", f"lighthouse rota {i}"), Msg("assistant", "ok")]
+        )
+    return b
+
+
+def _traced(rt: AgentRuntime, statements: list[str]) -> None:
+    source = rt.sessions
+    assert isinstance(source, OpenClawSessionSource)
+    rt.sessions = OpenClawSessionSource(AGENT, source.db_path, trace=statements.append)
+
+
+async def test_a_search_notices_a_transcript_that_changed_after_the_index_run(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    b = _agent(sessions_root, 5)
+    settings = index_settings(tmp_path, sessions_root, unique, sources=SOURCES)
+    async with agent_runtime(settings, AGENT, redis=redis) as rt:
+        await run_index_sync(rt)
+        assert not (await run_search(rt, "lighthouse")).stale
+        b.append("s003", [Msg("user", "the boiler is serviced in May")])
+        report = await run_search(rt, "lighthouse")
+        assert report.stale and "sessions/main/s003" in (report.warning or "")
+        await run_index_sync(rt)
+        assert not (await run_search(rt, "boiler")).stale
+        b.close()  # at rest now (checkpointed, no -wal): the same answers
+        assert not (await run_search(rt, "boiler")).stale
+        b.open().append("s001", [Msg("user", "one more turn")])
+        b.close()
+        report = await run_search(rt, "lighthouse")
+        assert report.stale and "sessions/main/s001" in (report.warning or "")
+
+
+async def test_the_snapshots_a_search_opens_do_not_grow_with_the_sessions(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    """None while the database is as the index run read it; a fixed few once it moved on."""
+    opened: dict[tuple[int, str], int] = {}
+    for n in (8, 80):
+        root = sessions_root / str(n)
+        b = _agent(root, n)
+        b.close()
+        settings = index_settings(tmp_path / str(n), root, unique, sources=SOURCES)
+        async with agent_runtime(settings, AGENT, redis=redis) as rt:
+            await run_index_sync(rt)
+            statements: list[str] = []
+            _traced(rt, statements)
+            for state in ("as indexed", "changed"):
+                if state == "changed":
+                    b.open().append("s002", [Msg("user", "a later turn")])
+                statements.clear()
+                report = await run_search(rt, "lighthouse rota")
+                assert report.results and report.stale is (state == "changed")
+                opened[n, state] = statements.count("BEGIN")
+            b.close()
+    assert opened[8, "as indexed"] == opened[80, "as indexed"] == 0
+    assert opened[8, "changed"] == opened[80, "changed"] <= 3
