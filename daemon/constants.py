@@ -99,6 +99,9 @@ MAX_RECALL_DAYS = 16  # per staged entry (reference §5.4)
 HOST_KEY = REDIS_PREFIX + "host:{host}"  # hash: pid, queue, agents, heartbeat, redis state, policy
 HEARTBEAT_S = 5.0  # the host record and agent routing are refreshed this often
 HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three missed heartbeats
+# hash host_id -> its last heartbeat (Unix s), or "stopped <Unix s>" after a clean stop. Kept
+# after the daemon is gone, so a client can say how long an agent's owner has been silent.
+HEARTBEATS_KEY = REDIS_PREFIX + "heartbeats"
 # hash per queue: worker instance → {"node", "pid"} of the process running it, so a starting
 # worker can tell which in-progress jobs died with their worker (daemon.runtime.interrupted)
 WORKERS_KEY = REDIS_PREFIX + "workers:{queue}"

@@ -18,6 +18,7 @@ The transcripts are written with daemon/sessions/transcript_writer.py, the one p
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,6 +243,11 @@ class DemoReport(BaseModel):
     redis_url: str = Field(serialization_alias="redisUrl")
     agents: list[DemoAgent]
     excluded_hook_sources: list[str] = Field(serialization_alias="excludedHookSources")
+    state_reset: bool = Field(
+        default=False,
+        serialization_alias="stateReset",
+        description="--force removed the state memoryd kept of an earlier example here.",
+    )
 
 
 def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int, owner: bool = True) -> bytes:
@@ -253,9 +259,12 @@ def _transcript(sid: str, turns: tuple[tuple[str, str], ...], start_ms: int, own
     return encode_lines(transcript(sid, out))
 
 
+CONFIG_HEADER = "# memoryd config for the example store written by `memoryd demo init`."
+
+
 def config_text(directory: Path, redis_url: str) -> str:
     return (
-        "# memoryd config for the example store written by `memoryd demo init`.\n"
+        CONFIG_HEADER + "\n"
         "# Every key is documented in config/memoryd.example.toml.\n"
         f"state_dir = {json.dumps(str(directory / 'state'))}\n"
         f"sessions_root = {json.dumps(str(directory / 'sessions'))}\n"
@@ -277,6 +286,23 @@ def config_text(directory: Path, redis_url: str) -> str:
     )
 
 
+def _reset_example(directory: Path, config: Path) -> bool:
+    """Before a forced rewrite of an example: remove its sessions and the state memoryd kept of
+    them, so the tour starts again from nothing. Only under a config this command wrote (a
+    directory that merely holds a memoryd.toml keeps its state). True if state was removed."""
+    try:
+        ours = config.read_text(encoding="utf-8").startswith(CONFIG_HEADER)
+    except (FileNotFoundError, UnicodeDecodeError):
+        ours = False
+    if not ours:
+        return False
+    shutil.rmtree(directory / "sessions", ignore_errors=True)
+    state = directory / "state"
+    existed = state.exists()
+    shutil.rmtree(state, ignore_errors=True)
+    return existed
+
+
 def write_demo(
     directory: Path, *, redis_url: str = DEFAULT_REDIS_URL, force: bool = False, now_ms: int | None = None
 ) -> DemoReport:
@@ -289,6 +315,7 @@ def write_demo(
             f"{directory}: already holds a memoryd.toml or a session store; "
             "pick an empty directory or pass --force to rewrite the example"
         )
+    state_reset = force and _reset_example(directory, config)
     directory.mkdir(parents=True, exist_ok=True)
 
     def write(path: Path, data: bytes) -> None:
@@ -330,4 +357,5 @@ def write_demo(
         redis_url=redact_url(redis_url),  # the report is printed: no password in it
         agents=agents,
         excluded_hook_sources=["gmail"],
+        state_reset=state_reset,
     )

@@ -15,7 +15,7 @@ from typing import Any
 import redis as sync_redis
 
 from daemon.agent_runtime import agent_runtime
-from daemon.constants import AGENT_OWNER_KEY, HOST_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY
 from daemon.failpoints import TRACE_ENV_VAR
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.wire import queue_name
@@ -163,6 +163,7 @@ def cleanup_redis(redis_url: str, host_ids: list[str], agents: list[str], job_id
             r.hdel(AGENT_OWNER_KEY, *agents)
         for host in host_ids:
             r.delete(HOST_KEY.format(host=host), queue_name(host), queue_name(host) + ":health-check")
+            r.hdel(HEARTBEATS_KEY, host)
         for job_id in job_ids:
             r.delete(
                 f"arq:job:{job_id}",

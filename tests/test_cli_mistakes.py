@@ -45,6 +45,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "mem read": SCOPE,
     "mem write": [*SCOPE, "--content", "likes tea"],
     "promote": AGENT,
+    "reset": AGENT,
     "receipts": [],
     "run": [],
     "search": [*AGENT, "orchard"],

@@ -4,11 +4,12 @@ published owner, request validation before enqueue, deduplication of identical r
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from redis.asyncio import Redis
 
-from daemon.constants import AGENT_OWNER_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
 from daemon.ops import erase as erase_op
@@ -22,6 +23,7 @@ async def routed(settings, redis, redis_url, unique):
     """An agent published as owned by this test's host queue (as a running daemon would)."""
     agent, queue = f"a{unique}", queue_name(settings.daemon.host_id)
     await redis.hset(AGENT_OWNER_KEY, agent, queue)
+    await redis.hset(HEARTBEATS_KEY, settings.daemon.host_id, f"{time.time():.3f}")
     job_ids: list[str] = []
     yield agent, queue, job_ids
     cleanup_redis(redis_url, [settings.daemon.host_id], [agent], job_ids)
@@ -273,3 +275,94 @@ async def test_an_erase_job_id_says_nothing_of_its_subject_and_its_result_keeps_
     assert done.state == "complete" and done.result is not None
     stored = await redis.get(f"arq:result:{first.job_id}")
     assert stored is not None and b"u-oracle" not in stored
+
+
+async def test_enqueue_wait_prints_the_direct_commands_human_report(tmp_path, settings, routed, redis_url):
+    import anyio
+
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    waiting = start_cli(
+        cfg, "enqueue", "ingest", "--agent", agent, "--request-id", agent, "--wait", "--timeout", "60"
+    )
+    r = Redis.from_url(redis_url)
+    try:
+        with anyio.fail_after(60):
+            while await r.zcard(queue) == 0:
+                assert waiting.poll() is None, waiting.communicate()
+                await anyio.sleep(0.05)
+        await run_jobs(settings, queue, agents=frozenset({agent}))
+        out, err = await anyio.to_thread.run_sync(waiting.communicate, 60)
+    finally:
+        waiting.kill()
+        await r.aclose()
+    assert waiting.returncode == 0, err
+    assert out.startswith(f"agent {agent}: 0 sessions seen, 0 scanned"), out
+    assert "messages staged: 0" in out and "{" not in out
+
+
+async def test_a_deduplicated_request_says_how_long_the_earlier_one_stands_and_how_to_force(
+    tmp_path, settings, routed, redis_url
+):
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    first = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    job_ids.append(first.stdout.strip())
+    queued = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert queued.returncode == 0
+    assert queued.stdout.startswith(
+        f"{first.stdout.strip()} (deduplicated: an identical request is still queued"
+    )
+    assert "pass --request-id ID to run it again" in queued.stdout
+    await run_jobs(settings, queue, agents=frozenset({agent}))
+    done = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert (
+        "(deduplicated: an identical request ran already; its result stands for another 23 h 59 min"
+        in (done.stdout)
+        or "stands for another 24 h" in done.stdout
+    ), done.stdout
+
+
+async def test_a_job_for_an_agent_whose_host_is_silent_is_refused_unless_queued_anyway(
+    tmp_path, settings, routed, redis, redis_url
+):
+    agent, queue, job_ids = routed
+    host = settings.daemon.host_id
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    await redis.hset(HEARTBEATS_KEY, host, f"{time.time() - 95:.3f}")
+    silent = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert silent.returncode == 1
+    assert silent.stderr.startswith(
+        f"memoryd: error: agent '{agent}': its host '{host}' has been silent for 9"
+    )
+    assert "--queue-anyway" in silent.stderr and "Traceback" not in silent.stderr
+    assert await redis.zcard(queue) == 0
+    await redis.hset(HEARTBEATS_KEY, host, f"stopped {time.time() - 30:.3f}")
+    stopped = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    assert stopped.returncode == 1 and f"its host '{host}' stopped 3" in stopped.stderr
+    anyway = run_cli(cfg, "enqueue", "ingest", "--agent", agent, "--queue-anyway")
+    assert anyway.returncode == 0, anyway.stderr
+    job_ids.append(anyway.stdout.split()[0])
+    assert await redis.zcard(queue) == 1

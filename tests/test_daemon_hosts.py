@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from daemon.constants import AGENT_OWNER_KEY
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.ops import forget as forget_op
@@ -44,29 +45,36 @@ def _metric(port: int, name: str) -> float:
 async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
     tmp_path: Path, redis, redis_url, unique
 ):
-    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
-    sessions_root = tmp_path / "sessions"
-    builder = SessionStoreBuilder(sessions_root, agent)
-    builder.add("k-one", "s-one", exchange("orchard"))
-    builder.add("k-two", "s-two", exchange("lighthouse"))
+    """Two hosts, each serving an agent of its own, configured onto one workspace: their
+    purges take the same workspace lock. (One agent is never served by two live hosts.)"""
+    agents, hosts = [f"a{unique}-1", f"a{unique}-2"], [f"h{unique}-1", f"h{unique}-2"]
+    workspace = tmp_path / "shared-workspace"
     daemons: list[DaemonProcess] = []
     trace = FailpointTrace(tmp_path / "failpoints.trace")
+    configs: list[Path] = []
     try:
-        for i, host in enumerate(hosts):  # one state directory (one workspace), two hosts' daemons
+        for i, (agent, host) in enumerate(zip(agents, hosts, strict=True)):
+            sessions_root = tmp_path / f"sessions-{i}"
+            builder = SessionStoreBuilder(sessions_root, agent)
+            builder.add("k-one", "s-one", exchange("orchard"))
+            builder.add("k-two", "s-two", exchange("lighthouse"))
             cfg = write_config(
                 tmp_path / f"{host}.toml",
                 state_dir=tmp_path / "state",
                 sessions_root=sessions_root,
                 redis_url=redis_url,
                 host_id=host,
+                extra=f'[agents."{agent}"]\nworkspace = "{workspace}"\n',
             )
+            configs.append(cfg)
             notify = NotifySocket(tmp_path / f"n{i}.sock")
             daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log", env=trace.env).start())
             notify.wait_for("READY=1")
-        settings = load_settings(tmp_path / f"{hosts[0]}.toml")
+        settings = [load_settings(cfg) for cfg in configs]
+        assert settings[0].workspace_for(agents[0]) == settings[1].workspace_for(agents[1])
         ports = [int(host_record(redis_url, h)["metrics_port"]) for h in hosts]
-        async with MemorydClient.connect(settings) as client:
-            lock = WorkspaceLock(redis, settings.workspace_for(agent), wait_s=5)
+        async with MemorydClient.connect(settings[0]) as client:
+            lock = WorkspaceLock(redis, workspace, wait_s=5)
             async with lock.hold():
                 jobs = [
                     await client.enqueue(
@@ -74,7 +82,7 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
                         ForgetRequest(agent=agent, sessions=[sid]).model_dump(mode="json"),
                         queue=queue_name(host),
                     )
-                    for sid, host in zip(["s-one", "s-two"], hosts, strict=True)
+                    for agent, sid, host in zip(agents, ["s-one", "s-two"], hosts, strict=True)
                 ]
                 for job in jobs:
                     await wait_state(client, job.job_id, "running")
@@ -82,13 +90,14 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
                 waiting_since = time.monotonic()
                 # Both purges are running, wait for our lock, and have removed nothing meanwhile.
                 assert [(await client.job(j.job_id)).state for j in jobs] == ["running", "running"]
-                assert not await forgotten(settings, agent, "s-one")
-                assert not await forgotten(settings, agent, "s-two")
+                assert not await forgotten(settings[0], agents[0], "s-one")
+                assert not await forgotten(settings[1], agents[1], "s-two")
                 held_while_waiting = time.monotonic() - waiting_since
             reports = [await client.wait(j.job_id, timeout_s=30) for j in jobs]
         assert [r.state for r in reports] == ["complete", "complete"]
         assert [r.queue for r in reports] == [queue_name(h) for h in hosts]
-        assert await forgotten(settings, agent, "s-one") and await forgotten(settings, agent, "s-two")
+        assert await forgotten(settings[0], agents[0], "s-one")
+        assert await forgotten(settings[1], agents[1], "s-two")
         # Each daemon took the workspace lock once, after waiting out our hold.
         for port in ports:
             assert _metric(port, 'memoryd_lock_wait_seconds_count{family="forget"}') == 1.0
@@ -97,7 +106,52 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
     finally:
         for d in daemons:
             d.kill()
-        cleanup_redis(redis_url, hosts, [agent])
+        cleanup_redis(redis_url, hosts, agents)
+
+
+async def test_a_second_deployment_never_takes_the_route_of_an_agent_a_live_host_serves(
+    tmp_path: Path, redis, redis_url, unique
+):
+    """Two deployments (own state, own sessions) on one Redis, each with an agent of the same
+    name: the first host keeps the route; the second serves its other agents only and says
+    why. Once the first stops, a job for the agent is refused, naming the stopped host."""
+    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
+    daemons: list[DaemonProcess] = []
+    configs: list[Path] = []
+    try:
+        for i, host in enumerate(hosts):
+            sessions_root = tmp_path / f"deploy-{i}" / "sessions"
+            SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
+            if i == 1:
+                SessionStoreBuilder(sessions_root, f"{agent}-own").add("k-own", "s-own", exchange("harbour"))
+            cfg = write_config(
+                tmp_path / f"{host}.toml",
+                state_dir=tmp_path / f"deploy-{i}" / "state",
+                sessions_root=sessions_root,
+                redis_url=redis_url,
+                host_id=host,
+            )
+            configs.append(cfg)
+            notify = NotifySocket(tmp_path / f"n{i}.sock")
+            daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log").start())
+            notify.wait_for("READY=1")
+        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[0]).encode()
+        assert await redis.hget(AGENT_OWNER_KEY, f"{agent}-own") == queue_name(hosts[1]).encode()
+        assert f"agent {agent}: already served by host {hosts[0]}, which is alive" in daemons[1].log()
+        second = load_settings(configs[1])
+        async with MemorydClient.connect(second) as client:
+            job = await client.submit(forget_op.OP, {"agent": agent, "sessions": ["s-0"]})
+            assert job.queue == queue_name(hosts[0])  # the first deployment's own session
+            assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+        assert daemons[0].stop() == 0
+        refused = run_cli(configs[1], "enqueue", "ingest", "--agent", agent)
+        assert refused.returncode == 1
+        assert f"agent '{agent}': its host '{hosts[0]}' stopped " in refused.stderr
+        assert daemons[1].stop() == 0
+    finally:
+        for d in daemons:
+            d.kill()
+        cleanup_redis(redis_url, hosts, [agent, f"{agent}-own"])
 
 
 @pytest.fixture
@@ -175,3 +229,56 @@ def test_a_second_daemon_for_one_host_id_is_refused_until_the_first_is_gone(
         if successor is not None:
             successor.kill()
         cleanup_redis(redis_url, [host], [])
+
+
+@pytest.mark.timeout(120)
+async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwhile(
+    tmp_path: Path, redis, redis_url, unique
+):
+    import signal
+
+    from daemon.constants import HOST_KEY_TTL_S
+    from tests.polling import until
+
+    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
+    daemons: list[DaemonProcess] = []
+    try:
+        for i, host in enumerate(hosts):
+            sessions_root = tmp_path / f"deploy-{i}" / "sessions"
+            SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
+            cfg = write_config(
+                tmp_path / f"{host}.toml",
+                state_dir=tmp_path / f"deploy-{i}" / "state",
+                sessions_root=sessions_root,
+                redis_url=redis_url,
+                host_id=host,
+            )
+            daemons.append(
+                DaemonProcess(cfg, NotifySocket(tmp_path / f"n{i}.sock"), tmp_path / f"{host}.log")
+            )
+        first, second = daemons
+        first.start()
+        assert first.notify is not None
+        first.notify.wait_for("READY=1")
+        first.signal(signal.SIGSTOP)  # stalled: its heartbeat goes stale
+        await anyio.sleep(HOST_KEY_TTL_S + 1)
+        second.start()
+        assert second.notify is not None
+        second.notify.wait_for("READY=1")
+        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[1]).encode()
+        first.signal(signal.SIGCONT)
+
+        async def yielded() -> bool:
+            return "no longer served here" in first.log()
+
+        await until(yielded, "the resumed daemon yielding the route", 30)
+        assert f"agent {agent}: its route is now host {hosts[1]}'s" in first.log()
+        await anyio.sleep(6)  # a heartbeat of each: the route stays with the live owner
+        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[1]).encode()
+        assert first.stop() == 0 and second.stop() == 0
+    finally:
+        for d in daemons:
+            if d.proc is not None:
+                d.proc.send_signal(signal.SIGCONT)
+            d.kill()
+        cleanup_redis(redis_url, hosts, [agent])

@@ -228,13 +228,15 @@ async def test_metrics_count_jobs_and_redis_state(world, tmp_path):
     notify.wait_for("READY=1")
     port = int(host_record(world.redis_url, world.host)["metrics_port"])
     async with MemorydClient.connect(world.settings) as client:
-        job = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-one"], dry_run=False))
-        assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+        for dry_run in (True, False):  # a preview is a job, not a purge
+            request = ForgetRequest(agent=world.agent, sessions=["s-one"], dry_run=dry_run)
+            job = await client.enqueue_forget(request)
+            assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
     async with httpx.AsyncClient() as http:
         body = (await http.get(f"http://127.0.0.1:{port}/metrics", timeout=5)).text
     assert "memoryd_up 1.0" in body
     assert "memoryd_redis_up 1.0" in body
-    assert 'memoryd_jobs_total{family="forget",outcome="complete"} 1.0' in body
+    assert 'memoryd_jobs_total{family="forget",outcome="complete"} 2.0' in body
     assert 'memoryd_purges_total{family="forget",outcome="complete"} 1.0' in body
     assert "s-one" not in body and "nora" not in body  # no session or person ids in labels
     assert daemon.stop() == 0

@@ -72,3 +72,19 @@ def test_demo_init_prints_what_it_wrote_and_how_to_start(
     assert code == 0
     assert "main" in out and "ops" in out and str(tmp_path / "d" / "memoryd.toml") in out
     assert "run" in out
+
+
+def test_demo_init_force_resets_the_examples_state_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "demo"
+    assert _init(capsys, str(target))[0] == 0
+    stale = target / "state" / "agents" / "main" / "memory.sqlite"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"what an earlier tour ingested")
+    extra = target / "sessions" / "agents" / "main" / "sessions" / "left-over.jsonl"
+    extra.write_text("{}\n")
+    code, out, _ = _init(capsys, str(target), "--force")
+    assert code == 0
+    assert not (target / "state").exists() and not extra.exists()
+    assert "earlier state removed" in out

@@ -113,3 +113,31 @@ def test_demo_init_json_output_has_the_documented_fields_in_order(tmp_path: Path
     printed = json.loads(capsys.readouterr().out)
     schema = json.loads((ROOT / "docs" / "schemas" / "cli" / "demo-init.schema.json").read_text())
     assert list(printed) == list(schema["properties"])
+
+
+def _property_names(schema: object) -> set[str]:
+    names: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                names.update(value)
+            names |= _property_names(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            names |= _property_names(item)
+    return names
+
+
+def test_every_json_document_uses_camel_case_names() -> None:
+    """One JSON style for every --json and every job result. `config check` is the exception
+    that proves it: it prints the settings under the config file's own keys."""
+    snake = {}
+    for name, text in {**docsgen.cli_json_schemas(), **docsgen.generated_files()}.items():
+        if not name.endswith(".schema.json") or name.endswith("config-check.schema.json"):
+            continue
+        if name.endswith(".payload.schema.json"):
+            continue  # job payloads are the requests' own field names (snake_case on the wire)
+        found = sorted(p for p in _property_names(json.loads(text)) if "_" in p)
+        if found:
+            snake[name] = found
+    assert snake == {}

@@ -114,3 +114,27 @@ def test_a_bounded_sweep_says_what_deferred_means_and_what_happens_next(
         "4 messages, ingest.max_messages_per_sweep); the daemon sweeps every 60 s, or run "
         "`memoryd ingest --agent main` again" in out
     )
+
+
+def test_a_sweep_reports_its_progress_session_by_session(
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder
+) -> None:
+    import anyio
+
+    from daemon.ops import ingest_sweep
+    from daemon.ops.execute import run_locally
+    from tests.conftest import make_settings
+
+    for i in range(3):
+        store_builder.add(f"agent:main:s{i}", f"s-{i}", conversation("orchard", f"s-{i}"), chatType="direct")
+    settings = make_settings(tmp_path, sessions_root)
+    seen: list[tuple[str, int, int]] = []
+
+    async def go() -> None:
+        request = ingest_sweep.OP.parse({"agent": "main"})
+        await run_locally(ingest_sweep.OP, settings, request, progress=lambda *p: seen.append(p))
+
+    anyio.run(go)
+    assert [p for p in seen if p[0] == "sessions"][-1] == ("sessions", 3, 3)
+    sessions = [done for phase, done, _ in seen if phase == "sessions"]
+    assert sessions == sorted(sessions)

@@ -257,3 +257,61 @@ async def test_entries_beyond_the_size_budget_stay_eligible(tmp_path, sessions_r
             ).fetchone()[0]
         )
         assert waiting == 2 and len(keys) == 4
+
+
+async def test_promote_explain_gives_the_verdict_the_score_parts_and_each_gate(
+    settings, redis, tmp_path, capsys
+):
+    import json
+
+    import anyio
+
+    from daemon.cli import main as cli_main
+
+    async def main(args: list[str]) -> int:  # the CLI runs its own event loop
+        return await anyio.to_thread.run_sync(cli_main, args)
+
+    async with runtime(settings, redis) as rt:
+        s = Stager(rt.paths.workspace)
+        strong = s.add("User: the orchard rota changes on Monday", ["s1"], signals=4, queries=4, days=3)
+        weak = s.add("User: the harbour opens late on Sundays", ["s2"], signals=1, queries=1, days=1)
+        await stage(rt, s)
+    cfg = tmp_path / "explain.toml"
+    cfg.write_text(
+        f'state_dir = "{settings.state_dir}"\nsessions_root = "{settings.sessions_root}"\n'
+        f'redis_url = "{settings.redis_url}"\n[dreaming]\nmin_score = 0.5\n'
+    )
+    capsys.readouterr()
+    assert (
+        await main(["--config", str(cfg), "promote", "--agent", "main", "--explain", strong, "--json"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert (report["entryKey"], report["wouldPromote"], report["verdict"]) == (strong, True, "promote")
+    parts = {p["name"]: p for p in report["parts"]}
+    assert set(parts) == {
+        "relevance",
+        "frequency",
+        "diversity",
+        "recency",
+        "consolidation",
+        "conceptual",
+        "phaseBoost",
+    }
+    assert abs(sum(p["contribution"] for p in report["parts"]) - report["score"]) < 1e-9
+    assert [g["name"] for g in report["gates"]] == [
+        "max_age_days",
+        "min_recall_count",
+        "min_unique_queries",
+        "min_score",
+    ]
+    assert all(g["passed"] for g in report["gates"])
+    assert await main(["--config", str(cfg), "promote", "--agent", "main", "--explain", weak]) == 0
+    human = capsys.readouterr().out
+    assert human.startswith(f"{weak}: would not promote: it misses the min_recall_count gate")
+    assert "  min_recall_count    1 >= 3: FAIL" in human
+    assert not (settings.workspace_for("main") / "MEMORY.md").exists()  # an explanation writes nothing
+    assert (
+        await main(["--config", str(cfg), "promote", "--agent", "main", "--explain", "memory:claim:nope"])
+        == 2
+    )
+    assert "has no staged entry 'memory:claim:nope'" in capsys.readouterr().err

@@ -182,6 +182,6 @@ def test_cli_contract_commands_exit_zero_with_json(tmp_path, capsys, redis_url) 
     assert (code, holds) == (0, {"holds": []})
     code, receipts = _cli(capsys, str(cfg), "receipts", "--json")
     assert (code, receipts) == (0, {"receipts": []})
-    code, lineage = _cli(capsys, str(cfg), "mem", "lineage", "--object", written["object_id"], "--json")
+    code, lineage = _cli(capsys, str(cfg), "mem", "lineage", "--object", written["objectId"], "--json")
     assert code == 0 and lineage["steps"][0]["scope"] == USER  # type: ignore[index]
     assert main(["--config", str(cfg), "mem", "read", "--scope", "nonsense"]) == 2

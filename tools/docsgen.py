@@ -46,6 +46,7 @@ CLI_JSON: dict[str, str] = {
     "sessions": "daemon.ingest.report:SessionsReport",
     "checkpoints": "daemon.ingest.report:CheckpointsReport",
     "promote": "daemon.dreaming.report:PromoteReport",
+    "reset": "daemon.index.report:ResetReport",
     "search": "daemon.index.report:SearchReport",
     "mem write": "daemon.retention.models:WriteResult",
     "mem read": "daemon.retention.models:ReadResult",

@@ -56,6 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Rank staged entries and append those passing every gate to MEMORY.md (deep phase only).",
     ),
     "receipts": ("retention", "Erasure receipts, oldest first."),
+    "reset": (
+        "index",
+        "Clear the agent's derived index and embedding cache; keep lineage and forgotten records.",
+    ),
     "run": ("service", "Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."),
     "search": (
         "index",
@@ -105,7 +109,9 @@ class CliState:
 
             settings = load_settings(self.config_path)
             if resolve_config_path(self.config_path) is None:
-                click.echo(f"memoryd: {env.no_config_notice(settings)}", err=True)
+                notice = env.no_config_notice(settings)
+                if notice is not None:
+                    click.echo(f"memoryd: {notice}", err=True)
                 env.check_default_sessions_root(settings)
             env.check_state_dir(settings)
             self._settings = settings
@@ -187,6 +193,20 @@ def emit(obj: Any, as_json: bool, human: Callable[[Any], str]) -> None:
         emit_json(obj)
     else:
         click.echo(human(obj))
+
+
+def iso_time(ms: int | None, never: str = "never") -> str:
+    """Unix milliseconds as ISO 8601 UTC (what human output shows; JSON keeps the number)."""
+    from datetime import UTC, datetime
+
+    if ms is None:
+        return never
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.isoformat(timespec="milliseconds" if ms % 1000 else "seconds").replace("+00:00", "Z")
+
+
+def yes_no(value: bool) -> str:
+    return "yes" if value else "no"
 
 
 def table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -8,7 +8,6 @@ validation before anything is sent (a bad request exits 2 and enqueues nothing) 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -33,6 +32,11 @@ request_id_option = click.option(
     help="Distinguish this request from an identical earlier one (else deduplicated).",
 )
 queue_option = click.option("--queue", default=None, help="Target queue when several hosts share Redis.")
+queue_anyway_option = click.option(
+    "--queue-anyway",
+    is_flag=True,
+    help="Queue the job even though the agent's host sends no heartbeat (it runs when the host is back).",
+)
 
 
 def enqueue_group(cli: click.Group) -> click.Group:
@@ -48,39 +52,56 @@ def enqueue_group(cli: click.Group) -> click.Group:
     return enqueue
 
 
+def _duration(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return f"{int(seconds)} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def _dedup_note(stands_s: float | None) -> str:
+    """What a deduplicated request means: which earlier job answers it, for how long, and
+    how to run a new one."""
+    if stands_s is None:
+        earlier = "an identical request is still queued or running; its report answers this one"
+    else:
+        earlier = f"an identical request ran already; its result stands for another {_duration(stands_s)}"
+    return f" (deduplicated: {earlier}; pass --request-id ID to run it again)"
+
+
 def enqueue_and_maybe_wait(
     state: CliState,
     action: Callable[[Any], Awaitable[Any]],
     wait: bool,
     timeout_s: float | None,
     as_json: bool,
+    human: Callable[[dict[str, Any]], str] | None = None,
 ) -> None:
     from daemon.runtime.client import MemorydClient
 
-    async def go() -> tuple[Any, Any]:
+    async def go() -> tuple[Any, Any, float | None]:
         async with MemorydClient.connect(state.settings) as client:
             job = await action(client)
+            stands_s = await client.result_stands_s(job.job_id) if job.deduplicated else None
             report = await client.wait(job.job_id, queue=job.queue, timeout_s=timeout_s) if wait else None
-            return job, report
+            return job, report, stands_s
 
-    job, report = run_async(go)
+    job, report, stands_s = run_async(go)
     if report is None:
         if as_json:
             emit_json(job)
         else:
-            click.echo(
-                job.job_id
-                + (" (deduplicated: an identical request is already known)" if job.deduplicated else "")
-            )
+            click.echo(job.job_id + (_dedup_note(stands_s) if job.deduplicated else ""))
         return
     click.echo(f"job {job.job_id}: {report.state}", err=True)
     if report.state != "complete":
         click.echo(f"memoryd: error: job {job.job_id} failed: {report.error}", err=True)
         raise click.exceptions.Exit(report.exit_code())
-    if as_json:
+    if as_json or human is None:
         emit_json(report.result)
     else:
-        click.echo(json.dumps(report.result, indent=2))
+        click.echo(human(report.result))
     problem = report.outcome()  # the direct command's exit code and message for the same report
     if problem is not None:
         raise problem
@@ -92,10 +113,25 @@ def register_enqueue(
     options: Sequence[Decorator],
     fields: Callable[..., dict[str, Any]],
     help: str,
+    human: Callable[[Any], str],
 ) -> None:
     """`memoryd enqueue <op's command>`: `options` are the direct command's flags, `fields`
-    turns them into the request's fields. A request whose model has no `request_id` of its own
-    gets `--request-id` (a new job for an identical request); a host-wide one gets `--queue`."""
+    turns them into the request's fields, `human` is the direct command's rendering of the
+    report (what `--wait` prints without `--json`). A request whose model has no `request_id`
+    of its own gets `--request-id` (a new job for an identical request); a host-wide one gets
+    `--queue`."""
+
+    def render(result: dict[str, Any]) -> str:
+        from pydantic import ValidationError
+
+        try:
+            report = op.result().model_validate(result)
+        except ValidationError:  # a result of another memoryd version: show it as it is
+            import orjson
+
+            return orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
+        return human(report)
+
     own_request_id = "request_id" not in op.request.model_fields
     host_wide = op.routing is Routing.HOST
 
@@ -104,19 +140,24 @@ def register_enqueue(
     ) -> None:
         request_id = flags.pop("request_id", None) if own_request_id else None
         queue = flags.pop("queue", None) if host_wide else None
+        queue_anyway = bool(flags.pop("queue_anyway", False))
         # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
         request = op.parse(fields(**flags))
         enqueue_and_maybe_wait(
             state,
-            lambda c: c.submit(op, request, queue=queue, request_id=request_id),
+            lambda c: c.submit(op, request, queue=queue, request_id=request_id, queue_anyway=queue_anyway),
             wait,
             timeout_s,
             as_json,
+            render,
         )
 
     enqueue_cmd.__doc__ = help
     decorated: Callable[..., Any] = pass_state(enqueue_cmd)
-    extra = [*([request_id_option] if own_request_id else []), *([queue_option] if host_wide else [])]
+    extra = [
+        *([request_id_option] if own_request_id else []),
+        *([queue_option] if host_wide else [queue_anyway_option]),
+    ]
     for option in reversed([*options, *extra, wait_option, timeout_option, json_option]):
         decorated = option(decorated)
     enqueue_group(cli).command(command_name(op))(decorated)

@@ -58,10 +58,18 @@ def check_state_dir(settings: Settings) -> None:
         )
 
 
-def no_config_notice(settings: Settings) -> str:
+def no_config_notice(settings: Settings) -> str | None:
+    """What a run without a config file takes from the built-in defaults (None when the
+    environment sets both paths, as a service unit may)."""
+    defaulted = [
+        f"{key}={getattr(settings, key)}"
+        for key in ("state_dir", "sessions_root")
+        if f"MEMORYD_{key.upper()}" not in os.environ
+    ]
+    if not defaulted:
+        return None
     return (
-        f"no config file; using defaults: state_dir={settings.state_dir}, "
-        f"sessions_root={settings.sessions_root} (pass --config FILE or set MEMORYD_CONFIG)"
+        f"no config file; using defaults: {', '.join(defaulted)} (pass --config FILE or set MEMORYD_CONFIG)"
     )
 
 

@@ -19,7 +19,12 @@ def _human(report: DemoReport) -> str:
             table(["agent", "sessions", "archives", "sessions dir"], rows),
             "",
             f"config:      {report.config}",
-            f"state dir:   {report.state_dir} (created on first use)",
+            f"state dir:   {report.state_dir} "
+            + (
+                "(earlier state removed; created again on first use)"
+                if report.state_reset
+                else "(created on first use)"
+            ),
             f"redis:       {report.redis_url}",
             f"admission:   hook sources kept out: {', '.join(report.excluded_hook_sources)}",
             "",
@@ -45,7 +50,12 @@ def register(cli: click.Group) -> None:
         show_default=True,
         help="Redis URL written into the example config.",
     )
-    @click.option("--force", is_flag=True, help="Rewrite the example even if DIRECTORY already holds one.")
+    @click.option(
+        "--force",
+        is_flag=True,
+        help="Rewrite the example even if DIRECTORY already holds one, and remove the state memoryd "
+        "kept of it (the tour starts again from nothing).",
+    )
     @json_option
     def init(directory: Path, redis_url: str, force: bool, as_json: bool) -> None:
         """Write a small example session store and a matching memoryd.toml into DIRECTORY.

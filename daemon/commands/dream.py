@@ -24,8 +24,9 @@ from daemon.commands import (
 from daemon.commands._enqueue import register_enqueue
 from daemon.dreaming.promote import run_promote
 from daemon.dreaming.rank import PromotionGates
-from daemon.dreaming.report import BackfillReport, DreamReport, PromoteReport
+from daemon.dreaming.report import BackfillReport, DreamReport, PromoteExplanation, PromoteReport
 from daemon.dreaming.sweep import PHASES
+from daemon.errors import UsageError
 from daemon.ops import backfill as backfill_op
 from daemon.ops import dream as dream_op
 from daemon.settings import Settings
@@ -88,6 +89,51 @@ def _backfill_human(r: BackfillReport) -> str:
         lines.append("rolled back runs: " + ", ".join(str(i) for i in r.rolled_back_runs))
     lines.extend(f"warning: {w}" for w in r.warnings)
     return "\n".join(lines)
+
+
+_VERDICTS = {
+    "expired": "its origin scopes expired: retention hides it from promotion",
+    "untrusted": "it did not come from the owner (an untrusted origin is never promoted)",
+    "promoted": "it is promoted already",
+    "empty": "it has no text",
+    "too_old": "it was last recalled longer ago than dreaming.max_age_days",
+}
+_COMPARISON = {"max_age_days": "<="}
+
+
+def _explain_human(r: PromoteExplanation) -> str:
+    if r.would_promote:
+        head = f"{r.entry_key}: would promote (score {r.score:.3f})"
+    else:
+        why = _VERDICTS.get(r.verdict, f"it misses the {r.verdict} gate")
+        head = f"{r.entry_key}: would not promote: {why}"
+    lines = [head]
+    if len(r.claim_keys) > 1:
+        lines.append("same claim as: " + ", ".join(k for k in r.claim_keys if k != r.entry_key))
+    if r.parts:
+        lines.append(f"score {r.score:.3f} =")
+        lines += [f"  {p.name:<14} {p.value:.3f} x {p.weight:.2f} = {p.contribution:.3f}" for p in r.parts]
+    if r.gates:
+        lines.append("gates:")
+        lines += [
+            f"  {g.name:<19} {g.actual:g} {_COMPARISON.get(g.name, '>=')} {g.required:g}: "
+            + ("pass" if g.passed else "FAIL")
+            for g in r.gates
+        ]
+    return "\n".join(lines)
+
+
+async def _explain(settings: Settings, agent_id: str, key: str, gates: PromotionGates) -> PromoteExplanation:
+    from daemon.dreaming.explain import explain_promotion
+
+    async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
+        report = await explain_promotion(rt, key, gates)
+    if report.verdict == "not_staged":
+        raise UsageError(
+            f"promote --explain: agent {agent_id} has no staged entry {key!r} "
+            "(the keys are in `memoryd promote --json` and the dreaming diary)"
+        )
+    return report
 
 
 async def _promote(settings: Settings, agent_id: str, gates: PromotionGates) -> PromoteReport:
@@ -176,6 +222,13 @@ def register(cli: click.Group) -> None:
         default=None,
         help="Override the distinct-queries gate.",
     )
+    @click.option(
+        "--explain",
+        "explain_key",
+        default=None,
+        metavar="KEY",
+        help="Write nothing; say why staged entry KEY would or would not promote, with its score's parts.",
+    )
     @json_option
     @pass_state
     def promote(
@@ -184,12 +237,16 @@ def register(cli: click.Group) -> None:
         min_score: float | None,
         min_recall_count: int | None,
         min_unique_queries: int | None,
+        explain_key: str | None,
         as_json: bool,
     ) -> None:
         """Rank staged entries and append those passing every gate to MEMORY.md (deep phase only)."""
         gates = PromotionGates(
             min_score=min_score, min_recall_count=min_recall_count, min_unique_queries=min_unique_queries
         )
+        if explain_key is not None:
+            emit(run_async(_explain, state.settings, agent_id, explain_key, gates), as_json, _explain_human)
+            return
         emit(run_async(_promote, state.settings, agent_id, gates), as_json, _promote_human)
 
     @cli.command(command_name(backfill_op.OP))
@@ -219,6 +276,7 @@ def register(cli: click.Group) -> None:
         [agent_name_option, phase_option],
         dream_fields,
         "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`).",
+        _dream_human,
     )
     register_enqueue(
         cli,
@@ -226,4 +284,5 @@ def register(cli: click.Group) -> None:
         [agent_name_option, backfill_options],
         backfill_fields,
         "Enqueue a backfill of one agent (same flags as `memoryd backfill`).",
+        _backfill_human,
     )

@@ -85,8 +85,32 @@ def forget_fields(
     }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _done(report: ForgetReport) -> str:
+    """One line saying what an applied forget did (a preview says so itself)."""
+    a = report.artifacts
+    removed = [
+        _count(len(report.entryKeys), "memory entry").replace("entrys", "entries"),
+        _count(a.sessionCorpusLines, "session-corpus line"),
+        _count(a.indexChunks, "index chunk"),
+        _count(a.vectorRows, "vector row"),
+        _count(a.shortTermEntries, "short-term entry").replace("entrys", "entries"),
+        _count(a.originRows, "origin row"),
+    ]
+    return (
+        f"Done: recorded {_count(len(report.sessionIds), 'session')} as forgotten; removed "
+        + ", ".join(removed)
+        + "; transcripts and archives untouched"
+    )
+
+
 def _human(report: ForgetReport) -> str:
     lines = [render_human(report)]
+    if not report.dryRun:
+        lines.append(_done(report))
     if getattr(report, "verification", None) is not None:  # forget --verify: the verifier is loaded
         from daemon.ops.verified_forget import render_verification
 
@@ -152,4 +176,5 @@ def register(cli: click.Group) -> None:
         ],
         forget_fields,
         "Enqueue a forget (same selectors as `memoryd forget`).",
+        _human,
     )

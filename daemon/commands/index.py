@@ -18,7 +18,7 @@ from daemon.commands import (
     table,
 )
 from daemon.commands._enqueue import register_enqueue
-from daemon.index.report import IndexReport, SearchReport
+from daemon.index.report import IndexReport, ResetReport, SearchReport
 from daemon.index.search import run_search
 from daemon.ops import index_sync as index_op
 from daemon.sessions.admission import POLICY_REASON_PREFIXES
@@ -48,6 +48,15 @@ def _index_human(report: IndexReport) -> str:
         lines.append(table(["path", "source", "action", "reason"], notes))
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def _reset_human(r: ResetReport) -> str:
+    return (
+        f"agent {r.agent_id}: index reset: removed {r.index_chunks} chunks of {r.index_sources} sources "
+        f"({r.fts_rows} full-text rows, {r.vector_rows} vector rows) and {r.embedding_cache_rows} cached "
+        "embeddings; lineage, staged entries and forgotten-session records are kept. "
+        f"Run `memoryd index --agent {r.agent_id}` to rebuild."
+    )
 
 
 def _search_human(report: SearchReport) -> str:
@@ -81,6 +90,23 @@ def register(cli: click.Group) -> None:
             report = run_op(state, index_op.OP, request, progress)
         emit_report(index_op.OP, report, as_json, _index_human)
 
+    @cli.command("reset")
+    @agent_option
+    @json_option
+    @pass_state
+    def reset_cmd(state: CliState, agent_id: str, as_json: bool) -> None:
+        """Clear the agent's derived index and embedding cache; keep lineage and forgotten records.
+
+        Search finds nothing (and says the index is stale) until `memoryd index` rebuilds it.
+        """
+        from daemon.index.reset import reset_index
+
+        async def go() -> ResetReport:
+            async with agent_runtime(state.settings, agent_id) as rt:
+                return await reset_index(rt)
+
+        emit(run_async(go), as_json, _reset_human)
+
     @cli.command("search")
     @agent_option
     @click.argument("query")
@@ -105,4 +131,5 @@ def register(cli: click.Group) -> None:
         ],
         lambda agent_id, force: {"agent": agent_id, "force": force},
         "Enqueue an index sync of one agent.",
+        _index_human,
     )

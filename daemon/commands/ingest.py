@@ -11,6 +11,7 @@ from daemon.commands import (
     command_name,
     emit,
     emit_report,
+    iso_time,
     json_option,
     pass_state,
     run_async,
@@ -126,9 +127,14 @@ def _human_sessions(r: SessionsReport) -> str:
     return out + "".join(f"\nskipped: {e}" for e in r.errors)
 
 
-def _deferred_note(r: IngestReport, settings: Settings) -> list[str]:
+def _deferred_note(r: IngestReport, settings: Settings | None) -> list[str]:
     if not r.sessions_deferred:
         return []
+    if settings is None:
+        return [
+            f"deferred: {r.sessions_deferred} admitted sessions wait for the next sweep "
+            "(one sweep stages at most ingest.max_messages_per_sweep messages)"
+        ]
     return [
         f"deferred: {r.sessions_deferred} admitted sessions wait for the next sweep (one sweep stages "
         f"at most {settings.ingest.max_messages_per_sweep} messages, ingest.max_messages_per_sweep); "
@@ -137,7 +143,7 @@ def _deferred_note(r: IngestReport, settings: Settings) -> list[str]:
     ]
 
 
-def _human_ingest(r: IngestReport, settings: Settings) -> str:
+def _human_ingest(r: IngestReport, settings: Settings | None) -> str:
     lines = [
         f"agent {r.agent_id}: {r.sessions_seen} sessions seen, {r.sessions_scanned} scanned, "
         f"{r.sessions_unchanged} unchanged, {sum(r.sessions_excluded.values())} excluded, "
@@ -156,7 +162,7 @@ def _human_checkpoints(r: CheckpointsReport) -> str:
         [
             c.session_id,
             c.session_key,
-            c.fingerprint.mtime_ms,
+            iso_time(c.fingerprint.mtime_ms),
             c.fingerprint.size,
             c.fingerprint.content_hash[:12],
             f"{c.cursor.line_count}/{c.cursor.last_content_line}",
@@ -164,7 +170,7 @@ def _human_checkpoints(r: CheckpointsReport) -> str:
         ]
         for c in r.checkpoints
     ]
-    return table(["session", "key", "mtime_ms", "size", "hash", "lines/messages", "excluded"], rows)
+    return table(["session", "key", "modified", "size", "hash", "lines/messages", "excluded"], rows)
 
 
 def register(cli: click.Group) -> None:
@@ -204,4 +210,5 @@ def register(cli: click.Group) -> None:
         [click.option("--agent", "agent_id", required=True, help="The agent to sweep.")],
         lambda agent_id: {"agent": agent_id},
         "Enqueue an ingest sweep of one agent.",
+        lambda report: _human_ingest(report, None),  # the serving host's limits are its own
     )

@@ -13,11 +13,13 @@ from daemon.commands import (
     command_name,
     emit,
     emit_report,
+    iso_time,
     json_option,
     pass_state,
     run_async,
     run_op,
     table,
+    yes_no,
 )
 from daemon.commands._enqueue import register_enqueue
 from daemon.ops import erase as erase_op
@@ -74,7 +76,7 @@ def _write_human(r: WriteResult) -> str:
     lines = [f"Wrote {r.object_id} in {r.scope}"]
     if r.created_scopes:
         lines.append("Created scopes: " + ", ".join(r.created_scopes))
-    lines.append(f"Expires at: {r.expires_at if r.expires_at is not None else 'never'}")
+    lines.append(f"Expires at: {iso_time(r.expires_at)}" + (" (cut to the parent's)" if r.clamped else ""))
     if r.provenance:
         lines.append(f"Provenance: {r.provenance.parent} ({r.provenance.parent_hash})")
     lines += [f"Note: {n}" for n in r.notes]
@@ -114,8 +116,8 @@ def _lineage_human(r: LineageReport) -> str:
 
 def _holds_human(r: HoldList) -> str:
     return table(
-        ["hold", "scope", "reason", "since (ms)"],
-        [[h.hold_id, h.scope, h.reason, h.created_at] for h in r.holds],
+        ["hold", "scope", "reason", "since"],
+        [[h.hold_id, h.scope, h.reason, iso_time(h.created_at)] for h in r.holds],
     )
 
 
@@ -176,7 +178,7 @@ def _receipts_human(r: ReceiptList) -> str:
                 x.structural_deleted,
                 x.provenance_rewritten,
                 x.hold_blocked,
-                x.verified,
+                yes_no(x.verified),
                 x.request_id or "",
             ]
             for x in r.receipts
@@ -247,7 +249,11 @@ def register(cli: click.Group) -> None:
     def hold_add(state: CliState, scope: str, reason: str, as_json: bool) -> None:
         """Place a legal hold (no expiry)."""
         result = _with_redis(state.settings, api.add_hold, scope, reason)
-        emit(result, as_json, lambda h: f"Hold {h.hold_id} on {h.scope}: {h.reason}")
+        emit(
+            result,
+            as_json,
+            lambda h: f"Hold {h.hold_id} on {h.scope} since {iso_time(h.created_at)}: {h.reason}",
+        )
 
     @hold.command("release")
     @click.option("--scope", required=True, help="Scope whose hold to release.")
@@ -294,6 +300,7 @@ def register(cli: click.Group) -> None:
         [],
         dict,
         "Enqueue an expiry run (as `memoryd expire`) on the host's queue.",
+        _expire_human,
     )
     register_enqueue(
         cli,
@@ -302,6 +309,7 @@ def register(cli: click.Group) -> None:
         erase_fields,
         "Enqueue an erasure (same flags as `memoryd erase`) under a random job id (each one runs);\n"
         "        its arguments and result are kept in Redis only retention.erase_result_ttl_s.",
+        _receipt_human,
     )
 
     @cli.command("receipts")

@@ -215,3 +215,85 @@ def rank_candidates(entries: Iterable[StagedEntry], thresholds: Thresholds, now_
     passing.sort(key=lambda c: (-c.score, c.key))
     rejections.sort(key=lambda r: r.entry_key)
     return Ranking(tuple(passing), tuple(rejections))
+
+
+WEIGHTS = (
+    ("relevance", W_RELEVANCE),
+    ("frequency", W_FREQUENCY),
+    ("diversity", W_DIVERSITY),
+    ("recency", W_RECENCY),
+    ("consolidation", W_CONSOLIDATION),
+    ("conceptual", W_CONCEPTUAL),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GateCheck:
+    name: str  # max_age_days | min_recall_count | min_unique_queries | min_score
+    required: float
+    actual: float
+    passed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why one staged entry would or would not be promoted: the same checks as
+    `rank_candidates`, in its order, with the score's parts."""
+
+    entry_key: str
+    verdict: str  # "promote", or the rejection reason rank_candidates would record
+    claim_keys: tuple[str, ...]  # the staged entries coalesced into its claim
+    signals: Signals | None  # None when it never reached the gates
+    gates: tuple[GateCheck, ...]
+
+
+def _gate_checks(
+    members: tuple[StagedEntry, ...],
+    signals: Signals,
+    count: int,
+    queries: int,
+    thresholds: Thresholds,
+    now_ms: int,
+) -> tuple[GateCheck, ...]:
+    age_days = (now_ms - max(m.last_recalled_at for m in members)) / DAY_MS
+    return (
+        GateCheck("max_age_days", thresholds.max_age_days, age_days, age_days <= thresholds.max_age_days),
+        GateCheck(
+            "min_recall_count", thresholds.min_recall_count, count, count >= thresholds.min_recall_count
+        ),
+        GateCheck(
+            "min_unique_queries",
+            thresholds.min_unique_queries,
+            queries,
+            queries >= thresholds.min_unique_queries,
+        ),
+        GateCheck("min_score", thresholds.min_score, signals.score, signals.score >= thresholds.min_score),
+    )
+
+
+def explain(
+    entries: Iterable[StagedEntry], key: str, thresholds: Thresholds, now_ms: int
+) -> Explanation | None:
+    """The explanation of `key` among the visible staged `entries`; None if it is not one."""
+    staged = list(entries)
+    entry = next((e for e in staged if e.entry_key == key), None)
+    if entry is None:
+        return None
+    early = (
+        "untrusted"
+        if not entry.trusted
+        else "promoted"
+        if entry.promoted_at is not None
+        else "empty"
+        if not entry.snippet.strip()
+        else None
+    )
+    if early is not None:
+        return Explanation(key, early, (key,), None, ())
+    rankable = [e for e in staged if e.trusted and e.promoted_at is None and e.snippet.strip()]
+    members = next(group for group in group_claims(rankable) if key in {m.entry_key for m in group})
+    signals, count, queries, _avg = _signals(members, now_ms, thresholds.recency_half_life_days)
+    gates = _gate_checks(members, signals, count, queries, thresholds, now_ms)
+    failed = next((g.name for g in gates if not g.passed), None)
+    verdict = {"max_age_days": "too_old"}.get(failed or "", failed) or "promote"
+    return Explanation(key, verdict, tuple(m.entry_key for m in members), signals, gates)

@@ -95,3 +95,30 @@ class BackfillReport(_Model):
     run_id: int | None = None
     rolled_back_runs: list[int] = Field(default_factory=list)
     warnings: Annotated[list[str], Content] = Field(default_factory=list)
+
+
+class ScorePart(_Model):
+    name: str  # relevance, frequency, diversity, recency, consolidation, conceptual, phaseBoost
+    value: float  # the signal, 0..1 (the phase boost is added as it is)
+    weight: float
+    contribution: float  # value × weight: what it adds to the score
+
+
+class GateResult(_Model):
+    name: str  # max_age_days | min_recall_count | min_unique_queries | min_score
+    required: float
+    actual: float
+    passed: bool
+
+
+class PromoteExplanation(_Model):
+    """`memoryd promote --explain KEY`: why one staged entry would or would not be promoted now."""
+
+    agent_id: str
+    entry_key: str
+    would_promote: bool
+    verdict: str  # promote | not_staged | expired | untrusted | promoted | empty | too_old | min_*
+    claim_keys: list[str]  # staged entries coalesced into the same claim (promoted as one)
+    score: float | None
+    parts: list[ScorePart]
+    gates: list[GateResult]

@@ -80,3 +80,14 @@ class SearchReport(_Model):
     action: str | None = None
     candidates_capped: bool = False  # a very common query ranked only the newest matches
     results: list[SearchHit] = Field(default_factory=list)
+
+
+class ResetReport(_Model):
+    """`memoryd reset`: what was dropped from the derived index (lineage and forgotten records stay)."""
+
+    agent_id: str
+    index_sources: int
+    index_chunks: int
+    fts_rows: int
+    vector_rows: int
+    embedding_cache_rows: int

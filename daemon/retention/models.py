@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 ScopeState = Literal["live", "expired", "missing"]
 ParentState = Literal["live", "expired", "erased", "missing"]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # camelCase in JSON, as every report (fields are still set and read by their Python names).
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
 class Provenance(Model):

@@ -40,6 +40,7 @@ from redis.exceptions import RedisError
 from daemon.constants import (
     AGENT_OWNER_KEY,
     CLIENT_POLL_S,
+    HEARTBEATS_KEY,
     JOB_DONE_KEY,
     JOB_DONE_TTL_S,
     QUEUE_BELL_KEY,
@@ -55,6 +56,7 @@ from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
 from daemon.runtime import interrupted
+from daemon.runtime.hosts import host_of_queue, parse_heartbeat
 from daemon.runtime.wire import deserialize, job_name_of, random_job_id, request_job_id, serialize
 from daemon.settings import Settings
 
@@ -206,14 +208,27 @@ class MemorydClient:
 
     # --- routing ----------------------------------------------------------------------------
 
-    async def queue_for(self, agent: str) -> str:
-        queue = await self.redis.hget(AGENT_OWNER_KEY, agent)  # type: ignore[misc]
-        if queue is None:
+    async def queue_for(self, agent: str, *, queue_anyway: bool = False) -> str:
+        """The queue of the host that owns `agent`. A job for an owner that is not alive would
+        wait unseen: refused (OperationFailed, naming the host and its silence) unless
+        `queue_anyway`, which queues it for when the host is back."""
+        raw = await self.redis.hget(AGENT_OWNER_KEY, agent)  # type: ignore[misc]
+        if raw is None:
             raise UsageError(
                 f"agent {agent!r}: no memoryd host serves it (not in Redis hash {AGENT_OWNER_KEY}); "
                 "start `memoryd run` on the host that owns its state"
             )
-        return queue.decode() if isinstance(queue, bytes) else str(queue)
+        queue = raw.decode() if isinstance(raw, bytes) else str(raw)
+        if not queue_anyway:
+            host = host_of_queue(queue)
+            heartbeat = parse_heartbeat(host, await self.redis.hget(HEARTBEATS_KEY, host))  # type: ignore[misc]
+            now = time.time()
+            if not heartbeat.alive(now):
+                raise OperationFailed(
+                    f"agent {agent!r}: {heartbeat.silence(now)}; start `memoryd run` there, or pass "
+                    "--queue-anyway to queue the job for when it is back"
+                )
+        return queue
 
     async def default_queue(self) -> str:
         """The only host's queue, for jobs that name no agent (erase); ambiguous → UsageError."""
@@ -262,6 +277,12 @@ class MemorydClient:
                 await pipe.execute()
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
+    async def result_stands_s(self, job_id: str) -> float | None:
+        """How long the finished result of `job_id` stays in Redis (an identical request is
+        deduplicated to it until then); None while the job is still queued or running."""
+        ttl_ms = await self.redis.pttl(result_key_prefix + job_id)
+        return ttl_ms / 1000 if ttl_ms is not None and ttl_ms > 0 else None
+
     async def submit(
         self,
         op: Op[Any],
@@ -269,13 +290,14 @@ class MemorydClient:
         *,
         queue: str | None = None,
         request_id: str | None = None,
+        queue_anyway: bool = False,
     ) -> EnqueuedJob:
         """Validate `request` as `op` does and enqueue it on the queue its routing names (or
         `queue`). A payload naming a data subject expires if it is not delivered in time."""
         req = op.parse(request)
         if queue is None:
             queue = (
-                await self.queue_for(agent_of(req))
+                await self.queue_for(agent_of(req), queue_anyway=queue_anyway)
                 if op.routing is Routing.AGENT
                 else await self.default_queue()
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from daemon.constants import HOST_KEY_TTL_S
+from daemon.constants import HOST_KEY_TTL_S, QUEUE_PREFIX
 
 LIVE_STATES = ("running", "draining")
 
@@ -67,3 +67,60 @@ def other_daemon(record: HostRecord | None, now: float, machine: str, pid: int) 
     if record.machine == machine and (record.pid == pid or record.pid is None or not _pid_exists(record.pid)):
         return None
     return record
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A host's entry in `memoryd:heartbeats`: when it last beat, and whether it stopped."""
+
+    host_id: str
+    at: float | None  # Unix seconds; None: the host never beat (or predates heartbeats)
+    stopped: bool
+
+    def alive(self, now: float) -> bool:
+        return not self.stopped and self.at is not None and now - self.at <= HOST_KEY_TTL_S
+
+    def silence(self, now: float) -> str:
+        """Why the host is not alive, for a one-line refusal."""
+        if self.at is None:
+            return f"its host {self.host_id!r} has never sent a heartbeat"
+        ago = f"{now - self.at:.0f} s ago" if now - self.at < 120 else f"{(now - self.at) / 60:.0f} min ago"
+        if self.stopped:
+            return f"its host {self.host_id!r} stopped {ago}"
+        return f"its host {self.host_id!r} has been silent for {ago.removesuffix(' ago')}"
+
+
+def parse_heartbeat(host_id: str, raw: bytes | str | None) -> Heartbeat:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    if not text:
+        return Heartbeat(host_id, None, False)
+    stopped = text.startswith("stopped ")
+    try:
+        at = float(text.removeprefix("stopped "))
+    except ValueError:
+        return Heartbeat(host_id, None, False)
+    return Heartbeat(host_id, at, stopped)
+
+
+def heartbeat_value(now: float, *, stopped: bool = False) -> str:
+    return f"stopped {now:.3f}" if stopped else f"{now:.3f}"
+
+
+def host_of_queue(queue: str) -> str:
+    return queue.removeprefix(QUEUE_PREFIX)
+
+
+def served_elsewhere(
+    agents: list[str], owners: dict[str, str], heartbeats: dict[str, Heartbeat], own_queue: str, now: float
+) -> dict[str, str]:
+    """Which of `agents` another live host already serves (agent -> that host): a daemon
+    must not take their routes over, or one deployment's jobs would run on another's store."""
+    out: dict[str, str] = {}
+    for agent in agents:
+        queue = owners.get(agent)
+        if queue is None or queue == own_queue:
+            continue
+        host = host_of_queue(queue)
+        if heartbeats.get(host, Heartbeat(host, None, False)).alive(now):
+            out[agent] = host
+    return out

@@ -40,6 +40,7 @@ from daemon.constants import (
     AGENT_OWNER_KEY,
     DRAIN_CANCEL_WAIT_S,
     HEARTBEAT_S,
+    HEARTBEATS_KEY,
     HOST_KEY,
     HOST_KEY_TTL_S,
     LIVE_POLL_S,
@@ -53,7 +54,13 @@ from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
 from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import other_daemon, parse_host_record
+from daemon.runtime.hosts import (
+    heartbeat_value,
+    other_daemon,
+    parse_heartbeat,
+    parse_host_record,
+    served_elsewhere,
+)
 from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
@@ -154,9 +161,22 @@ class Service:
         probe = await connect_redis(s.redis_url)
         try:
             await self._refuse_a_second_daemon(probe)
+            listed = list_agents(s)
+            elsewhere = await self._served_elsewhere(probe, listed)
+        except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
+            raise OperationFailed(
+                f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
+            ) from None
         finally:
             await probe.aclose()
-        agents = list_agents(s)
+        for agent, host in elsewhere.items():
+            log.warning(
+                "agent %s: already served by host %s, which is alive; not served here (stop it there, "
+                "or give each deployment its own Redis database)",
+                agent,
+                host,
+            )
+        agents = [a for a in listed if a not in elsewhere]
         await migrate_stores(s, agents)
         self.state.agents = agents
         self.ctx["agents"] = frozenset(agents)
@@ -179,6 +199,27 @@ class Service:
         quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
+
+    async def _yield_taken_routes(self) -> None:
+        """An agent whose route another live host holds now (it started while this daemon was
+        stalled past its heartbeat) is theirs: stop serving it rather than take it back."""
+        elsewhere = await self._served_elsewhere(self.pool, self.state.agents)
+        if not elsewhere:
+            return
+        for agent, host in elsewhere.items():
+            log.warning(
+                "agent %s: its route is now host %s's, which is alive; no longer served here", agent, host
+            )
+        self.state.agents = [a for a in self.state.agents if a not in elsewhere]
+        self.ctx["agents"] = frozenset(self.state.agents)
+
+    async def _served_elsewhere(self, redis: Any, agents: list[str]) -> dict[str, str]:
+        owners = {k.decode(): v.decode() for k, v in (await redis.hgetall(AGENT_OWNER_KEY)).items()}
+        heartbeats = {
+            host: parse_heartbeat(host, raw)
+            for host, raw in ((k.decode(), v) for k, v in (await redis.hgetall(HEARTBEATS_KEY)).items())
+        }
+        return served_elsewhere(agents, owners, heartbeats, self.state.queue, time.time())
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
@@ -219,6 +260,7 @@ class Service:
                 pipe.hset(AGENT_OWNER_KEY, mapping=dict.fromkeys(st.agents, st.queue))
             pipe.hset(key, mapping=record)
             pipe.expire(key, int(HOST_KEY_TTL_S))
+            pipe.hset(HEARTBEATS_KEY, st.host_id, heartbeat_value(time.time(), stopped=stopped))
             await pipe.execute()
 
     # --- run -------------------------------------------------------------------------------
@@ -383,6 +425,7 @@ class Service:
         while True:
             try:
                 await self._refresh_job_counts()
+                await self._yield_taken_routes()
                 await self._publish()
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)

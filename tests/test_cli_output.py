@@ -1,0 +1,75 @@
+"""Human output conventions: times as ISO 8601 (never epoch milliseconds), yes/no for booleans."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from daemon.cli import main
+from tests.builders import SessionStoreBuilder, conversation
+from tests.conftest import REDIS_URL
+
+EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?![\d.])")
+ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
+
+
+@pytest.fixture
+def config(tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, unique: str) -> Path:
+    store_builder.add("agent:main:main", "direct-1", conversation("orchard", "direct-1"), chatType="direct")
+    path = tmp_path / "memoryd.toml"
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n[retention]\ntenant = "t{unique}"\n'
+    )
+    return path
+
+
+def _human(capsys: pytest.CaptureFixture[str], config: Path, *args: str) -> str:
+    capsys.readouterr()
+    assert main(["--config", str(config), *args]) in (0, 3), args
+    return capsys.readouterr().out
+
+
+def test_times_are_iso_8601_and_booleans_yes_or_no(
+    config: Path, capsys: pytest.CaptureFixture[str], unique: str
+) -> None:
+    scope = f"tenant:t{unique}:user:nora"
+    outputs = {
+        "ingest": _human(capsys, config, "ingest", "--agent", "main"),
+        "checkpoints": _human(capsys, config, "checkpoints", "--agent", "main"),
+        "mem write": _human(
+            capsys,
+            config,
+            "mem",
+            "write",
+            "--scope",
+            scope,
+            "--content",
+            "likes tea",
+            "--retention-days",
+            "3",
+        ),
+        "hold add": _human(capsys, config, "hold", "add", "--scope", scope, "--reason", "case 7"),
+        "hold list": _human(capsys, config, "hold", "list"),
+    }
+    _human(capsys, config, "hold", "release", "--scope", scope)
+    _human(capsys, config, "erase", "--scope", scope)
+    outputs["receipts"] = _human(capsys, config, "receipts")
+    for name, out in outputs.items():
+        assert not EPOCH_MS.search(out), f"{name} prints epoch ms:\n{out}"
+        assert not re.search(r"\b(True|False)\b", out), f"{name} prints a Python boolean:\n{out}"
+    for name in ("checkpoints", "mem write", "hold list"):
+        assert ISO.search(outputs[name]), f"{name} shows no ISO time:\n{outputs[name]}"
+    assert re.search(r"\b(yes|no)\b", outputs["receipts"].splitlines()[-1]), outputs["receipts"]
+
+
+def test_a_forget_says_what_it_did(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _human(capsys, config, "ingest", "--agent", "main")
+    preview = _human(capsys, config, "forget", "--agent", "main", "--session", "direct-1", "--dry-run")
+    assert "recorded" not in preview
+    out = _human(capsys, config, "forget", "--agent", "main", "--session", "direct-1")
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("Done: recorded 1 session as forgotten; removed "), last
+    assert "4 session-corpus lines" in last and "transcripts and archives untouched" in last, last
