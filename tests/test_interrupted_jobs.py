@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.constants import WORKER_ALIVE_KEY, WORKERS_KEY
+from daemon.constants import HEARTBEATS_KEY, WORKER_ALIVE_KEY, WORKERS_KEY
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.runtime.client import MemorydClient
@@ -94,6 +94,8 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
     queue = queue_name(host)
     async with MemorydClient.connect(settings) as client:
         await redis.hset("memoryd:agents", agent, queue)
+        # The host is alive (a restarted daemon beats); the worker that took the job is not.
+        await redis.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
         job = await client.enqueue_ingest(agent, request_id="dead-worker")
         # What a worker SIGKILLed mid-job leaves: its record, its expired liveness, the job
         # in the queue and its in-progress key.
@@ -112,6 +114,7 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
         await redis.set(f"arq:in-progress:{job.job_id}", b"1", px=3_600_000)
         await client.enqueue_ingest(agent, request_id="dead-worker")
         assert (await client.job(job.job_id, queue)).state == "running"
+    await redis.hdel(HEARTBEATS_KEY, host)
     await redis.delete(
         WORKERS_KEY.format(queue=queue), WORKER_ALIVE_KEY.format(instance=dead), f"arq:job:{job.job_id}"
     )
