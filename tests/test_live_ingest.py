@@ -24,6 +24,8 @@ from tests.daemon_harness import (
     write_config,
 )
 from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
+from tests.openclaw_fixture import OpenClawDbBuilder
+from tests.openclaw_fixture import sid as oc_sid
 from tests.polling import until
 
 pytestmark = pytest.mark.slow  # runs memoryd as a process
@@ -203,3 +205,27 @@ async def test_a_sweep_that_hits_its_cap_is_followed_at_once_and_the_backlog_is_
         "the backlog gauge back at 0",
         10,
     )
+
+
+@pytest.fixture
+def openclaw_world(tmp_path: Path, redis_url: str, unique: str):
+    w = World(tmp_path, redis_url, unique, "")
+    w.openclaw = OpenClawDbBuilder(tmp_path / "sessions", f"o{unique}")
+    w.openclaw.session(w.openclaw.key("main"), oc_sid(1), exchange("kestrel"))
+    w.oc_agent = f"o{unique}"
+    yield w
+    w.openclaw.close()
+    w.cleanup()
+    cleanup_redis(redis_url, [], [w.oc_agent])
+
+
+async def test_a_message_appended_to_the_openclaw_database_is_staged_within_seconds(openclaw_world):
+    w = openclaw_world
+    w.start()
+    await until(lambda: "kestrel" in corpus_text(w.settings, w.oc_agent), "the first sweep", 30)
+    w.openclaw.append(oc_sid(1), [Msg("user", "Remember that the wrenfield bridge closes at dusk.")])
+    await until(lambda: "wrenfield" in corpus_text(w.settings, w.oc_agent), "the appended event staged", 10)
+    # The daemon's own reads of the database change nothing it watches: the sweeps settle.
+    settled = w.live_sweeps_enqueued()
+    await until(lambda: w.sweeps_done() >= settled, "the last live sweep done", 10)
+    assert w.live_sweeps_enqueued() == settled

@@ -3,9 +3,12 @@ scheduled jobs are sweeps to follow, and how requests coalesce."""
 
 from __future__ import annotations
 
+import os
+
 import anyio
 
 from daemon.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_agents
+from daemon.runtime.watch import content_changed
 
 
 def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
@@ -32,3 +35,17 @@ async def test_many_requests_before_a_take_are_one() -> None:
     wanted.set("backlog")
     wanted.set("change")
     assert await wanted.take() == "backlog"  # the first reason of a coalesced request is kept
+
+
+def test_only_a_change_of_size_mtime_or_existence_counts_as_content(tmp_path) -> None:
+    wal = tmp_path / "db.sqlite-wal"
+    wal.write_bytes(b"x" * 10)
+    seen: dict = {}
+    assert content_changed([str(wal)], seen)  # first seen
+    os.chmod(wal, 0o600)  # metadata only (as SQLite's chown of the WAL on open)
+    assert not content_changed([str(wal)], seen)
+    with wal.open("ab") as fh:
+        fh.write(b"y")
+    assert content_changed([str(wal)], seen)
+    wal.unlink()
+    assert content_changed([str(wal)], seen)
