@@ -12,11 +12,29 @@ from daemon.runtime.watch import content_changed
 
 
 def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
-    assert follow_up(None) == FollowUp(False, False)
-    assert follow_up({"sessionsScanned": 0, "messagesStaged": 0}) == FollowUp(False, False)
-    assert follow_up({"sessionsScanned": 2, "messagesStaged": 0}) == FollowUp(False, True)
-    assert follow_up({"sessionsDeferred": 3, "sessionsScanned": 1}) == FollowUp(True, True)
-    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}) == FollowUp(True, True)
+    assert follow_up(None, indexes_transcripts=True) == FollowUp(False, False)
+    assert follow_up({"sessionsScanned": 0, "messagesStaged": 0}, indexes_transcripts=True) == FollowUp(
+        False, False
+    )
+    assert follow_up({"sessionsScanned": 2, "messagesStaged": 0}, indexes_transcripts=True) == FollowUp(
+        False, True
+    )
+    assert follow_up({"sessionsDeferred": 3, "sessionsScanned": 1}, indexes_transcripts=True) == FollowUp(
+        True, True
+    )
+    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}, indexes_transcripts=True) == FollowUp(
+        True, True
+    )
+
+
+def test_without_transcripts_in_the_index_a_sweep_asks_for_no_index_sync() -> None:
+    # The staged corpus is under memory/.dreams, which the index never reads.
+    assert follow_up({"sessionsScanned": 2, "messagesStaged": 5}, indexes_transcripts=False) == FollowUp(
+        False, False
+    )
+    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}, indexes_transcripts=False) == FollowUp(
+        True, False
+    )
 
 
 def test_only_scheduled_ingest_sweeps_of_served_agents_are_followed() -> None:
