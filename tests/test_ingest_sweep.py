@@ -443,3 +443,33 @@ async def test_a_commit_that_fails_midway_leaves_nothing_half_staged_and_the_rer
     rows = await read(settings, staged_rows)
     assert len(rows) == 6 and {o[0] for o in await read(settings, origin_rows)} == {r[0] for r in rows}
     assert (await sweep(settings, redis)).messages_staged == 0
+
+
+async def test_each_corpus_day_file_is_fsynced_once_per_sweep_not_once_per_batch(
+    tmp_path: Path,
+    sessions_root: Path,
+    store_builder: SessionStoreBuilder,
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    day = 86_400_000
+    for sid, when in (("a", store_builder.base_ms), ("b", store_builder.base_ms - day)):
+        msgs = [
+            Msg(m.role, m.text, ts=when + i * 1000)
+            for i, m in enumerate(conversation(f"reef-{sid}", sid, 12))
+        ]
+        store_builder.add(f"agent:main:{sid}", sid, msgs)
+    settings = make_settings(tmp_path, sessions_root)
+    monkeypatch.setattr(sweep_module, "INGEST_FLUSH_MESSAGES", 3)  # 8 batches over the two days
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    report = await sweep(settings, redis)
+    assert report.messages_staged == 24 and len(report.corpus_files) == 2
+    corpus_syncs = sorted(p for p in synced if "session-corpus" in p and p.endswith(".txt"))
+    assert len(corpus_syncs) == 2 and len(set(corpus_syncs)) == 2

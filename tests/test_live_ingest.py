@@ -13,6 +13,7 @@ import httpx
 import pytest
 import redis as sync_redis
 
+from daemon.runtime.wire import queue_name
 from daemon.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation, exchange
 from tests.daemon_harness import (
@@ -24,9 +25,12 @@ from tests.daemon_harness import (
     write_config,
 )
 from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
+from tests.openclaw_fixture import OpenClawDbBuilder
+from tests.openclaw_fixture import sid as oc_sid
 from tests.polling import until
 
 pytestmark = pytest.mark.slow  # runs memoryd as a process
+
 
 LIVE_CONFIG = (
     "[ingest]\ninterval_s = 300\n{caps}\n"
@@ -81,6 +85,13 @@ class World:
         """The sum of the daemon's samples whose name and labels match `pattern`."""
         body = httpx.get(self.metrics_url(), timeout=5).text
         return sum(float(m.group(1)) for m in re.finditer(pattern + r"\S* ([0-9.e+]+)$", body, re.M))
+
+    def queue_idle(self) -> bool:
+        r = sync_redis.Redis.from_url(self.redis_url)
+        try:
+            return int(r.zcard(queue_name(self.host))) == 0
+        finally:
+            r.close()
 
     def sweeps_done(self) -> float:
         return self.metric(r'memoryd_jobs_total\{family="ingest_sweep",outcome="complete"\}')
@@ -203,3 +214,31 @@ async def test_a_sweep_that_hits_its_cap_is_followed_at_once_and_the_backlog_is_
         "the backlog gauge back at 0",
         10,
     )
+
+
+@pytest.fixture
+def openclaw_world(tmp_path: Path, redis_url: str, unique: str):
+    w = World(tmp_path, redis_url, unique, "")
+    w.openclaw = OpenClawDbBuilder(tmp_path / "sessions", f"o{unique}")
+    w.openclaw.session(w.openclaw.key("main"), oc_sid(1), exchange("kestrel"))
+    w.oc_agent = f"o{unique}"
+    yield w
+    w.openclaw.close()
+    w.cleanup()
+    cleanup_redis(redis_url, [], [w.oc_agent])
+
+
+async def test_a_message_appended_to_the_openclaw_database_is_staged_within_seconds(openclaw_world):
+    w = openclaw_world
+    w.start()
+    await until(lambda: "kestrel" in corpus_text(w.settings, w.oc_agent), "the first sweep", 30)
+    w.openclaw.append(oc_sid(1), [Msg("user", "Remember that the wrenfield bridge closes at dusk.")])
+    await until(lambda: "wrenfield" in corpus_text(w.settings, w.oc_agent), "the appended event staged", 10)
+    # Reading the database (the daemon's sweeps do, and here three commands) changes only the
+    # WAL's metadata (SQLite chowns it on open as root): that starts no sweep, so none loops.
+    await until(w.queue_idle, "the queue idle", 10)
+    before = w.live_sweeps_enqueued()
+    for _ in range(3):
+        assert run_cli(w.config, "sessions", "--agent", w.oc_agent).returncode == 0
+    await until(w.queue_idle, "the queue idle", 10)
+    assert w.live_sweeps_enqueued() - before <= 1

@@ -3,17 +3,38 @@ scheduled jobs are sweeps to follow, and how requests coalesce."""
 
 from __future__ import annotations
 
+import os
+
 import anyio
 
 from daemon.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_agents
+from daemon.runtime.watch import content_changed
 
 
 def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
-    assert follow_up(None) == FollowUp(False, False)
-    assert follow_up({"sessionsScanned": 0, "messagesStaged": 0}) == FollowUp(False, False)
-    assert follow_up({"sessionsScanned": 2, "messagesStaged": 0}) == FollowUp(False, True)
-    assert follow_up({"sessionsDeferred": 3, "sessionsScanned": 1}) == FollowUp(True, True)
-    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}) == FollowUp(True, True)
+    assert follow_up(None, indexes_transcripts=True) == FollowUp(False, False)
+    assert follow_up({"sessionsScanned": 0, "messagesStaged": 0}, indexes_transcripts=True) == FollowUp(
+        False, False
+    )
+    assert follow_up({"sessionsScanned": 2, "messagesStaged": 0}, indexes_transcripts=True) == FollowUp(
+        False, True
+    )
+    assert follow_up({"sessionsDeferred": 3, "sessionsScanned": 1}, indexes_transcripts=True) == FollowUp(
+        True, True
+    )
+    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}, indexes_transcripts=True) == FollowUp(
+        True, True
+    )
+
+
+def test_without_transcripts_in_the_index_a_sweep_asks_for_no_index_sync() -> None:
+    # The staged corpus is under memory/.dreams, which the index never reads.
+    assert follow_up({"sessionsScanned": 2, "messagesStaged": 5}, indexes_transcripts=False) == FollowUp(
+        False, False
+    )
+    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}, indexes_transcripts=False) == FollowUp(
+        True, False
+    )
 
 
 def test_only_scheduled_ingest_sweeps_of_served_agents_are_followed() -> None:
@@ -32,3 +53,17 @@ async def test_many_requests_before_a_take_are_one() -> None:
     wanted.set("backlog")
     wanted.set("change")
     assert await wanted.take() == "backlog"  # the first reason of a coalesced request is kept
+
+
+def test_only_a_change_of_size_mtime_or_existence_counts_as_content(tmp_path) -> None:
+    wal = tmp_path / "db.sqlite-wal"
+    wal.write_bytes(b"x" * 10)
+    seen: dict = {}
+    assert content_changed([str(wal)], seen)  # first seen
+    os.chmod(wal, 0o600)  # metadata only (as SQLite's chown of the WAL on open)
+    assert not content_changed([str(wal)], seen)
+    with wal.open("ab") as fh:
+        fh.write(b"y")
+    assert content_changed([str(wal)], seen)
+    wal.unlink()
+    assert content_changed([str(wal)], seen)

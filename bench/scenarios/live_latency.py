@@ -2,7 +2,8 @@
 running daemon (`memoryd run`, a process of its own) serves; each message's time until it is in
 the corpus (staged) and until `search` returns it. Targets (the issue's, absolute): staged
 p95 <= 1 s, searchable p95 <= 2 s, with `index.sources = ["memory", "sessions"]` and otherwise
-the default config (caps, intervals of 300 s: only the watcher can be this fast).
+the default config (caps, intervals of 300 s: only the watcher can be this fast) but for
+dreaming, which is off (its first sweep at start is not what is measured).
 
 The store is swept and indexed before the daemon starts (not measured), on a copy of the
 corpus so that the appends never touch the shared one. Each message carries a word of its
@@ -76,7 +77,10 @@ def _write_config(path: Path, data: dict[str, Any]) -> None:
         f'state_dir = "{data["state_dir"]}"\nsessions_root = "{data["sessions_root"]}"\n'
         f'redis_url = "{data["redis_url"]}"\n\n'
         f'[daemon]\nhost_id = "{data["daemon"]["host_id"]}"\nmetrics_listen = "127.0.0.1:0"\n\n'
-        '[index]\nsources = ["memory", "sessions"]\n'
+        '[index]\nsources = ["memory", "sessions"]\n\n'
+        # The first dream sweep of each agent is due at start and, at 10k sessions, holds every
+        # job slot for minutes (docs/performance.md): it is not what this scenario measures.
+        "[dreaming]\nenabled = false\n"
     )
 
 

@@ -1,9 +1,14 @@
 """The session corpus: `memory/.dreams/session-corpus/<day>.txt`, one line per staged message,
 `[<agentId>/<sessionPath>#L<line>] <snippet>` (reference §1, §5.2).
 
-Appends are true appends (O_APPEND, one write and one fsync per day file per batch) rather
-than read-and-replace: a day file of a large first sweep runs to hundreds of megabytes, and
-rewriting it per batch would cost its size in memory and I/O each time. The rest follows the
+Appends are true appends (O_APPEND, one write per day file per batch) rather than
+read-and-replace: a day file of a large first sweep runs to hundreds of megabytes, and
+rewriting it per batch would cost its size in memory and I/O each time. Each day file a sweep
+appended to is fsynced once, when the sweep ends (`sync`), not once per batch: a process that
+dies keeps what it wrote (the page cache outlives it; a later writer cuts off what was never
+committed); only a power loss can take the lines of the sweep's last batches, as it can take
+the store's last commits (WAL, synchronous=NORMAL), and a line lost that way holds less
+memory, never more. The rest follows the
 workspace write rules (daemon/fileio.py): 0600, 0700 directories, no symlink anywhere below
 the workspace. A crash mid-write can leave a partial last line; the next append starts on a
 fresh line, so a partial line never merges with a new one.
@@ -67,18 +72,18 @@ class CorpusAppender:
     def __init__(self, workspace: Path):
         self.workspace = workspace
         self._counts: dict[str, tuple[tuple[int, int, int], int]] = {}
+        self._unsynced: set[str] = set()  # days appended to since the last sync
+        self._created = False  # a day file was created since the last sync: its directory too
 
     def path_for(self, day: str) -> Path:
         return self.workspace / corpus_relative_path(day)
 
     async def append(self, days: dict[str, list[str]]) -> Appended:
-        """Append each day's lines to its file. Every file is written first, then all are
-        fsynced at once (threads), so a batch spanning many days waits for about one fsync
-        rather than one per day. If any of it fails, what was written is undone."""
+        """Append each day's lines to its file; nothing is fsynced here (`sync` does it once per
+        file). If any of it fails, what was written is undone."""
         firsts: dict[str, int] = {}
         fds: list[int] = []
         extents: list[Extent] = []
-        created = False
         try:
             for day, lines in days.items():
                 fd, first, before = self._write(day, lines)
@@ -86,10 +91,8 @@ class CorpusAppender:
                 firsts[day] = first
                 after = os.fstat(fd)
                 extents.append(Extent(self.path_for(day), after.st_ino, before, after.st_size))
-                created = created or before == 0
-            async with anyio.create_task_group() as tg:
-                for fd in fds:
-                    tg.start_soon(anyio.to_thread.run_sync, os.fsync, fd)
+                self._unsynced.add(day)
+                self._created = self._created or before == 0
             for day, fd in zip(days, fds, strict=True):
                 after = os.fstat(fd)
                 self._counts[day] = (
@@ -108,9 +111,23 @@ class CorpusAppender:
         finally:
             for fd in fds:
                 os.close(fd)
-        if created:
-            fsync_dir(self.workspace / CORPUS_RELATIVE_DIR)
         return Appended(firsts, tuple(extents))
+
+    async def sync(self) -> None:
+        """fsync every day file appended to since the last sync, all at once (threads: about one
+        fsync's wait however many days), then the directory if a file was created."""
+        days, self._unsynced = sorted(self._unsynced), set()
+        created, self._created = self._created, False
+        corpus_dir = self.workspace / CORPUS_RELATIVE_DIR
+        try:
+            async with anyio.create_task_group() as tg:
+                for day in days:
+                    tg.start_soon(anyio.to_thread.run_sync, _fsync_path, self.path_for(day))
+            if created:
+                fsync_dir(corpus_dir)
+        except* OSError as group:
+            exc = group.exceptions[0]
+            raise OperationFailed(f"{corpus_dir}: cannot fsync the corpus: {exc}") from None
 
     def sizes_before(self, days: Iterable[str]) -> list[tuple[str, int, int]]:
         """(relative path, inode, size) of each day file now (0, 0 for one not there yet): what
@@ -233,3 +250,14 @@ def _cut_back(fd: int, before: os.stat_result) -> None:
             os.ftruncate(fd, before.st_size)
     except OSError:
         pass  # the sweep reports the write's own error; the next append starts on a fresh line
+
+
+def _fsync_path(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # a forget that ran since replaced or removed it, durably
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

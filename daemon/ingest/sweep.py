@@ -15,7 +15,8 @@
    origins, staged entries, the sessions' participants (metadata and message senders), seen
    hashes and checkpoints; stale checkpoints are removed.
    A batch commits in the background while the next one is read (commits stay in order, one
-   at a time), so the store's work overlaps the parsing instead of adding to it.
+   at a time), so the store's work overlaps the parsing instead of adding to it. The corpus
+   day files are fsynced once each when the sweep ends, not per batch (daemon/ingest/corpus.py).
 A sweep with nothing to commit takes no lock and writes nothing.
 """
 
@@ -371,6 +372,10 @@ class _Sweep:
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
+        finally:
+            # What was appended is made durable however the sweep ends (one fsync per day file).
+            with anyio.CancelScope(shield=True):
+                await self.corpus.sync()
 
     def _finished_report(self) -> IngestReport:
         report = self.report

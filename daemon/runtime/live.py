@@ -6,7 +6,9 @@
   The sweeps are ordinary `ingest_sweep` jobs on this host's queue: admission, forgotten
   records, the caps, the lock and the checkpoints are the sweep's own; this decides only when
   one runs.
-* A sweep that read something asks for an index sync (coalesced the same way); one that left
+* A sweep that read something asks for an index sync (coalesced the same way) when the index
+  has the transcripts (`index.sources` with "sessions"; the staged corpus is dreaming state that
+  the index never reads, so without them there is nothing new to index); one that left
   work behind (the per-sweep or per-file cap) asks for the next sweep at once. Scheduled
   sweeps are followed too, so a backlog drains sweep after sweep instead of interval after
   interval.
@@ -44,13 +46,13 @@ class FollowUp:
     index: bool  # the sweep read something: the index syncs it
 
 
-def follow_up(report: Mapping[str, Any] | None) -> FollowUp:
+def follow_up(report: Mapping[str, Any] | None, *, indexes_transcripts: bool) -> FollowUp:
     """What a finished sweep's report (its JSON, camelCase) asks for next."""
     if not report:
         return FollowUp(False, False)
     again = report.get("sessionsDeferred", 0) > 0 or report.get("sessionsCapped", 0) > 0
     read = report.get("sessionsScanned", 0) > 0 or report.get("messagesStaged", 0) > 0
-    return FollowUp(again, read)
+    return FollowUp(again, read and indexes_transcripts)
 
 
 def backlog_sessions(report: Mapping[str, Any] | None) -> int:
@@ -168,7 +170,7 @@ class LiveIngest:
         if job_name_of(job_id) != ingest_op.OP.name or done.state != "complete":
             return
         metrics.INGEST_BACKLOG.labels(agent=agent).set(backlog_sessions(done.result))
-        next_steps = follow_up(done.result)
+        next_steps = follow_up(done.result, indexes_transcripts="sessions" in self.settings.index.sources)
         if next_steps.sweep_again:
             self.sweeps[agent].set("backlog")
         if next_steps.index:

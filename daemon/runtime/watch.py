@@ -5,7 +5,7 @@ still decided by the sweep before any transcript byte is read. Watched: the agen
 directory (sessions.json and the transcripts) and the directory of its OpenClaw agent
 database, whichever exist.
 
-A change is reported once it settles (no further write for `ingest.watch_settle_ms`; a
+A change is reported once it settles (a change of metadata alone is no change) (no further write for `ingest.watch_settle_ms`; a
 stream that never settles at least every WATCH_MAX_GROUP_MS). When a watch is in place it
 reports once without a change, so a catch-up sweep covers what was written before it
 started. A watcher error (no such directory, inotify limits, a filesystem without inotify)
@@ -16,7 +16,8 @@ again every WATCH_RETRY_S.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
@@ -42,6 +43,30 @@ def is_relevant(change: Change, path: str) -> bool:
     return not path.endswith("-shm")
 
 
+FileState = tuple[int, int] | None  # (size, mtime_ns); None: no such file
+
+
+def file_state(path: str) -> FileState:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def content_changed(paths: Iterable[str], seen: dict[str, FileState]) -> bool:
+    """Whether any of `paths` changed size, mtime or existence since `seen` (updated). A change
+    of metadata alone is not new content: SQLite chowns the WAL on every open when it runs as
+    root, so the daemon's own reads of an OpenClaw database would otherwise start sweeps."""
+    changed = False
+    for path in paths:
+        state = file_state(path)
+        if path not in seen or seen[path] != state:
+            changed = True
+        seen[path] = state
+    return changed
+
+
 async def watch_agent(settings: Settings, agent: str, changed: Callable[[str], None]) -> None:
     """Forever: call `changed(agent)` when a change to the agent's sessions settles (and once
     when a watch is in place). Never raises but for cancellation."""
@@ -54,6 +79,7 @@ class _AgentWatch:
         self.agent = agent
         self.changed = changed
         self.failing = False  # the last attempt failed and said so: later failures stay quiet
+        self.seen: dict[str, FileState] = {}  # the files' states at their last change
 
     async def run(self) -> None:
         while True:
@@ -95,5 +121,5 @@ class _AgentWatch:
                 metrics.WATCHING.labels(agent=self.agent).set(1)
                 log.info("agent %s: watching %s", self.agent, ", ".join(str(p) for p in paths))
                 self.changed(self.agent)  # catch up with what was written before the watch was in place
-            elif changes:
+            elif changes and content_changed({path for _, path in changes}, self.seen):
                 self.changed(self.agent)
