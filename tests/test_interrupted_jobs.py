@@ -119,3 +119,20 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
         WORKERS_KEY.format(queue=queue), WORKER_ALIVE_KEY.format(instance=dead), f"arq:job:{job.job_id}"
     )
     await redis.delete(f"arq:in-progress:{job.job_id}", f"arq:retry:{job.job_id}", queue)
+
+
+def test_which_workers_are_dead():
+    from daemon.runtime.interrupted import WorkerRecord, dead_workers
+
+    records = [
+        WorkerRecord("me", "n1", 10),
+        WorkerRecord("alive-here", "n1", 11),
+        WorkerRecord("gone-here", "n1", 12),  # its liveness key is still there: SIGKILLed just now
+        WorkerRecord("my-pid-before", "n1", 10),  # a container's pid 1, restarted
+        WorkerRecord("alive-elsewhere", "n2", 12),
+        WorkerRecord("expired-elsewhere", "n2", 13),
+        WorkerRecord("unreadable", None, None),
+    ]
+    alive = {r.instance: r.instance != "expired-elsewhere" for r in records}
+    dead = dead_workers(records, alive, "n1", lambda pid: pid in (10, 11), "me", 10)
+    assert dead == ["gone-here", "my-pid-before", "expired-elsewhere", "unreadable"]

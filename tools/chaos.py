@@ -772,6 +772,7 @@ class Run:
     obs: Observed = field(default_factory=Observed)
     poisoned: list[bytes] = field(default_factory=list)  # planted queue members not yet gone
     flush_next: bool = False  # a fence stepped ahead: lose it with a Redis restart next round
+    reported: int = 0  # violations already printed (--verbose)
 
     async def round(self, client: Any, r: int, verbose: bool) -> None:
         self.tally.rounds += 1
@@ -794,6 +795,9 @@ class Run:
         )
         if verbose:
             t = self.tally
+            for v in t.violations[self.reported :]:
+                print(f"round {r}: VIOLATION {v}", flush=True)
+            self.reported = len(t.violations)
             print(
                 f"round {r}: kills={t.kills} redis={t.redis_restarts} pending={len(self.pending)} "
                 f"done={sorted(self.done)} violations={len(t.violations)}",

@@ -70,16 +70,20 @@ def dead_workers(
     node: str,
     is_pid_alive: Callable[[int], bool],
     me: str | None,
+    my_pid: int | None = None,
 ) -> list[str]:
     """The instances that are gone: unparsable, their liveness expired, or on this node with
-    their process gone (a restart right after a SIGKILL sees its liveness key still there)."""
+    their process gone (a restart right after a SIGKILL sees its liveness key still there) or
+    with this process's own pid (a container's restarted pid 1)."""
     dead = []
     for record in records:
         if record.instance == me:
             continue
         unknown = record.node is None or record.pid is None
         expired = not alive.get(record.instance, False)
-        if unknown or expired or (record.node == node and not is_pid_alive(record.pid or 0)):
+        here = record.node == node
+        reused = here and record.pid == my_pid
+        if unknown or expired or reused or (here and not is_pid_alive(record.pid or 0)):
             dead.append(record.instance)
     return dead
 
@@ -126,7 +130,7 @@ async def recover(redis: Redis, queue: str, me: str, running: Iterable[str]) -> 
     (their in-progress keys deleted); the dead workers' records removed. `running` are the jobs
     this worker itself still runs (a main() restarted after a lost Redis)."""
     records, alive = await _workers(redis, queue)
-    dead = dead_workers(records, alive, this_node(), pid_alive, me)
+    dead = dead_workers(records, alive, this_node(), pid_alive, me, os.getpid())
     if dead:
         await redis.hdel(WORKERS_KEY.format(queue=queue), *dead)  # type: ignore[misc]
     if any(r.instance not in dead and r.instance != me for r in records):

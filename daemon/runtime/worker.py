@@ -49,6 +49,8 @@ log = logging.getLogger("memoryd.jobs")
 # arq retries a job only when it is cancelled (drain, Retry); a failing job is not retried, so
 # the try limit bounds how often a job is interrupted by restarts before it is given up.
 MAX_TRIES = 5
+# How long sweeps wait, after a start, for the purges a dead worker was running to run again.
+RECOVERED_PURGES_FIRST_S = 30.0
 
 
 def functions(settings: Settings) -> list[Function]:
@@ -138,8 +140,10 @@ class MemorydWorker(Worker):
         self.ctx[CACHES] = self.caches
         self.instance = f"{self.ctx.get('host_id', self.queue_name)}:{os.getpid()}:{secrets.token_hex(4)}"
         self._alive_at = 0.0
-        # Interrupted purges retried at this start; sweeps wait until they have ended.
+        # Interrupted purges retried at this start; sweeps wait until they have ended, or for
+        # RECOVERED_PURGES_FIRST_S at most (a purge stuck behind a lock must not stop them all).
         self._recovered_purges: set[str] = set()
+        self._recovered_at = 0.0
 
     async def _on_startup(self, ctx: dict[str, Any]) -> None:
         # arq calls on_startup at each main(), once its Redis pool is there.
@@ -152,6 +156,7 @@ class MemorydWorker(Worker):
             op = _op_of(job_id)
             if op is not None and op.purge:
                 self._recovered_purges.add(job_id)
+                self._recovered_at = time.monotonic()
 
     # Override: `main` is arq's public entry point, and arq has no hook at its end (on_shutdown
     # runs in close(), which the service does not call between Redis reconnects). The stores
@@ -228,6 +233,8 @@ class MemorydWorker(Worker):
 
     async def _hold_back_sweeps(self, job_ids: list[bytes]) -> list[bytes]:
         """Sweeps stay queued while a purge interrupted by a crash has not run again."""
+        if self._recovered_purges and time.monotonic() - self._recovered_at > RECOVERED_PURGES_FIRST_S:
+            self._recovered_purges = set()
         if not self._recovered_purges:
             return job_ids
         pending = sorted(self._recovered_purges)
