@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -189,8 +190,11 @@ class Bench:
         home = create_home(peer, self.work / f"agent-{n}")
         plans = plan_agent(n)
         log(f"  writing {n:,} sessions with OpenClaw's writers ...")
+        started = time.perf_counter()
         written = write_sessions(home, writer_spec(plans))
-        log(f"  written: {written}")
+        log(
+            f"  written: {written['sessions']:,} sessions, {written['messages']:,} messages in {time.perf_counter() - started:.0f} s"
+        )
         memoryd_side.write_config(home, self.redis_url, self.host_id)
         check_same_view(home, plans)
         log("  both sides list the same sessions, participants and gmail hook sessions; indexing once ...")
