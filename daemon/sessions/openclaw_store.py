@@ -99,6 +99,20 @@ FROM (SELECT session_id, count(*) AS n, max(created_at) AS newest,
       FROM transcript_events GROUP BY session_id) AS e
 LEFT JOIN session_windows AS w ON w.session_id = e.session_id
 """
+# What changes when a session, a window, a transcript or an archive does: OpenClaw's writers
+# set a window's transcript_updated_at and updated_at to the time of each change, so their
+# sums move with any one of them (integer sums: a float total would round at this size); event
+# rows are counted and their newest rowid kept (a trimmed transcript). Aggregates in SQLite's C:
+# no row reaches Python.
+_TABLES_REVISION_SQL = """
+SELECT (SELECT count(*) FROM session_windows),
+       (SELECT sum(transcript_updated_at) FROM session_windows),
+       (SELECT sum(updated_at) FROM session_windows),
+       (SELECT count(*) FROM session_nodes), (SELECT sum(updated_at) FROM session_nodes),
+       (SELECT count(*) FROM transcript_events), (SELECT max(rowid) FROM transcript_events),
+       (SELECT count(*) FROM session_transcript_archives),
+       (SELECT max(rowid) FROM session_transcript_archives)
+"""
 # An event over the line cap is not loaded at all: its payload column is selected as NULL.
 _EVENTS_SQL = f"""
 SELECT seq,
@@ -437,6 +451,27 @@ class OpenClawSessionSource:
         return _fingerprint(revision, count, newest, size)
 
     def revision(self) -> str | None:
+        """The database file's revision and its session tables' (`unchanged_since` compares
+        both); None when the tables cannot be read."""
+        try:
+            tables = self._tables_revision()
+        except OperationFailed:
+            return None
+        return f"{self._file_revision()}#{tables}"
+
+    def unchanged_since(self, revision: str) -> bool:
+        """Nothing a listing or a fingerprint reads changed since `revision`: the file is as it
+        was (no connection opened), or another part of the database changed but the session
+        tables did not (one read: OpenClaw keeps its own memory index in this database)."""
+        file_revision, _, tables = revision.partition("#")
+        if self._file_revision() == file_revision:
+            return True
+        try:
+            return self._tables_revision() == tables
+        except OperationFailed:
+            return False
+
+    def _file_revision(self) -> str:
         """Changes with every commit, without opening the database: the main file's stat and
         its header's change counter (a commit without WAL), and the WAL's size and header
         (between two WAL resets a commit only appends frames; a reset draws new salts)."""
@@ -452,6 +487,12 @@ class OpenClawSessionSource:
         except FileNotFoundError:
             wal = "none"
         return f"openclaw:{':'.join(map(str, main))}:{counter}:{wal}"
+
+    def _tables_revision(self) -> str:
+        if not self.db_path.exists():
+            return "absent"
+        row = self._read(lambda conn: conn.execute(_TABLES_REVISION_SQL).fetchone())
+        return ":".join(map(str, row))
 
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         """`fingerprint` of each session that has events, all from one read transaction: one
