@@ -209,3 +209,24 @@ def test_memoryd_state_stays_under_state_dir_and_the_openclaw_directory_is_untou
         assert path.is_relative_to(settings.state_dir), path
     assert paths.db_path.exists()
     assert tree_state(settings.sessions_root) == before
+
+
+async def test_a_preview_reads_the_selected_transcripts_with_one_snapshot_each_and_a_fixed_few_more(tmp_path):
+    from daemon.forget.run import run_forget
+    from tests.builders import Msg
+
+    root = tmp_path / "openclaw"
+    b = OpenClawDbBuilder(root)
+    for i in range(30):
+        key = b.key(f"telegram:group:g{i}")
+        b.session(
+            key, f"g{i:02d}", [Msg("user", f"turn {i}")], participants=((OBSERVATION_TELEGRAM, "tg:7"),)
+        )
+    b.close()
+    settings = make_settings(tmp_path, root)
+    statements: list[str] = []
+    async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:
+        rt.sessions = OpenClawSessionSource("main", b.path, trace=statements.append)
+        report = await run_forget(rt, ForgetRequest(agent="main", participants=["tg:7"], dry_run=True))
+    assert len(report.sessionIds) == 30
+    assert statements.count("BEGIN") <= 30 + 3  # a transcript each; sessions, archives, fingerprints

@@ -538,3 +538,21 @@ def test_fingerprints_of_many_sessions_are_one_read_transaction_equal_to_each_fi
         assert statements.count("BEGIN") == 1  # one snapshot, however many sessions
     assert "empty" not in src.fingerprints(sessions)
     b.close()
+
+
+def test_metadata_that_is_not_utf8_is_listed_with_replacement_characters(tmp_path):
+    b = OpenClawDbBuilder(tmp_path)
+    b.session(
+        b.key("telegram:group:g1"),
+        "g1",
+        [Msg("user", "hello")],
+        participants=((OBSERVATION_TELEGRAM, "tg:1"),),
+    )
+    b.session(b.key("telegram:group:g2"), "g2", [Msg("user", "hello")])
+    b.conn.execute("UPDATE session_windows SET channel = CAST(x'74ff67' AS TEXT) WHERE session_id = 'g1'")
+    b.conn.execute("UPDATE session_participants SET actor_id = CAST(x'74673aff' AS TEXT)")
+    listing = source(b).list_sessions()
+    got = {s.session_id: s for s in listing.sessions}
+    assert got["g1"].channel == "t\ufffdg" and got["g2"].channel is None
+    assert [p.actor_id for p in got["g1"].participants] == ["tg:\ufffd"]
+    b.close()

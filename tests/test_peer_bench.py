@@ -54,8 +54,8 @@ def test_the_writer_is_given_entries_messages_and_participants_in_openclaw_shape
 def test_the_view_check_names_what_differs() -> None:
     plans = plan_agent(30)
     want = expected(plans)
-    view = {sid: list(ids) for sid, ids in want["participants"].items()}
-    gmail = {sid for sid, src in want["hooks"].items() if src == "gmail"}
+    view = {sid: list(ids) for sid, ids in want.participants.items()}
+    gmail = set(want.gmail)
     assert view_mismatches(want, view, dict(view), {"OpenClaw": gmail, "memoryd": set(gmail)}) == []
     fewer = dict(list(view.items())[1:])
     other = {**view, plans[3].session_id: ["someone"]}

@@ -77,4 +77,27 @@ async def test_the_snapshots_a_search_opens_do_not_grow_with_the_sessions(
                 opened[n, state] = statements.count("BEGIN")
             b.close()
     assert opened[8, "as indexed"] == opened[80, "as indexed"] == 0
-    assert opened[8, "changed"] == opened[80, "changed"] <= 3
+    assert opened[8, "changed"] == opened[80, "changed"] <= 4  # the tables, then list, fingerprint, archives
+
+
+async def test_openclaw_writing_its_own_tables_costs_a_search_one_read_and_no_stale_warning(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    b = _agent(sessions_root, 20)
+    b.close()
+    settings = index_settings(tmp_path, sessions_root, unique, sources=SOURCES)
+    async with agent_runtime(settings, AGENT, redis=redis) as rt:
+        await run_index_sync(rt)
+        statements: list[str] = []
+        _traced(rt, statements)
+        b.open()
+        # OpenClaw keeps its own memory index in the agent database: the file moves, no session does.
+        b.conn.execute("CREATE TABLE openclaw_memory_chunks (id INTEGER PRIMARY KEY, text TEXT)")
+        b.conn.execute("INSERT INTO openclaw_memory_chunks(text) VALUES ('lighthouse rota')")
+        report = await run_search(rt, "lighthouse rota")
+        assert report.results and not report.stale
+        assert statements.count("BEGIN") == 1
+        b.append("s007", [Msg("user", "a later turn")])
+        report = await run_search(rt, "lighthouse rota")
+        assert report.stale and "sessions/main/s007" in (report.warning or "")
+        b.close()

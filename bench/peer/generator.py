@@ -212,10 +212,18 @@ def writer_spec(plans: list[SessionPlan]) -> dict[str, Any]:
     }
 
 
-def expected(plans: list[SessionPlan]) -> dict[str, Any]:
-    """What both sides must list: session ids, participant ids per session, hook sources."""
-    return {
-        "sessions": sorted(p.session_id for p in plans),
-        "participants": {p.session_id: sorted(s[1] for s in p.participants) for p in plans},
-        "hooks": {p.session_id: p.hook_source for p in plans if p.hook_source},
-    }
+@dataclass(frozen=True, slots=True)
+class PlannedView:
+    """What both sides must list of the written agent."""
+
+    sessions: tuple[str, ...]
+    participants: dict[str, list[str]]  # session id -> participant ids, sorted
+    gmail: frozenset[str]  # the gmail hook sessions
+
+
+def expected(plans: list[SessionPlan]) -> PlannedView:
+    return PlannedView(
+        tuple(sorted(p.session_id for p in plans)),
+        {p.session_id: sorted(s[1] for s in p.participants) for p in plans},
+        frozenset(p.session_id for p in plans if p.hook_source == "gmail"),
+    )

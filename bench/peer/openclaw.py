@@ -103,4 +103,5 @@ def write_sessions(home: OpenClawHome, spec: dict[str, object]) -> dict[str, int
         what="the session writer (OpenClaw's writers)",
     )
     path.unlink()
-    return json.loads(got.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    counts: dict[str, int] = json.loads(got.stdout.strip().splitlines()[-1])
+    return counts

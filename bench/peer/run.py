@@ -8,12 +8,23 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.peer import memoryd_side
-from bench.peer.generator import AGENT, BASE_MS, DAY_MS, OWNER, SessionPlan, expected, plan_agent, writer_spec
+from bench.peer.generator import (
+    AGENT,
+    BASE_MS,
+    DAY_MS,
+    OWNER,
+    PlannedView,
+    SessionPlan,
+    expected,
+    plan_agent,
+    writer_spec,
+)
 from bench.peer.install import OPENCLAW_VERSION, PeerUnavailable, ensure_peer
 from bench.peer.openclaw import OpenClawHome, create_home, write_sessions
 from bench.peer.process import CommandFailed, Measured
@@ -35,7 +46,7 @@ def log(message: str) -> None:
 
 
 def view_mismatches(
-    want: dict[str, object],
+    want: PlannedView,
     openclaw: dict[str, list[str]],
     memoryd: dict[str, list[str]],
     hooks: dict[str, set[str]],
@@ -43,25 +54,26 @@ def view_mismatches(
     """What differs between the plan, OpenClaw's `sessions --json` and memoryd's `sessions
     --json` (session id -> participant ids), and the gmail sessions each side selects. Pure."""
     problems: list[str] = []
-    planned = set(want["sessions"])  # type: ignore[call-overload]
+    planned = set(want.sessions)
     for side, view in (("OpenClaw", openclaw), ("memoryd", memoryd)):
         if set(view) != planned:
             missing, extra = sorted(planned - set(view)), sorted(set(view) - planned)
             problems.append(
-                f"{side} lists {len(view)} sessions, {len(planned)} were written (missing {missing[:3]}, extra {extra[:3]})"
+                f"{side} lists {len(view)} sessions, {len(planned)} were written "
+                f"(missing {missing[:3]}, extra {extra[:3]})"
             )
-    participants = want["participants"]
-    assert isinstance(participants, dict)
     for sid in sorted(planned & set(openclaw) & set(memoryd)):
-        if not (openclaw[sid] == memoryd[sid] == participants[sid]):
+        if not (openclaw[sid] == memoryd[sid] == want.participants[sid]):
             problems.append(
-                f"session {sid}: participants written {participants[sid]}, OpenClaw {openclaw[sid]}, memoryd {memoryd[sid]}"
+                f"session {sid}: participants written {want.participants[sid]}, "
+                f"OpenClaw {openclaw[sid]}, memoryd {memoryd[sid]}"
             )
             break
-    gmail = {sid for sid, source in want["hooks"].items() if source == "gmail"}  # type: ignore[attr-defined]
     for side, selected in hooks.items():
-        if selected != gmail:
-            problems.append(f"{side} selects {len(selected)} gmail hook sessions, {len(gmail)} were written")
+        if selected != want.gmail:
+            problems.append(
+                f"{side} selects {len(selected)} gmail hook sessions, {len(want.gmail)} were written"
+            )
     return problems
 
 
@@ -189,8 +201,11 @@ class Bench:
         home = create_home(peer, self.work / f"agent-{n}")
         plans = plan_agent(n)
         log(f"  writing {n:,} sessions with OpenClaw's writers ...")
+        started = time.perf_counter()
         written = write_sessions(home, writer_spec(plans))
-        log(f"  written: {written}")
+        log(
+            f"  written: {written['sessions']:,} sessions, {written['messages']:,} messages in {time.perf_counter() - started:.0f} s"
+        )
         memoryd_side.write_config(home, self.redis_url, self.host_id)
         check_same_view(home, plans)
         log("  both sides list the same sessions, participants and gmail hook sessions; indexing once ...")

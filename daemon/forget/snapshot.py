@@ -238,6 +238,10 @@ def read_transcript_writes(
     for a in catalog.archives:
         archives.setdefault(a.session_id, []).append(a)
     workspace = os.path.abspath(rt.paths.workspace)
+    # Which selected live sessions have a transcript, in one read (not one per session).
+    with_transcript = rt.sessions.fingerprints(
+        [live[t.session_id] for t in selection.targets if t.session_id in live]
+    )
     out: list[CuratedWrite] = []
     for target in selection.targets:
         sources: list[SessionInfo | ArchiveInfo] = []
@@ -245,7 +249,7 @@ def read_transcript_writes(
             sources.append(live[target.session_id])
         sources += archives.get(target.session_id, [])
         for source in sources:
-            if isinstance(source, SessionInfo) and rt.sessions.fingerprint(source) is None:
+            if isinstance(source, SessionInfo) and source.session_id not in with_transcript:
                 continue
             try:
                 with rt.sessions.open_transcript(source) as lines:

@@ -5,9 +5,9 @@ an admitted transcript changed, the embedding model changed, or the last index r
 work undone (memory_index_meta 'dirty'). Stats are taken outside the store's thread; only
 files whose stat moved are re-hashed.
 
-Sessions cost nothing per session while the session source's revision is the one the last
-complete index run read (and no index row changed since): then every transcript it listed is
-indexed at the stat it has now. Otherwise all fingerprints are read in one transaction.
+Sessions cost nothing per session while the session source is unchanged since the revision
+the last complete index run read (and no index row changed since): then every transcript it
+listed is indexed at the stat it has now. Otherwise all fingerprints are read in one transaction.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _disk_state(rt: AgentRuntime, seen_revision: str | None) -> DiskState:
     memory = memory_file_stats(rt.paths.workspace)
     if "sessions" not in rt.settings.index.sources:
         return DiskState(memory, None)
-    if seen_revision is not None and rt.sessions.revision() == seen_revision:
+    if seen_revision is not None and rt.sessions.unchanged_since(seen_revision):
         return DiskState(memory, None)
     try:
         refs, _ = list_session_refs(rt.sessions, rt.agent_id, policy_of(rt.settings))

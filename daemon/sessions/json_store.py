@@ -350,6 +350,9 @@ class JsonSessionSource:
     def revision(self) -> str | None:
         return None  # an append to a transcript shows only in that file's own stat
 
+    def unchanged_since(self, revision: str) -> bool:
+        return False
+
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         fingerprint = self.fingerprint
         return {s.session_id: fp for s in sessions if (fp := fingerprint(s)) is not None}

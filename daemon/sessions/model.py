@@ -95,6 +95,10 @@ class SessionSource(Protocol):
         without listing (None: the source cannot tell; ask every fingerprint)."""
         ...
 
+    def unchanged_since(self, revision: str) -> bool:
+        """Whether nothing the source lists changed since it was at `revision`."""
+        ...
+
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         """session id -> `fingerprint` of each session whose transcript exists, read at once
         (one read transaction where the source is a database)."""

@@ -67,10 +67,13 @@ TRUSTED_COLUMN_HOOK_SOURCES = frozenset({"gmail"})
 # octet_length (SQLite 3.43+) sizes a TEXT value without loading it; older builds cast.
 _BYTES = "octet_length({})" if sqlite3.sqlite_version_info >= (3, 43, 0) else "length(CAST({} AS BLOB))"
 
+# An empty text is read as NULL (an unset field), here rather than per value in Python.
 _WINDOWS_SQL = """
-SELECT w.session_id, w.session_key, w.created_at, w.updated_at, w.session_entry_provenance,
-       w.hook_external_content_source, w.chat_type, w.channel, w.account_id, w.spawned_by,
-       n.current_session_id, n.entry_json, n.created_via, n.spawned_by
+SELECT nullif(w.session_id, ''), nullif(w.session_key, ''), w.created_at, w.updated_at,
+       w.session_entry_provenance, nullif(w.hook_external_content_source, ''),
+       nullif(w.chat_type, ''), nullif(w.channel, ''), nullif(w.account_id, ''),
+       nullif(w.spawned_by, ''), nullif(n.current_session_id, ''), nullif(n.entry_json, ''),
+       nullif(n.created_via, ''), nullif(n.spawned_by, '')
 FROM session_windows AS w LEFT JOIN session_nodes AS n ON n.session_key = w.session_key
 ORDER BY w.created_at, w.session_id
 """
@@ -97,6 +100,20 @@ FROM (SELECT session_id, count(*) AS n, max(created_at) AS newest,
       FROM transcript_events GROUP BY session_id) AS e
 LEFT JOIN session_windows AS w ON w.session_id = e.session_id
 """
+# What changes when a session, a window, a transcript or an archive does: OpenClaw's writers
+# set a window's transcript_updated_at and updated_at to the time of each change, so their
+# sums move with any one of them (integer sums: a float total would round at this size); event
+# rows are counted and their newest rowid kept (a trimmed transcript). Aggregates in SQLite's C:
+# no row reaches Python.
+_TABLES_REVISION_SQL = """
+SELECT (SELECT count(*) FROM session_windows),
+       (SELECT sum(transcript_updated_at) FROM session_windows),
+       (SELECT sum(updated_at) FROM session_windows),
+       (SELECT count(*) FROM session_nodes), (SELECT sum(updated_at) FROM session_nodes),
+       (SELECT count(*) FROM transcript_events), (SELECT max(rowid) FROM transcript_events),
+       (SELECT count(*) FROM session_transcript_archives),
+       (SELECT max(rowid) FROM session_transcript_archives)
+"""
 # An event over the line cap is not loaded at all: its payload column is selected as NULL.
 _EVENTS_SQL = f"""
 SELECT seq,
@@ -121,9 +138,9 @@ def _stat_key(path: Path) -> StatKey:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _text(raw: bytes) -> str:
+def _text(raw: bytes | str) -> str:
     # Metadata columns are compared as strings; undecodable bytes must not abort a listing.
-    return raw.decode("utf-8", "replace")
+    return raw if raw.__class__ is str else raw.decode("utf-8", "replace")  # type: ignore[union-attr,return-value]
 
 
 class _Snapshot:
@@ -242,14 +259,15 @@ def effective_hook_source(
     return None
 
 
-def _participant(namespace_json: str, actor_id: str) -> tuple[Participant, str | None]:
-    """identity = {...JSON.parse(namespace), id: actor_id}; a bad namespace keeps the id."""
+def _namespace(namespace_json: str) -> tuple[tuple[tuple[str, Any], ...], str | None]:
+    """identity = {...JSON.parse(namespace), id: actor_id}: the namespace part, as sorted
+    items, and what is wrong with it (a bad namespace is kept empty)."""
     try:
         ns = orjson.loads(namespace_json)
     except orjson.JSONDecodeError:
-        return Participant(actor_id), "identity_namespace is not valid JSON"
+        return (), "identity_namespace is not valid JSON"
     if not isinstance(ns, dict):
-        return Participant(actor_id), "identity_namespace is not a JSON object"
+        return (), "identity_namespace is not a JSON object"
     items = []
     for k, v in ns.items():
         if k == "id":
@@ -258,7 +276,21 @@ def _participant(namespace_json: str, actor_id: str) -> tuple[Participant, str |
         if isinstance(v, dict | list):
             v = orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
         items.append((k, v))
-    return Participant(actor_id, tuple(sorted(items))), None
+    return tuple(sorted(items)), None
+
+
+def _listing_rows(conn: Any) -> tuple[list[Any], list[Any], bool]:  # a pysqlite3 connection
+    """The window and participant rows, and whether SQLite decoded their text: should a value
+    not be UTF-8, all of them are read as bytes, which `_text` decodes with replacement."""
+    conn.text_factory = str
+    try:
+        return conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall(), True
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+    finally:
+        conn.text_factory = bytes
+    return conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall(), False
 
 
 class OpenClawSessionSource:
@@ -312,14 +344,18 @@ class OpenClawSessionSource:
     def list_sessions(self) -> SessionListing:
         if not self.db_path.exists():
             return SessionListing(())
-        windows, participants = self._read(
-            lambda conn: (conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall())
-        )
+        windows, participants, decoded = self._read(_listing_rows)
         errors: list[str] = []
         by_key: dict[str, list[Participant]] = {}
+        namespaces: dict[str, tuple[tuple[tuple[str, Any], ...], str | None]] = {}
         for raw_key, raw_ns, raw_actor in participants:
-            key, actor = _text(raw_key), _text(raw_actor)
-            participant, problem = _participant(_text(raw_ns), actor)
+            key, actor, ns_text = _text(raw_key), _text(raw_actor), _text(raw_ns)
+            # A few namespaces (one per channel account) recur in every session: parse each once.
+            parsed = namespaces.get(ns_text)
+            if parsed is None:
+                parsed = namespaces[ns_text] = _namespace(ns_text)
+            namespace, problem = parsed
+            participant = Participant(actor, namespace)
             if problem:
                 errors.append(
                     f"{self.db_path}: session_participants {key!r} {actor!r}: {problem}; "
@@ -328,7 +364,7 @@ class OpenClawSessionSource:
             by_key.setdefault(key, []).append(participant)
         sessions: list[SessionInfo] = []
         for raw in windows:
-            row = _WindowRow(*(_opt(v) for v in raw))
+            row = _WindowRow(*raw) if decoded else _WindowRow(*map(_opt, raw))
             problem = session_source_problem(row.session_id)
             if problem:
                 errors.append(
@@ -431,6 +467,27 @@ class OpenClawSessionSource:
         return _fingerprint(revision, count, newest, size)
 
     def revision(self) -> str | None:
+        """The database file's revision and its session tables' (`unchanged_since` compares
+        both); None when the tables cannot be read."""
+        try:
+            tables = self._tables_revision()
+        except OperationFailed:
+            return None
+        return f"{self._file_revision()}#{tables}"
+
+    def unchanged_since(self, revision: str) -> bool:
+        """Nothing a listing or a fingerprint reads changed since `revision`: the file is as it
+        was (no connection opened), or another part of the database changed but the session
+        tables did not (one read: OpenClaw keeps its own memory index in this database)."""
+        file_revision, _, tables = revision.partition("#")
+        if self._file_revision() == file_revision:
+            return True
+        try:
+            return self._tables_revision() == tables
+        except OperationFailed:
+            return False
+
+    def _file_revision(self) -> str:
         """Changes with every commit, without opening the database: the main file's stat and
         its header's change counter (a commit without WAL), and the WAL's size and header
         (between two WAL resets a commit only appends frames; a reset draws new salts)."""
@@ -446,6 +503,12 @@ class OpenClawSessionSource:
         except FileNotFoundError:
             wal = "none"
         return f"openclaw:{':'.join(map(str, main))}:{counter}:{wal}"
+
+    def _tables_revision(self) -> str:
+        if not self.db_path.exists():
+            return "absent"
+        row = self._read(lambda conn: conn.execute(_TABLES_REVISION_SQL).fetchone())
+        return ":".join(map(str, row))
 
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         """`fingerprint` of each session that has events, all from one read transaction: one
