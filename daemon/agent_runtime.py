@@ -21,19 +21,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING
 
 from daemon.agents import AgentPaths, agent_paths
 from daemon.caches import ProcessCaches
-from daemon.lock import WorkspaceLock
-from daemon.redis_conn import redis_from_url
 from daemon.sessions.json_store import ListingCache
 from daemon.sessions.model import SessionSource
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 from daemon.store.db import Store
 from daemon.store.tombstones import load_or_create_secret
+
+if TYPE_CHECKING:
+    # Typing only: a read-only runtime (a dry run) never loads the Redis client.
+    from redis.asyncio import Redis
+
+    from daemon.lock import WorkspaceLock
 
 
 @dataclass
@@ -53,6 +56,8 @@ class AgentRuntime:
     def lock(self) -> WorkspaceLock:
         if self.redis is None:
             raise RuntimeError("this runtime was opened without Redis")
+        from daemon.lock import WorkspaceLock  # imports redis: only a runtime with Redis locks
+
         return WorkspaceLock(
             self.redis,
             self.paths.workspace,
@@ -96,11 +101,14 @@ async def agent_runtime(
             store = await Store.open_existing(paths.db_path)
         else:
             store = await Store.open(paths.db_path)
-        if isinstance(redis, Redis):
-            client = redis
-        elif redis:
+        if redis is True:
+            # Imported here: a runtime without Redis must not load the client.
+            from daemon.redis_conn import redis_from_url
+
             client = redis_from_url(settings.redis_url)  # no I/O until the first command
             own_client = True
+        elif redis is not False:
+            client = redis
         yield AgentRuntime(settings, paths, store, client, source, readonly, caches)
     finally:
         if store is not None:

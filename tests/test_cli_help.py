@@ -3,10 +3,14 @@ each option says what it is for, and help works with -h as with --help."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pytest
 
 from daemon.cli import cli, main
+from tests.builders import SessionStoreBuilder, conversation
+from tests.conftest import REDIS_URL
 
 
 def _commands() -> list[tuple[list[str], click.Command]]:
@@ -98,3 +102,21 @@ def test_a_command_imports_its_own_module_only() -> None:
     assert "daemon.commands.ingest" in commands
     assert not commands & {"daemon.commands.forget", "daemon.commands.retention", "daemon.commands.dream"}
     assert not modules & {"numpy", "httpx"}
+
+
+def test_a_forget_dry_run_imports_neither_redis_nor_arq(
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, unique: str
+) -> None:
+    # A dry run never connects to Redis, so its start-up must not pay for the client.
+    store_builder.add("agent:main:main", "direct-1", conversation("orchard", "direct-1"), chatType="direct")
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n[retention]\ntenant = "t{unique}"\n'
+    )
+    assert main(["--config", str(config), "ingest", "--agent", "main"]) == 0
+    modules = _imported_after(
+        "--config", str(config), "forget", "--agent", "main", "--session", "direct-1", "--dry-run"
+    )
+    assert "daemon.commands.forget" in modules
+    assert not modules & {"redis", "arq"}

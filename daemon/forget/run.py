@@ -12,19 +12,23 @@
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
-from daemon.forget.apply import apply_plan
 from daemon.forget.plan import ForgetPlan, plan_forget
 from daemon.forget.report import ForgetReport, build_report
 from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
-from daemon.lock import Lease
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
+
+if TYPE_CHECKING:
+    # Typing only: a dry run never loads the Redis client or the lock.
+    from redis.asyncio import Redis
+
+    from daemon.lock import Lease
 
 # Each round re-plans after another writer changed the lineage mid-apply; a workspace whose
 # lineage keeps changing under the lock points at a writer that ignores the lock.
@@ -69,6 +73,8 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     store = rt.require_store()
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
+    from daemon.forget.apply import apply_plan  # a dry run applies nothing
+
     catalog, selection = await _resolve(rt, request)
     carried: frozenset[str] = frozenset()
     tombstoned = False

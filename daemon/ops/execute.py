@@ -8,17 +8,19 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol
-
-from pydantic import BaseModel
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, Any, Protocol
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import LockTimeout
-from daemon.lock import Lease
 from daemon.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Routing, agent_of
-from daemon.redis_conn import connect_redis
 from daemon.settings import Settings
+
+if TYPE_CHECKING:
+    # Typing only: an op without a lock (a dry run) never loads the Redis client.
+    from pydantic import BaseModel
+    from redis.asyncio import Redis
+
+    from daemon.lock import Lease
 
 
 class Resources(Protocol):
@@ -83,6 +85,8 @@ class LocalResources:
 
     async def redis(self) -> Redis:
         if self._redis is None:
+            from daemon.redis_conn import connect_redis  # imports redis: only host-wide ops need it
+
             self._redis = await connect_redis(self.settings.redis_url)  # one line if unreachable
         return self._redis
 

@@ -16,10 +16,12 @@ from daemon.ops.op import LockPolicy, Op, OpContext, Routing
 
 async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
     from daemon.forget.run import preview_forget, purge
-    from daemon.ops.forget_redis import purge_forgotten_from_redis
 
     if request.dry_run:
         return await preview_forget(ctx.agent_runtime(), request)
+    # Imported here: it loads redis and arq, which a dry run never uses.
+    from daemon.ops.forget_redis import purge_forgotten_from_redis
+
     report = await purge(ctx.agent_runtime(), request, ctx.require_lease())
     await purge_forgotten_from_redis(ctx.settings, ctx.require_redis(), request.agent, report.sessionIds)
     return report
