@@ -114,6 +114,14 @@ def _excluded_checkpoint(session: SessionInfo, reason: str, now_ms: int) -> Chec
     )
 
 
+def _commit_failed(path: object, exc: BaseException) -> OperationFailed:
+    """A batch's reservation or commit failed: nothing of it was staged (its corpus append is
+    cut back), so the next sweep reads it again."""
+    return OperationFailed(
+        f"{path}: ingest commit failed ({exc}); nothing of this batch was staged and the next sweep reads it again"
+    )
+
+
 def _scanned_checkpoint(session: SessionInfo, fp: Fingerprint, cursor: Cursor, now_ms: int) -> Checkpoint:
     return Checkpoint(
         state_key(session.agent_id, session.session_path),
@@ -532,10 +540,7 @@ class _Sweep:
                         fence=lease.fence,
                     )
                 except ANY_SQLITE_ERROR as exc:
-                    raise OperationFailed(
-                        f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
-                        "staged and the next sweep reads it again"
-                    ) from exc
+                    raise _commit_failed(store.path, exc) from exc
                 failpoint("ingest.corpus.reserved")
             appended, staged, seen = await self._append_corpus(candidates)
             failpoint("ingest.corpus.appended")
@@ -560,10 +565,7 @@ class _Sweep:
                     fence=lease.fence,
                 )
             except ANY_SQLITE_ERROR as exc:
-                raise OperationFailed(
-                    f"{store.path}: ingest commit failed ({exc}); nothing of this batch was "
-                    "staged and the next sweep reads it again"
-                ) from exc
+                raise _commit_failed(store.path, exc) from exc
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
 
