@@ -22,7 +22,7 @@ Under the retention lease:
 A crash anywhere leaves state a rerun of the same request converges from: the plan is always
 recomputed from what is live, and the sessions come from the (untouched) sources and the
 participants recorded at ingestion.
-Failpoints (tests): erase.retention, erase.forget, erase.hash_records, erase.verify, erase.receipt.
+Failpoints (tests): erase.journal, erase.retention, erase.forget, erase.hash_records, erase.verify, erase.receipt.
 """
 
 from __future__ import annotations
@@ -411,7 +411,7 @@ async def run_erase(
         return build_receipt(plan, request, ts, planned_artifacts(plan), None)
     assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
-        await journal.drop_orphan_keys(settings, store)
+        await journal.drop_orphan_keys(settings, store, lease.fence)
         pending = await journal.load(settings, store, request.scope)
         resumed = pending is not None
         plan, subject = await _prepare(settings, store, request, pending.sessions if pending else ())
@@ -422,7 +422,7 @@ async def run_erase(
             await store.write(_store_receipt, receipt, fence=lease.fence)
             return receipt
         pending = await journal.save(
-            settings, store, request.scope, pending, subject, plan.forget_sessions, lease.fence
+            settings, store, request.scope, subject, plan.forget_sessions, lease.fence
         )
         failpoint("erase.retention")
         rewritten, objects, scopes, coarsened = await store.write(

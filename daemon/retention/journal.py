@@ -22,12 +22,13 @@ from pathlib import Path
 import orjson
 
 from daemon.constants import ERASURE_JOURNAL_DIR, RETENTION_KEY_NAME
+from daemon.failpoints import failpoint
 from daemon.retention.needles import VerifySubject
 from daemon.retention.plan import SessionTarget
 from daemon.retention.seal import seal, unseal
 from daemon.settings import Settings
 from daemon.store import retention as repo
-from daemon.store.db import FenceToken, Store
+from daemon.store.db import Connection, FenceToken, Store
 from daemon.store.tombstones import load_or_create_secret
 
 
@@ -77,40 +78,51 @@ def _decode(journal_id: str, data: bytes) -> PendingErasure:
     return PendingErasure(journal_id, subject, sessions)
 
 
-async def load(settings: Settings, store: Store, target: str) -> PendingErasure | None:
-    """The pending erasure of `target`, or None. An entry whose key file is gone cannot be read:
-    it is dropped (its needles are lost, and the rerun verifies with what it finds now)."""
-    found = await store.read(repo.journal_entry, target_ref(settings, target))
-    if found is None:
-        return None
-    journal_id, sealed = found
+def _open(settings: Settings, journal_id: str, sealed: bytes) -> PendingErasure:
+    """An entry's needles. Its key file may be gone (a run stopped past its lease swept it as an
+    orphan): the entry is still adopted, by its id, with no needles; the run verifies with what
+    it finds now, and its receipt deletes the row."""
     try:
         key = _key_path(settings, journal_id).read_bytes()
     except FileNotFoundError:
-        return None
+        return PendingErasure(journal_id, VerifySubject(), ())
     return _decode(journal_id, unseal(key, sealed))
+
+
+async def load(settings: Settings, store: Store, target: str) -> PendingErasure | None:
+    """The pending erasure of `target`, or None."""
+    found = await store.read(repo.journal_entry, target_ref(settings, target))
+    return _open(settings, *found) if found is not None else None
 
 
 async def save(
     settings: Settings,
     store: Store,
     target: str,
-    pending: PendingErasure | None,
     subject: VerifySubject,
     sessions: tuple[SessionTarget, ...],
     fence: FenceToken,
 ) -> PendingErasure:
-    """Journal (or re-journal, merged) the needles before anything is deleted. The key file is
-    written and synced before the row, so a row never exists without its key."""
-    journal_id = pending.journal_id if pending else secrets.token_hex(16)
-    merged = PendingErasure(
-        journal_id, _merge(pending.subject, subject) if pending else subject, _union(pending, sessions)
-    )
-    key = load_or_create_secret(_key_path(settings, journal_id))
-    await store.write(
-        repo.put_journal, journal_id, target_ref(settings, target), seal(key, _encode(merged)), fence=fence
-    )
-    return merged
+    """Journal (or re-journal, merged) the needles before anything is deleted, in one fenced
+    write transaction that reads the target's entry again: a run stopped past its lease may
+    have written one since this run's `load`, and a second row for the target would break the
+    entry's uniqueness. The key file is written under the same write lock, before the row, so
+    a row never exists without its key and no orphan sweep (`drop_orphan_keys`) runs between."""
+    ref = target_ref(settings, target)
+
+    def write(conn: Connection) -> PendingErasure:
+        found = repo.journal_entry(conn, ref)
+        earlier = _open(settings, *found) if found is not None else None
+        journal_id = earlier.journal_id if earlier else secrets.token_hex(16)
+        merged = PendingErasure(
+            journal_id, _merge(earlier.subject, subject) if earlier else subject, _union(earlier, sessions)
+        )
+        key = load_or_create_secret(_key_path(settings, journal_id))
+        repo.put_journal(conn, journal_id, ref, seal(key, _encode(merged)))
+        return merged
+
+    failpoint("erase.journal")
+    return await store.write(write, fence=fence)
 
 
 def _merge(a: VerifySubject, b: VerifySubject) -> VerifySubject:
@@ -136,12 +148,18 @@ def drop_key(settings: Settings, journal_id: str) -> None:
         pass
 
 
-async def drop_orphan_keys(settings: Settings, store: Store) -> None:
-    """Key files whose entry is gone (a crash between the receipt and the unlink)."""
+async def drop_orphan_keys(settings: Settings, store: Store, fence: FenceToken) -> None:
+    """Key files whose entry is gone (a crash between the receipt and the unlink, or inside a
+    `save`). Swept under the fenced write lock, like `save`'s key and row: a run stopped past
+    its lease cannot read the entries, stop, and then unlink the key of one a newer run wrote."""
     folder = _dir(settings)
     if not folder.is_dir():
         return
-    live = await store.read(repo.journal_ids)
-    for path in folder.glob("*.key"):
-        if path.stem not in live:
-            drop_key(settings, path.stem)
+
+    def sweep(conn: Connection) -> None:
+        live = repo.journal_ids(conn)
+        for path in folder.glob("*.key"):
+            if path.stem not in live:
+                drop_key(settings, path.stem)
+
+    await store.write(sweep, fence=fence)
