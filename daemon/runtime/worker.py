@@ -88,6 +88,11 @@ def _op_of(job_id: str) -> Op[Any] | None:
         return None  # not one of ours (another tool's id scheme): the worker-wide defaults apply
 
 
+def _is_background(job_id: str) -> bool:
+    op = _op_of(job_id)
+    return op is not None and op.background
+
+
 def _member_problem(member: bytes, score: float | None) -> str | None:
     """Why arq cannot start this queue member, or None."""
     try:
@@ -229,7 +234,24 @@ class MemorydWorker(Worker):
         # A job this worker is still running stays queued: the running copy's result finishes it.
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
         startable = [j for j in startable if j.decode() not in running]
+        startable = self._hold_back_background(startable, running)
         await super().start_jobs(await self._hold_back_sweeps(startable))
+
+    def _hold_back_background(self, job_ids: list[bytes], running: set[str]) -> list[bytes]:
+        """Background jobs (Op.background: dreaming, backfill) take at most max_jobs - 1 slots
+        together, so an ingest sweep, a forget or an erasure never waits for one to end. The
+        others stay queued, never started: no try is spent and nothing fails; a later poll
+        starts them when a background job has ended."""
+        cap = max(1, self.max_jobs - 1)  # max_jobs = 1 leaves no slot to keep free
+        busy = sum(1 for job_id in running if _is_background(job_id))
+        startable = []
+        for member in job_ids:
+            if _is_background(member.decode()):
+                if busy >= cap:
+                    continue
+                busy += 1
+            startable.append(member)
+        return startable
 
     async def _hold_back_sweeps(self, job_ids: list[bytes]) -> list[bytes]:
         """Sweeps stay queued while a purge interrupted by a crash has not run again."""
