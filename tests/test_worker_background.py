@@ -13,8 +13,17 @@ from daemon.failpoints import HOLD_ENV_VAR, RELEASE_ENV_VAR
 from daemon.forget.request import ForgetRequest
 from daemon.ops import dream as dream_op
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.wire import queue_name
 from daemon.settings import load_settings
-from tests.daemon_harness import DaemonProcess, FailpointTrace, NotifySocket, forgotten, write_config
+from tests.daemon_harness import (
+    DaemonProcess,
+    FailpointTrace,
+    NotifySocket,
+    cleanup_redis,
+    forgotten,
+    wait_state,
+    write_config,
+)
 from tests.polling import until
 from tests.test_live_ingest import LIVE_CONFIG, World
 
@@ -76,3 +85,35 @@ async def test_two_held_dreams_leave_a_slot_for_a_forget_and_a_live_sweep(world:
             ended = await client.wait(job.job_id, timeout_s=30)
             assert ended.state == "complete", (ended.error, world.daemon.log())
             assert ended.tries == 1, "holding a dream back spent a try"
+
+
+async def test_a_forget_behind_a_page_of_held_back_dreams_still_starts(world: World, tmp_path: Path):
+    # arq reads the first 100 ready jobs of a queue; 120 held-back dreams queued before the
+    # forget fill that page, and the worker must read past them.
+    release = tmp_path / "release"
+    world.notify = NotifySocket(tmp_path / "n.sock")
+    env = {
+        **FailpointTrace(tmp_path / "trace").env,
+        HOLD_ENV_VAR: "dream.select",
+        RELEASE_ENV_VAR: str(release),
+    }
+    world.daemon = DaemonProcess(world.config, world.notify, tmp_path / "daemon.log", env=env).start()
+    world.notify.wait_for("READY=1", timeout_s=30)
+    await until(lambda: "orchard" in world.corpus(), "the first sweep", 30)
+
+    queued: list[str] = []
+    try:
+        async with MemorydClient.connect(world.settings) as client:
+            held = await client.submit(dream_op.OP, {"agent": world.agent})
+            await wait_state(client, held.job_id, "running")
+            for i in range(120):  # agents this host does not serve: each fails at once when run
+                job = await client.enqueue("dream", {"agent": f"x{i}"}, queue=queue_name(world.host))
+                queued.append(job.job_id)
+            forget = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-two"]))
+            done = await client.wait(forget.job_id, timeout_s=10)
+            assert done.state == "complete", (done.error, world.daemon.log())
+            assert (await client.job(queued[-1])).state == "queued"
+            release.touch()
+            await client.wait(queued[-1], timeout_s=60)
+    finally:
+        cleanup_redis(world.redis_url, [], [], queued)

@@ -235,6 +235,10 @@ class MemorydWorker(Worker):
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
         startable = [j for j in startable if j.decode() not in running]
         startable = self._hold_back_background(startable, running)
+        if startable == [] and len(job_ids) >= self.queue_read_limit:
+            # fewer than a page: this call does not come back here
+            await self.start_jobs(await self._past_held_back())
+            return
         await super().start_jobs(await self._hold_back_sweeps(startable))
 
     def _hold_back_background(self, job_ids: list[bytes], running: set[str]) -> list[bytes]:
@@ -252,6 +256,26 @@ class MemorydWorker(Worker):
                 busy += 1
             startable.append(member)
         return startable
+
+    async def _past_held_back(self) -> list[bytes]:
+        """arq reads the first queue_read_limit ready jobs; when held-back background jobs fill
+        that page, a forget behind them would never be seen. Read on, past every job that would
+        be held back, up to the first one that can start."""
+        offset = self.queue_read_limit
+        while True:
+            page = await self.pool.zrangebyscore(
+                self.queue_name,
+                min=float("-inf"),
+                max=time.time() * 1000,
+                start=offset,
+                num=self.queue_read_limit,
+            )
+            if not page:
+                return []
+            found = [m for m in page if not _is_background(m.decode(errors="replace"))]
+            if found:
+                return found[: self.queue_read_limit - 1]
+            offset += len(page)
 
     async def _hold_back_sweeps(self, job_ids: list[bytes]) -> list[bytes]:
         """Sweeps stay queued while a purge interrupted by a crash has not run again."""
