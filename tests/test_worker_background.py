@@ -85,6 +85,7 @@ async def test_two_held_dreams_leave_a_slot_for_a_forget_and_a_live_sweep(world:
             ended = await client.wait(job.job_id, timeout_s=30)
             assert ended.state == "complete", (ended.error, world.daemon.log())
             assert ended.tries == 1, "holding a dream back spent a try"
+    cleanup_redis(world.redis_url, [], [], [first.job_id, second.job_id, forget.job_id])
 
 
 async def test_a_forget_behind_a_page_of_held_back_dreams_still_starts(world: World, tmp_path: Path):
@@ -105,15 +106,17 @@ async def test_a_forget_behind_a_page_of_held_back_dreams_still_starts(world: Wo
     try:
         async with MemorydClient.connect(world.settings) as client:
             held = await client.submit(dream_op.OP, {"agent": world.agent})
+            queued.append(held.job_id)
             await wait_state(client, held.job_id, "running")
             for i in range(120):  # agents this host does not serve: each fails at once when run
                 job = await client.enqueue("dream", {"agent": f"x{i}"}, queue=queue_name(world.host))
                 queued.append(job.job_id)
             forget = await client.enqueue_forget(ForgetRequest(agent=world.agent, sessions=["s-two"]))
+            queued.append(forget.job_id)
             done = await client.wait(forget.job_id, timeout_s=10)
             assert done.state == "complete", (done.error, world.daemon.log())
-            assert (await client.job(queued[-1])).state == "queued"
+            assert (await client.job(queued[-2])).state == "queued"
             release.touch()
-            await client.wait(queued[-1], timeout_s=60)
+            await client.wait(queued[-2], timeout_s=60)
     finally:
         cleanup_redis(world.redis_url, [], [], queued)
