@@ -24,8 +24,8 @@ from tests.daemon_harness import (
     wait_state,
     write_config,
 )
+from tests.live_harness import LIVE_CONFIG, World
 from tests.polling import until
-from tests.test_live_ingest import LIVE_CONFIG, World
 
 pytestmark = pytest.mark.slow  # a daemon process
 
