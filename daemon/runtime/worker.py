@@ -130,7 +130,10 @@ class MemorydWorker(Worker):
 
     And when it starts it retries at once what a dead worker of its queue was running
     (daemon.runtime.interrupted); an interrupted purge (a forget) runs before any sweep does, so
-    its forgotten records are written before a sweep can ingest those sessions again."""
+    its forgotten records are written before a sweep can ingest those sessions again.
+
+    And it keeps a slot free of background jobs (Op.background: dreaming, backfill), which run
+    for minutes on a large history: the ones over the cap wait in the queue, never started."""
 
     _bell_task: asyncio.Task[None] | None = None
     _enqueued: asyncio.Event | None = None
@@ -236,7 +239,8 @@ class MemorydWorker(Worker):
         startable = [j for j in startable if j.decode() not in running]
         startable = self._hold_back_background(startable, running)
         if startable == [] and len(job_ids) >= self.queue_read_limit:
-            # fewer than a page: this call does not come back here
+            # a page of held-back dreams hides what is behind it; the jobs found past them are
+            # fewer than a page, so this second call does not read on again
             await self.start_jobs(await self._past_held_back())
             return
         await super().start_jobs(await self._hold_back_sweeps(startable))
