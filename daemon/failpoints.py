@@ -3,6 +3,8 @@
     MEMORYD_FAILPOINTS=forget.index,forget.corpus memoryd forget …   # these steps fail
     MEMORYD_FAILPOINT_TRACE=/tmp/trace memoryd run                     # "<step> <pid>" per step reached
     MEMORYD_FAILPOINT_STOP=ingest.corpus.write memoryd ingest …         # SIGSTOP itself there, once
+    MEMORYD_FAILPOINT_HOLD=dream.select MEMORYD_FAILPOINT_RELEASE=/tmp/go memoryd run
+                                        # each job there waits (the process runs on) for /tmp/go
 
 Each multi-step operation calls `failpoint("<name>")` at the boundaries whose crash
 behaviour it promises (forget: forget.mark, forget.index, forget.state, forget.preimages,
@@ -24,6 +26,8 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import anyio
+
 from daemon.errors import OperationFailed
 
 ENV_VAR = "MEMORYD_FAILPOINTS"
@@ -31,6 +35,12 @@ TRACE_ENV_VAR = "MEMORYD_FAILPOINT_TRACE"
 # The process stops itself (SIGSTOP) at these steps, the first time each is reached, after the
 # trace line: a test holds it there for as long as it likes (past its lease) and sends SIGCONT.
 STOP_ENV_VAR = "MEMORYD_FAILPOINT_STOP"
+
+# Steps awaited with `held(name)` wait there, each time they are reached, until the file named
+# by RELEASE_ENV_VAR exists; the event loop runs on, so a test can hold one job of a daemon.
+HOLD_ENV_VAR = "MEMORYD_FAILPOINT_HOLD"
+RELEASE_ENV_VAR = "MEMORYD_FAILPOINT_RELEASE"
+HOLD_POLL_S = 0.05
 
 _callbacks: dict[str, list[Callable[[], None]]] = {}
 
@@ -52,6 +62,17 @@ def failpoint(name: str) -> None:
     armed = os.environ.get(ENV_VAR)
     if armed and name in {n.strip() for n in armed.split(",")}:
         raise FailpointTriggered(f"failpoint {name} triggered ({ENV_VAR})")
+
+
+async def held(name: str) -> None:
+    """`failpoint(name)` at an async step, which MEMORYD_FAILPOINT_HOLD can also hold."""
+    failpoint(name)
+    holds = os.environ.get(HOLD_ENV_VAR)
+    if not holds or name not in {n.strip() for n in holds.split(",")}:
+        return
+    release = os.environ.get(RELEASE_ENV_VAR, "")
+    while not (release and os.path.exists(release)):  # noqa: ASYNC110 - another process makes the file
+        await anyio.sleep(HOLD_POLL_S)
 
 
 @contextmanager

@@ -173,7 +173,11 @@ class DaemonSettings(Section):
         description="arq worker poll interval: an idle worker picks up a new job within it "
         "(arq's own 0.5 s default makes every job round trip take half a second).",
     )
-    max_jobs: int = Field(default=4, ge=1, description="Jobs run at once (mutations serialize on the lock).")
+    max_jobs: int = Field(
+        default=4,
+        ge=1,
+        description="Jobs run at once (mutations serialize on the lock; dream and backfill jobs take at most max_jobs - 1).",
+    )
     job_timeout_s: float = Field(default=3600.0, gt=0, description="A job running longer is cancelled.")
     keep_result_s: int = Field(default=86_400, ge=1, description="How long job results stay in Redis.")
     redis_retry_max_s: float = Field(

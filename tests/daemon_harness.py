@@ -72,12 +72,13 @@ def write_config(
     grace_s: float = 5.0,
     lock_wait_s: float = 30.0,
     schedule: bool = False,
+    max_jobs: int = 4,
 ) -> Path:
     path.write_text(
         f'state_dir = "{state_dir}"\nsessions_root = "{sessions_root}"\nredis_url = "{redis_url}"\n\n'
         f'[daemon]\nhost_id = "{host_id}"\nmetrics_listen = "127.0.0.1:0"\n'
         f"schedule = {str(schedule).lower()}\n"
-        f"poll_delay_s = 0.01\nshutdown_grace_s = {grace_s}\nmax_jobs = 4\n\n"
+        f"poll_delay_s = 0.01\nshutdown_grace_s = {grace_s}\nmax_jobs = {max_jobs}\n\n"
         f"[lock]\nwait_s = {lock_wait_s}\n\n{extra}\n"
     )
     return path

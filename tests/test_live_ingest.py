@@ -5,113 +5,24 @@ of appends is a few sweeps, not one each; an excluded session is never read on t
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-import redis as sync_redis
 
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
-from tests.builders import Msg, SessionStoreBuilder, conversation, exchange
+from tests.builders import Msg, conversation, exchange
 from tests.daemon_harness import (
-    DaemonProcess,
-    NotifySocket,
     cleanup_redis,
-    host_record,
     run_cli,
-    write_config,
 )
 from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
+from tests.live_harness import World
 from tests.openclaw_fixture import OpenClawDbBuilder
 from tests.openclaw_fixture import sid as oc_sid
 from tests.polling import until
 
 pytestmark = pytest.mark.slow  # runs memoryd as a process
-
-
-LIVE_CONFIG = (
-    "[ingest]\ninterval_s = 300\n{caps}\n"
-    "[index]\ninterval_s = 300\n{sources}\n"
-    "[dreaming]\nenabled = false\n\n"
-    '[memory_policy.exclude_sessions]\nchannels = ["signal"]\n'
-)
-
-
-class World:
-    def __init__(self, tmp: Path, redis_url: str, unique: str, sources: str, caps: str = ""):
-        self.tmp = tmp
-        self.redis_url = redis_url
-        self.agent = f"a{unique}"
-        self.host = f"h{unique}"
-        self.ghost = f"g{unique}"  # configured, but without a sessions directory to watch
-        self.builder = SessionStoreBuilder(tmp / "sessions", self.agent)
-        self.builder.add(f"agent:{self.agent}:main", "s-one", exchange("orchard"), chatType="direct")
-        self.builder.add(f"agent:{self.agent}:work", "s-two", exchange("harbour"), chatType="direct")
-        self.config = write_config(
-            tmp / "memoryd.toml",
-            state_dir=tmp / "state",
-            sessions_root=tmp / "sessions",
-            redis_url=redis_url,
-            host_id=self.host,
-            schedule=True,
-            extra=LIVE_CONFIG.format(sources=sources, caps=caps) + f"\n[agents.{self.ghost}]\n",
-        )
-        self.settings = load_settings(self.config)
-        self.daemon: DaemonProcess | None = None
-        self.notify: NotifySocket | None = None
-        self.next_index = {"s-one": 2, "s-two": 2}
-
-    def start(self) -> DaemonProcess:
-        self.notify = NotifySocket(self.tmp / "n.sock")
-        self.daemon = DaemonProcess(self.config, self.notify, self.tmp / "daemon.log").start()
-        self.notify.wait_for("READY=1", timeout_s=30)
-        return self.daemon
-
-    def corpus(self) -> str:
-        return corpus_text(self.settings, self.agent)
-
-    def append(self, sid: str, text: str) -> None:
-        i = self.next_index[sid]
-        self.builder.append(sid, [Msg("user", text)], i)
-        self.next_index[sid] = i + 1
-
-    def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{host_record(self.redis_url, self.host)['metrics_port']}/metrics"
-
-    def metric(self, pattern: str) -> float:
-        """The sum of the daemon's samples whose name and labels match `pattern`."""
-        body = httpx.get(self.metrics_url(), timeout=5).text
-        return sum(float(m.group(1)) for m in re.finditer(pattern + r"\S* ([0-9.e+]+)$", body, re.M))
-
-    def queue_idle(self) -> bool:
-        r = sync_redis.Redis.from_url(self.redis_url)
-        try:
-            return int(r.zcard(queue_name(self.host))) == 0
-        finally:
-            r.close()
-
-    def sweeps_done(self) -> float:
-        return self.metric(r'memoryd_jobs_total\{family="ingest_sweep",outcome="complete"\}')
-
-    def live_sweeps_enqueued(self) -> float:
-        return self.metric(r'memoryd_live_jobs_total\{family="ingest_sweep"')
-
-    def cleanup(self) -> None:
-        if self.daemon is not None:
-            self.daemon.kill()
-        r = sync_redis.Redis.from_url(self.redis_url)
-        try:
-            ids = {
-                key.decode().split(":", 2)[2]
-                for pattern in (f"arq:*:*:{self.agent}:*", f"arq:*:*:{self.host}:*")
-                for key in r.scan_iter(match=pattern)
-            }
-        finally:
-            r.close()
-        cleanup_redis(self.redis_url, [self.host], [self.agent, self.ghost], sorted(ids))
 
 
 @pytest.fixture

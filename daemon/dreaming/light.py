@@ -16,7 +16,7 @@ from daemon.dreaming.pool import read_pool
 from daemon.dreaming.report import LightReport
 from daemon.dreaming.selection import Group, group_similar
 from daemon.dreaming.staged import StagedEntry
-from daemon.failpoints import failpoint
+from daemon.failpoints import held
 from daemon.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "light", "Light Sleep"
@@ -48,7 +48,7 @@ async def run_light(
     report = LightReport()
     pool = await read_pool(rt, now_ms)
     report.considered = len(pool)
-    failpoint("dream.select")  # the grouping starts (tests time a forget against it)
+    await held("dream.select")  # the grouping starts (tests time a forget against it)
     groups = (
         await anyio.to_thread.run_sync(select_light, pool, settings.light_limit, settings.dedupe_similarity)
         if settings.light_limit

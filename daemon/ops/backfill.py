@@ -34,4 +34,5 @@ OP = Op(
     routing=Routing.AGENT,
     lock=_lock,
     command="backfill",
+    background=True,
 )

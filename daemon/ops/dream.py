@@ -51,4 +51,5 @@ OP = Op(
     command="dream",
     interval_s=_interval_s,
     sweep=True,
+    background=True,
 )

@@ -119,6 +119,10 @@ class Op(Generic[R]):
     purge: bool = False  # deletes data: counted in the purge metrics and alerts
     sweep: bool = False  # a sweep: its duration and last success are exported per agent (or host)
     sessions_scanned_field: str | None = None  # result field counted in memoryd_sessions_scanned_total
+    # Long background work (minutes on a large history): a worker runs such jobs in at most
+    # daemon.max_jobs - 1 of its slots together, so ingest sweeps, forgets and erasures always
+    # find one free; the rest stay queued (daemon.runtime.worker).
+    background: bool = False
 
     def parse(self, data: Any) -> R:
         """`data` (CLI flags, a client's request, a job's JSON payload) as this op's request;

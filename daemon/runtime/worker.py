@@ -88,6 +88,11 @@ def _op_of(job_id: str) -> Op[Any] | None:
         return None  # not one of ours (another tool's id scheme): the worker-wide defaults apply
 
 
+def _is_background(job_id: str) -> bool:
+    op = _op_of(job_id)
+    return op is not None and op.background
+
+
 def _member_problem(member: bytes, score: float | None) -> str | None:
     """Why arq cannot start this queue member, or None."""
     try:
@@ -125,7 +130,10 @@ class MemorydWorker(Worker):
 
     And when it starts it retries at once what a dead worker of its queue was running
     (daemon.runtime.interrupted); an interrupted purge (a forget) runs before any sweep does, so
-    its forgotten records are written before a sweep can ingest those sessions again."""
+    its forgotten records are written before a sweep can ingest those sessions again.
+
+    And it keeps a slot free of background jobs (Op.background: dreaming, backfill), which run
+    for minutes on a large history: the ones over the cap wait in the queue, never started."""
 
     _bell_task: asyncio.Task[None] | None = None
     _enqueued: asyncio.Event | None = None
@@ -229,7 +237,49 @@ class MemorydWorker(Worker):
         # A job this worker is still running stays queued: the running copy's result finishes it.
         running = {job_id for job_id, task in self.tasks.items() if not task.done()}
         startable = [j for j in startable if j.decode() not in running]
+        startable = self._hold_back_background(startable, running)
+        if startable == [] and len(job_ids) >= self.queue_read_limit:
+            # a page of held-back dreams hides what is behind it; the jobs found past them are
+            # fewer than a page, so this second call does not read on again
+            await self.start_jobs(await self._past_held_back())
+            return
         await super().start_jobs(await self._hold_back_sweeps(startable))
+
+    def _hold_back_background(self, job_ids: list[bytes], running: set[str]) -> list[bytes]:
+        """Background jobs (Op.background: dreaming, backfill) take at most max_jobs - 1 slots
+        together, so an ingest sweep, a forget or an erasure never waits for one to end. The
+        others stay queued, never started: no try is spent and nothing fails; a later poll
+        starts them when a background job has ended."""
+        cap = max(1, self.max_jobs - 1)  # max_jobs = 1 leaves no slot to keep free
+        busy = sum(1 for job_id in running if _is_background(job_id))
+        startable = []
+        for member in job_ids:
+            if _is_background(member.decode()):
+                if busy >= cap:
+                    continue
+                busy += 1
+            startable.append(member)
+        return startable
+
+    async def _past_held_back(self) -> list[bytes]:
+        """arq reads the first queue_read_limit ready jobs; when held-back background jobs fill
+        that page, a forget behind them would never be seen. Read on, past every job that would
+        be held back, up to the first one that can start."""
+        offset = self.queue_read_limit
+        while True:
+            page = await self.pool.zrangebyscore(
+                self.queue_name,
+                min=float("-inf"),
+                max=time.time() * 1000,
+                start=offset,
+                num=self.queue_read_limit,
+            )
+            if not page:
+                return []
+            found = [m for m in page if not _is_background(m.decode(errors="replace"))]
+            if found:
+                return found[: self.queue_read_limit - 1]
+            offset += len(page)
 
     async def _hold_back_sweeps(self, job_ids: list[bytes]) -> list[bytes]:
         """Sweeps stay queued while a purge interrupted by a crash has not run again."""
