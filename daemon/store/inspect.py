@@ -8,6 +8,7 @@ Each function runs on the store's thread; `stored_values` inside a read transact
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from daemon.store.engine import Connection
 
@@ -26,10 +27,9 @@ def compact(conn: Connection) -> str | None:
     return None
 
 
-def stored_values(conn: Connection) -> Iterator[tuple[str, str, str]]:
-    """(table, column, text) of every text or blob value (blobs decoded as UTF-8, ignoring what
-    is not) of every ordinary table. Virtual tables are read through their shadow tables:
-    selecting a contentless table yields NULLs."""
+def _stored_cells(conn: Connection) -> Iterator[tuple[str, str, Any]]:
+    """(table, column, value) of every cell of every ordinary table. Virtual tables are read
+    through their shadow tables: selecting a contentless table yields NULLs."""
     tables = conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
     ).fetchall()
@@ -39,26 +39,25 @@ def stored_values(conn: Connection) -> Iterator[tuple[str, str, str]]:
         cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
         for row in conn.execute(f'SELECT * FROM "{name}"'):
             for col, value in zip(cols, row, strict=True):
-                if isinstance(value, bytes):
-                    value = value.decode("utf-8", "ignore")
-                if isinstance(value, str):
-                    yield name, col, value
+                yield name, col, value
+
+
+def stored_values(conn: Connection) -> Iterator[tuple[str, str, str]]:
+    """(table, column, text) of every text or blob value (blobs decoded as UTF-8, ignoring what
+    is not) of every ordinary table."""
+    for name, col, value in _stored_cells(conn):
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "ignore")
+        if isinstance(value, str):
+            yield name, col, value
 
 
 def stored_integers(conn: Connection) -> Iterator[tuple[str, str, int]]:
     """(table, column, value) of every integer value of every ordinary table: a column that
     can hold a time can hold an erased object's exact millisecond."""
-    tables = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    ).fetchall()
-    for name, sql in tables:
-        if (sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
-            continue
-        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
-        for row in conn.execute(f'SELECT * FROM "{name}"'):
-            for col, value in zip(cols, row, strict=True):
-                if type(value) is int:
-                    yield name, col, value
+    for name, col, value in _stored_cells(conn):
+        if type(value) is int:
+            yield name, col, value
 
 
 def fts_index_terms(conn: Connection) -> Iterator[tuple[str, int, str]]:
