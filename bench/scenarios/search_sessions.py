@@ -7,7 +7,6 @@ search once a transcript changed after the index run (stale: every fingerprint i
 from __future__ import annotations
 
 import random
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from bench.baselines import connect
 from bench.corpus import _Text
 from bench.runner import Context, Row, entry_point_missing, info, limit, not_available, run_async
 from bench.scenarios._common import CONTEXT, INDEX, SEARCH, entry
+from bench.scenarios.search import bare_match_p95_ms, p95
 
 NAME = "search_sessions"
 SIZES = {
@@ -83,10 +83,6 @@ def queries() -> list[str]:
     return [f"{w[a]} {w[b]}" for a, b in pairs]
 
 
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20, method="inclusive")[-1]
-
-
 async def _index(settings: Any) -> None:
     from daemon.agent_runtime import agent_runtime
 
@@ -116,15 +112,7 @@ def _one_size(ctx: Context, n: int) -> tuple[list[float], list[float], list[floa
         return p95(times) * 1000
 
     def bare() -> float:
-        times = []
-        for q in qs:
-            t0 = time.perf_counter()
-            conn.execute(
-                "SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ? LIMIT 10",
-                (q,),
-            ).fetchall()
-            times.append(time.perf_counter() - t0)
-        return p95(times) * 1000
+        return bare_match_p95_ms(conn, qs)
 
     prod, base = ctx.interleaved(lambda: run_async(product_rep, False), bare)
     append_turn(root, "s000000")
