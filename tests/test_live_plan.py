@@ -67,3 +67,14 @@ def test_only_a_change_of_size_mtime_or_existence_counts_as_content(tmp_path) ->
     assert content_changed([str(wal)], seen)
     wal.unlink()
     assert content_changed([str(wal)], seen)
+
+
+def test_a_readers_empty_wal_coming_and_going_is_not_content(tmp_path) -> None:
+    wal = tmp_path / "db.sqlite-wal"
+    seen: dict = {str(wal): None}  # no WAL: the last writer's close checkpointed it away
+    wal.write_bytes(b"")  # a reader's open creates an empty one …
+    assert not content_changed([str(wal)], seen)
+    wal.unlink()  # … and its close removes it
+    assert not content_changed([str(wal)], seen)
+    wal.write_bytes(b"frame")  # a writer's frame is content
+    assert content_changed([str(wal)], seen)

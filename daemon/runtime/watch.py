@@ -51,6 +51,9 @@ def file_state(path: str) -> FileState:
         st = os.stat(path)
     except OSError:
         return None
+    if st.st_size == 0 and path.endswith("-wal"):
+        # A reader's open creates an empty WAL and its close removes it: no message either way.
+        return None
     return st.st_size, st.st_mtime_ns
 
 
