@@ -4,8 +4,10 @@ defaults, and a real daemon process over it (tests/test_live_ingest.py, the work
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
+import anyio
 import httpx
 import redis as sync_redis
 
@@ -81,6 +83,21 @@ class World:
 
     def live_sweeps_enqueued(self) -> float:
         return self.metric(r'memoryd_live_jobs_total\{family="ingest_sweep"')
+
+    async def quiet(self, what: str, hold_s: float = 1.0, timeout_s: float = 20.0) -> None:
+        """Return once the queue is empty and no live sweep was enqueued for `hold_s`: an empty
+        queue alone may hide a running sweep whose follow-up is enqueued when it ends."""
+        deadline = time.monotonic() + timeout_s
+        count, since = self.live_sweeps_enqueued(), time.monotonic()
+        while True:
+            now_count = self.live_sweeps_enqueued()
+            if now_count != count or not self.queue_idle():
+                count, since = now_count, time.monotonic()
+            elif time.monotonic() - since >= hold_s:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: not quiet within {timeout_s}s")
+            await anyio.sleep(0.05)
 
     def cleanup(self) -> None:
         if self.daemon is not None:

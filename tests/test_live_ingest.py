@@ -147,9 +147,9 @@ async def test_a_message_appended_to_the_openclaw_database_is_staged_within_seco
     await until(lambda: "wrenfield" in corpus_text(w.settings, w.oc_agent), "the appended event staged", 10)
     # Reading the database (the daemon's sweeps do, and here three commands) changes only the
     # WAL's metadata (SQLite chowns it on open as root): that starts no sweep, so none loops.
-    await until(w.queue_idle, "the queue idle", 10)
+    await w.quiet("the daemon after the append")
     before = w.live_sweeps_enqueued()
     for _ in range(3):
         assert run_cli(w.config, "sessions", "--agent", w.oc_agent).returncode == 0
-    await until(w.queue_idle, "the queue idle", 10)
+    await w.quiet("the daemon after the reads")
     assert w.live_sweeps_enqueued() - before <= 1
