@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from daemon.index.chunking import Chunk
 from daemon.index.provenance import ChunkProvenance
@@ -43,15 +43,14 @@ from daemon.store.index_state import bump_revision, current_revision
 from daemon.store.tombstones import forgotten_ids
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedChunk:
+# Tuples: a large run's prepared files cross the preparation worker's pipe (prepare_worker.py).
+class PreparedChunk(NamedTuple):
     chunk: Chunk
     provenance: ChunkProvenance
     vector: bytes | None = None  # little-endian float32
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedFile:
+class PreparedFile(NamedTuple):
     path: str
     source: str  # "memory" | "sessions"
     hash: str
