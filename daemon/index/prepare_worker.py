@@ -46,6 +46,8 @@ from daemon.index.sources import MemoryFile, SessionRef
 # FTS segment are amortised.
 GROUP_BYTES = 1024 * 1024
 PIPE_BYTES = 1024 * 1024
+WORKER_STALL_S = 120.0  # far above a group's preparation (about 40 ms per MiB here)
+STALLED = f"no group for {WORKER_STALL_S:.0f} s"
 WORKER_FAILPOINT = "index.prepare.worker"  # the worker reaches it before each group
 
 _FORK = multiprocessing.get_context("fork")
@@ -101,7 +103,9 @@ def _receive(recv: Connection, remaining: int) -> list[object]:
     items: list[object] = []
     while True:
         try:
-            items.append(recv.recv())
+            # A worker that sends nothing for this long is given up (a fork taken while another
+            # thread held a lock the child then needs never wakes); its groups are prepared here.
+            items.append(recv.recv() if recv.poll(WORKER_STALL_S) else STALLED)
         except (EOFError, OSError):
             items.append(None)
         if not isinstance(items[-1], PreparedGroup) or len(items) == remaining or not recv.poll():
@@ -186,6 +190,8 @@ async def prepared_groups(
                 delivered += len(ready)
                 yield merge_groups(cast(list[PreparedGroup], ready))
             if len(ready) < len(items):
+                if items[-1] == STALLED:
+                    process.kill()
                 await anyio.to_thread.run_sync(process.join)
                 why = items[-1] if isinstance(items[-1], str) else f"exit code {process.exitcode}"
                 outcome.lost.append(

@@ -9,6 +9,11 @@ ran meanwhile is never undone: a forgotten session publishes nothing, a changed 
 is retried on the next run, and a `--force` rebuild prepared before a purge is discarded by
 the revision fence. `--force` also removes the rows of forgotten and internal sessions
 without reindexing them.
+
+`run_index_sync` streams: it plans, then publishes each group of files as soon as it is
+prepared. A run of several groups prepares them in a worker process (prepare_worker.py), so
+the lock, taken once planning is done, is held while the later groups are still prepared; the
+pre-publish checks run per file as before, so what is published is what the lock allows.
 """
 
 from __future__ import annotations
