@@ -110,7 +110,8 @@ async def test_unchanged_files_are_not_rewritten_and_changed_ones_replace_their_
         assert (again.files.indexed, again.files.unchanged, again.chunks_written) == (0, 1, 0)
         path.write_text(MEMORY.replace("green tea", "black coffee"))
         changed = await run_index_sync(rt)
-        assert changed.files.indexed == 1 and changed.chunks_removed == 2
+        # The changed entry's chunk is replaced; the unchanged entry's chunk keeps its rows.
+        assert changed.files.indexed == 1 and (changed.chunks_removed, changed.chunks_written) == (1, 1)
         store = rt.require_store()
         assert await store.read(_fts_hits, "green") == 0
         assert await store.read(_fts_hits, "coffee") == 1
@@ -289,6 +290,89 @@ async def test_cached_embeddings_are_reused_on_a_rebuild(redis, tmp_path, sessio
             "vectors": 2,
             "provenance": 2,
         }
+
+
+def _chunk_rows(conn) -> list[tuple]:
+    return conn.execute(
+        "SELECT c.rowid, c.id, p.origin_class, p.observed_at FROM memory_index_chunks c "
+        "JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id ORDER BY c.rowid"
+    ).fetchall()
+
+
+async def test_a_rebuild_keeps_the_rows_of_unchanged_chunks_and_refreshes_their_provenance(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    """`--force` over unchanged files deletes and inserts no chunk (each FTS delete rewrites the
+    pages of its terms), yet what it recomputes still lands: a wrong provenance row is fixed."""
+    builder = SessionStoreBuilder(sessions_root, AGENT)
+    builder.add("agent:main:a", "sess-a", conversation("orchard", "sess-a", n=8))
+    settings = index_settings(
+        tmp_path,
+        sessions_root,
+        unique,
+        sources=["memory", "sessions"],
+        embedding={"provider": "hashing", "dims": 64},
+    )
+    _write(tmp_path / "ws", "MEMORY.md", MEMORY)
+    async with _runtime(settings, redis) as rt:
+        store = rt.require_store()
+        await run_index_sync(rt)
+        before = await store.read(_chunk_rows)
+        vectors = await store.read(
+            lambda c: c.execute("SELECT * FROM memory_index_vectors ORDER BY 1").fetchall()
+        )
+        rowid, cid, origin, _ = before[0]
+        async with rt.lock().hold() as lease:
+            await store.write(
+                lambda c: c.execute(
+                    "UPDATE memory_index_chunk_provenance SET origin_class = 'system' WHERE chunk_id = ?",
+                    (cid,),
+                ),
+                fence=lease.fence,
+            )
+            await store.write(
+                lambda c: c.execute(
+                    "UPDATE memory_index_vectors SET embedding = zeroblob(256) WHERE chunk_rowid = ?",
+                    (rowid,),
+                ),
+                fence=lease.fence,
+            )
+        rebuild = await run_index_sync(rt, force=True)
+        assert rebuild.ok and rebuild.files.indexed == 2
+        assert (rebuild.chunks_written, rebuild.chunks_removed) == (0, 0)
+        assert await store.read(_chunk_rows) == before  # same rowids, provenance restored
+        assert (
+            await store.read(lambda c: c.execute("SELECT * FROM memory_index_vectors ORDER BY 1").fetchall())
+            == vectors
+        )
+        assert await store.read(_counts) == {
+            "chunks": len(before),
+            "fts": len(before),
+            "vectors": len(before),
+            "provenance": len(before),
+        }
+
+
+async def test_a_grown_transcript_rewrites_only_its_changed_chunks(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    builder = SessionStoreBuilder(sessions_root, AGENT)
+    messages = conversation("orchard", "sess-a", n=40)
+    builder.add("agent:main:a", "sess-a", messages)
+    settings = index_settings(
+        tmp_path, sessions_root, unique, sources=["memory", "sessions"], chunk_tokens=64
+    )
+    async with _runtime(settings, redis) as rt:
+        store = rt.require_store()
+        await run_index_sync(rt)
+        before = await store.read(_chunk_rows)
+        assert len(before) > 4
+        builder.add("agent:main:a", "sess-a", messages + conversation("lighthouse", "sess-a", n=2))
+        grown = await run_index_sync(rt)
+        assert grown.files.indexed == 1 and grown.chunks_removed <= 1
+        after = await store.read(_chunk_rows)
+        assert after[: len(before) - 1] == before[:-1]  # the earlier chunks kept their rows
+        assert await store.read(_fts_hits, "lighthouse") >= 1
 
 
 async def test_purge_chunks_removes_every_derived_row_in_one_call(

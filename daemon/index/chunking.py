@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from daemon.index.provenance import ChunkProvenance, least_trusted
 from daemon.index.transcript import TranscriptLine
@@ -32,8 +32,9 @@ _HEADING_RE = re.compile(r"^#{1,6}(?:\s|$)")
 MAX_TRIGGERS = 8
 
 
-@dataclass(frozen=True, slots=True)
-class Annotations:
+# NamedTuples, not dataclasses: a large run's chunks cross a pipe from the preparation worker
+# (index/prepare_worker.py), and pickle handles tuples about ten times faster.
+class Annotations(NamedTuple):
     importance: int | None = None
     triggers: tuple[str, ...] = ()
     project_key: str | None = None
@@ -50,14 +51,13 @@ class Annotations:
         return self.importance is None and not self.triggers and self.project_key is None
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(NamedTuple):
     start_line: int  # 1-based, inclusive (transcript line numbers for sessions)
     end_line: int
     text: str
     search_text: str
     hash: str  # sha256 of text: the embedding-cache key
-    annotations: Annotations = field(default_factory=Annotations)
+    annotations: Annotations = Annotations()
     entry_keys: tuple[str, ...] = ()  # promotion-marker keys inside the chunk
 
 
@@ -146,6 +146,8 @@ def window_lines(lines: Sequence[Line], chunk_tokens: int, overlap_tokens: int) 
                     kept += item_cost
                     start -= 1
                 current, size = current[start:], kept
+                if size + cost > max_chars:  # no room beside the overlap: the piece starts alone
+                    current, size = [], 0
             current.append((number, piece))
             size += cost
     if current:

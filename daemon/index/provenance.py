@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # The reference merges with findLast over this order: the later class wins (least trusted).
 TRUST_ORDER: tuple[str, ...] = ("owner", "agent", "system", "untrusted")
@@ -12,8 +12,7 @@ TRUST_ORDER: tuple[str, ...] = ("owner", "agent", "system", "untrusted")
 INTERNAL_SESSION_KINDS = frozenset({"cron", "heartbeat"})
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkProvenance:
+class ChunkProvenance(NamedTuple):  # a tuple: it crosses the preparation worker's pipe
     origin_class: str
     session_kind: str
     observed_at: int

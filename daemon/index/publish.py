@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from daemon.index.chunking import Chunk
 from daemon.index.provenance import ChunkProvenance
@@ -34,24 +34,24 @@ from daemon.store.index_chunks import (
     ProvenanceValues,
     RecallValues,
     VectorValues,
-    chunk_ids_of_sources,
+    chunks_of_sources,
     insert_chunks,
     next_chunk_rowid,
+    refresh_kept,
 )
 from daemon.store.index_sources import SourceRecord, upsert_sources
 from daemon.store.index_state import bump_revision, current_revision
 from daemon.store.tombstones import forgotten_ids
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedChunk:
+# Tuples: a large run's prepared files cross the preparation worker's pipe (prepare_worker.py).
+class PreparedChunk(NamedTuple):
     chunk: Chunk
     provenance: ChunkProvenance
     vector: bytes | None = None  # little-endian float32
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedFile:
+class PreparedFile(NamedTuple):
     path: str
     source: str  # "memory" | "sessions"
     hash: str
@@ -141,10 +141,16 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
             accepted.append(f)
             outcomes.append(FileOutcome(f.path, f.source, f.session_id, "published"))
     removed = remove_sources(conn, stale_keys) if stale_keys else PurgeCounts()
-    old_ids = chunk_ids_of_sources(conn, [(f.path, f.source) for f in accepted])
-    if old_ids:  # a first index run has nothing to clear
-        removed += purge_chunks(conn, old_ids)
-    written, cache_rows = _write_chunks(conn, accepted, ctx)
+    # A chunk whose id is indexed already (same file, lines, text and model) keeps its rows: a
+    # rebuild or a grown transcript rewrites only what changed, instead of purging every old
+    # chunk (each FTS delete with secure-delete rewrites the pages of all its terms) and
+    # inserting it again.
+    old = chunks_of_sources(conn, [(f.path, f.source) for f in accepted])
+    keep = _kept(accepted, old, ctx.model)
+    stale = [cid for cid in old if cid not in keep]
+    if stale:  # a first index run has nothing to clear
+        removed += purge_chunks(conn, stale)
+    written, cache_rows = _write_chunks(conn, accepted, ctx, keep)
     # Source rows last: their revision triggers open a statement savepoint, which makes FTS5
     # flush its pending rows; one flush for the batch instead of one per file.
     upsert_sources(
@@ -155,7 +161,26 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
     return BatchOutcome(revision, tuple(outcomes), written, removed, cache_rows)
 
 
-def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishContext) -> tuple[int, int]:
+def _kept(
+    files: Sequence[PreparedFile], old: dict[str, tuple[int, str | None]], model: str
+) -> dict[str, int]:
+    """Chunk id -> rowid of the prepared chunks already indexed, for the same session."""
+    keep: dict[str, int] = {}
+    if not old:
+        return keep
+    for prepared in files:
+        for item in prepared.chunks:
+            cid = chunk_id(prepared.source, prepared.path, item.chunk, model)
+            found = old.get(cid)
+            if found is not None and found[1] == prepared.session_id:
+                keep[cid] = found[0]
+    return keep
+
+
+def _write_chunks(
+    conn: Connection, files: Sequence[PreparedFile], ctx: PublishContext, keep: dict[str, int]
+) -> tuple[int, int]:
+    """Insert the chunks not in `keep` with their rows; refresh the derived rows of those in it."""
     next_rowid = next_chunk_rowid(conn)
     chunks: list[ChunkValues] = []
     provenance: list[ProvenanceValues] = []
@@ -163,6 +188,9 @@ def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishC
     fts: list[FtsValues] = []
     vectors: list[VectorValues] = []
     cache: list[CacheValues] = []
+    kept_provenance: list[ProvenanceValues] = []
+    kept_recall: list[RecallValues] = []
+    kept_vectors: list[VectorValues] = []
     for prepared in files:
         seen: set[str] = set()
         for item in prepared.chunks:
@@ -171,6 +199,21 @@ def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishC
             if cid in seen:  # identical pieces of one over-long line: one row is enough
                 continue
             seen.add(cid)
+            p = item.provenance
+            kept_rowid = keep.get(cid)
+            if kept_rowid is not None:
+                a = c.annotations
+                kept_provenance.append((cid, p.origin_class, p.session_kind, p.observed_at, p.supersedes_key))
+                kept_recall.append(
+                    (cid, a.importance, json.dumps(list(a.triggers)) if a.triggers else None, a.project_key)
+                )
+                if item.vector is not None:
+                    dims = len(item.vector) // 4
+                    kept_vectors.append((kept_rowid, ctx.model, dims, item.vector))
+                    cache.append(
+                        (ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms)
+                    )
+                continue
             rowid = next_rowid
             next_rowid += 1
             chunks.append(
@@ -188,7 +231,6 @@ def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishC
                     ctx.now_ms,
                 )
             )
-            p = item.provenance
             provenance.append((cid, p.origin_class, p.session_kind, p.observed_at, p.supersedes_key))
             if not c.annotations.empty:
                 a = c.annotations
@@ -203,6 +245,8 @@ def _write_chunks(conn: Connection, files: Sequence[PreparedFile], ctx: PublishC
                     (ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms)
                 )
     insert_chunks(conn, chunks, provenance, recall, fts, vectors)
+    if kept_provenance:
+        refresh_kept(conn, kept_provenance, kept_recall, kept_vectors)
     # Written in the same transaction as the chunks: a prepared batch that is refused above
     # cannot leave cached embeddings of purged text behind (reference §6.3 point 4).
     cache_embeddings(conn, cache)

@@ -9,34 +9,39 @@ ran meanwhile is never undone: a forgotten session publishes nothing, a changed 
 is retried on the next run, and a `--force` rebuild prepared before a purge is discarded by
 the revision fence. `--force` also removes the rows of forgotten and internal sessions
 without reindexing them.
+
+`run_index_sync` streams: it plans, then publishes each group of files as soon as it is
+prepared. A run of several groups prepares them in a worker process (prepare_worker.py), so
+the lock, taken once planning is done, is held while the later groups are still prepared; the
+pre-publish checks run per file as before, so what is published is what the lock allows.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
 
 import anyio
 
 from daemon.agent_runtime import AgentRuntime
-from daemon.errors import OperationFailed
-from daemon.index.chunking import chunk_memory_file, chunk_session
 from daemon.index.embedder import Embedder, make_embedder, model_name
-from daemon.index.plan import REASON_GONE, IndexedSource, Note, SyncPlan, plan_sync
-from daemon.index.provenance import ChunkProvenance, least_trusted, memory_file_origin, single_value
-from daemon.index.publish import (
-    PreparedChunk,
-    PreparedFile,
-    PublishContext,
-    apply_removals,
-    publish_files,
+from daemon.index.plan import REASON_GONE, IndexedSource, Note, plan_sync
+from daemon.index.prepare import FileDone, PreparedGroup, PrepareWork
+from daemon.index.prepare_worker import (
+    GROUP_BYTES,
+    Group,
+    WorkerOutcome,
+    plan_groups,
+    prepared_groups,
+    worth_a_worker,
 )
+from daemon.index.publish import PreparedFile, PublishContext, apply_removals, publish_files
 from daemon.index.report import IndexReport, SourceNote
 from daemon.index.sources import MemoryFile, SessionRef, list_session_refs, read_memory_files
-from daemon.index.transcript import render_transcript
 from daemon.index.vectors import backend_for, to_blob
-from daemon.markers import lineage_key, promotion_keys_in
+from daemon.markers import promotion_keys_in
 from daemon.sessions.admission import policy_of
 from daemon.store.db import Connection
 from daemon.store.embedding_cache import cached_embeddings
@@ -48,7 +53,6 @@ from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
-REASON_SYSTEM_ONLY = "system-only transcript"
 REASON_SOURCES = "index.sources does not include sessions"
 # Files per publication transaction: enough to amortise a commit (and FTS5's per-transaction
 # segment), small enough that the lock is released and re-checked rows stay few.
@@ -102,83 +106,15 @@ def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | Non
     )
 
 
-def _memory_chunks(
-    f: MemoryFile, tokens: int, overlap: int, origins: dict[str, list[tuple[str, int]]]
-) -> PreparedFile:
-    path_origin = memory_file_origin(f.rel_path)
-    out: list[PreparedChunk] = []
-    for chunk in chunk_memory_file(f.rel_path, f.text, tokens, overlap):
-        # A promoted entry is as trusted as the least trusted session it came from.
-        entry_origins = [o for key in chunk.entry_keys for o in origins.get(key, [])]
-        origin = least_trusted(c for c, _ in entry_origins) if entry_origins else path_origin
-        supersedes = single_value(lineage_key(line) for line in chunk.text.splitlines())
-        out.append(PreparedChunk(chunk, ChunkProvenance(origin, "unknown", int(f.stat.mtime_ms), supersedes)))
-    return PreparedFile(
-        f.rel_path, "memory", f.hash, f.stat.mtime_ms, f.stat.size, None, tuple(out), f.abs_path
-    )
-
-
-def _session_chunks(
-    rt: AgentRuntime, ref: SessionRef, tokens: int, overlap: int, erased: ErasedSenders
-) -> PreparedFile | tuple[PreparedFile, str]:
-    """The prepared transcript; with the reason its text is not indexed, if it is not."""
-    with rt.sessions.open_transcript(ref.target) as lines:
-        rendered = render_transcript(lines, int(ref.stat.mtime_ms), erased.test_for(ref.session_id))
-    # A system-only transcript is published as a source row without chunks: its old rows go,
-    # and the index remembers it saw this version (search does not call it lagging).
-    chunks = [] if rendered.system_only else chunk_session(rendered.lines, ref.session_kind, tokens, overlap)
-    digest = f"{ref.stat.mtime_ms}:{ref.stat.size}:{len(rendered.lines)}"
-    prepared = PreparedFile(
-        ref.path,
-        "sessions",
-        digest,
-        ref.stat.mtime_ms,
-        ref.stat.size,
-        ref.session_id,
-        tuple(PreparedChunk(c, p) for c, p in chunks),
-    )
-    return (prepared, REASON_SYSTEM_ONLY) if rendered.system_only else prepared
-
-
-def _chunk_all(
-    rt: AgentRuntime,
-    plan: SyncPlan,
-    origins: dict[str, list[tuple[str, int]]],
-    progress: ProgressFn | None,
-    erased: ErasedSenders,
-) -> tuple[list[PreparedFile], list[Note], list[str]]:
-    cfg = rt.settings.index
-    files: list[PreparedFile] = []
-    skipped: list[Note] = []
-    warnings: list[str] = []
-    total = len(plan.memory) + len(plan.sessions)
-    chunks = 0
-    for f in plan.memory:
-        files.append(_memory_chunks(f, cfg.chunk_tokens, cfg.chunk_overlap, origins))
-        if progress:
-            chunks += len(files[-1].chunks)
-            progress("chunk", len(files), total)
-            progress("chunks", chunks, 0)
-    for ref in plan.sessions:
-        try:
-            result = _session_chunks(rt, ref, cfg.chunk_tokens, cfg.chunk_overlap, erased)
-        except OperationFailed as exc:
-            warnings.append(f"{ref.path}: {exc}; not indexed this run")
-            continue
-        if isinstance(result, tuple):
-            result, reason = result
-            skipped.append(Note(ref.path, "sessions", ref.session_id, reason))
-        files.append(result)
-        if progress:
-            chunks += len(result.chunks)
-            progress("chunk", len(files), total)
-            progress("chunks", chunks, 0)
-    return files, skipped, warnings
-
-
 async def _embed(
-    rt: AgentRuntime, embedder: Embedder, files: list[PreparedFile], progress: ProgressFn | None
+    rt: AgentRuntime,
+    embedder: Embedder,
+    files: list[PreparedFile],
+    progress: ProgressFn | None,
+    counted: set[str],
 ) -> tuple[list[PreparedFile], int, int]:
+    """The files with their vectors; (computed, cached) counts texts not in `counted` (the
+    run's earlier groups), which it then joins."""
     texts: dict[str, str] = {}
     for f in files:
         for item in f.chunks:
@@ -197,16 +133,44 @@ async def _embed(
         if progress:
             progress("embed", min(start + step, len(missing)), len(missing))
     out = [
-        replace(f, chunks=tuple(replace(item, vector=vectors[item.chunk.hash]) for item in f.chunks))
+        f._replace(chunks=tuple(item._replace(vector=vectors[item.chunk.hash]) for item in f.chunks))
         for f in files
     ]
-    return out, len(missing), len(hashes) - len(missing)
+    computed = sum(h not in counted for h in missing)
+    cached_new = sum(h not in counted for h in hashes) - computed
+    counted.update(hashes)
+    return out, computed, cached_new
 
 
-async def prepare_index(
-    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
-) -> PreparedIndex:
-    """Everything but publication; takes no lock and writes nothing."""
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """An index run decided before any file is prepared."""
+
+    agent_id: str
+    force: bool
+    embedder: Embedder | None
+    model: str
+    revision: int
+    memory: tuple[MemoryFile, ...]
+    sessions: tuple[SessionRef, ...]
+    removals: tuple[Note, ...]
+    skipped: tuple[Note, ...]
+    scanned: int
+    unchanged: int
+    warnings: tuple[str, ...]
+    sessions_revision: str | None
+    work: PrepareWork
+
+    @property
+    def provider(self) -> str:
+        return self.embedder.provider if self.embedder else "none"
+
+    @property
+    def provider_key(self) -> str:
+        return self.embedder.provider_key if self.embedder else ""
+
+
+async def _plan(rt: AgentRuntime, force: bool, progress: ProgressFn | None) -> _Planned:
     store = rt.require_store()
     cfg = rt.settings.index
     embedder = make_embedder(cfg.embedding)
@@ -237,31 +201,116 @@ async def prepare_index(
     origins: dict[str, list[tuple[str, int]]] = {}
     for o in origin_rows:
         origins.setdefault(o.entry_key, []).append((o.origin_class, o.observed_at))
-    files, skipped, chunk_warnings = await anyio.to_thread.run_sync(
-        _chunk_all, rt, plan, origins, progress, snap.erased
+    return _Planned(
+        rt.agent_id,
+        force,
+        embedder,
+        model,
+        snap.revision,
+        plan.memory,
+        plan.sessions,
+        tuple(removals),
+        plan.skipped,
+        len(memory_files) + len(refs),
+        plan.unchanged,
+        tuple(warnings),
+        sessions_revision,
+        PrepareWork(rt.sessions, cfg.chunk_tokens, cfg.chunk_overlap, origins, snap.erased),
     )
 
-    if sum(f.source == "sessions" for f in files) < len(plan.sessions):
-        sessions_revision = None  # a transcript could not be read: it still lags
-    computed = cached = 0
-    if embedder is not None:
-        files, computed, cached = await _embed(rt, embedder, files, progress)
+
+def _file_progress(progress: ProgressFn | None, planned: _Planned) -> FileDone | None:
+    """Progress per file prepared in this process (a worker's files count when they arrive)."""
+    if progress is None:
+        return None
+    total = len(planned.memory) + len(planned.sessions)
+    counts = [0, 0]
+
+    def on_file(chunks: int) -> None:
+        counts[0] += 1
+        counts[1] += chunks
+        progress("chunk", counts[0], total)
+        progress("chunks", counts[1], 0)
+
+    return on_file
+
+
+@dataclass(slots=True)
+class _Stream:
+    """What preparing the groups told the run, as they were prepared."""
+
+    skipped: list[Note] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unreadable: int = 0
+    computed: int = 0
+    cached: int = 0
+    embedded: set[str] = field(default_factory=set)  # chunk hashes counted above
+    files: int = 0
+    chunks: int = 0
+
+
+async def _prepared(
+    rt: AgentRuntime,
+    planned: _Planned,
+    groups: AsyncIterator[PreparedGroup],
+    stream: _Stream,
+    progress: ProgressFn | None,
+) -> AsyncGenerator[tuple[PreparedFile, ...], None]:
+    """The prepared files in publication batches, embedded; `stream` collects the notes."""
+    total = len(planned.memory) + len(planned.sessions)
+    if progress:  # a first sample, so a rate shows from the first group on
+        progress("chunk", 0, total)
+        progress("chunks", 0, 0)
+    async for group in groups:
+        stream.skipped += group.skipped
+        stream.warnings += group.warnings
+        stream.unreadable += group.unreadable
+        files = list(group.files)
+        stream.files += len(files) + group.unreadable
+        stream.chunks += sum(len(f.chunks) for f in files)
+        if progress:
+            progress("chunk", stream.files, total)
+            progress("chunks", stream.chunks, 0)
+        if planned.embedder is not None:
+            files, computed, cached = await _embed(rt, planned.embedder, files, progress, stream.embedded)
+            stream.computed += computed
+            stream.cached += cached
+        for batch in publish_batches(tuple(files)):
+            yield batch
+
+
+async def prepare_index(
+    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+) -> PreparedIndex:
+    """Everything but publication; takes no lock and writes nothing."""
+    planned = await _plan(rt, force, progress)
+    stream = _Stream()
+    groups = [Group(planned.memory, planned.sessions)]
+    files: list[PreparedFile] = []
+    async with (
+        prepared_groups(
+            planned.work, groups, use_worker=False, on_file=_file_progress(progress, planned)
+        ) as results,
+        aclosing(_prepared(rt, planned, results, stream, progress)) as batches,
+    ):
+        async for batch in batches:
+            files += batch
     return PreparedIndex(
         rt.agent_id,
         force,
-        embedder.provider if embedder else "none",
-        embedder.provider_key if embedder else "",
-        model,
-        snap.revision,
+        planned.provider,
+        planned.provider_key,
+        planned.model,
+        planned.revision,
         tuple(files),
-        tuple(removals),
-        tuple(plan.skipped) + tuple(skipped),
-        len(memory_files) + len(refs),
-        plan.unchanged,
-        computed,
-        cached,
-        tuple(warnings + chunk_warnings),
-        sessions_revision,
+        planned.removals,
+        planned.skipped + tuple(stream.skipped),
+        planned.scanned,
+        planned.unchanged,
+        stream.computed,
+        stream.cached,
+        planned.warnings + tuple(stream.warnings),
+        planned.sessions_revision if not stream.unreadable else None,
     )
 
 
@@ -294,54 +343,106 @@ async def publish_index(
     rt: AgentRuntime, prepared: PreparedIndex, progress: ProgressFn | None = None
 ) -> IndexReport:
     """Publish under the workspace lock, in batched transactions; each file re-checked."""
-    store = rt.require_store()
-    report = IndexReport(
-        agent_id=rt.agent_id,
-        force=prepared.force,
-        provider=prepared.provider,
-        model=prepared.model,
-        revision_before=prepared.revision,
-        skipped=[_note(n) for n in prepared.skipped],
-        warnings=list(prepared.warnings),
-        embeddings_computed=prepared.embeddings_computed,
-        embeddings_cached=prepared.embeddings_cached,
-    )
-    report.files.scanned = prepared.scanned
-    report.files.unchanged = prepared.unchanged
-    report.files.skipped = len(prepared.skipped)
-    ctx = PublishContext(
-        prepared.model,
+
+    async def batches() -> AsyncGenerator[tuple[PreparedFile, ...], None]:
+        for batch in publish_batches(prepared.files):
+            yield batch
+
+    head = _Head(
+        prepared.force,
         prepared.provider,
         prepared.provider_key,
+        prepared.model,
+        prepared.revision,
+        prepared.removals,
+        prepared.scanned,
+        prepared.unchanged,
+    )
+    report = _report(rt, head, prepared.skipped, prepared.warnings)
+    report.embeddings_computed = prepared.embeddings_computed
+    report.embeddings_cached = prepared.embeddings_cached
+    async with aclosing(batches()) as stream:
+        await _publish(rt, head, report, stream, lambda: prepared.sessions_revision, progress)
+    return _finish(rt, report)
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """What publication needs of a run besides its files."""
+
+    force: bool
+    provider: str
+    provider_key: str
+    model: str
+    revision: int
+    removals: tuple[Note, ...]
+    scanned: int
+    unchanged: int
+
+
+def _report(rt: AgentRuntime, head: _Head, skipped: Sequence[Note], warnings: Sequence[str]) -> IndexReport:
+    report = IndexReport(
+        agent_id=rt.agent_id,
+        force=head.force,
+        provider=head.provider,
+        model=head.model,
+        revision_before=head.revision,
+        skipped=[_note(n) for n in skipped],
+        warnings=list(warnings),
+    )
+    report.files.scanned = head.scanned
+    report.files.unchanged = head.unchanged
+    report.files.skipped = len(skipped)
+    return report
+
+
+async def _publish(
+    rt: AgentRuntime,
+    head: _Head,
+    report: IndexReport,
+    batches: AsyncIterator[tuple[PreparedFile, ...]],
+    sessions_revision: Callable[[], str | None],
+    progress: ProgressFn | None,
+) -> None:
+    """Publish the batches as they come, under the workspace lock; `sessions_revision` is read
+    once every batch is in (preparation decides whether every transcript was read)."""
+    store = rt.require_store()
+    ctx = PublishContext(
+        head.model,
+        head.provider,
+        head.provider_key,
         rt.secret(),
         int(time.time() * 1000),
-        prepared.revision if prepared.force else None,
+        head.revision if head.force else None,
     )
     needs_rerun: list[str] = []
     async with rt.lock().hold() as lease:
-        revision = prepared.revision
-        if prepared.removals or prepared.force:
-            keys = [(n.path, n.source) for n in prepared.removals]
+        revision = head.revision
+        discard = ""
+        if head.removals or head.force:
+            keys = [(n.path, n.source) for n in head.removals]
             counts, revision = await store.write(
                 apply_removals, keys, ctx.rebuild_revision, fence=lease.fence
             )
             if counts is None:
-                reason = (
-                    f"index revision moved from {prepared.revision} to {revision} while the rebuild was "
+                discard = (
+                    f"index revision moved from {head.revision} to {revision} while the rebuild was "
                     "prepared (a purge ran); rebuild discarded, rerun it"
                 )
-                report.discarded = [_note(f, reason) for f in prepared.files]
-                needs_rerun.append(reason)
-                prepared = replace(prepared, files=())
+                needs_rerun.append(discard)
             else:
-                report.removed = [_note(n) for n in prepared.removals]
+                report.removed = [_note(n) for n in head.removals]
                 report.files.removed = counts.sources
                 report.chunks_removed += counts.chunks
                 if ctx.rebuild_revision is not None:
                     ctx = replace(ctx, rebuild_revision=revision)
         done = 0
-        total_chunks = sum(len(f.chunks) for f in prepared.files)
-        for batch in publish_batches(prepared.files):
+        if progress:
+            progress("publish", 0, 0)
+        async for batch in batches:
+            if discard:
+                report.discarded += [_note(f, discard) for f in batch]
+                continue
             outcome = await store.write(publish_files, batch, ctx, fence=lease.fence)
             report.chunks_removed += outcome.removed.chunks
             report.chunks_written += outcome.chunks_written
@@ -358,11 +459,14 @@ async def publish_index(
                     needs_rerun.append(f.reason)
             done += sum(len(f.chunks) for f in batch)
             if progress:
-                progress("publish", done, total_chunks)
+                progress("publish", done, 0)
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
-        await store.write(record_run, dirty, prepared.sessions_revision, fence=lease.fence)
+        await store.write(record_run, dirty, sessions_revision(), fence=lease.fence)
         report.revision_after = await store.read(current_revision)
-        report.vector_backend = await store.read(backend_for) if prepared.provider != "none" else None
+        report.vector_backend = await store.read(backend_for) if head.provider != "none" else None
+
+
+def _finish(rt: AgentRuntime, report: IndexReport) -> IndexReport:
     report.files.discarded = len(report.discarded)
     report.ok = not report.discarded
     if report.discarded:
@@ -376,5 +480,45 @@ async def publish_index(
 async def run_index_sync(
     rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
 ) -> IndexReport:
-    prepared = await prepare_index(rt, force, progress)
-    return await publish_index(rt, prepared, progress)
+    """Plan, then publish each group of files as soon as it is prepared: a large run prepares
+    in a worker process (index/prepare_worker.py) while earlier groups publish."""
+    planned = await _plan(rt, force, progress)
+    head = _Head(
+        force,
+        planned.provider,
+        planned.provider_key,
+        planned.model,
+        planned.revision,
+        planned.removals,
+        planned.scanned,
+        planned.unchanged,
+    )
+    report = _report(rt, head, planned.skipped, planned.warnings)
+    stream = _Stream()
+    worker = WorkerOutcome()
+    groups = plan_groups(planned.memory, planned.sessions, GROUP_BYTES)
+    use_worker = worth_a_worker(groups)
+    async with (
+        prepared_groups(
+            planned.work,
+            groups,
+            use_worker=use_worker,
+            outcome=worker,
+            on_file=_file_progress(progress, planned),
+        ) as results,
+        aclosing(_prepared(rt, planned, results, stream, progress)) as batches,
+    ):
+        await _publish(
+            rt,
+            head,
+            report,
+            batches,
+            lambda: planned.sessions_revision if not stream.unreadable else None,
+            progress,
+        )
+    report.skipped += [_note(n) for n in stream.skipped]
+    report.files.skipped += len(stream.skipped)
+    report.warnings += stream.warnings + worker.lost
+    report.embeddings_computed = stream.computed
+    report.embeddings_cached = stream.cached
+    return _finish(rt, report)

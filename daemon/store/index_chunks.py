@@ -110,6 +110,61 @@ def insert_chunks(
     )
 
 
+def refresh_kept(
+    conn: Connection,
+    provenance: Sequence[ProvenanceValues],
+    recall: Sequence[RecallValues],
+    vectors: Sequence[VectorValues],
+) -> int:
+    """Bring the rows derived from chunks that a republication keeps (same id: same file, lines,
+    text and model) up to date: provenance, recall metadata and vectors are recomputed by every
+    run, and only the ones that differ are written. `recall` lists every kept chunk: those with
+    no metadata as (id, None, None, None). Rows changed."""
+    ids = [p[0] for p in provenance]
+    old_provenance = {
+        r[0]: tuple(r)
+        for r in select_in(
+            conn,
+            "SELECT chunk_id, origin_class, session_kind, observed_at, supersedes_key "
+            "FROM memory_index_chunk_provenance WHERE chunk_id IN ({marks})",
+            ids,
+        )
+    }
+    changed = [p for p in provenance if old_provenance.get(p[0]) != tuple(p)]
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_provenance(chunk_id, origin_class, session_kind, observed_at, "
+        "supersedes_key) VALUES (?, ?, ?, ?, ?) ON CONFLICT(chunk_id) DO UPDATE SET "
+        "origin_class = excluded.origin_class, session_kind = excluded.session_kind, "
+        "observed_at = excluded.observed_at, supersedes_key = excluded.supersedes_key",
+        changed,
+    )
+    old_recall = {
+        r[0]: tuple(r)
+        for r in select_in(
+            conn,
+            "SELECT chunk_id, importance, triggers, project_key FROM memory_index_chunk_recall_metadata "
+            "WHERE chunk_id IN ({marks})",
+            [r[0] for r in recall],
+        )
+    }
+    stale = [r for r in recall if old_recall.get(r[0], (r[0], None, None, None)) != tuple(r)]
+    conn.executemany(
+        "DELETE FROM memory_index_chunk_recall_metadata WHERE chunk_id = ?", ((r[0],) for r in stale)
+    )
+    conn.executemany(
+        "INSERT INTO memory_index_chunk_recall_metadata(chunk_id, importance, triggers, project_key) "
+        "VALUES (?, ?, ?, ?)",
+        [r for r in stale if r[1:] != (None, None, None)],
+    )
+    vector_rows = conn.executemany(
+        "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(chunk_rowid) DO UPDATE SET model = excluded.model, dims = excluded.dims, "
+        "embedding = excluded.embedding WHERE embedding IS NOT excluded.embedding",
+        vectors,
+    ).rowcount
+    return len(changed) + len(stale) + max(vector_rows, 0)
+
+
 _IDS = "temp.memory_index_purge_ids"
 
 
@@ -219,6 +274,23 @@ def chunk_ids_of_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> l
             )
         ]
     return ids
+
+
+def chunks_of_sources(conn: Connection, keys: Iterable[tuple[str, str]]) -> dict[str, tuple[int, str | None]]:
+    """Chunk id -> (rowid, session_id) of the given (path, source) pairs, as chunk_ids_of_sources."""
+    by_source: dict[str, list[str]] = {}
+    for path, source in dict.fromkeys(keys):
+        by_source.setdefault(source, []).append(path)
+    found: dict[str, tuple[int, str | None]] = {}
+    for source, paths in by_source.items():
+        for cid, rowid, session_id in select_in(
+            conn,
+            "SELECT id, rowid, session_id FROM memory_index_chunks WHERE source = ? AND path IN ({marks})",
+            paths,
+            before=(source,),
+        ):
+            found[cid] = (rowid, session_id)
+    return found
 
 
 def orphan_chunk_files(conn: Connection) -> list[tuple[str, str, str | None]]:
