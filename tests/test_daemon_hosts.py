@@ -8,6 +8,7 @@ import urllib.request
 from pathlib import Path
 
 import anyio
+import orjson
 import pytest
 
 from daemon.constants import AGENT_OWNER_KEY
@@ -280,5 +281,52 @@ async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwh
         for d in daemons:
             if d.proc is not None:
                 d.proc.send_signal(signal.SIGCONT)
+            d.kill()
+        cleanup_redis(redis_url, hosts, [agent])
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_two_hosts_starting_together_never_both_claim_an_agents_route(
+    tmp_path: Path, redis, redis_url, unique, attempt: int
+):
+    """Two deployments on one Redis, each with an agent of the same name, started at the same
+    moment: the routes are claimed in one atomic step, so exactly one host serves the agent and
+    the other refuses it, naming the winner."""
+    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
+    configs, notifies = [], []
+    for i, host in enumerate(hosts):
+        sessions_root = tmp_path / f"deploy-{i}" / "sessions"
+        SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
+        configs.append(
+            write_config(
+                tmp_path / f"{host}.toml",
+                state_dir=tmp_path / f"deploy-{i}" / "state",
+                sessions_root=sessions_root,
+                redis_url=redis_url,
+                host_id=host,
+            )
+        )
+        notifies.append(NotifySocket(tmp_path / f"n{i}.sock"))
+    daemons = [
+        DaemonProcess(cfg, notify, tmp_path / f"{host}.log")
+        for cfg, notify, host in zip(configs, notifies, hosts, strict=True)
+    ]
+    try:
+        for d in daemons:
+            d.start()
+        for notify in notifies:
+            notify.wait_for("READY=1")
+        owner = (await redis.hget(AGENT_OWNER_KEY, agent)).decode()
+        assert owner in {queue_name(h) for h in hosts}
+        winner = 0 if owner == queue_name(hosts[0]) else 1
+        loser = 1 - winner
+        served = [orjson.loads(host_record(redis_url, h)["agents"]) for h in hosts]
+        assert served[winner] == [agent] and served[loser] == []
+        assert (
+            f"agent {agent}: already served by host {hosts[winner]}, which is alive" in daemons[loser].log()
+        )
+        assert all(d.stop() == 0 for d in daemons)
+    finally:
+        for d in daemons:
             d.kill()
         cleanup_redis(redis_url, hosts, [agent])
