@@ -3,6 +3,7 @@ summary, the notify protocol, job ids and the JSON wire format."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def test_nothing_is_due_again_within_a_slot_and_everything_in_the_next():
 
 def test_dreaming_is_scheduled_only_when_enabled(settings):
     assert DREAM in [s.job for s in schedules(settings)]
-    off = settings.model_copy(update={"dreaming": settings.dreaming.model_copy(update={"enabled": False})})
+    off = dataclasses.replace(settings, dreaming=dataclasses.replace(settings.dreaming, enabled=False))
     assert DREAM not in [s.job for s in schedules(off)]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -332,7 +333,7 @@ class Service:
             log.error("SIGHUP: config not reloaded, keeping the current policy: %s", exc)
             return
         current: Settings = self.ctx["settings"]
-        self.ctx["settings"] = current.model_copy(update={"memory_policy": fresh.memory_policy})
+        self.ctx["settings"] = dataclasses.replace(current, memory_policy=fresh.memory_policy)
         self.settings = self.ctx["settings"]
         self.state.policy_reloaded_at = _now_iso()
         p = fresh.memory_policy.exclude_sessions
