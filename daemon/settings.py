@@ -12,8 +12,6 @@ pydantic's wording (`Input should be greater than 0`), which the operator guide 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import json
 import math
 import os
 import re
@@ -21,7 +19,6 @@ import socket
 import tomllib
 import types
 import typing
-import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +112,8 @@ class ConsolidationSettings:
 
 
 def _zone(v: str) -> str:
+    import zoneinfo  # here: most configs name no zone, and every command loads settings
+
     try:
         zoneinfo.ZoneInfo(v)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
@@ -537,6 +536,8 @@ def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
         if not known or part in known:
             out.append(part)
             continue
+        import difflib  # only for a mistyped key
+
         close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
         if not close:
             return None
@@ -578,6 +579,8 @@ def _env_value(path: tuple[str, ...], raw: str) -> Any:
     complex_value = typing.get_origin(annotation) in (list, dict) or is_section(annotation)
     if complex_value:
         try:
+            import json  # only for a table or list set in the environment
+
             return json.loads(raw)
         except ValueError:
             return raw  # pydantic names the variable and what it expected
