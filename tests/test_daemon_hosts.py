@@ -11,7 +11,7 @@ import anyio
 import orjson
 import pytest
 
-from daemon.constants import AGENT_OWNER_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.ops import forget as forget_op
@@ -330,3 +330,38 @@ async def test_two_hosts_starting_together_never_both_claim_an_agents_route(
         for d in daemons:
             d.kill()
         cleanup_redis(redis_url, hosts, [agent])
+
+
+async def test_a_start_that_fails_after_claiming_its_routes_says_the_host_stopped(
+    tmp_path: Path, redis, redis_url, unique
+):
+    """The route claim beats the heartbeat; a start that then fails (the metrics port is taken)
+    must not leave a live-looking host behind: clients are refused at once, naming it stopped."""
+    import socket
+
+    agent, host = f"a{unique}", f"h{unique}"
+    sessions_root = tmp_path / "sessions"
+    SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", exchange("orchard"))
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    cfg = write_config(
+        tmp_path / "d.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    cfg.write_text(cfg.read_text().replace('"127.0.0.1:0"', f'"127.0.0.1:{taken.getsockname()[1]}"'))
+    daemon = DaemonProcess(cfg, None, tmp_path / "d.log").start()
+    try:
+        assert daemon.wait(60) == 1
+        assert "daemon.metrics_listen" in daemon.log() and "Traceback" not in daemon.log()
+        assert (await redis.hget(AGENT_OWNER_KEY, agent)) == queue_name(host).encode()
+        assert (await redis.hget(HEARTBEATS_KEY, host)).decode().startswith("stopped ")
+        refused = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+        assert refused.returncode == 1 and f"its host '{host}' stopped " in refused.stderr
+    finally:
+        taken.close()
+        daemon.kill()
+        cleanup_redis(redis_url, [host], [agent])
