@@ -20,35 +20,47 @@ from daemon.allocator import tune_allocator
 from daemon.commands import COMMANDS, ENQUEUE_COMMANDS, CliState
 from daemon.errors import MemorydError, OperationFailed
 
-_loaded: set[str] = set()
+_loaded: set[tuple[str, bool]] = set()
 
 
-def load_family(module: str) -> None:
-    """Import `daemon/commands/<module>.py` and let it register its commands (once)."""
-    if module not in _loaded:
-        _loaded.add(module)
-        importlib.import_module(f"daemon.commands.{module}").register(cli)
+def load_family(module: str, *, enqueue: bool = False) -> None:
+    """Import `daemon/commands/<module>.py` and let it register its commands (once). A family
+    may register its `memoryd enqueue` twins apart (`register_enqueue_commands`), so that its
+    direct commands do not load what only the twins need (the op registry's request models)."""
+    family = importlib.import_module(f"daemon.commands.{module}")
+    if (module, False) not in _loaded:
+        _loaded.add((module, False))
+        family.register(cli)
+    twins = getattr(family, "register_enqueue_commands", None)
+    if enqueue and twins is not None and (module, True) not in _loaded:
+        _loaded.add((module, True))
+        twins(cli)
 
 
 def load_all() -> None:
     """Every command family (for tools that walk the whole command tree)."""
-    for module, _summary in [*COMMANDS.values(), *ENQUEUE_COMMANDS.values()]:
+    for module, _summary in COMMANDS.values():
         load_family(module)
+    for module, _summary in ENQUEUE_COMMANDS.values():
+        load_family(module, enqueue=True)
 
 
 class LazyGroup(click.Group):
     """A group whose commands are imported from their family's module on first use."""
 
-    def __init__(self, *args: Any, table: Mapping[str, tuple[str, str]], **kwargs: Any):
+    def __init__(
+        self, *args: Any, table: Mapping[str, tuple[str, str]], enqueue: bool = False, **kwargs: Any
+    ):
         super().__init__(*args, **kwargs)
         self.table = table
+        self.enqueue = enqueue  # `memoryd enqueue`: its commands are the families' twins
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(self.commands) | set(self.table))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.table:
-            load_family(self.table[cmd_name][0])
+            load_family(self.table[cmd_name][0], enqueue=self.enqueue)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -83,7 +95,7 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
     ctx.obj = CliState(config_path)
 
 
-@cli.group("enqueue", cls=LazyGroup, table=ENQUEUE_COMMANDS)
+@cli.group("enqueue", cls=LazyGroup, table=ENQUEUE_COMMANDS, enqueue=True)
 def enqueue() -> None:
     """Send a job to the daemon that owns the agent (validated like the direct command)."""
 

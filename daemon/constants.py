@@ -102,6 +102,7 @@ HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three m
 # hash host_id -> its last heartbeat (Unix s), or "stopped <Unix s>" after a clean stop. Kept
 # after the daemon is gone, so a client can say how long an agent's owner has been silent.
 HEARTBEATS_KEY = REDIS_PREFIX + "heartbeats"
+MAX_AGENTS_NAMED = 20  # a refusal lists at most this many agents by name (a Redis may route thousands)
 # hash per queue: worker instance → {"node", "pid"} of the process running it, so a starting
 # worker can tell which in-progress jobs died with their worker (daemon.runtime.interrupted)
 WORKERS_KEY = REDIS_PREFIX + "workers:{queue}"

@@ -3,27 +3,48 @@
 The file comes from `memoryd --config PATH`, else `$MEMORYD_CONFIG`, else none (defaults only).
 Nested keys take `__` in the environment: MEMORYD_DREAMING__TIMEZONE=Europe/Berlin.
 Every section forbids unknown keys, so a typo is an error that names the key, not a silent default.
+
+Sections are frozen dataclasses validated here, without pydantic: every command loads settings,
+and pydantic's import and model building were most of a command's start-up. Bad values get
+pydantic's wording (`Input should be greater than 0`), which the operator guide quotes.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
+import dataclasses
+import math
 import os
+import re
 import socket
 import tomllib
+import types
 import typing
-import zoneinfo
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from daemon.errors import ConfigError
 
 
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    factory: Callable[[], Any] | None = None,
+    description: str = "",
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    check: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A setting: its default (or a factory), its one-line description (the docs print it),
+    bounds, and a `check` that may return the value cleaned or raise ValueError."""
+    meta = {"description": description, "gt": gt, "ge": ge, "le": le, "check": check, "default": default}
+    if isinstance(default, list):  # each instance gets its own copy of a list default
+        return field(default_factory=lambda: list(default), metadata=meta)
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 def _clean_list(values: list[str]) -> list[str]:
@@ -31,166 +52,162 @@ def _clean_list(values: list[str]) -> list[str]:
     return [v.strip() for v in values if v.strip()]
 
 
-class ExcludeSessions(Section):
+@dataclass(frozen=True, slots=True)
+class ExcludeSessions:
     """Admission policy lists. Exact, case-sensitive matches against recorded session metadata."""
 
-    hook_external_content_sources: list[str] = Field(
-        default_factory=list, description="Hook sources to keep out (gmail, email, webhook)."
+    hook_external_content_sources: list[str] = setting(
+        factory=list, description="Hook sources to keep out (gmail, email, webhook)."
     )
-    channels: list[str] = Field(
-        default_factory=list, description="Channel/plugin ids to keep out (not room ids)."
-    )
-    chat_types: list[str] = Field(
-        default_factory=list, description="Chat types to keep out (direct, group, channel)."
+    channels: list[str] = setting(factory=list, description="Channel/plugin ids to keep out (not room ids).")
+    chat_types: list[str] = setting(
+        factory=list, description="Chat types to keep out (direct, group, channel)."
     )
 
-    _clean = field_validator("hook_external_content_sources", "channels", "chat_types")(
-        lambda cls, v: _clean_list(v)
+    def __post_init__(self) -> None:
+        for name in ("hook_external_content_sources", "channels", "chat_types"):
+            object.__setattr__(self, name, _clean_list(getattr(self, name)))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPolicy:
+    exclude_sessions: ExcludeSessions = setting(factory=ExcludeSessions)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    workspace: Path | None = setting(
+        None, description="The agent's workspace; default state_dir/agents/<id>/workspace."
+    )
+    session_source: Literal["auto", "json", "openclaw"] = setting(
+        "auto", description="auto: the OpenClaw agent database when present, else sessions.json."
     )
 
 
-class MemoryPolicy(Section):
-    exclude_sessions: ExcludeSessions = Field(default_factory=ExcludeSessions)
-
-
-class AgentConfig(Section):
-    workspace: Path | None = Field(
-        default=None, description="The agent's workspace; default state_dir/agents/<id>/workspace."
+@dataclass(frozen=True, slots=True)
+class IngestSettings:
+    interval_s: float = setting(300.0, gt=0, description="Seconds between scheduled ingest sweeps.")
+    max_messages_per_sweep: int = setting(240, ge=1, description="Messages staged per sweep at most.")
+    max_messages_per_file: int = setting(
+        80, ge=1, description="Messages staged per session per sweep at most."
     )
-    session_source: Literal["auto", "json", "openclaw"] = Field(
-        default="auto", description="auto: the OpenClaw agent database when present, else sessions.json."
-    )
-
-
-class IngestSettings(Section):
-    interval_s: float = Field(default=300.0, gt=0, description="Seconds between scheduled ingest sweeps.")
-    max_messages_per_sweep: int = Field(default=240, ge=1, description="Messages staged per sweep at most.")
-    max_messages_per_file: int = Field(
-        default=80, ge=1, description="Messages staged per session per sweep at most."
-    )
-    watch: bool = Field(
-        default=True,
+    watch: bool = setting(
+        True,
         description="Watch the sessions (inotify) and sweep as soon as a change settles; the interval "
         "sweeps stay as the safety net. Off with daemon.schedule = false.",
     )
-    watch_settle_ms: int = Field(
-        default=50, ge=1, le=10_000, description="A change is swept once no write followed it for this long."
+    watch_settle_ms: int = setting(
+        50, ge=1, le=10_000, description="A change is swept once no write followed it for this long."
     )
 
 
-class ConsolidationSettings(Section):
-    base_url: str | None = Field(
-        default=None, description="OpenAI-compatible endpoint; unset = append-only promotion."
+@dataclass(frozen=True, slots=True)
+class ConsolidationSettings:
+    base_url: str | None = setting(
+        None, description="OpenAI-compatible endpoint; unset = append-only promotion."
     )
-    model: str = Field(default="gpt-4o-mini", description="Model name sent to the endpoint.")
-    api_key_env: str = Field(
-        default="MEMORYD_CONSOLIDATION_API_KEY", description="Env var holding the API key."
+    model: str = setting("gpt-4o-mini", description="Model name sent to the endpoint.")
+    api_key_env: str = setting("MEMORYD_CONSOLIDATION_API_KEY", description="Env var holding the API key.")
+    timeout_s: float = setting(60.0, gt=0, description="Model call timeout.")
+
+
+def _zone(v: str) -> str:
+    import zoneinfo  # here: most configs name no zone, and every command loads settings
+
+    try:
+        zoneinfo.ZoneInfo(v)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {v!r}") from exc
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class DreamingSettings:
+    enabled: bool = setting(True, description="Run dreaming sweeps on the schedule.")
+    timezone: str = setting("UTC", check=_zone, description="IANA zone used to bucket days.")
+    interval_s: float = setting(3600.0, gt=0, description="Seconds between scheduled dreaming sweeps.")
+    light_limit: int = setting(100, ge=0, description="Candidates in the Light Sleep block at most.")
+    rem_limit: int = setting(10, ge=0, description="REM truths limit (capped at 3 per the reference).")
+    lookback_days: int = setting(7, ge=1, description="Days of staged entries light/REM consider.")
+    dedupe_similarity: float = setting(0.9, ge=0, le=1, description="Light dedupe similarity.")
+    min_pattern_strength: float = setting(0.75, ge=0, le=1, description="REM theme strength gate.")
+    min_score: float = setting(0.75, ge=0, description="Deep promotion minimum score.")
+    min_recall_count: int = setting(3, ge=0, description="Deep promotion minimum recall count.")
+    min_unique_queries: int = setting(3, ge=0, description="Deep promotion minimum distinct queries.")
+    recency_half_life_days: float = setting(14.0, gt=0, description="Recency half-life for ranking.")
+    max_age_days: float = setting(30.0, gt=0, description="Staged entries older than this are not promoted.")
+    max_promoted_snippet_tokens: int = setting(160, ge=1, description="Promoted text budget (x4 chars).")
+    max_prior_entry_loss_fraction: float = setting(0.25, ge=0, le=1, description="Consolidation loss guard.")
+    memory_file_max_chars: int = setting(10_000, ge=1000, description="MEMORY.md size budget.")
+    consolidation: ConsolidationSettings = setting(factory=ConsolidationSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSettings:
+    provider: Literal["none", "hashing", "openai"] = setting("none", description="none = FTS only.")
+    dims: int = setting(256, ge=8, le=4096, description="Vector size of the hashing embedder.")
+    base_url: str | None = setting(None, description="OpenAI-compatible embeddings endpoint.")
+    model: str = setting("text-embedding-3-small", description="Embedding model name.")
+    api_key_env: str = setting("MEMORYD_EMBEDDING_API_KEY", description="Env var holding the API key.")
+    batch_size: int = setting(64, ge=1, description="Texts per embedding request.")
+    timeout_s: float = setting(30.0, gt=0, description="Timeout of one embedding request.")
+    max_retries: int = setting(3, ge=0, description="Retries of a failed embedding request (429/5xx).")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    interval_s: float = setting(300.0, gt=0, description="Seconds between scheduled index syncs.")
+    sources: list[Literal["memory", "sessions"]] = setting(["memory"], description="What to index.")
+    chunk_tokens: int = setting(400, ge=16, description="Chunk size in tokens (~4 chars each).")
+    chunk_overlap: int = setting(80, ge=0, description="Chunk overlap in tokens.")
+    embedding: EmbeddingSettings = setting(factory=EmbeddingSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionSettings:
+    tenant: str = setting("default", description="Tenant that ingested sessions belong to.")
+    interval_s: float = setting(3600.0, gt=0, description="Seconds between retention sweeps.")
+    expired_purge_after_days: int | None = setting(
+        None, ge=0, description="Purge expired data this many days after expiry; unset = never."
     )
-    timeout_s: float = Field(default=60.0, gt=0, description="Model call timeout.")
-
-
-class DreamingSettings(Section):
-    enabled: bool = Field(default=True, description="Run dreaming sweeps on the schedule.")
-    timezone: str = Field(default="UTC", description="IANA zone used to bucket days.")
-    interval_s: float = Field(default=3600.0, gt=0, description="Seconds between scheduled dreaming sweeps.")
-    light_limit: int = Field(default=100, ge=0, description="Candidates in the Light Sleep block at most.")
-    rem_limit: int = Field(default=10, ge=0, description="REM truths limit (capped at 3 per the reference).")
-    lookback_days: int = Field(default=7, ge=1, description="Days of staged entries light/REM consider.")
-    dedupe_similarity: float = Field(default=0.9, ge=0, le=1, description="Light dedupe similarity.")
-    min_pattern_strength: float = Field(default=0.75, ge=0, le=1, description="REM theme strength gate.")
-    min_score: float = Field(default=0.75, ge=0, description="Deep promotion minimum score.")
-    min_recall_count: int = Field(default=3, ge=0, description="Deep promotion minimum recall count.")
-    min_unique_queries: int = Field(default=3, ge=0, description="Deep promotion minimum distinct queries.")
-    recency_half_life_days: float = Field(default=14.0, gt=0, description="Recency half-life for ranking.")
-    max_age_days: float = Field(
-        default=30.0, gt=0, description="Staged entries older than this are not promoted."
-    )
-    max_promoted_snippet_tokens: int = Field(
-        default=160, ge=1, description="Promoted text budget (x4 chars)."
-    )
-    max_prior_entry_loss_fraction: float = Field(
-        default=0.25, ge=0, le=1, description="Consolidation loss guard."
-    )
-    memory_file_max_chars: int = Field(default=10_000, ge=1000, description="MEMORY.md size budget.")
-    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, v: str) -> str:
-        try:
-            zoneinfo.ZoneInfo(v)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {v!r}") from exc
-        return v
-
-
-class EmbeddingSettings(Section):
-    provider: Literal["none", "hashing", "openai"] = Field(default="none", description="none = FTS only.")
-    dims: int = Field(default=256, ge=8, le=4096, description="Vector size of the hashing embedder.")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible embeddings endpoint.")
-    model: str = Field(default="text-embedding-3-small", description="Embedding model name.")
-    api_key_env: str = Field(default="MEMORYD_EMBEDDING_API_KEY", description="Env var holding the API key.")
-    batch_size: int = Field(default=64, ge=1, description="Texts per embedding request.")
-    timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one embedding request.")
-    max_retries: int = Field(default=3, ge=0, description="Retries of a failed embedding request (429/5xx).")
-
-
-class IndexSettings(Section):
-    interval_s: float = Field(default=300.0, gt=0, description="Seconds between scheduled index syncs.")
-    sources: list[Literal["memory", "sessions"]] = Field(default=["memory"], description="What to index.")
-    chunk_tokens: int = Field(default=400, ge=16, description="Chunk size in tokens (~4 chars each).")
-    chunk_overlap: int = Field(default=80, ge=0, description="Chunk overlap in tokens.")
-    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
-
-
-class RetentionSettings(Section):
-    tenant: str = Field(default="default", description="Tenant that ingested sessions belong to.")
-    interval_s: float = Field(default=3600.0, gt=0, description="Seconds between retention sweeps.")
-    expired_purge_after_days: int | None = Field(
-        default=None, ge=0, description="Purge expired data this many days after expiry; unset = never."
-    )
-    erase_result_ttl_s: int = Field(
-        default=300, ge=1, description="Erase job arguments/results kept in Redis."
-    )
-    agent_participant_kinds: list[str] = Field(
-        default=["agent", "bot", "assistant"],
+    erase_result_ttl_s: int = setting(300, ge=1, description="Erase job arguments/results kept in Redis.")
+    agent_participant_kinds: list[str] = setting(
+        ["agent", "bot", "assistant"],
         description="Participant senderKind/type values that mark an agent, not a user, when a session "
         "is mapped to its scope (user = the first other participant).",
     )
 
 
-class DaemonSettings(Section):
-    host_id: str = Field(default_factory=socket.gethostname, description="Names this host's queue.")
-    metrics_listen: str | None = Field(
-        default="127.0.0.1:9464", description="host:port for Prometheus; unset = off."
+@dataclass(frozen=True, slots=True)
+class DaemonSettings:
+    host_id: str = setting(factory=socket.gethostname, description="Names this host's queue.")
+    metrics_listen: str | None = setting(
+        "127.0.0.1:9464", description="host:port for Prometheus; unset = off."
     )
-    shutdown_grace_s: float = Field(
-        default=30.0, ge=0, description="How long SIGTERM waits for the running job."
-    )
-    poll_delay_s: float = Field(
-        default=0.01,
+    shutdown_grace_s: float = setting(30.0, ge=0, description="How long SIGTERM waits for the running job.")
+    poll_delay_s: float = setting(
+        0.01,
         gt=0,
         description="arq worker poll interval: an idle worker picks up a new job within it "
         "(arq's own 0.5 s default makes every job round trip take half a second).",
     )
-    max_jobs: int = Field(
-        default=4,
+    max_jobs: int = setting(
+        4,
         ge=1,
         description="Jobs run at once (mutations serialize on the lock; dream and backfill jobs take at most max_jobs - 1).",
     )
-    job_timeout_s: float = Field(default=3600.0, gt=0, description="A job running longer is cancelled.")
-    keep_result_s: int = Field(default=86_400, ge=1, description="How long job results stay in Redis.")
-    redis_retry_max_s: float = Field(
-        default=30.0, gt=0, description="Longest backoff between Redis reconnects."
-    )
-    schedule: bool = Field(
-        default=True, description="Enqueue the scheduled sweeps; off = run only jobs sent by clients."
+    job_timeout_s: float = setting(3600.0, gt=0, description="A job running longer is cancelled.")
+    keep_result_s: int = setting(86_400, ge=1, description="How long job results stay in Redis.")
+    redis_retry_max_s: float = setting(30.0, gt=0, description="Longest backoff between Redis reconnects.")
+    schedule: bool = setting(
+        True, description="Enqueue the scheduled sweeps; off = run only jobs sent by clients."
     )
 
 
-class LockSettings(Section):
-    ttl_ms: int = Field(default=30_000, ge=1000, description="Lease length; renewed at a third of it.")
-    wait_s: float = Field(default=10.0, ge=0, description="How long a writer waits for the workspace lock.")
+@dataclass(frozen=True, slots=True)
+class LockSettings:
+    ttl_ms: int = setting(30_000, ge=1000, description="Lease length; renewed at a third of it.")
+    wait_s: float = setting(10.0, ge=0, description="How long a writer waits for the workspace lock.")
 
 
 def _default_state_dir() -> Path:
@@ -200,24 +217,25 @@ def _default_state_dir() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "memoryd"
 
 
-class Settings(Section):
-    state_dir: Path = Field(default_factory=_default_state_dir, description="memoryd's own state (0700).")
-    sessions_root: Path = Field(
-        default_factory=lambda: Path.home() / ".openclaw",
+@dataclass(frozen=True, slots=True)
+class Settings:
+    state_dir: Path = setting(factory=_default_state_dir, description="memoryd's own state (0700).")
+    sessions_root: Path = setting(
+        factory=lambda: Path.home() / ".openclaw",
         description="Where agents' session stores live (read-only).",
     )
-    redis_url: str = Field(
-        default="redis://127.0.0.1:6379/0",
+    redis_url: str = setting(
+        "redis://127.0.0.1:6379/0",
         description="redis://, rediss:// (TLS), with user:password for ACL/AUTH.",
     )
-    agents: dict[str, AgentConfig] = Field(default_factory=dict, description="Per-agent overrides.")
-    memory_policy: MemoryPolicy = Field(default_factory=MemoryPolicy)
-    ingest: IngestSettings = Field(default_factory=IngestSettings)
-    dreaming: DreamingSettings = Field(default_factory=DreamingSettings)
-    index: IndexSettings = Field(default_factory=IndexSettings)
-    retention: RetentionSettings = Field(default_factory=RetentionSettings)
-    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
-    lock: LockSettings = Field(default_factory=LockSettings)
+    agents: dict[str, AgentConfig] = setting(factory=dict, description="Per-agent overrides.")
+    memory_policy: MemoryPolicy = setting(factory=MemoryPolicy)
+    ingest: IngestSettings = setting(factory=IngestSettings)
+    dreaming: DreamingSettings = setting(factory=DreamingSettings)
+    index: IndexSettings = setting(factory=IndexSettings)
+    retention: RetentionSettings = setting(factory=RetentionSettings)
+    daemon: DaemonSettings = setting(factory=DaemonSettings)
+    lock: LockSettings = setting(factory=LockSettings)
 
     def workspace_for(self, agent_id: str) -> Path:
         agent = self.agents.get(agent_id)
@@ -228,6 +246,269 @@ class Settings(Section):
     def session_source_for(self, agent_id: str) -> str:
         agent = self.agents.get(agent_id)
         return agent.session_source if agent is not None else "auto"
+
+
+# --- the fields of a section ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SettingField:
+    """One key of a section, as validation and the docs generator read it."""
+
+    name: str
+    annotation: Any  # the resolved type
+    default: Any  # the declared default; dataclasses.MISSING when a factory computes it
+    factory: Callable[[], Any] | None
+    description: str
+    gt: float | None
+    ge: float | None
+    le: float | None
+    check: Callable[[Any], Any] | None
+
+
+_FIELDS: dict[type, dict[str, SettingField]] = {}
+
+
+def is_section(annotation: Any) -> bool:
+    return isinstance(annotation, type) and dataclasses.is_dataclass(annotation)
+
+
+def section_fields(section: type) -> dict[str, SettingField]:
+    """A section's keys in declaration order (cached: the types are resolved once)."""
+    found = _FIELDS.get(section)
+    if found is None:
+        hints = typing.get_type_hints(section)
+        found = {
+            f.name: SettingField(
+                name=f.name,
+                annotation=hints[f.name],
+                default=f.metadata.get("default", f.default),
+                factory=None if f.default_factory is dataclasses.MISSING else f.default_factory,
+                description=f.metadata.get("description", ""),
+                gt=f.metadata.get("gt"),
+                ge=f.metadata.get("ge"),
+                le=f.metadata.get("le"),
+                check=f.metadata.get("check"),
+            )
+            for f in dataclasses.fields(section)
+        }
+        _FIELDS[section] = found
+    return found
+
+
+# --- validation (pydantic's lax rules and wording, for the types settings use) -----------------
+
+
+class _Invalid(Exception):
+    def __init__(self, kind: str, msg: str):
+        super().__init__(msg)
+        self.kind = kind
+        self.msg = msg
+
+
+Errors = list[dict[str, Any]]  # {"loc": (...), "type": ..., "msg": ...}, as pydantic reports them
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise _Invalid("bool_parsing", "Input should be a valid boolean, unable to interpret input")
+    if isinstance(value, int):
+        raise _Invalid("bool_parsing", "Input should be a valid boolean, unable to interpret input")
+    raise _Invalid("bool_type", "Input should be a valid boolean")
+
+
+_INT_TEXT = re.compile(r"\s*([+-]?[0-9]+(?:_[0-9]+)*)(?:\.0+)?\s*")
+_I64 = 2**63
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool | int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Invalid("finite_number", "Input should be a finite number")
+        if not value.is_integer():
+            raise _Invalid(
+                "int_from_float", "Input should be a valid integer, got a number with a fractional part"
+            )
+        if not -_I64 < value < _I64:
+            raise _Invalid(
+                "int_parsing_size", "Unable to parse input string as an integer, exceeded maximum size"
+            )
+        return int(value)
+    if isinstance(value, str):
+        match = _INT_TEXT.fullmatch(value)
+        if match is None:
+            raise _Invalid(
+                "int_parsing", "Input should be a valid integer, unable to parse string as an integer"
+            )
+        return int(match.group(1))
+    raise _Invalid("int_type", "Input should be a valid integer")
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            if not value.isascii():
+                raise ValueError(value)
+            return float(value.strip())
+        except ValueError:
+            raise _Invalid(
+                "float_parsing", "Input should be a valid number, unable to parse string as a number"
+            ) from None
+    raise _Invalid("float_type", "Input should be a valid number")
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _Invalid("string_type", "Input should be a valid string")
+
+
+def _to_path(value: Any) -> Path:
+    if isinstance(value, str | Path):
+        return Path(value)
+    raise _Invalid("path_type", "Input is not a valid path for <class 'pathlib.Path'>")
+
+
+_SCALARS: dict[Any, Callable[[Any], Any]] = {
+    bool: _to_bool,
+    int: _to_int,
+    float: _to_float,
+    str: _to_str,
+    Path: _to_path,
+}
+
+
+def _literal_message(choices: tuple[Any, ...]) -> str:
+    shown = [repr(c) for c in choices]
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return f"Input should be {listed}"
+
+
+class _Failed(Exception):
+    """A value had errors (already recorded)."""
+
+
+def _items(convert: Callable[[Any, tuple[Any, ...]], Any], pairs: Any, loc: tuple[Any, ...]) -> list[Any]:
+    """Each (key, item) converted; every failing item recorded before _Failed is raised."""
+    out, failed = [], False
+    for key, item in pairs:
+        try:
+            out.append((key, convert(item, (*loc, key))))
+        except _Failed:
+            failed = True
+    if failed:
+        raise _Failed
+    return out
+
+
+def _shaped(annotation: Any, value: Any, loc: tuple[Any, ...], errors: Errors) -> Any:
+    """A section, list, table or optional value; a scalar otherwise."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if is_section(annotation):
+        if isinstance(value, annotation):
+            return value
+        if not isinstance(value, dict):
+            raise _Invalid(
+                "model_type", f"Input should be a valid dictionary or instance of {annotation.__name__}"
+            )
+        return _section(annotation, value, loc, errors)
+    if origin is list:
+        if not isinstance(value, list | tuple):
+            raise _Invalid("list_type", "Input should be a valid list")
+        pairs = _items(lambda v, at: _value(args[0], v, at, errors), enumerate(value), loc)
+        return [item for _, item in pairs]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _Invalid("dict_type", "Input should be a valid dictionary")
+        return dict(_items(lambda v, at: _value(args[1], v, at, errors), value.items(), loc))
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _value(inner, value, loc, errors)
+    if origin is Literal:
+        if any(value == a and type(value) is type(a) for a in args):
+            return value
+        raise _Invalid("literal_error", _literal_message(args))
+    return _SCALARS[annotation](value)
+
+
+def _value(annotation: Any, value: Any, loc: tuple[Any, ...], errors: Errors) -> Any:
+    """`value` as `annotation`; each problem recorded in `errors` (then _Failed)."""
+    try:
+        return _shaped(annotation, value, loc, errors)
+    except _Invalid as exc:
+        errors.append({"loc": loc, "type": exc.kind, "msg": exc.msg})
+        raise _Failed from None
+
+
+def _bounded(f: SettingField, value: Any) -> Any:
+    if value is None or not isinstance(value, int | float):
+        return value
+    if f.gt is not None and not value > f.gt:
+        raise _Invalid("greater_than", f"Input should be greater than {f.gt!r}")
+    if f.ge is not None and not value >= f.ge:
+        raise _Invalid("greater_than_equal", f"Input should be greater than or equal to {f.ge!r}")
+    if f.le is not None and not value <= f.le:
+        raise _Invalid("less_than_equal", f"Input should be less than or equal to {f.le!r}")
+    return value
+
+
+def _section(section: type, data: dict[str, Any], loc: tuple[Any, ...], errors: Errors) -> Any:
+    """A section from its table: the declared keys in order, then the unknown ones (pydantic's
+    order of errors, which the one-line message keeps)."""
+    fields = section_fields(section)
+    values: dict[str, Any] = {}
+    failed = False
+    for name, f in fields.items():
+        if name not in data:
+            continue
+        try:
+            value = _value(f.annotation, data[name], (*loc, name), errors)
+            value = _bounded(f, value)
+            if f.check is not None:
+                try:
+                    value = f.check(value)
+                except ValueError as exc:
+                    raise _Invalid("value_error", f"Value error, {exc}") from None
+            values[name] = value
+        except _Invalid as exc:
+            errors.append({"loc": (*loc, name), "type": exc.kind, "msg": exc.msg})
+            failed = True
+        except _Failed:
+            failed = True
+    for key in data:
+        if key not in fields:
+            errors.append(
+                {"loc": (*loc, key), "type": "extra_forbidden", "msg": "Extra inputs are not permitted"}
+            )
+            failed = True
+    if failed:
+        raise _Failed
+    return section(**values)
+
+
+def validate_settings(data: dict[str, Any]) -> tuple[Settings | None, Errors]:
+    """Settings from merged tables, or None and every problem found."""
+    errors: Errors = []
+    try:
+        return _section(Settings, data, (), errors), errors
+    except _Failed:
+        return None, errors
 
 
 def resolve_config_path(cli_path: str | os.PathLike[str] | None) -> Path | None:
@@ -244,9 +525,7 @@ ENV_DELIMITER = "__"
 def _keys_at(path: tuple[str, ...]) -> list[str]:
     """The keys a config table at `path` may hold (empty where any key goes, or none)."""
     annotation = _annotation_at(path)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
-    return []
+    return list(section_fields(annotation)) if is_section(annotation) else []
 
 
 def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -257,6 +536,8 @@ def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
         if not known or part in known:
             out.append(part)
             continue
+        import difflib  # only for a mistyped key
+
         close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
         if not close:
             return None
@@ -280,11 +561,11 @@ def _env_vars() -> dict[tuple[str, ...], str]:
 def _annotation_at(path: tuple[str, ...]) -> Any:
     annotation: Any = Settings
     for part in path:
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field = annotation.model_fields.get(part)
-            if field is None:
+        if is_section(annotation):
+            found = section_fields(annotation).get(part)
+            if found is None:
                 return None
-            annotation = field.annotation
+            annotation = found.annotation
         elif typing.get_origin(annotation) is dict:
             annotation = typing.get_args(annotation)[1]
         else:
@@ -295,11 +576,11 @@ def _annotation_at(path: tuple[str, ...]) -> Any:
 def _env_value(path: tuple[str, ...], raw: str) -> Any:
     """A list, table or section comes as JSON; a scalar as the text pydantic then converts."""
     annotation = _annotation_at(path)
-    complex_value = typing.get_origin(annotation) in (list, dict) or (
-        isinstance(annotation, type) and issubclass(annotation, BaseModel)
-    )
+    complex_value = typing.get_origin(annotation) in (list, dict) or is_section(annotation)
     if complex_value:
         try:
+            import json  # only for a table or list set in the environment
+
             return json.loads(raw)
         except ValueError:
             return raw  # pydantic names the variable and what it expected
@@ -315,7 +596,7 @@ def _env_data() -> dict[str, Any]:
         if not name.upper().startswith(ENV_PREFIX):
             continue
         path = tuple(name[len(ENV_PREFIX) :].lower().split(ENV_DELIMITER))
-        if path[0] not in Settings.model_fields:
+        if path[0] not in section_fields(Settings):
             continue  # reported by _describe when it is nested (a mistyped section)
         table = data
         for part in path[:-1]:
@@ -351,7 +632,7 @@ def _describe(errors: list[Any], origin: str) -> str:
     environment, each variable by name, with the nearest valid key), then bad values."""
     env = _env_vars()
     file_unknown: list[tuple[str, ...]] = []
-    env_unknown = [path for path in env if path[0] not in Settings.model_fields]
+    env_unknown = [path for path in env if path[0] not in section_fields(Settings)]
     problems: list[str] = []
     for error in errors:
         path = tuple(str(p) for p in error["loc"])
@@ -389,15 +670,27 @@ def load_settings(config_path: str | os.PathLike[str] | None = None, **overrides
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     # Precedence: the file, then the environment, then the caller's overrides (key by key).
     merged = _deep_merge(_deep_merge(data, _env_data()), overrides)
-    try:
-        settings = Settings.model_validate(merged)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc.errors(), origin)) from None
+    settings, errors = validate_settings(merged)
+    if settings is None:
+        raise ConfigError(_describe(errors, origin))
     problem = _describe([], origin)  # a variable for a section that does not exist
     if problem:
         raise ConfigError(problem)
     return settings
 
 
+def _jsonable(value: Any) -> Any:
+    if is_section(type(value)):
+        return {name: _jsonable(getattr(value, name)) for name in section_fields(type(value))}
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
 def settings_as_dict(settings: Settings) -> dict[str, Any]:
-    return settings.model_dump(mode="json")
+    """The settings as JSON values, keys in declaration order (`memoryd config check`)."""
+    return _jsonable(settings)  # type: ignore[no-any-return]

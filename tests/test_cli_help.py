@@ -120,3 +120,23 @@ def test_a_forget_dry_run_imports_neither_redis_nor_arq(
     )
     assert "daemon.commands.forget" in modules
     assert not modules & {"redis", "arq"}
+
+
+def test_a_forget_dry_run_imports_no_pydantic(
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, unique: str
+) -> None:
+    # The preview an operator runs before each forget: settings, the request's rules and the
+    # report are plain data, so its start-up does not pay for pydantic and its models.
+    store_builder.add("agent:main:main", "direct-1", conversation("orchard", "direct-1"), chatType="direct")
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n[retention]\ntenant = "t{unique}"\n'
+    )
+    assert main(["--config", str(config), "ingest", "--agent", "main"]) == 0
+    for extra in ([], ["--json"]):
+        modules = _imported_after(
+            "--config", str(config), "forget", "--agent", "main", "--session", "direct-1", "--dry-run", *extra
+        )
+        assert "daemon.commands.forget" in modules
+        assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}, extra

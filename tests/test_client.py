@@ -38,10 +38,16 @@ async def test_a_job_goes_to_the_queue_of_the_host_that_owns_the_agent(settings,
     assert await redis.zscore(queue, job.job_id) is not None
 
 
-async def test_an_unknown_agent_fails_clearly_and_enqueues_nothing(settings, unique):
+async def test_an_unknown_agent_fails_clearly_naming_the_served_agents(settings, routed, redis):
+    agent, queue, _ = routed
     async with MemorydClient.connect(settings) as client:
-        with pytest.raises(UsageError, match=rf"agent 'nobody-{unique}': no memoryd host serves it"):
-            await client.enqueue_forget({"agent": f"nobody-{unique}", "sessions": ["s1"]})
+        with pytest.raises(
+            UsageError, match=r"agent 'nobody-\w+' is not served by any host \(served: "
+        ) as err:
+            await client.enqueue_forget({"agent": f"nobody-{agent}", "sessions": ["s1"]})
+    served = str(err.value).split("(served: ", 1)[1].split(")", 1)[0].split(", ")
+    assert agent in served  # a typo is seen at once against the names that exist
+    assert await redis.zcard(queue) == 0
 
 
 async def test_identical_requests_are_one_job_and_a_request_id_makes_another(settings, routed, redis):
@@ -93,7 +99,9 @@ def test_enqueue_cli_validates_like_the_direct_command_and_enqueues_nothing_when
     assert bad.returncode == 2
     assert "requires a session, hook source, or participant selector" in bad.stderr
     unknown = run_cli(cfg, "enqueue", "forget", "--agent", "nobody-x", "--session", "s1")
-    assert unknown.returncode == 2 and "no memoryd host serves it" in unknown.stderr
+    assert unknown.returncode == 2, unknown.stderr
+    assert "agent 'nobody-x' is not served by any host (served: " in unknown.stderr
+    assert agent in unknown.stderr and "Traceback" not in unknown.stderr
 
     import redis as sync_redis
 
@@ -366,3 +374,36 @@ async def test_a_job_for_an_agent_whose_host_is_silent_is_refused_unless_queued_
     assert anyway.returncode == 0, anyway.stderr
     job_ids.append(anyway.stdout.split()[0])
     assert await redis.zcard(queue) == 1
+
+
+@pytest.mark.slow
+def test_enqueue_of_a_mistyped_agent_names_the_agents_the_local_config_knows(
+    tmp_path, routed, redis_url, settings
+):
+    """`memoryd enqueue … --agent mian` on a host whose sessions root lists agents: the typo is
+    named against those (exit 2), not reported as a missing daemon; nothing is queued."""
+    from tests.builders import Msg, SessionStoreBuilder
+
+    agent, queue, job_ids = routed
+    for name in ("main", "ops"):
+        SessionStoreBuilder(tmp_path / "sessions", name).add("k1", "s1", [Msg("user", "hello there")])
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=tmp_path / "sessions",
+        redis_url=redis_url,
+        host_id=settings.daemon.host_id,
+    )
+    typo = run_cli(cfg, "enqueue", "ingest", "--agent", "mian")
+    assert typo.returncode == 2, typo.stderr
+    assert (
+        f"agent 'mian' not found under sessions_root {tmp_path / 'sessions'} (known: main, ops)"
+        in typo.stderr
+    )
+    assert "Traceback" not in typo.stderr
+    # An agent another host serves is still sent there, though this config does not list it.
+    routed_ok = run_cli(cfg, "enqueue", "forget", "--agent", agent, "--session", "s1", "--json")
+    assert routed_ok.returncode == 0, routed_ok.stderr
+    job = json.loads(routed_ok.stdout)
+    job_ids.append(job["jobId"])
+    assert job["queue"] == queue

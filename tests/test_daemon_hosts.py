@@ -8,9 +8,10 @@ import urllib.request
 from pathlib import Path
 
 import anyio
+import orjson
 import pytest
 
-from daemon.constants import AGENT_OWNER_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.ops import forget as forget_op
@@ -282,3 +283,85 @@ async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwh
                 d.proc.send_signal(signal.SIGCONT)
             d.kill()
         cleanup_redis(redis_url, hosts, [agent])
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_two_hosts_starting_together_never_both_claim_an_agents_route(
+    tmp_path: Path, redis, redis_url, unique, attempt: int
+):
+    """Two deployments on one Redis, each with an agent of the same name, started at the same
+    moment: the routes are claimed in one atomic step, so exactly one host serves the agent and
+    the other refuses it, naming the winner."""
+    agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
+    configs, notifies = [], []
+    for i, host in enumerate(hosts):
+        sessions_root = tmp_path / f"deploy-{i}" / "sessions"
+        SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
+        configs.append(
+            write_config(
+                tmp_path / f"{host}.toml",
+                state_dir=tmp_path / f"deploy-{i}" / "state",
+                sessions_root=sessions_root,
+                redis_url=redis_url,
+                host_id=host,
+            )
+        )
+        notifies.append(NotifySocket(tmp_path / f"n{i}.sock"))
+    daemons = [
+        DaemonProcess(cfg, notify, tmp_path / f"{host}.log")
+        for cfg, notify, host in zip(configs, notifies, hosts, strict=True)
+    ]
+    try:
+        for d in daemons:
+            d.start()
+        for notify in notifies:
+            notify.wait_for("READY=1")
+        owner = (await redis.hget(AGENT_OWNER_KEY, agent)).decode()
+        assert owner in {queue_name(h) for h in hosts}
+        winner = 0 if owner == queue_name(hosts[0]) else 1
+        loser = 1 - winner
+        served = [orjson.loads(host_record(redis_url, h)["agents"]) for h in hosts]
+        assert served[winner] == [agent] and served[loser] == []
+        assert (
+            f"agent {agent}: already served by host {hosts[winner]}, which is alive" in daemons[loser].log()
+        )
+        assert all(d.stop() == 0 for d in daemons)
+    finally:
+        for d in daemons:
+            d.kill()
+        cleanup_redis(redis_url, hosts, [agent])
+
+
+async def test_a_start_that_fails_after_claiming_its_routes_says_the_host_stopped(
+    tmp_path: Path, redis, redis_url, unique
+):
+    """The route claim beats the heartbeat; a start that then fails (the metrics port is taken)
+    must not leave a live-looking host behind: clients are refused at once, naming it stopped."""
+    import socket
+
+    agent, host = f"a{unique}", f"h{unique}"
+    sessions_root = tmp_path / "sessions"
+    SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", exchange("orchard"))
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    cfg = write_config(
+        tmp_path / "d.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    cfg.write_text(cfg.read_text().replace('"127.0.0.1:0"', f'"127.0.0.1:{taken.getsockname()[1]}"'))
+    daemon = DaemonProcess(cfg, None, tmp_path / "d.log").start()
+    try:
+        assert daemon.wait(60) == 1
+        assert "daemon.metrics_listen" in daemon.log() and "Traceback" not in daemon.log()
+        assert (await redis.hget(AGENT_OWNER_KEY, agent)) == queue_name(host).encode()
+        assert (await redis.hget(HEARTBEATS_KEY, host)).decode().startswith("stopped ")
+        refused = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+        assert refused.returncode == 1 and f"its host '{host}' stopped " in refused.stderr
+    finally:
+        taken.close()
+        daemon.kill()
+        cleanup_redis(redis_url, [host], [agent])

@@ -3,6 +3,7 @@ summary, the notify protocol, job ids and the JSON wire format."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def test_nothing_is_due_again_within_a_slot_and_everything_in_the_next():
 
 def test_dreaming_is_scheduled_only_when_enabled(settings):
     assert DREAM in [s.job for s in schedules(settings)]
-    off = settings.model_copy(update={"dreaming": settings.dreaming.model_copy(update={"enabled": False})})
+    off = dataclasses.replace(settings, dreaming=dataclasses.replace(settings.dreaming, enabled=False))
     assert DREAM not in [s.job for s in schedules(off)]
 
 
@@ -193,3 +194,58 @@ def test_job_ids_are_deterministic_and_payloads_plain_json():
     assert deserialize(raw)["a"] == []
     with pytest.raises(ValueError):
         deserialize(b"[1, 2]")
+
+
+async def _claim(
+    redis, agents: list[str], host: str, now: float, *, beat: str | None = None
+) -> dict[str, str]:
+    from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
+    from daemon.runtime.hosts import CLAIM_ROUTES, taken_routes
+    from daemon.runtime.wire import queue_name
+
+    reply = await redis.eval(
+        CLAIM_ROUTES,
+        2,
+        AGENT_OWNER_KEY,
+        HEARTBEATS_KEY,
+        queue_name(host),
+        host,
+        beat or f"{now:.3f}",
+        f"{now:.3f}",
+        HOST_KEY_TTL_S,
+        QUEUE_PREFIX,
+        *agents,
+    )
+    return taken_routes(reply)
+
+
+async def test_a_route_claim_keeps_a_live_hosts_routes_and_takes_a_stopped_or_silent_ones(
+    redis, redis_url, unique
+) -> None:
+    import time
+
+    from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S
+    from daemon.runtime.wire import queue_name
+
+    a, b, c = f"h{unique}-a", f"h{unique}-b", f"h{unique}-c"
+    agents = [f"x{unique}-1", f"x{unique}-2", f"x{unique}-3"]
+    now = time.time()
+    try:
+        assert await _claim(redis, agents[:1], a, now) == {}  # nobody held it
+        await redis.hset(AGENT_OWNER_KEY, agents[1], queue_name(b))
+        await redis.hset(HEARTBEATS_KEY, b, f"stopped {now - 1:.3f}")  # b stopped cleanly
+        await redis.hset(AGENT_OWNER_KEY, agents[2], queue_name(c))
+        await redis.hset(HEARTBEATS_KEY, c, f"{now - HOST_KEY_TTL_S - 1:.3f}")  # c fell silent
+        assert await _claim(redis, agents, a, now) == {}  # its own, b's and c's are a's now
+        owners = await redis.hmget(AGENT_OWNER_KEY, agents)
+        assert owners == [queue_name(a).encode()] * 3
+        assert (await redis.hget(HEARTBEATS_KEY, a)).decode() == f"{now:.3f}"  # beaten in the same step
+        # Another host claiming the same agents now finds a live: it gets none of them.
+        assert await _claim(redis, agents, b, now + 1) == dict.fromkeys(agents, a)
+        assert await redis.hmget(AGENT_OWNER_KEY, agents) == owners
+        # Once a says it stopped, the next claim takes them over.
+        await _claim(redis, [], a, now + 2, beat=f"stopped {now + 2:.3f}")
+        assert await _claim(redis, agents, b, now + 3) == {}
+        assert await redis.hmget(AGENT_OWNER_KEY, agents) == [queue_name(b).encode()] * 3
+    finally:
+        cleanup_redis(redis_url, [a, b, c], agents)

@@ -4,6 +4,8 @@ from admission throughout."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from daemon.agent_runtime import agent_runtime
@@ -78,7 +80,7 @@ async def _world_with_a_quoting_child(tmp_path, sessions_root, unique, redis, **
     lineage removes (the rewrite keeps a provenance child's content), which a verifier must see."""
     settings = build_world(tmp_path, sessions_root, unique)
     if overrides:
-        settings = settings.model_copy(update=overrides)
+        settings = dataclasses.replace(settings, **overrides)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
     await api.write_object(settings, redis, USER, SECRET)

@@ -3,6 +3,7 @@ legal holds, TTL clamping, expiry and purge, and the CLI's JSON contract."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -100,9 +101,7 @@ async def test_expiry_hides_reads_but_keeps_provenance_resolvable(settings, redi
     gate = await api.load_gate(settings)
     session = SessionInfo("main", "s-9", "k", "interactive", participants=(Participant("u1"),))
     other = SessionInfo("main", "s-8", "k2", "interactive", participants=(Participant("u2"),))
-    settings_t = settings.model_copy(
-        update={"retention": settings.retention.model_copy(update={"tenant": "t"})}
-    )
+    settings_t = dataclasses.replace(settings, retention=dataclasses.replace(settings.retention, tenant="t"))
     gate = api.RetentionGate(settings_t, gate.expired)
     assert gate.hides_session(session) and not gate.hides_session(other)
     again = await api.run_expire(settings, redis, now=T0 + 5 * DAY_MS)

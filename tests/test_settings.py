@@ -111,3 +111,87 @@ def test_environment_variables_set_scalars_lists_and_named_tables_key_by_key(
         ConfigError, match="^environment: MEMORYD_DAEMON__MAX_JOBS: Input should be a valid integer"
     ):
         load_settings(cfg)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[ingest]\ninterval_s = 0", "ingest.interval_s: Input should be greater than 0"),
+        (
+            "[ingest]\nwatch_settle_ms = 20000",
+            "ingest.watch_settle_ms: Input should be less than or equal to 10000",
+        ),
+        ("[lock]\nttl_ms = 10", "lock.ttl_ms: Input should be greater than or equal to 1000"),
+        (
+            "[ingest]\nmax_messages_per_sweep = 5.5",
+            "Input should be a valid integer, got a number with a fractional part",
+        ),
+        (
+            "[ingest]\nwatch = 'maybe'",
+            "ingest.watch: Input should be a valid boolean, unable to interpret input",
+        ),
+        ("[index]\nsources = ['memory', 'x']", "index.sources.1: Input should be 'memory' or 'sessions'"),
+        ("[index.embedding]\nprovider = 'foo'", "Input should be 'none', 'hashing' or 'openai'"),
+        (
+            "[dreaming]\ntimezone = 'Mars/Base'",
+            "dreaming.timezone: Value error, unknown time zone 'Mars/Base'",
+        ),
+        ("ingest = 5", "ingest: Input should be a valid dictionary or instance of IngestSettings"),
+        ("redis_url = 5", "redis_url: Input should be a valid string"),
+        (
+            "[agents.main]\nsession_source = 'db'",
+            "agents.main.session_source: Input should be 'auto', 'json' or 'openclaw'",
+        ),
+    ],
+)
+def test_a_bad_value_is_named_with_its_key_and_what_was_expected(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text(toml + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg)
+    assert str(caught.value).startswith(f"{cfg}: ") and message in str(caught.value)
+
+
+def test_every_bad_value_is_reported_at_once_in_the_order_of_the_keys(tmp_path: Path) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text("[lock]\nttl_ms = 10\n[ingest]\ninterval_s = 0\nwatch = 2\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg)
+    assert str(caught.value) == (
+        f"{cfg}: ingest.interval_s: Input should be greater than 0; "
+        f"{cfg}: ingest.watch: Input should be a valid boolean, unable to interpret input; "
+        f"{cfg}: lock.ttl_ms: Input should be greater than or equal to 1000"
+    )
+
+
+def test_values_are_converted_as_before_from_the_file_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "m.toml"
+    cfg.write_text("[ingest]\ninterval_s = 5\nmax_messages_per_sweep = 7.0\n")
+    monkeypatch.setenv("MEMORYD_INGEST__WATCH", "off")
+    monkeypatch.setenv("MEMORYD_RETENTION__EXPIRED_PURGE_AFTER_DAYS", " 3 ")
+    settings = load_settings(cfg)
+    assert settings.ingest.interval_s == 5.0 and isinstance(settings.ingest.interval_s, float)
+    assert settings.ingest.max_messages_per_sweep == 7 and isinstance(
+        settings.ingest.max_messages_per_sweep, int
+    )
+    assert settings.ingest.watch is False and settings.retention.expired_purge_after_days == 3
+
+
+def test_loading_settings_imports_no_pydantic(tmp_path: Path) -> None:
+    # Every command loads settings first: pydantic and its models were a third of a start-up.
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "m.toml"
+    cfg.write_text("[dreaming]\ntimezone = 'Europe/Berlin'\n")
+    code = (
+        "import sys\nfrom daemon.settings import load_settings, settings_as_dict\n"
+        f"settings_as_dict(load_settings({str(cfg)!r}))\n"
+        "print(any(m.split('.')[0] in ('pydantic', 'pydantic_core') for m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

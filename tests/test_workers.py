@@ -3,6 +3,7 @@ payload validation before anything runs, JSON on the wire, idempotent reruns, er
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -277,7 +278,7 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
 
     settings, queue, job_ids = world
     # A worker that polls once a minute: only the queue bell can start the job in time.
-    slow = settings.model_copy(update={"daemon": settings.daemon.model_copy(update={"poll_delay_s": 60.0})})
+    slow = dataclasses.replace(settings, daemon=dataclasses.replace(settings.daemon, poll_delay_s=60.0))
     pool = arq_pool(slow, queue)
     ctx: dict[str, Any] = {"settings": slow, "agents": frozenset({"main"}), "host_id": slow.daemon.host_id}
     worker = MemorydWorker(**worker_kwargs(slow, queue, ctx), redis_pool=pool)

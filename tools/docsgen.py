@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import importlib
 import json
 import sys
@@ -29,17 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
-from daemon.settings import Settings
+from daemon.settings import SettingField, Settings, is_section, section_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it),
 # for the commands that are not an operation's (those print the op's report: `cli_json_models`).
 CLI_JSON: dict[str, str] = {
-    "config check": "daemon.settings:Settings",
     "status": "daemon.runtime.status:StatusReport",
     "jobs": "list:daemon.runtime.client:JobReport",
     "demo init": "daemon.demo:DemoReport",
@@ -71,7 +69,7 @@ HOST_DEFAULTS = {
 class Key:
     path: tuple[str, ...]  # ("index", "embedding", "provider")
     type: str
-    default: Any  # PydanticUndefined when computed on the host
+    default: Any  # HOST_COMPUTED when computed on the host
     description: str
 
     @property
@@ -83,8 +81,11 @@ class Key:
         return "MEMORYD_" + "__".join(p.upper() for p in self.path)
 
 
+HOST_COMPUTED = object()  # the default of a key in HOST_DEFAULTS
+
+
 def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    return is_section(annotation)
 
 
 def _type_name(annotation: Any) -> str:
@@ -112,30 +113,26 @@ def _type_name(annotation: Any) -> str:
     return str(annotation)
 
 
-def _default(field: FieldInfo) -> Any:
-    if field.default is not PydanticUndefined:
-        return field.default
-    factory = field.default_factory
-    if factory in (list, dict):
-        return factory()  # type: ignore[call-arg]
-    return PydanticUndefined
+def _default(field: SettingField) -> Any:
+    # A factory makes a fresh empty list or table, or computes a host's value (HOST_DEFAULTS).
+    return field.default if field.default is not dataclasses.MISSING else field.factory()  # type: ignore[misc]
 
 
-def setting_keys(model: type[BaseModel] = Settings, prefix: tuple[str, ...] = ()) -> Iterator[Key]:
+def setting_keys(model: type = Settings, prefix: tuple[str, ...] = ()) -> Iterator[Key]:
     """Every leaf setting, depth first in declaration order (scalars of a table before its sub-tables)."""
-    sections: list[tuple[str, FieldInfo]] = []
-    for name, field in model.model_fields.items():
+    sections: list[tuple[str, SettingField]] = []
+    for name, field in section_fields(model).items():
         if _is_model(field.annotation):
             sections.append((name, field))
             continue
         default = _default(field)
         dotted = ".".join((*prefix, name))
         if dotted in HOST_DEFAULTS:
-            default = PydanticUndefined
+            default = HOST_COMPUTED
         yield Key((*prefix, name), _type_name(field.annotation), default, field.description or "")
     for name, field in sections:
         section = field.annotation
-        assert isinstance(section, type) and issubclass(section, BaseModel)
+        assert is_section(section)
         yield from setting_keys(section, (*prefix, name))
 
 
@@ -151,9 +148,10 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"no TOML form for {value!r}")
 
 
-def _section_doc(model: type[BaseModel]) -> str:
+def _section_doc(model: type) -> str:
     doc = (model.__doc__ or "").strip()
-    return doc.splitlines()[0] if doc and not doc.startswith(("A base class", "!!!")) else ""
+    generated = model.__name__ + "("  # the docstring dataclasses write for an undocumented class
+    return doc.splitlines()[0] if doc and not doc.startswith(("A base class", "!!!", generated)) else ""
 
 
 def example_toml() -> str:
@@ -188,10 +186,10 @@ def example_toml() -> str:
     return "\n".join(out) + "\n"
 
 
-def _model_at(path: tuple[str, ...]) -> type[BaseModel] | None:
+def _model_at(path: tuple[str, ...]) -> type | None:
     model: Any = Settings
     for part in path:
-        model = model.model_fields[part].annotation
+        model = section_fields(model)[part].annotation
     return model if _is_model(model) else None
 
 
@@ -199,7 +197,7 @@ def _agents_example(key: Key) -> list[str]:
     from daemon.settings import AgentConfig
 
     lines = [f"# {key.description} One table per agent id, e.g.:", "# [agents.main]"]
-    for name, field in AgentConfig.model_fields.items():
+    for name, field in section_fields(AgentConfig).items():
         default = _default(field)
         value = "(unset)" if default is None else _toml_value(default)
         lines.append(f"# {name} = {value}    # {field.description} ({_type_name(field.annotation)})")
@@ -232,13 +230,58 @@ def config_reference() -> str:
             from daemon.settings import AgentConfig
 
             desc += " Keys: " + "; ".join(
-                f"`{n}` ({f.description})" for n, f in AgentConfig.model_fields.items()
+                f"`{n}` ({f.description})" for n, f in section_fields(AgentConfig).items()
             )
         out.append(
             f"| `{name}` | {key.type.replace('|', '&#124;')} | {default.replace('|', '&#124;')} | "
             f"`{key.env}` | {desc.replace('|', '&#124;')} |"
         )
     return "\n".join(out) + "\n"
+
+
+def _pydantic_twin(section: type, made: dict[type, type[BaseModel]]) -> type[BaseModel]:
+    """A pydantic model of a settings section (same name, fields, bounds and descriptions), for
+    the JSON Schema of `config check --json`: settings themselves are plain dataclasses."""
+    from pydantic import ConfigDict, Field, create_model
+
+    if section in made:
+        return made[section]
+
+    def twin(annotation: Any) -> Any:
+        if is_section(annotation):
+            return _pydantic_twin(annotation, made)
+        if typing.get_origin(annotation) is dict:
+            key, value = typing.get_args(annotation)
+            return dict[key, twin(value)]  # type: ignore[misc,valid-type]
+        return annotation
+
+    fields: dict[str, Any] = {}
+    for name, f in section_fields(section).items():
+        extra: dict[str, Any] = {k: v for k, v in (("gt", f.gt), ("ge", f.ge), ("le", f.le)) if v is not None}
+        if f.description:
+            extra["description"] = f.description
+        if f.default is not dataclasses.MISSING:
+            extra["default"] = f.default
+        else:
+            extra["default_factory"] = (
+                _pydantic_twin(f.annotation, made) if is_section(f.annotation) else f.factory
+            )
+        default = Field(**extra)
+        fields[name] = (twin(f.annotation), default)
+    model = create_model(  # type: ignore[call-overload]
+        section.__name__,
+        __config__=ConfigDict(extra="forbid", frozen=True),
+        __doc__=section.__doc__
+        if section.__doc__ and not section.__doc__.startswith(section.__name__ + "(")
+        else None,
+        **fields,
+    )
+    made[section] = model
+    return model  # type: ignore[no-any-return]
+
+
+def settings_model() -> type[BaseModel]:
+    return _pydantic_twin(Settings, {})
 
 
 def _resolve(ref: str) -> Any:
@@ -283,6 +326,7 @@ def cli_json_models() -> dict[str, tuple[Any, bool]]:
     from daemon.ops.registry import OPS
 
     refs: dict[str, Any] = dict(CLI_JSON)
+    refs["config check"] = settings_model  # settings are dataclasses: their pydantic twin
     for op in OPS:
         if op.command is not None:
             refs[op.command] = op.result

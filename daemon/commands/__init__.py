@@ -172,12 +172,14 @@ def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[
 
 
 def to_jsonable(obj: Any) -> Any:
+    if isinstance(obj, list):
+        return [to_jsonable(o) for o in obj]
+    if isinstance(obj, dict | str | int | float | None):  # already JSON (a dry run's report)
+        return obj
     from pydantic import BaseModel
 
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json", by_alias=True)
-    if isinstance(obj, list):
-        return [to_jsonable(o) for o in obj]
     return obj
 
 

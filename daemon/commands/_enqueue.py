@@ -9,12 +9,15 @@ validation before anything is sent (a bad request exits 2 and enqueues nothing) 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from daemon.commands import CliState, command_name, emit_json, json_option, pass_state, run_async
 from daemon.ops.op import Op, Routing
+
+if TYPE_CHECKING:
+    from daemon.runtime.client import UnroutedAgent
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -70,6 +73,17 @@ def _dedup_note(stands_s: float | None) -> str:
     return f" (deduplicated: {earlier}; pass --request-id ID to run it again)"
 
 
+def _refuse_unrouted(state: CliState, exc: UnroutedAgent) -> NoReturn:
+    """No host serves the agent. When this host's config lists agents and the name is not one
+    of them it is most likely a typo: say so against those names; else the client's refusal
+    (which lists the agents the hosts serve)."""
+    from daemon.commands._environment import known_agents, require_known_agent
+
+    if known_agents(state.settings):
+        require_known_agent(state.settings, exc.agent)
+    raise exc
+
+
 def enqueue_and_maybe_wait(
     state: CliState,
     action: Callable[[Any], Awaitable[Any]],
@@ -87,7 +101,12 @@ def enqueue_and_maybe_wait(
             report = await client.wait(job.job_id, queue=job.queue, timeout_s=timeout_s) if wait else None
             return job, report, stands_s
 
-    job, report, stands_s = run_async(go)
+    from daemon.runtime.client import UnroutedAgent
+
+    try:
+        job, report, stands_s = run_async(go)
+    except UnroutedAgent as exc:
+        _refuse_unrouted(state, exc)
     if report is None:
         if as_json:
             emit_json(job)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from daemon.agents import list_agents
@@ -40,13 +39,27 @@ def state_dir_problem(state_dir: Path) -> str | None:
     if not stat.S_ISDIR(mode):
         return f"{os.strerror(20)}: {probe}"  # ENOTDIR: a regular file stands where a directory must
     try:
-        # An unnamed temporary file (O_TMPFILE): the real answer of the file system, which
-        # also holds for root on a read-only mount, and leaves nothing behind.
-        with tempfile.TemporaryFile(dir=probe):
-            pass
+        _create_unnamed_file(probe)
     except OSError as exc:
         return _os_error_text(exc)
     return None
+
+
+def _create_unnamed_file(directory: Path) -> None:
+    """An unnamed temporary file (O_TMPFILE): the real answer of the file system, which also
+    holds for root on a read-only mount, and leaves nothing behind. Opened directly (every
+    command runs this, and the tempfile module costs more than the check); any refusal is
+    asked again through tempfile, which falls back to a named file where O_TMPFILE is not
+    supported and raises the error an operator is shown."""
+    try:
+        fd = os.open(directory, os.O_RDWR | os.O_EXCL | os.O_TMPFILE, 0o600)
+    except OSError:
+        import tempfile
+
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+        return
+    os.close(fd)
 
 
 def check_state_dir(settings: Settings) -> None:

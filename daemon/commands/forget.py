@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from daemon.commands import (
-    CliState,
-    agent_option,
-    command_name,
-    emit_report,
-    json_option,
-    pass_state,
-    run_async,
-    run_op,
-)
-from daemon.commands._enqueue import register_enqueue
-from daemon.errors import OperationFailed, UsageError
-from daemon.forget.report import ForgetReport, render_human
-from daemon.forget.request import ForgetRequest
-from daemon.ops import forget as forget_op
+from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async
+from daemon.errors import JobPayloadError, OperationFailed, UsageError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from daemon.forget.select import Selectors
+
+# The forget operation's name (daemon.ops.forget), which prefixes its request errors. A dry run
+# validates its flags without the op (see `_preview`); tests/test_cli_forget_preview.py checks
+# that both ways give the same report and the same errors.
+FORGET = "forget"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -89,28 +86,32 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _done(report: ForgetReport) -> str:
+def _done(report: Mapping[str, Any]) -> str:
     """One line saying what an applied forget did (a preview says so itself)."""
-    a = report.artifacts
+    a = report["artifacts"]
     removed = [
-        _count(len(report.entryKeys), "memory entry").replace("entrys", "entries"),
-        _count(a.sessionCorpusLines, "session-corpus line"),
-        _count(a.indexChunks, "index chunk"),
-        _count(a.vectorRows, "vector row"),
-        _count(a.shortTermEntries, "short-term entry").replace("entrys", "entries"),
-        _count(a.originRows, "origin row"),
+        _count(len(report["entryKeys"]), "memory entry").replace("entrys", "entries"),
+        _count(a["sessionCorpusLines"], "session-corpus line"),
+        _count(a["indexChunks"], "index chunk"),
+        _count(a["vectorRows"], "vector row"),
+        _count(a["shortTermEntries"], "short-term entry").replace("entrys", "entries"),
+        _count(a["originRows"], "origin row"),
     ]
     return (
-        f"Done: recorded {_count(len(report.sessionIds), 'session')} as forgotten; removed "
+        f"Done: recorded {_count(len(report['sessionIds']), 'session')} as forgotten; removed "
         + ", ".join(removed)
         + "; transcripts and archives untouched"
     )
 
 
-def _human(report: ForgetReport) -> str:
-    lines = [render_human(report)]
-    if not report.dryRun:
-        lines.append(_done(report))
+def _human(report: BaseModel | Mapping[str, Any]) -> str:
+    """The report (its model, or its JSON form for a dry run) for a reader."""
+    from daemon.forget.summary import render_human
+
+    data = report if isinstance(report, Mapping) else report.model_dump(mode="json", by_alias=True)
+    lines = [render_human(data)]
+    if not data["dryRun"]:
+        lines.append(_done(data))
     if getattr(report, "verification", None) is not None:  # forget --verify: the verifier is loaded
         from daemon.ops.verified_forget import render_verification
 
@@ -118,8 +119,46 @@ def _human(report: ForgetReport) -> str:
     return "\n".join(lines)
 
 
+def _preview_selectors(fields: dict[str, Any]) -> tuple[str, Selectors]:
+    """The agent and selectors of a dry run, checked by the request's rules in the request
+    model's order (the payload's size, each field, then the selectors together), each error
+    worded as the op's (`forget: <field>: …`)."""
+    from daemon.forget import rules
+    from daemon.forget.select import Selectors
+    from daemon.ops.payload import check_payload_size
+
+    check_payload_size(FORGET, fields)
+    try:
+        agent = rules.check_agent(fields["agent"])
+        sessions = rules.clean_sessions(fields["sessions"])
+        participants = rules.clean_values("participants", fields["participants"])
+        hook_sources = rules.clean_values("hook_sources", fields["hook_sources"])
+        since = fields["since"]
+        since_ms = None if since is None else rules.parse_since(since)
+        rules.check_selector_count(sessions, participants, hook_sources)
+    except UsageError as exc:
+        raise JobPayloadError(f"{FORGET}: {exc}") from None
+    return agent, Selectors(tuple(sessions), tuple(participants), tuple(hook_sources), since_ms)
+
+
+def _preview(state: CliState, fields: dict[str, Any]) -> dict[str, Any]:
+    """A dry run in this process, as the forget op runs one (a read-only store, no Redis, no
+    lock), reported as the JSON form of its report: no pydantic model is built, so the preview
+    an operator runs before every forget starts as fast as `memoryd --version`, nearly."""
+    agent, selectors = _preview_selectors(fields)
+    from daemon.agent_runtime import agent_runtime
+    from daemon.forget.run import preview_plan
+    from daemon.forget.summary import report_data
+
+    async def go() -> dict[str, Any]:
+        async with agent_runtime(state.settings, agent, readonly=True, redis=False) as rt:
+            return report_data(await preview_plan(rt, selectors), dry_run=True)
+
+    return run_async(go)
+
+
 def register(cli: click.Group) -> None:
-    @cli.command(command_name(forget_op.OP))
+    @cli.command(FORGET)
     @agent_option
     @selector_options
     @click.option(
@@ -150,9 +189,14 @@ def register(cli: click.Group) -> None:
             raise UsageError(
                 "--verify: cannot be combined with --dry-run (a preview removes nothing to verify)"
             )
-        request: ForgetRequest = forget_op.OP.parse(
-            forget_fields(agent_id, sessions, participants, hook_sources, since, dry_run)
-        )
+        fields = forget_fields(agent_id, sessions, participants, hook_sources, since, dry_run)
+        if dry_run:  # the forget op's outcome of a report is always None: nothing to raise
+            emit(_preview(state, fields), as_json, _human)
+            return
+        from daemon.commands import emit_report, run_op
+        from daemon.ops import forget as forget_op
+
+        request = forget_op.OP.parse(fields)
         if not verify:
             emit_report(forget_op.OP, run_op(state, forget_op.OP, request), as_json, _human)
             return
@@ -166,6 +210,12 @@ def register(cli: click.Group) -> None:
                 f"forget --verify: the purge is done but the verifier failed ({failed}); "
                 "see the report's verification for where"
             )
+
+
+def register_enqueue_commands(cli: click.Group) -> None:
+    """`memoryd enqueue forget` (the op's request model: loaded only for it)."""
+    from daemon.commands._enqueue import register_enqueue
+    from daemon.ops import forget as forget_op
 
     register_enqueue(
         cli,

@@ -1,22 +1,18 @@
-"""The forget report (reference §7.8): field names and order are the JSON emission order.
-
-Lists are sorted in UTF-16 code-unit order (JavaScript's default `toSorted()`); the fields
-the reference sorts with `localeCompare` (sessionResolutions by sessionId, curatedWrites by
-relativePath) use the same code-unit order, so output does not depend on the host's locale.
-The report describes the plan and is computed before any write.
+"""The forget report's model (reference §7.8): field names and order are the JSON emission
+order. The data comes from daemon.forget.summary (built without pydantic, for the CLI's dry
+run); validating it into this model is what a job's result and the JSON Schema use.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from daemon.forget import summary
 from daemon.forget.plan import ForgetPlan
+from daemon.forget.summary import report_data
 from daemon.stored_form import Content
-from daemon.utf16 import utf16_key
 
 
 class _Model(BaseModel):
@@ -72,88 +68,10 @@ class ForgetReport(_Model):
     refusals: Annotated[list[str], Content]
 
 
-def _sorted(values: Any) -> list[str]:
-    return sorted(set(values), key=utf16_key)
-
-
 def build_report(plan: ForgetPlan, *, dry_run: bool) -> ForgetReport:
-    targets = plan.selection.targets
-    idx = plan.index
-    return ForgetReport(
-        agentId=plan.agent_id,
-        dryRun=dry_run,
-        sessionIds=_sorted(t.session_id for t in targets),
-        participantMatches=[
-            ParticipantMatchModel(actorId=m.actor_id, identities=list(m.identities))
-            for m in plan.selection.participant_matches
-        ],
-        sessionResolutions=[
-            SessionResolution(sessionId=t.session_id, sessionKey=t.session_key, source=t.resolution)
-            for t in sorted(targets, key=lambda t: utf16_key(t.session_id))
-        ],
-        entryKeys=_sorted(plan.lineage.entry_keys),
-        mixedLineageEntryKeys=_sorted(plan.lineage.mixed_entry_keys),
-        untargetableEntryKeys=_sorted(plan.untargetable_keys),
-        curatedWrites=[
-            CuratedWriteModel(relativePath=w.relative_path, observedAt=w.observed_at)
-            for w in sorted(plan.curated_writes, key=lambda w: utf16_key(w.relative_path))
-        ],
-        artifacts=Artifacts(
-            memoryFiles=len(plan.memory_rewrites),
-            memoryEntries=plan.memory_entries,
-            memoryLines=plan.memory_lines,
-            sessionCorpusFiles=len(plan.corpus_rewrites),
-            sessionCorpusLines=plan.corpus_lines,
-            indexChunks=len(idx.chunk_ids),
-            indexSources=len(idx.source_ids),
-            ftsRows=idx.fts_rows,
-            vectorRows=idx.vector_rows,
-            embeddingCacheRows=idx.embedding_cache_rows,
-            shortTermEntries=len(plan.short_term_keys),
-            seenHashScopes=len(plan.seen_scopes),
-            backups=len(plan.backup_rewrites),
-            originRows=plan.lineage.origin_rows,
-        ),
-        refusals=list(plan.refusals),
-    )
+    return ForgetReport.model_validate(report_data(plan, dry_run=dry_run))
 
 
 def render_human(report: ForgetReport) -> str:
     """A readable summary of the same report (the reference's human output, §7.8)."""
-    a = report.artifacts
-    title = "Memory Deletion Preview" if report.dryRun else f"Memory Deletion ({report.agentId})"
-    lines = [
-        title,
-        f"Agent: {report.agentId}",
-        f"Source sessions: {len(report.sessionIds)}",
-        "Source transcripts retained: yes (forget never deletes transcripts or archives)",
-        f"Deleted entries: {len(report.entryKeys)}",
-        f"Mixed-lineage entries deleted whole: {len(report.mixedLineageEntryKeys)}",
-        f"Entries without targetable provenance: {len(report.untargetableEntryKeys)}",
-        f"Curated writes retained: {len(report.curatedWrites)}",
-        f"Memory artifacts: {a.memoryFiles} files, {a.memoryEntries} entries, {a.memoryLines} quoted lines",
-        f"Session corpus: {a.sessionCorpusFiles} files, {a.sessionCorpusLines} lines",
-        f"Index artifacts: {a.indexChunks} chunks, {a.indexSources} sources, {a.ftsRows} full-text rows, "
-        f"{a.vectorRows} vector rows, {a.embeddingCacheRows} cached embeddings",
-        f"Plugin state: {a.shortTermEntries} short-term entries, {a.seenHashScopes} seen-hash scopes, "
-        f"{a.backups} backups",
-        f"Origin rows: {a.originRows}",
-    ]
-    if report.sessionIds:
-        lines.append("Session IDs: " + ", ".join(report.sessionIds))
-    lines += [f"Session resolution: {r.sessionId} ({r.source})" for r in report.sessionResolutions]
-    for m in report.participantMatches:
-        found = orjson.dumps(m.identities).decode() if m.identities else "no live match"
-        lines.append(
-            f"Raw participant selector: {m.actorId}: {found}. "
-            "Matches select whole sessions across identity namespaces."
-        )
-    lines += [f"Mixed-lineage entry deleted whole: {k}" for k in report.mixedLineageEntryKeys]
-    lines += [f"Entry without targetable provenance: {k}" for k in report.untargetableEntryKeys]
-    for w in report.curatedWrites:
-        when = datetime.fromtimestamp(w.observedAt / 1000, UTC).isoformat().replace("+00:00", "Z")
-        lines.append(f"Curated write retained: {w.relativePath} ({when})")
-    lines += [f"Refused: {r}" for r in report.refusals]
-    if report.dryRun:
-        lines.append("Dry run: no memory files, index rows, or plugin state were changed.")
-    return "\n".join(lines)
+    return summary.render_human(report.model_dump(mode="json", by_alias=True))

@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.plan import ForgetPlan, plan_forget
-from daemon.forget.report import ForgetReport, build_report
-from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
 
 if TYPE_CHECKING:
-    # Typing only: a dry run never loads the Redis client or the lock.
+    # Typing only: a dry run never loads the Redis client or the lock, and a dry run from the
+    # CLI (`preview_plan`) no pydantic model either.
     from redis.asyncio import Redis
 
+    from daemon.forget.report import ForgetReport
+    from daemon.forget.request import ForgetRequest
     from daemon.lock import Lease
 
 # Each round re-plans after another writer changed the lineage mid-apply; a workspace whose
@@ -41,9 +42,9 @@ def _selectors(request: ForgetRequest) -> Selectors:
     )
 
 
-async def _resolve(rt: AgentRuntime, request: ForgetRequest) -> tuple[SessionCatalog, SessionSelection]:
+async def _resolve(rt: AgentRuntime, selectors: Selectors) -> tuple[SessionCatalog, SessionSelection]:
     catalog = await read_catalog(rt)
-    return catalog, select_sessions(catalog.sessions, catalog.archives, _selectors(request))
+    return catalog, select_sessions(catalog.sessions, catalog.archives, selectors)
 
 
 async def plan_for(
@@ -60,11 +61,18 @@ def _check_agent(rt: AgentRuntime, request: ForgetRequest) -> None:
         raise UsageError(f"agent: request is for {request.agent!r} but the runtime is for {rt.agent_id!r}")
 
 
+async def preview_plan(rt: AgentRuntime, selectors: Selectors) -> ForgetPlan:
+    """What a purge would remove now (a dry run's plan; nothing is written)."""
+    catalog, selection = await _resolve(rt, selectors)
+    return await plan_for(rt, catalog, selection)
+
+
 async def preview_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
     """The report of a dry run: what a purge would remove now."""
+    from daemon.forget.report import build_report
+
     _check_agent(rt, request)
-    catalog, selection = await _resolve(rt, request)
-    return build_report(await plan_for(rt, catalog, selection), dry_run=True)
+    return build_report(await preview_plan(rt, _selectors(request)), dry_run=True)
 
 
 async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> ForgetReport:
@@ -74,8 +82,9 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
     from daemon.forget.apply import apply_plan  # a dry run applies nothing
+    from daemon.forget.report import build_report
 
-    catalog, selection = await _resolve(rt, request)
+    catalog, selection = await _resolve(rt, _selectors(request))
     carried: frozenset[str] = frozenset()
     tombstoned = False
     secret = _existing_secret(rt)

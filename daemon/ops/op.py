@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import orjson
 from pydantic import BaseModel, ValidationError
 
-from daemon.constants import MAX_PAYLOAD_BYTES
 from daemon.errors import JobPayloadError, MemorydError, UsageError
+from daemon.ops.payload import check_payload_size
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -133,9 +132,7 @@ class Op(Generic[R]):
             data = data.model_dump(mode="json")
         if not isinstance(data, dict):
             raise JobPayloadError(f"{self.name}: payload must be a JSON object, got {type(data).__name__}")
-        size = payload_size(data)
-        if size > MAX_PAYLOAD_BYTES:
-            raise JobPayloadError(f"{self.name}: payload is {size} bytes; at most {MAX_PAYLOAD_BYTES}")
+        check_payload_size(self.name, data)
         try:
             return self.request.model_validate(data)
         except ValidationError as exc:
@@ -149,14 +146,6 @@ class Op(Generic[R]):
 
     def scheduled(self, settings: Settings) -> float | None:
         return None if self.interval_s is None else self.interval_s(settings)
-
-
-def payload_size(data: dict[str, Any]) -> int:
-    """The payload's size as JSON; one that cannot be JSON is left for validation to name."""
-    try:
-        return len(orjson.dumps(data))
-    except (TypeError, orjson.JSONEncodeError):
-        return 0
 
 
 def agent_of(request: BaseModel) -> str:

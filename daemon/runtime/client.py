@@ -43,6 +43,7 @@ from daemon.constants import (
     HEARTBEATS_KEY,
     JOB_DONE_KEY,
     JOB_DONE_TTL_S,
+    MAX_AGENTS_NAMED,
     QUEUE_BELL_KEY,
     QUEUE_BELL_TTL_S,
 )
@@ -61,6 +62,22 @@ from daemon.runtime.wire import deserialize, job_name_of, random_job_id, request
 from daemon.settings import Settings
 
 JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]
+
+
+def _names(names: list[str]) -> str:
+    if not names:
+        return "none"
+    shown = ", ".join(names[:MAX_AGENTS_NAMED])
+    more = len(names) - MAX_AGENTS_NAMED
+    return f"{shown}, and {more} more" if more > 0 else shown
+
+
+class UnroutedAgent(UsageError):
+    """No host's route names the agent: a mistyped name, or its daemon never ran on this Redis."""
+
+    def __init__(self, message: str, *, agent: str):
+        super().__init__(message)
+        self.agent = agent
 
 
 class _Model(BaseModel):
@@ -214,9 +231,11 @@ class MemorydClient:
         `queue_anyway`, which queues it for when the host is back."""
         raw = await self.redis.hget(AGENT_OWNER_KEY, agent)  # type: ignore[misc]
         if raw is None:
-            raise UsageError(
-                f"agent {agent!r}: no memoryd host serves it (not in Redis hash {AGENT_OWNER_KEY}); "
-                "start `memoryd run` on the host that owns its state"
+            served = _names(sorted(k.decode() for k in await self.redis.hkeys(AGENT_OWNER_KEY)))  # type: ignore[misc]
+            raise UnroutedAgent(
+                f"agent {agent!r} is not served by any host (served: {served}); check the "
+                "name, or start `memoryd run` on the host that owns its state",
+                agent=agent,
             )
         queue = raw.decode() if isinstance(raw, bytes) else str(raw)
         if not queue_anyway:

@@ -1,5 +1,6 @@
 """Which memoryd hosts are alive: each daemon's record in Redis (`memoryd:host:<id>`), whose
-heartbeat it refreshes every few seconds. Pure reading of those records; the service writes them."""
+heartbeat it refreshes every few seconds, and the agents' routes they claim. Reading those
+records is pure; the service writes them, its routes through `CLAIM_ROUTES` only."""
 
 from __future__ import annotations
 
@@ -110,17 +111,39 @@ def host_of_queue(queue: str) -> str:
     return queue.removeprefix(QUEUE_PREFIX)
 
 
-def served_elsewhere(
-    agents: list[str], owners: dict[str, str], heartbeats: dict[str, Heartbeat], own_queue: str, now: float
-) -> dict[str, str]:
-    """Which of `agents` another live host already serves (agent -> that host): a daemon
-    must not take their routes over, or one deployment's jobs would run on another's store."""
-    out: dict[str, str] = {}
-    for agent in agents:
-        queue = owners.get(agent)
-        if queue is None or queue == own_queue:
-            continue
-        host = host_of_queue(queue)
-        if heartbeats.get(host, Heartbeat(host, None, False)).alive(now):
-            out[agent] = host
-    return out
+# Claims `agent -> queue` routes in `memoryd:agents` for one host, in one atomic step, and
+# beats that host's heartbeat in the same step: two daemons starting together cannot both read
+# "nobody serves it" and both claim, because whichever runs second sees the first's claim and
+# live heartbeat. A route held by another host that is alive (the rule of `Heartbeat.alive`) is
+# left alone and returned; a route of a stopped or silent host is taken over.
+# KEYS: the routes hash, the heartbeats hash. ARGV: own queue, own host id, own heartbeat value,
+# now (Unix s), heartbeat TTL (s), queue prefix, then the agents. Returns [agent, host, ...].
+CLAIM_ROUTES = """
+local queue, host, beat = ARGV[1], ARGV[2], ARGV[3]
+local now, ttl, prefix = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local taken = {}
+for i = 7, #ARGV do
+  local agent = ARGV[i]
+  local owner = redis.call('HGET', KEYS[1], agent)
+  local alive = false
+  if owner and owner ~= queue then
+    local other = owner
+    if string.sub(owner, 1, #prefix) == prefix then other = string.sub(owner, #prefix + 1) end
+    local seen = redis.call('HGET', KEYS[2], other)
+    local at = seen and tonumber(seen)  -- nil for "stopped <t>"
+    if at and now - at <= ttl then
+      alive = true
+      table.insert(taken, agent)
+      table.insert(taken, other)
+    end
+  end
+  if not alive then redis.call('HSET', KEYS[1], agent, queue) end
+end
+redis.call('HSET', KEYS[2], host, beat)
+return taken
+"""
+
+
+def taken_routes(reply: list[bytes]) -> dict[str, str]:
+    """`CLAIM_ROUTES`' reply as agent -> the live host that keeps its route."""
+    return {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}

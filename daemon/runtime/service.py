@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -44,6 +46,7 @@ from daemon.constants import (
     HOST_KEY,
     HOST_KEY_TTL_S,
     LIVE_POLL_S,
+    QUEUE_PREFIX,
     REDIS_RETRY_MIN_S,
     SCHEDULER_TICK_S,
     STATUS_REFRESH_S,
@@ -55,11 +58,11 @@ from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.hosts import (
+    CLAIM_ROUTES,
     heartbeat_value,
     other_daemon,
-    parse_heartbeat,
     parse_host_record,
-    served_elsewhere,
+    taken_routes,
 )
 from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
@@ -160,15 +163,39 @@ class Service:
         check_state_dir(s.state_dir)
         probe = await connect_redis(s.redis_url)
         try:
-            await self._refuse_a_second_daemon(probe)
-            listed = list_agents(s)
-            elsewhere = await self._served_elsewhere(probe, listed)
-        except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
-            raise OperationFailed(
-                f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
-            ) from None
+            try:
+                await self._refuse_a_second_daemon(probe)
+                listed = list_agents(s)
+                elsewhere = await self._claim_routes(probe, listed)
+            except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
+                raise OperationFailed(
+                    f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
+                ) from None
+            try:
+                await self._open(listed, elsewhere)
+            except BaseException:
+                # The claim beat this host's heartbeat: say it stopped, so clients refuse its
+                # agents' jobs at once and another host may claim them.
+                with contextlib.suppress(RedisError, OSError):
+                    await probe.hset(
+                        HEARTBEATS_KEY, self.state.host_id, heartbeat_value(time.time(), stopped=True)
+                    )  # type: ignore[misc]
+                raise
         finally:
             await probe.aclose()
+        assert self.pool is not None  # opened by _open
+        agents = self.state.agents
+        self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
+        if s.daemon.schedule:
+            client = MemorydClient(self.pool, s, poll_delay_s=LIVE_POLL_S)
+            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue)
+        quiet_job_logs()
+        metrics.UP.set(1)
+        metrics.REDIS_UP.set(1)
+
+    async def _open(self, listed: list[str], elsewhere: dict[str, str]) -> None:
+        """The stores of the agents this host won, the arq pool, metrics, the host record."""
+        s = self.settings
         for agent, host in elsewhere.items():
             log.warning(
                 "agent %s: already served by host %s, which is alive; not served here (stop it there, "
@@ -192,34 +219,25 @@ class Service:
             raise OperationFailed(
                 f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
             ) from None
-        self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
-        if s.daemon.schedule:
-            client = MemorydClient(self.pool, s, poll_delay_s=LIVE_POLL_S)
-            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue)
-        quiet_job_logs()
-        metrics.UP.set(1)
-        metrics.REDIS_UP.set(1)
 
-    async def _yield_taken_routes(self) -> None:
-        """An agent whose route another live host holds now (it started while this daemon was
-        stalled past its heartbeat) is theirs: stop serving it rather than take it back."""
-        elsewhere = await self._served_elsewhere(self.pool, self.state.agents)
-        if not elsewhere:
-            return
-        for agent, host in elsewhere.items():
-            log.warning(
-                "agent %s: its route is now host %s's, which is alive; no longer served here", agent, host
-            )
-        self.state.agents = [a for a in self.state.agents if a not in elsewhere]
-        self.ctx["agents"] = frozenset(self.state.agents)
-
-    async def _served_elsewhere(self, redis: Any, agents: list[str]) -> dict[str, str]:
-        owners = {k.decode(): v.decode() for k, v in (await redis.hgetall(AGENT_OWNER_KEY)).items()}
-        heartbeats = {
-            host: parse_heartbeat(host, raw)
-            for host, raw in ((k.decode(), v) for k, v in (await redis.hgetall(HEARTBEATS_KEY)).items())
-        }
-        return served_elsewhere(agents, owners, heartbeats, self.state.queue, time.time())
+    async def _claim_routes(self, redis: Any, agents: list[str], *, stopped: bool = False) -> dict[str, str]:
+        """Claim the routes of `agents` and beat the heartbeat, atomically (hosts.CLAIM_ROUTES);
+        returns those another live host keeps (agent -> host)."""
+        st = self.state
+        reply = await redis.eval(
+            CLAIM_ROUTES,
+            2,
+            AGENT_OWNER_KEY,
+            HEARTBEATS_KEY,
+            st.queue,
+            st.host_id,
+            heartbeat_value(time.time(), stopped=stopped),
+            f"{time.time():.3f}",
+            HOST_KEY_TTL_S,
+            QUEUE_PREFIX,
+            *agents,
+        )
+        return taken_routes(reply)
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
@@ -238,9 +256,19 @@ class Service:
             )
 
     async def _publish(self, *, stopped: bool = False) -> None:
-        """Routing (`memoryd:agents`) and the host record; refreshed by the heartbeat."""
+        """Routing (`memoryd:agents`), the heartbeat and the host record; refreshed by the
+        heartbeat loop. An agent whose route another live host holds now (it started while this
+        daemon was stalled past its heartbeat) is theirs: it is no longer served here."""
         assert self.pool is not None
         st = self.state
+        taken = await self._claim_routes(self.pool, st.agents, stopped=stopped)
+        for agent, host in taken.items():
+            log.warning(
+                "agent %s: its route is now host %s's, which is alive; no longer served here", agent, host
+            )
+        if taken:
+            st.agents = [a for a in st.agents if a not in taken]
+            self.ctx["agents"] = frozenset(st.agents)
         record = {
             "pid": os.getpid(),
             "machine": socket.gethostname(),
@@ -256,11 +284,8 @@ class Service:
         }
         key = HOST_KEY.format(host=st.host_id)
         async with self.pool.pipeline(transaction=True) as pipe:
-            if st.agents:
-                pipe.hset(AGENT_OWNER_KEY, mapping=dict.fromkeys(st.agents, st.queue))
             pipe.hset(key, mapping=record)
             pipe.expire(key, int(HOST_KEY_TTL_S))
-            pipe.hset(HEARTBEATS_KEY, st.host_id, heartbeat_value(time.time(), stopped=stopped))
             await pipe.execute()
 
     # --- run -------------------------------------------------------------------------------
@@ -308,7 +333,7 @@ class Service:
             log.error("SIGHUP: config not reloaded, keeping the current policy: %s", exc)
             return
         current: Settings = self.ctx["settings"]
-        self.ctx["settings"] = current.model_copy(update={"memory_policy": fresh.memory_policy})
+        self.ctx["settings"] = dataclasses.replace(current, memory_policy=fresh.memory_policy)
         self.settings = self.ctx["settings"]
         self.state.policy_reloaded_at = _now_iso()
         p = fresh.memory_policy.exclude_sessions
@@ -425,7 +450,6 @@ class Service:
         while True:
             try:
                 await self._refresh_job_counts()
-                await self._yield_taken_routes()
                 await self._publish()
             except (RedisError, OSError) as exc:
                 self._redis_lost(exc)

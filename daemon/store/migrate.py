@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal
 
@@ -68,13 +66,19 @@ def _only_comments(text: str) -> bool:
     return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())
 
 
+# The SQL files beside this module (memoryd is installed as files, never zipped). A plain path,
+# not importlib.resources: every read-only command checks a store's version, and importing
+# importlib.resources (zipfile, bz2, lzma with it) was a noticeable part of a dry run's start-up.
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
 @cache
 def steps(schema: Schema) -> tuple[Step, ...]:
     """The schema's steps in order, read once per process."""
-    return load_steps(resources.files("daemon.store").joinpath("migrations", schema), schema)
+    return load_steps(MIGRATIONS_DIR / schema, schema)
 
 
-def load_steps(folder: Traversable, label: str) -> tuple[Step, ...]:
+def load_steps(folder: Path, label: str) -> tuple[Step, ...]:
     """The steps in `folder`: numbered 0001, 0002, … without a gap, and no number twice (a second
     file with a used number is refused, as a registry refuses a second registration)."""
     names = sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".sql"))

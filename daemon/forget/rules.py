@@ -1,0 +1,85 @@
+"""The rules of a forget request, as plain functions: the request model (daemon.forget.request)
+validates with them, and so does a dry run from the CLI, which builds no pydantic model (a
+preview is the command an operator runs most, and pydantic's import was most of its start-up).
+
+Selectors are exact strings, never patterns. Every problem raises UsageError naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from daemon.constants import MAX_SELECTORS
+from daemon.errors import UsageError
+from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
+
+NO_SELECTOR_MESSAGE = (
+    "memory forget requires a session, hook source, or participant selector "
+    "(--session, --hook-source or --participant)"
+)
+_DATE_ONLY_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
+_NUMBER_RE = re.compile(r"\A-?\d+(?:\.\d+)?\Z")
+
+
+def clean_values(field: str, values: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        if not value or value != value.strip() or any(ord(c) < 32 for c in value):
+            raise UsageError(
+                f"{field}: invalid selector {value!r} (non-empty, no surrounding "
+                "spaces or control characters; selectors are exact strings)"
+            )
+        if has_surrogate(value):
+            raise UsageError(
+                f"{field}: invalid selector {value!r}: contains a lone surrogate (not valid UTF-8)"
+            )
+        out.append(value)
+    return list(dict.fromkeys(out))
+
+
+def clean_sessions(values: Sequence[str]) -> list[str]:
+    for value in values:
+        problem = session_id_problem(value)
+        if problem:
+            raise UsageError(f"sessions: invalid session id or key {value!r}: {problem}")
+    return clean_values("sessions", values)
+
+
+def parse_since(since: str) -> int:
+    """`--since` as Unix ms: an ISO date (UTC midnight), an ISO date-time, or a number of ms."""
+    text = since.strip()
+    try:
+        if _NUMBER_RE.match(text):
+            value = float(text)
+            if not math.isfinite(value):
+                raise ValueError
+            return int(value)
+        if _DATE_ONLY_RE.match(text):
+            return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return int(parsed.timestamp() * 1000)
+    except ValueError:
+        shown = since if since.isprintable() else repr(since)  # the error stays one line
+        raise UsageError(f"since: Invalid memory session date: {shown}") from None
+
+
+def check_selector_count(
+    sessions: Sequence[str], participants: Sequence[str], hook_sources: Sequence[str]
+) -> None:
+    if not (sessions or participants or hook_sources):
+        raise UsageError(NO_SELECTOR_MESSAGE)
+    named = len(sessions) + len(participants) + len(hook_sources)
+    if named > MAX_SELECTORS:
+        raise UsageError(
+            f"selectors: {named} given; at most {MAX_SELECTORS} per forget "
+            "(send several forgets, or select by participant or hook source)"
+        )
+
+
+def check_agent(agent: str) -> str:
+    return validate_agent_id(agent, field="agent")

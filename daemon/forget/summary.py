@@ -1,0 +1,117 @@
+"""The forget report (reference §7.8) as plain data, and its human rendering: built from a plan
+without pydantic, so a dry run from the CLI needs none. `daemon.forget.report` declares the same
+report as a model (the job's result, the JSON Schema) and validates this data into it; the keys
+and their order here are the JSON emission order.
+
+Lists are sorted in UTF-16 code-unit order (JavaScript's default `toSorted()`); the fields
+the reference sorts with `localeCompare` (sessionResolutions by sessionId, curatedWrites by
+relativePath) use the same code-unit order, so output does not depend on the host's locale.
+The report describes the plan and is computed before any write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from daemon.forget.plan import ForgetPlan
+from daemon.utf16 import utf16_key
+
+
+def _sorted(values: Any) -> list[str]:
+    return sorted(set(values), key=utf16_key)
+
+
+def _resolution(session_id: str, session_key: str | None, source: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"sessionId": session_id}
+    if session_key is not None:  # the model leaves an unknown key out
+        out["sessionKey"] = session_key
+    out["source"] = source
+    return out
+
+
+def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
+    """The report of `plan`, as the JSON document `forget --json` prints."""
+    targets = plan.selection.targets
+    idx = plan.index
+    return {
+        "agentId": plan.agent_id,
+        "dryRun": dry_run,
+        "sessionIds": _sorted(t.session_id for t in targets),
+        "participantMatches": [
+            {"actorId": m.actor_id, "identities": list(m.identities)}
+            for m in plan.selection.participant_matches
+        ],
+        "sessionResolutions": [
+            _resolution(t.session_id, t.session_key, t.resolution)
+            for t in sorted(targets, key=lambda t: utf16_key(t.session_id))
+        ],
+        "entryKeys": _sorted(plan.lineage.entry_keys),
+        "mixedLineageEntryKeys": _sorted(plan.lineage.mixed_entry_keys),
+        "untargetableEntryKeys": _sorted(plan.untargetable_keys),
+        "curatedWrites": [
+            {"relativePath": w.relative_path, "observedAt": w.observed_at}
+            for w in sorted(plan.curated_writes, key=lambda w: utf16_key(w.relative_path))
+        ],
+        "artifacts": {
+            "memoryFiles": len(plan.memory_rewrites),
+            "memoryEntries": plan.memory_entries,
+            "memoryLines": plan.memory_lines,
+            "sessionCorpusFiles": len(plan.corpus_rewrites),
+            "sessionCorpusLines": plan.corpus_lines,
+            "indexChunks": len(idx.chunk_ids),
+            "indexSources": len(idx.source_ids),
+            "ftsRows": idx.fts_rows,
+            "vectorRows": idx.vector_rows,
+            "embeddingCacheRows": idx.embedding_cache_rows,
+            "shortTermEntries": len(plan.short_term_keys),
+            "seenHashScopes": len(plan.seen_scopes),
+            "backups": len(plan.backup_rewrites),
+            "originRows": plan.lineage.origin_rows,
+        },
+        "refusals": list(plan.refusals),
+    }
+
+
+def render_human(report: Mapping[str, Any]) -> str:
+    """A readable summary of the report's JSON form (the reference's human output, §7.8)."""
+    a = report["artifacts"]
+    title = "Memory Deletion Preview" if report["dryRun"] else f"Memory Deletion ({report['agentId']})"
+    lines = [
+        title,
+        f"Agent: {report['agentId']}",
+        f"Source sessions: {len(report['sessionIds'])}",
+        "Source transcripts retained: yes (forget never deletes transcripts or archives)",
+        f"Deleted entries: {len(report['entryKeys'])}",
+        f"Mixed-lineage entries deleted whole: {len(report['mixedLineageEntryKeys'])}",
+        f"Entries without targetable provenance: {len(report['untargetableEntryKeys'])}",
+        f"Curated writes retained: {len(report['curatedWrites'])}",
+        f"Memory artifacts: {a['memoryFiles']} files, {a['memoryEntries']} entries, {a['memoryLines']} quoted lines",
+        f"Session corpus: {a['sessionCorpusFiles']} files, {a['sessionCorpusLines']} lines",
+        f"Index artifacts: {a['indexChunks']} chunks, {a['indexSources']} sources, {a['ftsRows']} full-text rows, "
+        f"{a['vectorRows']} vector rows, {a['embeddingCacheRows']} cached embeddings",
+        f"Plugin state: {a['shortTermEntries']} short-term entries, {a['seenHashScopes']} seen-hash scopes, "
+        f"{a['backups']} backups",
+        f"Origin rows: {a['originRows']}",
+    ]
+    if report["sessionIds"]:
+        lines.append("Session IDs: " + ", ".join(report["sessionIds"]))
+    lines += [f"Session resolution: {r['sessionId']} ({r['source']})" for r in report["sessionResolutions"]]
+    for m in report["participantMatches"]:
+        found = orjson.dumps(m["identities"]).decode() if m["identities"] else "no live match"
+        lines.append(
+            f"Raw participant selector: {m['actorId']}: {found}. "
+            "Matches select whole sessions across identity namespaces."
+        )
+    lines += [f"Mixed-lineage entry deleted whole: {k}" for k in report["mixedLineageEntryKeys"]]
+    lines += [f"Entry without targetable provenance: {k}" for k in report["untargetableEntryKeys"]]
+    for w in report["curatedWrites"]:
+        when = datetime.fromtimestamp(w["observedAt"] / 1000, UTC).isoformat().replace("+00:00", "Z")
+        lines.append(f"Curated write retained: {w['relativePath']} ({when})")
+    lines += [f"Refused: {r}" for r in report["refusals"]]
+    if report["dryRun"]:
+        lines.append("Dry run: no memory files, index rows, or plugin state were changed.")
+    return "\n".join(lines)
