@@ -187,6 +187,20 @@ def write_staging(
             for key, m in zip(keys, messages, strict=True)
         ],
     )
+    return stage_claims(conn, messages, day_bucket, now_ms, keys)
+
+
+def stage_claims(
+    conn: Connection,
+    messages: Sequence[StagedMessage],
+    day_bucket: str,
+    now_ms: int,
+    keys: Sequence[str] | None = None,
+) -> int:
+    """The staged entries of `messages` (in staging order), their origins already written; inside
+    the caller's write transaction. Returns the number of entries written."""
+    if keys is None:
+        keys = [CLAIM_KEY_PREFIX + m.claim_hash for m in messages]
     by_key: dict[str, list[StagedMessage]] = {}
     for key, m in zip(keys, messages, strict=True):
         by_key.setdefault(key, []).append(m)
