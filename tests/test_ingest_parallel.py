@@ -3,22 +3,37 @@ sweep, its scratch files gone after the merge, and the cases where it must stay 
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths
+from daemon.forget.request import ForgetRequest
+from daemon.forget.run import run_forget
 from daemon.ingest import parallel
 from daemon.ingest import sweep as sweep_module
 from daemon.ingest.parallel import plan_tasks, use_workers
 from daemon.ingest.report import IngestReport
 from daemon.ingest.sweep import run_ingest_sweep
-from daemon.settings import Settings
+from daemon.ops.erasure import run_erase
+from daemon.retention.needles import VerifySubject
+from daemon.retention.request import EraseRequest
+from daemon.retention.verify import run_verify
+from daemon.settings import Settings, load_settings
+from daemon.store.scratch import CandRow, ensure_scratch_dir, scratch_name, write_rows
 from tests.builders import DAY_MS, Msg, SessionStoreBuilder, conversation
-from tests.conftest import make_settings
+from tests.conftest import REDIS_URL, make_settings
+from tests.ingest_harness import corpus_text
 
 NO_CAPS = {"max_messages_per_sweep": 10**9, "max_messages_per_file": 10**9}
 # Columns holding the sweep's own clock (each run has its own): compared as equal.
@@ -149,3 +164,161 @@ def test_tasks_are_consecutive_runs_covering_every_session() -> None:
         tasks = plan_tasks(sizes, workers, 1_000)
         assert [i for t in tasks for i in t] == list(range(len(sizes)))
         assert all(len(t) for t in tasks)
+
+
+# --- scratch files are an artifact forget, erase and the verifier reach --------------------------
+
+NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
+
+
+def plant_scratch(settings: Settings, text: str, pid: int) -> Path:
+    """A scratch file as a sweep of process `pid` leaves it when killed before its merge."""
+    scratch = agent_paths(settings, "main").scratch_dir
+    ensure_scratch_dir(scratch)
+    path = scratch / scratch_name(pid, "feed", 4242)
+    row = CandRow(
+        0, "sess-nora-1", None, 1, 1, "2026-01-01", 0, "memory/.dreams/session-corpus/2026-01-01.txt",
+        "memory:claim:abc", text, "owner", "interactive", 1, "abc", "q", "h", f"[main/x#L1] {text}",
+    )  # fmt: skip
+    write_rows(path, [row])
+    assert text.encode() in path.read_bytes()
+    return path
+
+
+@pytest.fixture
+def nora_settings(tmp_path: Path, store_builder: SessionStoreBuilder, unique: str) -> Settings:
+    store_builder.add(
+        "agent:main:dm:nora", "sess-nora-1", [Msg("user", NORA_TEXT)], participants=[{"actorId": "nora"}]
+    )
+    store_builder.add(
+        "agent:main:dm:omar",
+        "sess-omar-1",
+        conversation("orchard", "omar"),
+        participants=[{"actorId": "omar"}],
+    )
+    return make_settings(tmp_path, store_builder.root, daemon={"host_id": f"test-{unique}"})
+
+
+async def test_a_forget_removes_scratch_files_left_behind_and_verifies(
+    nora_settings: Settings, redis: Redis
+) -> None:
+    await sweep(nora_settings, redis)
+    planted = plant_scratch(nora_settings, NORA_TEXT, os.getpid())  # a live sweep's, even
+
+    request = ForgetRequest(agent="main", sessions=["sess-nora-1"])
+    async with agent_runtime(nora_settings, "main", redis=redis) as rt:
+        await run_forget(rt, request)
+    assert not planted.exists()
+    verification = await run_verify(
+        nora_settings,
+        redis,
+        VerifySubject(contents=(NORA_TEXT,)),
+        embedder=None,
+        agents=["main"],
+    )
+    assert verification.verified, verification
+
+
+async def test_an_erasure_removes_scratch_files_and_its_receipt_verifies(
+    nora_settings: Settings, redis: Redis
+) -> None:
+    await sweep(nora_settings, redis)
+    planted = plant_scratch(nora_settings, NORA_TEXT, os.getpid())
+
+    receipt = await run_erase(nora_settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    assert not planted.exists()
+    assert receipt.verified, receipt.verification
+
+
+async def test_the_verifier_finds_forgotten_text_in_a_scratch_file(
+    nora_settings: Settings, redis: Redis
+) -> None:
+    await sweep(nora_settings, redis)
+    async with agent_runtime(nora_settings, "main", redis=redis) as rt:
+        await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1"]))
+    subject = VerifySubject(contents=(NORA_TEXT,))
+    assert (await run_verify(nora_settings, redis, subject, embedder=None, agents=["main"])).verified
+
+    planted = plant_scratch(nora_settings, NORA_TEXT, os.getpid())  # written after the purge
+    verification = await run_verify(nora_settings, redis, subject, embedder=None, agents=["main"])
+    assert not verification.verified
+    physical = next(c for c in verification.checks if c.name == "physical")
+    assert physical.status == "failed" and any(planted.name in loc for loc in physical.locations)
+
+
+async def test_a_sweep_removes_scratch_files_of_a_dead_process_but_not_a_live_ones(
+    nora_settings: Settings, redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead = await anyio.run_process([sys.executable, "-c", "import os; print(os.getpid())"])
+    orphan = plant_scratch(nora_settings, NORA_TEXT, int(dead.stdout))
+    live = plant_scratch(nora_settings, "text of a sweep still running here", os.getpid())
+    monkeypatch.setattr(parallel, "INGEST_PARALLEL_MIN_BYTES", 0)
+    pooled = nora_settings.model_copy(
+        update={"ingest": nora_settings.ingest.model_copy(update={**NO_CAPS, "workers": 2})}
+    )
+    await sweep(pooled, redis)
+    assert not orphan.exists() and live.exists()
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_before_its_merge_leaves_scratch_that_the_next_sweep_removes(
+    tmp_path: Path, store_builder: SessionStoreBuilder, unique: str
+) -> None:
+    """A real `memoryd ingest` with two workers, stopped once its first batch is reserved (the
+    workers have written their rows) and SIGKILLed: its scratch files stay behind, holding memory
+    text; the next sweep removes them and stages every message once."""
+    for n in range(160):  # over the 1 MiB below which a sweep stays serial
+        msgs = [
+            Msg("user", f"Fact {i} of session {n}: " + "the lighthouse keeper logs tides " * 8)
+            for i in range(16)
+        ]
+        store_builder.add(f"agent:main:s{n}", f"s{n:03d}", msgs)
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{store_builder.root}"\n'
+        f'redis_url = "{REDIS_URL}"\n\n[daemon]\nhost_id = "test-{unique}"\n\n'
+        "[lock]\nttl_ms = 1000\nwait_s = 30\n\n[ingest]\nworkers = 2\nmax_messages_per_sweep = 1000000000\nmax_messages_per_file = 1000000000\n"
+    )
+    trace = tmp_path / "trace"
+    env = {
+        **os.environ,
+        "MEMORYD_FAILPOINT_STOP": "ingest.corpus.reserved",
+        "MEMORYD_FAILPOINT_TRACE": str(trace),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", "main", "--json"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (trace.exists() and "ingest.corpus.reserved" in trace.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, "the sweep never reached its merge"
+            time.sleep(0.05)
+        time.sleep(0.2)  # the SIGSTOP follows the trace line
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    settings = load_settings(config)
+    scratch = agent_paths(settings, "main").scratch_dir
+    left = [p for p in scratch.iterdir()]
+    assert left and any(b"lighthouse keeper" in p.read_bytes() for p in left)
+
+    report = run_sweep_cli(config)
+    assert not any(p.exists() for p in left)
+    assert report["messagesStaged"] == 160 * 16
+    lines = corpus_text(settings)
+    for n in (0, 159):
+        assert lines.count(f"Fact 3 of session {n}:") == 1
+
+
+def run_sweep_cli(config: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", "main", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)

@@ -23,6 +23,7 @@ from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
+from daemon.store.scratch import remove_scratch
 
 if TYPE_CHECKING:
     # Typing only: a dry run never loads the Redis client or the lock.
@@ -75,6 +76,9 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
     from daemon.forget.apply import apply_plan  # a dry run applies nothing
 
+    # Scratch files of the parallel scan hold memory text until merged; a sweep whose file goes
+    # stages nothing of that batch (merge.py checks), so none survives the purge.
+    remove_scratch(rt.paths.scratch_dir)
     catalog, selection = await _resolve(rt, request)
     carried: frozenset[str] = frozenset()
     tombstoned = False
