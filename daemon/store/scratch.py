@@ -55,8 +55,7 @@ CREATE TABLE IF NOT EXISTS cand (
   seen_hash TEXT NOT NULL,
   line TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS cand_task ON cand(task, seq);
-"""
+"""  # no index: a part is a seq (rowid) range, and `task` only confirms the rows are that task's
 
 COLUMNS = (
     "task, session_id, session_key, idx, seen_seq, day, day_idx, path, entry_key, snippet, origin_class, "
