@@ -111,6 +111,18 @@ def scan_pool(workers: int) -> ProcessPoolExecutor:
         return executor
 
 
+def pool_pids() -> list[int]:
+    """The scan processes alive now, and their forkserver (what a memory figure must add)."""
+    with _pool_lock:
+        if _pool is None:
+            return []
+        pids = list(getattr(_pool[1], "_processes", None) or {})
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    return [*pids, *([server] if server else [])]
+
+
 def shutdown_pool() -> None:
     global _pool
     with _pool_lock:
