@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +323,25 @@ def run_sweep_cli(config: Path) -> dict[str, Any]:
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+@pytest.mark.usefixtures("small_pool_settings")
+async def test_a_pool_whose_worker_was_killed_is_replaced_by_the_next_sweep(
+    tmp_path: Path, store_builder: SessionStoreBuilder, redis: Redis, unique: str
+) -> None:
+    build_history(store_builder)
+    pooled = settings_for(tmp_path, store_builder.root, unique, "pooled", 2)
+    serial = settings_for(tmp_path, store_builder.root, unique, "serial", 1)
+    pool = parallel.scan_pool(2)
+    pool.submit(os.getpid).result()  # its workers are up
+    for pid in parallel.pool_pids()[:-1]:  # the workers, not their forkserver
+        os.kill(pid, signal.SIGKILL)
+    with pytest.raises(BrokenProcessPool):
+        for _ in range(500):  # until the pool has seen a worker die
+            pool.submit(os.getpid).result()
+            await anyio.sleep(0.01)
+
+    report = await sweep(pooled, redis)
+    assert not report.errors and report == await sweep(serial, redis)
+    assert parallel.scan_pool(2) is not pool
+    assert await state_of(serial) == await state_of(pooled)

@@ -26,6 +26,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +39,11 @@ from daemon.constants import (
     INGEST_WORKERS_MAX,
     MAX_TRACKED_MESSAGES_PER_SESSION,
 )
+from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanPlan
 from daemon.ingest.scan_task import ScanTask, SessionJob, SessionResult, TaskResult, run_task
 from daemon.sessions.model import Fingerprint, SessionInfo
+from daemon.store.engine import ANY_SQLITE_ERROR
 from daemon.store.scratch import Part
 
 if TYPE_CHECKING:
@@ -90,6 +93,9 @@ def plan_tasks(sizes: Sequence[int], workers: int, task_bytes: int | None = None
     return tasks
 
 
+# What a task's failure looks like from here (its process died; its scratch write failed).
+_WORKER_FAILURES: tuple[type[BaseException], ...] = (OSError, BrokenProcessPool, *ANY_SQLITE_ERROR)
+
 # --- the pool ------------------------------------------------------------------------------------
 
 _pool_lock = threading.Lock()
@@ -100,7 +106,8 @@ def scan_pool(workers: int) -> ProcessPoolExecutor:
     """The process's pool of `workers` scan processes (replaced when the count changes)."""
     global _pool
     with _pool_lock:
-        if _pool is not None and _pool[0] == workers:
+        # A pool whose process died (killed, out of memory) is broken for good: start a new one.
+        if _pool is not None and _pool[0] == workers and not getattr(_pool[1], "_broken", False):
             return _pool[1]
         if _pool is not None:
             _pool[1].shutdown(wait=False, cancel_futures=True)
@@ -233,12 +240,16 @@ async def scan_with_workers(
     ahead = 2 * workers  # tasks queued beyond the one awaited: the workers never wait on the merge
     futures: list[Future[TaskResult]] = []
     try:
-        for n in range(min(ahead, len(tasks))):
-            futures.append(pool.submit(run_task, tasks[n]))
         for n in range(len(tasks)):
-            result = await anyio.to_thread.run_sync(futures[n].result, abandon_on_cancel=True)
-            if n + ahead < len(tasks):
-                futures.append(pool.submit(run_task, tasks[n + ahead]))
+            try:
+                while len(futures) < min(n + 1 + ahead, len(tasks)):
+                    futures.append(pool.submit(run_task, tasks[len(futures)]))
+                result = await anyio.to_thread.run_sync(futures[n].result, abandon_on_cancel=True)
+            except _WORKER_FAILURES as exc:
+                raise OperationFailed(
+                    f"{sweep.scratch_dir}: a scan worker failed ({exc.__class__.__name__}: {exc}); what "
+                    "was staged before stays, the next sweep reads the rest again"
+                ) from None
             for full in _consume(sweep, cutter, result, tasks[n], seen_sets):
                 await sweep._submit(full)
     finally:
