@@ -98,6 +98,9 @@ INGEST_PARALLEL_MIN_BYTES = 1 << 20
 # a task's scratch file, small enough that the workers finish close together.
 INGEST_TASK_BYTES = 256 << 10
 INGEST_WORKERS_MAX = 8  # the default worker count is the number of cores, at most this
+# A sweep reading more than this deletes each batch's scratch rows once merged, so the files stay
+# near the size of the rows in flight; a smaller one leaves them until its end (it removes them).
+INGEST_SCRATCH_RECLAIM_BYTES = 64 << 20
 INGEST_SCRATCH_DIR = "ingest-scratch"  # under state_dir/agents/<agent>: the workers' scratch files
 INGEST_SESSIONS_ROOT_PATH = "sessions"  # sessionPath = sessions/<agent>/<sessionId> (reference §4.4)
 CORPUS_RELATIVE_DIR = "memory/.dreams/session-corpus"  # corpus day files, workspace-relative

@@ -113,6 +113,7 @@ def small_pool_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "INGEST_TASK_BYTES", 600)
     monkeypatch.setattr(parallel, "INGEST_FLUSH_MESSAGES", 7)
     monkeypatch.setattr(sweep_module, "INGEST_FLUSH_MESSAGES", 7)
+    monkeypatch.setattr(sweep_module, "INGEST_SCRATCH_RECLAIM_BYTES", 0)  # merged rows are deleted too
 
 
 @pytest.mark.usefixtures("small_pool_settings")

@@ -36,11 +36,11 @@ from daemon.store.scratch import (
     merge_new_claims,
     merge_origins,
     merge_seen,
-    part_counts,
     part_days,
     part_existing_keys,
     part_keys,
     part_lines,
+    part_present,
     part_rows,
     part_rows_of_keys,
     part_seen_of_sessions,
@@ -78,8 +78,7 @@ async def commit_parts(
         names = await store.run(attach, paths)
         name_of = dict(zip(paths, names, strict=True))
         named = [(name_of[p.path], p) for p in batch.parts]
-        counts = await store.read(_counts, named)
-        if counts != [p.hi - p.lo + 1 for p in batch.parts]:
+        if not await store.read(_present, named):
             raise _missing(sweep.scratch_dir)
         if gone:
             staged, removed = await _commit_rowwise(
@@ -87,7 +86,8 @@ async def commit_parts(
             )
         else:
             staged, removed = await _commit_merged(sweep, batch, fence, checkpoints, participants, named)
-        await store.run(_delete_parts, named)  # the rows are in the store now: their text goes
+        if sweep.scratch_reclaim:  # a long sweep reuses the pages of merged rows (the files go at its end)
+            await store.run(_delete_parts, named)
         return staged, removed
     except ANY_SQLITE_ERROR as exc:
         raise OperationFailed(
@@ -246,8 +246,8 @@ def write_candidates(
     return delete_checkpoints(conn, deletions)
 
 
-def _counts(conn: Connection, named: _Named) -> list[int]:
-    return [part_counts(conn, name, part) for name, part in named]
+def _present(conn: Connection, named: _Named) -> bool:
+    return all(part_present(conn, name, part) for name, part in named)
 
 
 def _summaries(

@@ -37,7 +37,12 @@ import anyio.abc
 import anyio.lowlevel
 import orjson
 
-from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
+from daemon.constants import (
+    INGEST_FLUSH_MESSAGES,
+    INGEST_SCRATCH_RECLAIM_BYTES,
+    INGEST_SEEN_PREFETCH_SESSIONS,
+    INGEST_TAKE_CHUNK,
+)
 from daemon.errors import MemorydError, OperationFailed
 from daemon.failpoints import failpoint
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
@@ -238,6 +243,7 @@ class _Sweep:
         self._done: anyio.Event | None = None  # set when the commit in flight has finished
         self.scratch_dir: Path | None = None  # the parallel scan's, once it is used
         self.scratch_token = ""
+        self.scratch_reclaim = False  # delete merged scratch rows (a sweep reading a lot)
 
     def _exclude(self, reason: str) -> None:
         excluded = self.report.sessions_excluded
@@ -434,6 +440,7 @@ class _Sweep:
         await anyio.to_thread.run_sync(_prepare_scratch, scratch)
         self.scratch_dir = scratch
         self.scratch_token = secrets.token_hex(6)  # its files go when the sweep ends, however
+        self.scratch_reclaim = sum(fp.size for _, fp, _ in to_scan) >= INGEST_SCRATCH_RECLAIM_BYTES
         return await scan_with_workers(self, to_scan, seen_sets, workers, batch, self.scratch_token)
 
     async def _submit(self, batch: _Batch) -> None:

@@ -145,8 +145,14 @@ def detach(conn: Connection, names: Iterable[str]) -> None:
 _RANGE = "task = ? AND seq BETWEEN ? AND ?"
 
 
-def part_counts(conn: Connection, name: str, part: Part) -> int:
-    return int(conn.execute(f"SELECT COUNT(*) FROM {name}.cand WHERE {_RANGE}", part[1:]).fetchone()[0])
+def part_present(conn: Connection, name: str, part: Part) -> bool:
+    """Whether the part's rows are in the file: its first and last rows, with its task's number (a
+    task's rows are one transaction of consecutive seqs; a file removed and written again by its
+    worker starts its seqs afresh under other tasks)."""
+    row = conn.execute(
+        f"SELECT COUNT(*) FROM {name}.cand WHERE seq IN (?, ?) AND task = ?", (part.lo, part.hi, part.task)
+    ).fetchone()
+    return int(row[0]) == (1 if part.lo == part.hi else 2)
 
 
 def part_days(conn: Connection, name: str, part: Part) -> list[tuple[str, str, int, int]]:
