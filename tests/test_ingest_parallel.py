@@ -155,7 +155,10 @@ def test_small_or_capped_sweeps_stay_serial() -> None:
     assert not use_workers(2, [4_000, 3_000], 10**9, 10**9, path_source=True, erased_senders=False)
     # A cap that could cut a session short (the reference's 80 per file, 240 per sweep) keeps it serial.
     assert not use_workers(2, big, 80, 240, path_source=True, erased_senders=False)
-    assert not use_workers(2, big, 10**9, 1_000_000, path_source=True, erased_senders=False)
+    assert not use_workers(2, big, 10**9, 100_000, path_source=True, erased_senders=False)
+    assert not use_workers(2, big, 50_000, 10**9, path_source=True, erased_senders=False)
+    # A cap no session can reach (a candidate needs 12 bytes of its line) does not.
+    assert use_workers(2, big, 700_000 // 12 + 2, 1_300_000 // 12 + 3, path_source=True, erased_senders=False)
     assert not use_workers(2, big, 10**9, 10**9, path_source=False, erased_senders=False)
     assert not use_workers(2, big, 10**9, 10**9, path_source=True, erased_senders=True)
 

@@ -4,9 +4,10 @@ how the workers' results become the serial sweep's batches.
 * **When.** Only when it cannot change what is staged and pays: more than one worker, a
   sessions.json source (workers open transcripts by path), no session with senders an erasure
   removed (their test needs the store's secret), at least INGEST_PARALLEL_MIN_BYTES to read,
-  and caps that cannot cut any session short (a session yields at most one candidate per line,
-  so at most its size in bytes plus one: below its per-file cap, and all of them together
-  below the per-sweep cap). A live sweep of a few changed sessions stays serial.
+  and caps that cannot cut any session short (a candidate is a line holding at least
+  SNIPPET_MIN_CHARS bytes of its text, so a session yields at most its size over that, plus
+  one: below its per-file cap, and all of them together below the per-sweep cap). A live sweep
+  of a few changed sessions stays serial.
 * **The pool.** Worker processes from a forkserver (never a fork of the daemon, whose threads
   and event loop a child must not inherit), kept for the process's life and created at the first
   large sweep; they import only the scan task (daemon/ingest/scan_task.py).
@@ -38,6 +39,7 @@ from daemon.constants import (
     INGEST_TASK_BYTES,
     INGEST_WORKERS_MAX,
     MAX_TRACKED_MESSAGES_PER_SESSION,
+    SNIPPET_MIN_CHARS,
 )
 from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanPlan
@@ -69,7 +71,9 @@ def use_workers(
     """Whether a sweep with transcripts of these byte sizes to read is scanned by the pool. Pure."""
     if workers <= 1 or not path_source or erased_senders or sum(sizes) < INGEST_PARALLEL_MIN_BYTES:
         return False
-    bounds = [size + 1 for size in sizes]  # at most one candidate per line, one line per byte
+    # A candidate is one line whose text has at least SNIPPET_MIN_CHARS characters, each at least
+    # one byte there (JSON escapes and the text parts' own keys only add bytes).
+    bounds = [size // SNIPPET_MIN_CHARS + 1 for size in sizes]
     return max(bounds) < per_file_cap and sum(bounds) < per_sweep_cap
 
 
