@@ -22,7 +22,7 @@ from daemon.constants import (
     SESSION_INGESTION_SCORE,
     STAGED_SNIPPET_MAX_CHARS,
 )
-from daemon.store.db import Connection
+from daemon.store.engine import Connection  # not store.db: scan workers load no event loop
 from daemon.store.origins import insert_origins
 from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
