@@ -82,8 +82,8 @@ class IngestSettings(Section):
         le=64,
         description="Processes that scan a large first sweep in parallel; 0 = the number of cores (at "
         "most 8), 1 = scan in the sweep's own process. Sweeps that read under 1 MiB, or whose caps "
-        "could cut a session short, are always scanned in process. The pool pays only with idle cores: "
-        "on a host whose cores are busy, 1 is faster.",
+        "could cut a session short, are always scanned in process. The pool pays for long sweeps; on a "
+        "host whose cores are busy, sweeps of a few tens of MB are faster with 1.",
     )
 
 
