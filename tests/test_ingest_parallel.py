@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths
+from daemon.errors import OperationFailed
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import run_forget
 from daemon.ingest import parallel
@@ -31,7 +32,7 @@ from daemon.retention.needles import VerifySubject
 from daemon.retention.request import EraseRequest
 from daemon.retention.verify import run_verify
 from daemon.settings import Settings, load_settings
-from daemon.store.scratch import CandRow, ensure_scratch_dir, scratch_name, write_rows
+from daemon.store.scratch import CandRow, ensure_scratch_dir, remove_scratch, scratch_name, write_rows
 from tests.builders import DAY_MS, Msg, SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL, make_settings
 from tests.ingest_harness import corpus_text
@@ -348,4 +349,29 @@ async def test_a_pool_whose_worker_was_killed_is_replaced_by_the_next_sweep(
     report = await sweep(pooled, redis)
     assert not report.errors and report == await sweep(serial, redis)
     assert parallel.scan_pool(2) is not pool
+    assert await state_of(serial) == await state_of(pooled)
+
+
+@pytest.mark.usefixtures("small_pool_settings")
+async def test_a_batch_whose_scratch_file_went_before_its_merge_stages_nothing(
+    tmp_path: Path, store_builder: SessionStoreBuilder, redis: Redis, unique: str
+) -> None:
+    """A purge removes every scratch file, a running sweep's too: that sweep fails in one line,
+    stages nothing of the batch, and the next sweep stages it all."""
+    build_history(store_builder)
+    pooled = settings_for(tmp_path, store_builder.root, unique, "pooled", 2)
+    serial = settings_for(tmp_path, store_builder.root, unique, "serial", 1)
+    scratch = agent_paths(pooled, "main").scratch_dir
+
+    def purge_scratch(kind: str, done: int, total: int) -> None:
+        if kind == "sessions":  # results are in, their batch not merged yet
+            remove_scratch(scratch)
+
+    async with agent_runtime(pooled, "main", redis=redis) as rt:
+        with pytest.raises(OperationFailed, match="scratch file of this sweep changed or went"):
+            await run_ingest_sweep(rt, purge_scratch)
+    rows, corpus = await state_of(pooled)
+    assert rows["short_term_entries"] == [] and rows["memory_entry_origins"] == [] and corpus == {}
+
+    assert await sweep(pooled, redis) == await sweep(serial, redis)
     assert await state_of(serial) == await state_of(pooled)

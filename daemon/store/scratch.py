@@ -149,6 +149,8 @@ def part_present(conn: Connection, name: str, part: Part) -> bool:
     """Whether the part's rows are in the file: its first and last rows, with its task's number (a
     task's rows are one transaction of consecutive seqs; a file removed and written again by its
     worker starts its seqs afresh under other tasks)."""
+    if conn.execute(f"SELECT 1 FROM {name}.sqlite_schema WHERE name = 'cand'").fetchone() is None:
+        return False  # the file went: ATTACH made an empty one in its place
     row = conn.execute(
         f"SELECT COUNT(*) FROM {name}.cand WHERE seq IN (?, ?) AND task = ?", (part.lo, part.hi, part.task)
     ).fetchone()
