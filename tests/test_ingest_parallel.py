@@ -15,10 +15,13 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
 from daemon.agents import agent_paths
+from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
 from daemon.errors import OperationFailed
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import run_forget
@@ -31,8 +34,10 @@ from daemon.ops.erasure import run_erase
 from daemon.retention.needles import VerifySubject
 from daemon.retention.request import EraseRequest
 from daemon.retention.verify import run_verify
+from daemon.sessions.transcript import Carry, export_line
 from daemon.settings import Settings, load_settings
 from daemon.store.scratch import CandRow, ensure_scratch_dir, remove_scratch, scratch_name, write_rows
+from daemon.utf16 import truncate_utf16, utf16_len
 from tests.builders import DAY_MS, Msg, SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL, make_settings
 from tests.ingest_harness import corpus_text
@@ -375,3 +380,36 @@ async def test_a_batch_whose_scratch_file_went_before_its_merge_stages_nothing(
 
     assert await sweep(pooled, redis) == await sweep(serial, redis)
     assert await state_of(serial) == await state_of(pooled)
+
+
+text_parts = st.lists(
+    st.one_of(
+        st.text(max_size=6),
+        st.sampled_from([" ", "\t\n", "\u2028", "\U0001f600", "a", "é"]),
+        st.dictionaries(st.just("type"), st.just("text")).map(lambda d: {**d, "text": "x"}),
+    ),
+    max_size=16,
+)
+
+
+@given(
+    content=st.one_of(
+        st.text(max_size=30),
+        text_parts.map(
+            lambda parts: [p if isinstance(p, dict) else {"type": "text", "text": p} for p in parts]
+        ),
+    ),
+    role=st.sampled_from(["user", "assistant"]),
+)
+@settings(max_examples=400, deadline=None)
+def test_a_staged_line_holds_at_least_the_snippet_minimum_in_bytes(content: Any, role: str) -> None:
+    """What keeps the pool's cap check sound: a session cannot yield more candidates than its
+    bytes over SNIPPET_MIN_CHARS (plus one)."""
+    raw = json.dumps({"type": "message", "message": {"role": role, "content": content}}, ensure_ascii=False)
+    for line in (raw.encode(), json.dumps(json.loads(raw)).encode()):  # raw UTF-8 and \\u-escaped
+        result = export_line(line, 1, Carry(), SNIPPET_MAX_CHARS, None)
+        if result is None or isinstance(result, str):
+            continue
+        snippet = truncate_utf16(result.text, SNIPPET_MAX_CHARS)
+        if utf16_len(snippet) >= SNIPPET_MIN_CHARS:
+            assert len(line) >= SNIPPET_MIN_CHARS
