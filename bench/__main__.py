@@ -1,4 +1,5 @@
 """python -m bench --scale small|medium|large [--only NAME] [--json OUT] [--markdown]
+python -m bench --scale small --only first_sweep --workers 1,2,4   # a worker-count curve
 python -m bench --peer [--peer-sessions 300,1500] [--peer-reps 3] [--json OUT]
 
 Generates (or reuses) the corpus of the scale, runs each scenario in its own process and
@@ -10,6 +11,7 @@ ratio, target, pass, then unit, min, max, note, peak_rss_mb).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from bench.corpus import SCALES, ensure_corpus
-from bench.runner import format_markdown, format_table, run_in_subprocess, scenario_names
+from bench.runner import WORKERS_ENV, format_markdown, format_table, run_in_subprocess, scenario_names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", dest="json_out", type=Path, metavar="OUT", help="write the rows as JSON to OUT")
     ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    ap.add_argument(
+        "--workers",
+        metavar="N,N",
+        help="first_sweep: also sweep with these ingest.workers counts (a curve; default 1,2)",
+    )
     ap.add_argument(
         "--peer",
         action="store_true",
@@ -54,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown scenario {unknown[0]!r}; known: {', '.join(names)}", file=sys.stderr)
         return 2
     selected = a.only or names
+    if a.workers:
+        try:
+            counts = [int(n) for n in a.workers.split(",")]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            print(f"--workers {a.workers!r}: give worker counts of 1 or more, like 1,2,4", file=sys.stderr)
+            return 2
+        os.environ[WORKERS_ENV] = ",".join(map(str, counts))  # the scenario processes read it
 
     started = time.perf_counter()
     corpus = ensure_corpus(a.scale)

@@ -42,6 +42,7 @@ from daemon.allocator import tune_allocator
 REPS: dict[str, tuple[int, int]] = {"tiny": (0, 2), "small": (0, 3), "medium": (1, 5), "large": (1, 3)}
 BENCH_REDIS_URL = os.environ.get("MEMORYD_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 NOT_AVAILABLE = "not available"
+WORKERS_ENV = "MEMORYD_BENCH_WORKERS"  # first_sweep's worker-count curve (`--workers 1,2,4`)
 
 
 @dataclass

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from daemon.constants import INGEST_SCRATCH_DIR
 from daemon.ids import validate_agent_id
 from daemon.settings import Settings
 
@@ -25,6 +26,12 @@ class AgentPaths:
     @property
     def corpus_dir(self) -> Path:
         return self.workspace / "memory" / ".dreams" / "session-corpus"
+
+    @property
+    def scratch_dir(self) -> Path:
+        """The parallel scan's scratch files (memory text until merged: forget, erase and the
+        verifier reach it)."""
+        return self.state_dir / INGEST_SCRATCH_DIR
 
 
 def agent_paths(settings: Settings, agent_id: str) -> AgentPaths:

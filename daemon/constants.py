@@ -88,6 +88,20 @@ INGEST_FLUSH_MESSAGES = 5_000
 INGEST_TAKE_CHUNK = 2_048
 # Seen-hash sets are fetched for this many upcoming sessions per store read (one hop, not one each).
 INGEST_SEEN_PREFETCH_SESSIONS = 256
+# Parallel scan (ingest.workers): worker processes read, export and hash whole sessions and
+# build their rows in scratch SQLite files under the agent's state directory, merged by the
+# main process. A pool only pays for a large read: below this many transcript bytes to read a
+# sweep stays serial (a live sweep reads a few KB; a pool's round trip and scratch file cost
+# more than that scan).
+INGEST_PARALLEL_MIN_BYTES = 1 << 20
+# Sessions are handed to workers in tasks of about this many transcript bytes: enough to amortise
+# a task's scratch file, small enough that the workers finish close together.
+INGEST_TASK_BYTES = 256 << 10
+INGEST_WORKERS_MAX = 8  # the default worker count is the number of cores, at most this
+# A sweep reading more than this deletes each batch's scratch rows once merged, so the files stay
+# near the size of the rows in flight; a smaller one leaves them until its end (it removes them).
+INGEST_SCRATCH_RECLAIM_BYTES = 64 << 20
+INGEST_SCRATCH_DIR = "ingest-scratch"  # under state_dir/agents/<agent>: the workers' scratch files
 INGEST_SESSIONS_ROOT_PATH = "sessions"  # sessionPath = sessions/<agent>/<sessionId> (reference §4.4)
 CORPUS_RELATIVE_DIR = "memory/.dreams/session-corpus"  # corpus day files, workspace-relative
 SESSION_CORPUS_QUERY_PREFIX = "__dreaming_sessions__:"  # the staged signal's query (reference §5.1)

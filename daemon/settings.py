@@ -99,6 +99,15 @@ class IngestSettings:
     watch_settle_ms: int = setting(
         50, ge=1, le=10_000, description="A change is swept once no write followed it for this long."
     )
+    workers: int = setting(
+        0,
+        ge=0,
+        le=64,
+        description="Processes that scan a large first sweep in parallel; 0 = the number of cores (at "
+        "most 8), 1 = scan in the sweep's own process. Sweeps that read under 1 MiB, or whose caps "
+        "could cut a session short, are always scanned in process. The pool pays for long sweeps; on a "
+        "host whose cores are busy, sweeps of a few tens of MB are faster with 1.",
+    )
 
 
 @dataclass(frozen=True, slots=True)

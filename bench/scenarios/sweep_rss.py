@@ -1,5 +1,6 @@
-"""Peak RSS of a first sweep, in a process of its own. Target: <= 300 MB (the issue states it
-for 1M messages, which the large scale has; smaller scales report their own message count)."""
+"""Peak RSS of a first sweep, in a process of its own, with the scan processes it used counted
+(the sum of their peaks). Target: <= 300 MB (the issue states it for 1M messages, which the
+large scale has; smaller scales report their own message count)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,28 @@ def run(ctx: Context) -> list[Row]:
         return [not_available(NAME, figure, reason)]
     settings = ctx.settings(ctx.scratch("state"))
     run_async(sweep_agents, settings, list(ctx.corpus.manifest.agents))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    row = limit(NAME, figure, "MB", [peak], 300.0, note="one run; RSS of the whole process")
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from daemon.ingest.parallel import pool_pids
+
+    workers = [_peak_mb(pid) for pid in pool_pids()]  # ingest.workers processes, if the sweep used them
+    peak = own + sum(workers)
+    note = "one run; peak RSS of the process" + (
+        f" ({own:.0f} MB) plus each scan process's ({', '.join(f'{w:.0f}' for w in workers)} MB)"
+        if workers
+        else ""
+    )
+    row = limit(NAME, figure, "MB", [peak], 300.0, note=note)
     row.peak_rss_mb = peak
     return [row]
+
+
+def _peak_mb(pid: int) -> float:
+    """A live process's peak resident set (VmHWM), in MB."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0

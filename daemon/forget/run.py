@@ -21,6 +21,7 @@ from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
+from daemon.store.scratch import remove_scratch
 
 if TYPE_CHECKING:
     # Typing only: a dry run never loads the Redis client or the lock, and a dry run from the
@@ -84,6 +85,9 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     from daemon.forget.apply import apply_plan  # a dry run applies nothing
     from daemon.forget.report import build_report
 
+    # Scratch files of the parallel scan hold memory text until merged; a sweep whose file goes
+    # stages nothing of that batch (merge.py checks), so none survives the purge.
+    remove_scratch(rt.paths.scratch_dir)
     catalog, selection = await _resolve(rt, _selectors(request))
     carried: frozenset[str] = frozenset()
     tombstoned = False

@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
 from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, RENDERED_LINE_MAX_CHARS
 from daemon.errors import OperationFailed, UsageError
 from daemon.failpoints import failpoint
@@ -116,6 +114,8 @@ class CorpusAppender:
     async def sync(self) -> None:
         """fsync every day file appended to since the last sync, all at once (threads: about one
         fsync's wait however many days), then the directory if a file was created."""
+        import anyio  # here, not at the top: the scan workers import this module for render_line
+
         days, self._unsynced = sorted(self._unsynced), set()
         created, self._created = self._created, False
         corpus_dir = self.workspace / CORPUS_RELATIVE_DIR

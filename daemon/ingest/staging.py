@@ -22,7 +22,7 @@ from daemon.constants import (
     SESSION_INGESTION_SCORE,
     STAGED_SNIPPET_MAX_CHARS,
 )
-from daemon.store.db import Connection
+from daemon.store.engine import Connection  # not store.db: scan workers load no event loop
 from daemon.store.origins import insert_origins
 from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
@@ -187,6 +187,20 @@ def write_staging(
             for key, m in zip(keys, messages, strict=True)
         ],
     )
+    return stage_claims(conn, messages, day_bucket, now_ms, keys)
+
+
+def stage_claims(
+    conn: Connection,
+    messages: Sequence[StagedMessage],
+    day_bucket: str,
+    now_ms: int,
+    keys: Sequence[str] | None = None,
+) -> int:
+    """The staged entries of `messages` (in staging order), their origins already written; inside
+    the caller's write transaction. Returns the number of entries written."""
+    if keys is None:
+        keys = [CLAIM_KEY_PREFIX + m.claim_hash for m in messages]
     by_key: dict[str, list[StagedMessage]] = {}
     for key, m in zip(keys, messages, strict=True):
         by_key.setdefault(key, []).append(m)

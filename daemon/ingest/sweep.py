@@ -23,10 +23,13 @@ A sweep with nothing to commit takes no lock and writes nothing.
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,12 +37,19 @@ import anyio.abc
 import anyio.lowlevel
 import orjson
 
-from daemon.constants import INGEST_FLUSH_MESSAGES, INGEST_SEEN_PREFETCH_SESSIONS, INGEST_TAKE_CHUNK
+from daemon.constants import (
+    INGEST_FLUSH_MESSAGES,
+    INGEST_SCRATCH_RECLAIM_BYTES,
+    INGEST_SEEN_PREFETCH_SESSIONS,
+    INGEST_TAKE_CHUNK,
+)
 from daemon.errors import MemorydError, OperationFailed
 from daemon.failpoints import failpoint
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import Appended, CorpusAppender, corpus_relative_path, render_line
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
+from daemon.ingest.merge import commit_parts, reserve_corpus_files, write_candidates
+from daemon.ingest.parallel import scan_with_workers, use_workers, worker_count
 from daemon.ingest.plan import (
     ScanAction,
     ScanPlan,
@@ -50,27 +60,25 @@ from daemon.ingest.plan import (
 )
 from daemon.ingest.report import IngestReport
 from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
-from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
+from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query
 from daemon.retention.gate import load_gate
 from daemon.sessions.admission import policy_of
+from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.model import Fingerprint, SessionInfo
 from daemon.store.checkpoints import (
     Checkpoint,
     CheckpointStamp,
-    delete_checkpoints,
     load_checkpoints_by_key,
-    upsert_checkpoints,
 )
 from daemon.store.corpus_files import (
     clear_pending_appends,
     pending_appends,
-    record_corpus_files,
-    record_pending_appends,
 )
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
-from daemon.store.participants import ParticipantRow, record_participants
-from daemon.store.seen_hashes import add_seen, load_seen
+from daemon.store.participants import ParticipantRow
+from daemon.store.scratch import Part, ensure_scratch_dir, remove_scratch, remove_sweep_scratch
+from daemon.store.seen_hashes import load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
@@ -89,9 +97,14 @@ class _Batch:
     checkpoints: dict[str, Checkpoint] = field(default_factory=dict)  # exclusions
     deletions: list[str] = field(default_factory=list)
     senders: dict[str, dict[str, Any]] = field(default_factory=dict)  # session id -> actor -> identity
+    # Parallel scan (daemon/ingest/parallel.py): the candidates are rows of scratch files.
+    parts: list[Part] = field(default_factory=list)
+    staged_count: int = 0  # rows in `parts`
+    seen_rowwise: set[str] = field(default_factory=set)  # sessions whose seen hashes add_seen writes
+    part_sessions: dict[str, SessionInfo] = field(default_factory=dict)  # sessions with rows in `parts`
 
     def empty(self) -> bool:
-        return not (self.candidates or self.cursors or self.checkpoints or self.deletions)
+        return not (self.candidates or self.parts or self.cursors or self.checkpoints or self.deletions)
 
 
 def _excluded_checkpoint(session: SessionInfo, reason: str, now_ms: int) -> Checkpoint:
@@ -208,31 +221,6 @@ def _namespace_json(namespace: dict[str, Any]) -> str:
         return "{}"
 
 
-def _reserve(conn: Connection, pairs: list[tuple[str, str]], sizes: list[tuple[str, int, int]]) -> None:
-    record_corpus_files(conn, pairs)
-    record_pending_appends(conn, sizes)
-
-
-def _write_batch(
-    conn: Connection,
-    agent_id: str,
-    staged: list[StagedMessage],
-    seen: dict[str, list[str]],
-    checkpoints: list[Checkpoint],
-    deletions: list[str],
-    participants: list[ParticipantRow],
-    day_bucket: str,
-    now_ms: int,
-    appended_paths: list[str],
-) -> int:
-    clear_pending_appends(conn, appended_paths)  # committed with its lines: nothing to cut off
-    write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
-    record_participants(conn, participants)
-    add_seen(conn, seen)
-    upsert_checkpoints(conn, checkpoints)
-    return delete_checkpoints(conn, deletions)
-
-
 class _Sweep:
     def __init__(self, rt: AgentRuntime, progress: ProgressFn | None = None):
         self.rt = rt
@@ -253,6 +241,9 @@ class _Sweep:
         self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._done: anyio.Event | None = None  # set when the commit in flight has finished
+        self.scratch_dir: Path | None = None  # the parallel scan's, once it is used
+        self.scratch_token = ""
+        self.scratch_reclaim = False  # delete merged scratch rows (a sweep reading a lot)
 
     def _exclude(self, reason: str) -> None:
         excluded = self.report.sessions_excluded
@@ -383,6 +374,10 @@ class _Sweep:
         finally:
             # What was appended is made durable however the sweep ends (one fsync per day file).
             with anyio.CancelScope(shield=True):
+                if self.scratch_dir is not None:
+                    await anyio.to_thread.run_sync(
+                        remove_sweep_scratch, self.scratch_dir, os.getpid(), self.scratch_token
+                    )
                 await self.corpus.sync()
 
     def _finished_report(self) -> IngestReport:
@@ -398,6 +393,16 @@ class _Sweep:
         ingest = self.settings.ingest
         per_file = per_file_cap(n_admitted, ingest.max_messages_per_sweep, ingest.max_messages_per_file)
         remaining = ingest.max_messages_per_sweep
+        workers = worker_count(ingest.workers)
+        if use_workers(
+            workers,
+            [fp.size for _, fp, _ in to_scan],
+            per_file,
+            remaining,
+            path_source=isinstance(self.rt.sessions, JsonSessionSource),
+            erased_senders=any(self.erased.test_for(s.session_id) for s, _, _ in to_scan),
+        ):
+            return await self._scan_in_workers(to_scan, workers, batch)
         for start in range(0, len(to_scan), INGEST_SEEN_PREFETCH_SESSIONS):
             group = to_scan[start : start + INGEST_SEEN_PREFETCH_SESSIONS]
             if remaining <= 0:
@@ -422,6 +427,21 @@ class _Sweep:
                 )
                 remaining -= taken
         return batch
+
+    async def _scan_in_workers(
+        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], workers: int, batch: _Batch
+    ) -> _Batch:
+        """Steps 4 and 5 in worker processes (daemon/ingest/parallel.py); the batches they fill are
+        committed here, as the serial scan's are."""
+        seen_sets = await self.store.read(
+            load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in to_scan]
+        )
+        scratch = self.rt.paths.scratch_dir
+        await anyio.to_thread.run_sync(_prepare_scratch, scratch)
+        self.scratch_dir = scratch
+        self.scratch_token = secrets.token_hex(6)  # its files go when the sweep ends, however
+        self.scratch_reclaim = sum(fp.size for _, fp, _ in to_scan) >= INGEST_SCRATCH_RECLAIM_BYTES
+        return await scan_with_workers(self, to_scan, seen_sets, workers, batch, self.scratch_token)
 
     async def _submit(self, batch: _Batch) -> None:
         """Commit `batch` in the background while reading goes on; commits stay strictly in order."""
@@ -515,17 +535,21 @@ class _Sweep:
         async with self.rt.lock().hold() as lease:
             await self._cut_off_uncommitted(lease.fence)
             # A purge may have finished while we were reading: re-check under the lock.
-            touched = list(batch.cursors)
+            touched = list({**batch.part_sessions, **batch.cursors})
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
             gone, erased = await store.read(_forgotten_under_lock, touched, ids, self.secret)
             checkpoints = list(batch.checkpoints.values())
             for sid in gone:
-                session = batch.cursors.pop(sid)[0]
+                cursor = batch.cursors.pop(sid, None)
+                session = cursor[0] if cursor is not None else batch.part_sessions[sid]
                 self._exclude(REASON_FORGOTTEN)
                 checkpoints.append(_excluded_checkpoint(session, REASON_FORGOTTEN, self.now_ms))
             if erased:  # no checkpoint names an erased session; any left from before goes
                 batch.deletions.extend(c.state_key for c in checkpoints if c.session_id in erased)
                 checkpoints = [c for c in checkpoints if c.session_id not in erased]
+            if batch.parts:
+                await self._commit_parts(batch, lease.fence, gone, checkpoints)
+                return
             candidates = batch.candidates
             if gone:
                 kept = [c for c in candidates if c.session_id not in gone]
@@ -534,7 +558,7 @@ class _Sweep:
             if candidates:  # reserved before the append, so forget can find every line written
                 try:
                     await store.write(
-                        _reserve,
+                        reserve_corpus_files,
                         [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
                         self.corpus.sizes_before(sorted({c.day for c in candidates})),
                         fence=lease.fence,
@@ -553,6 +577,7 @@ class _Sweep:
             try:
                 removed = await self._write_batch(
                     appended,
+                    write_candidates,
                     self.agent,
                     staged,
                     seen,
@@ -569,6 +594,20 @@ class _Sweep:
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
 
+    async def _commit_parts(
+        self, batch: _Batch, fence: FenceToken, gone: set[str], checkpoints: list[Checkpoint]
+    ) -> None:
+        """A batch of the parallel scan: its rows are in scratch files (daemon/ingest/merge.py)."""
+        checkpoints.extend(
+            _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
+        )
+        participants = _participant_rows(
+            [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
+        )
+        staged, removed = await commit_parts(self, batch, fence, gone, checkpoints, participants)
+        self.report.messages_staged += staged
+        self.report.checkpoints_removed += removed
+
     async def _cut_off_uncommitted(self, fence: FenceToken) -> None:
         """Lines an earlier writer appended and died before committing go before we append."""
         pending = await self.store.read(pending_appends)
@@ -580,12 +619,14 @@ class _Sweep:
             "ingest %s: cut %d uncommitted corpus bytes off after an interrupted sweep", self.agent, removed
         )
 
-    async def _write_batch(self, appended: Appended | None, *args: Any, fence: FenceToken) -> int:
+    async def _write_batch(
+        self, appended: Appended | None, fn: Callable[..., int], *args: Any, fence: FenceToken
+    ) -> int:
         """The batch's store commit; if it fails (fenced off, disk full, cancelled) its corpus
         append is undone, so the retry stages those lines once and a writer that lost its lease
         leaves nothing of a session forgotten meanwhile."""
         try:
-            return await self.store.write(_write_batch, *args, fence=fence)
+            return await self.store.write(fn, *args, fence=fence)
         except BaseException:
             if appended is not None:
                 left = self.corpus.undo(appended)
@@ -635,6 +676,11 @@ class _Sweep:
                 )
                 seen_by_id.setdefault(c.session_id, []).append(c.seen_hash)
         return appended, staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
+
+
+def _prepare_scratch(path: Path) -> None:
+    ensure_scratch_dir(path)
+    remove_scratch(path, only_orphans=True)  # left by a sweep whose process died
 
 
 async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:

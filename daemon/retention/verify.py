@@ -345,6 +345,9 @@ async def run_verify(
         if paths.workspace.is_dir():
             for where, n in _scan_workspace(paths.workspace, needles).items():
                 findings.add(findings.derivability, f"agent {agent}:workspace/{where}", n)
+        if paths.scratch_dir.is_dir():  # the parallel scan's files (SQLite pages: raw bytes)
+            for where, n in _scan_workspace(paths.scratch_dir, needles).items():
+                findings.add(findings.physical, f"agent {agent}:{paths.scratch_dir.name}/{where}", n)
 
     physical_note = "; ".join(findings.physical_notes) or (
         f"{needles.snippet_count} snippets searched in compacted database and WAL bytes"

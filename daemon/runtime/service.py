@@ -74,6 +74,7 @@ from daemon.sessions.json_store import ListingCache
 from daemon.settings import Settings, load_settings
 from daemon.store.db import Store
 from daemon.store.migrate import AGENT, RETENTION, Schema
+from daemon.store.scratch import remove_scratch
 
 log = logging.getLogger("memoryd.service")
 
@@ -205,6 +206,9 @@ class Service:
             )
         agents = [a for a in listed if a not in elsewhere]
         await migrate_stores(s, agents)
+        # Scratch files a killed sweep left behind hold memory text: they go before any job runs.
+        for agent in agents:
+            remove_scratch(agent_paths(s, agent).scratch_dir, only_orphans=True)
         self.state.agents = agents
         self.ctx["agents"] = frozenset(agents)
         self.pool = arq_pool(s, self.state.queue)
