@@ -42,8 +42,9 @@ def _selectors(request: ForgetRequest) -> Selectors:
 
 
 async def _resolve(rt: AgentRuntime, request: ForgetRequest) -> tuple[SessionCatalog, SessionSelection]:
-    catalog = await read_catalog(rt)
-    return catalog, select_sessions(catalog.sessions, catalog.archives, _selectors(request))
+    selectors = _selectors(request)
+    catalog = await read_catalog(rt, selectors)
+    return catalog, select_sessions(catalog.sessions, catalog.archives, selectors)
 
 
 async def plan_for(
