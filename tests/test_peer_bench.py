@@ -97,3 +97,15 @@ def test_the_table_gives_ratios_and_the_verdict_against_the_target() -> None:
     assert format_markdown([fast]).splitlines()[0].startswith("| operation | sessions | OpenClaw | memoryd")
     row = fast.as_json()
     assert (row["operation"], row["sessions"], row["speed"], row["pass"]) == ("search", 1500, 11.0, True)
+
+
+def test_memoryd_is_measured_from_compiled_bytecode() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    import daemon
+    from bench.peer.memoryd_side import compile_bytecode
+
+    compile_bytecode()
+    for module in Path(daemon.__file__).parent.rglob("*.py"):
+        assert Path(importlib.util.cache_from_source(str(module))).exists(), module

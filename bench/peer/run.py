@@ -207,6 +207,7 @@ class Bench:
             f"  written: {written['sessions']:,} sessions, {written['messages']:,} messages in {time.perf_counter() - started:.0f} s"
         )
         memoryd_side.write_config(home, self.redis_url, self.host_id)
+        memoryd_side.compile_bytecode()
         check_same_view(home, plans)
         log("  both sides list the same sessions, participants and gmail hook sessions; indexing once ...")
         home.checked("memory", "index", "--agent", AGENT, "--force")
