@@ -139,6 +139,13 @@ async def _running(redis: Redis) -> set[str]:
     return {job_key_prefix + m.removeprefix(in_progress_key_prefix) for m in marks}
 
 
+async def purgeable_keys(redis: Redis, *, spare_running: bool = False) -> list[str]:
+    """The job argument and result keys a purge looks into: erasure requests aside, and with
+    `spare_running` the arguments of jobs being run."""
+    spared = await _running(redis) if spare_running else set()
+    return [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
+
+
 async def keys_naming(
     redis: Redis,
     names_subject: Callable[[str], bool],
@@ -147,8 +154,7 @@ async def keys_naming(
     spare_running: bool = False,
 ) -> list[str]:
     """The keys `purge_naming` would delete now."""
-    spared = await _running(redis) if spare_running else set()
-    keys = [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
+    keys = await purgeable_keys(redis, spare_running=spare_running)
     return [
         key
         for key, parts in zip(keys, await _fetch(redis, keys), strict=True)

@@ -62,7 +62,7 @@ async def test_a_forget_no_redis_value_names_reads_no_other_sessions_transcript(
     settings, b, _, _ = _agent(tmp_path, tag)
     with TranscriptOpens() as opens:
         assert await purge_forgotten_from_redis(settings, redis, "main", ["zed-1"]) == 0
-    assert set(opens.names) == {"zed-1.jsonl"}
+    assert set(opens.names) <= {"zed-1.jsonl"}  # none at all when Redis holds no job value
 
 
 async def test_a_value_quoting_forgotten_text_goes_and_one_quoting_shared_text_stays(tmp_path, redis):
