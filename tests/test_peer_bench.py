@@ -109,3 +109,13 @@ def test_memoryd_is_measured_from_compiled_bytecode() -> None:
     compile_bytecode()
     for module in Path(daemon.__file__).parent.rglob("*.py"):
         assert Path(importlib.util.cache_from_source(str(module))).exists(), module
+
+
+def test_a_written_agent_is_cached_by_size_and_by_what_writes_it(tmp_path) -> None:
+    from bench.peer.install import Peer
+    from bench.peer.run import agent_cache_dir
+
+    peer = Peer(tmp_path)
+    assert agent_cache_dir(peer, 300) == agent_cache_dir(peer, 300)
+    assert agent_cache_dir(peer, 300) != agent_cache_dir(peer, 1500)
+    assert agent_cache_dir(peer, 300).parent == tmp_path / "agents"
