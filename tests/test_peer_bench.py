@@ -119,3 +119,19 @@ def test_a_written_agent_is_cached_by_size_and_by_what_writes_it(tmp_path) -> No
     assert agent_cache_dir(peer, 300) == agent_cache_dir(peer, 300)
     assert agent_cache_dir(peer, 300) != agent_cache_dir(peer, 1500)
     assert agent_cache_dir(peer, 300).parent == tmp_path / "agents"
+
+
+def test_a_commands_peak_rss_is_its_own_not_the_bench_process() -> None:
+    """A child made by (v)fork starts with the bench process's pages: its ru_maxrss from wait4
+    would be at least the bench's own peak (the plans and the writer's JSON at 1,500 sessions)."""
+    import os
+
+    from bench.peer.process import measure
+
+    ballast = bytearray(300 * 1024 * 1024)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1  # resident, as the bench's own data is
+    got = measure(["/bin/true"], dict(os.environ))
+    assert got.returncode == 0
+    assert got.rss_mib < 50, got.rss_mib
+    del ballast
