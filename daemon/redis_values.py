@@ -139,6 +139,30 @@ async def _running(redis: Redis) -> set[str]:
     return {job_key_prefix + m.removeprefix(in_progress_key_prefix) for m in marks}
 
 
+async def purgeable_keys(redis: Redis, *, spare_running: bool = False) -> list[str]:
+    """The job argument and result keys a purge looks into: erasure requests aside, and with
+    `spare_running` the arguments of jobs being run."""
+    spared = await _running(redis) if spare_running else set()
+    return [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
+
+
+async def keys_naming(
+    redis: Redis,
+    names_subject: Callable[[str], bool],
+    may_hold: MayHold | None = None,
+    *,
+    spare_running: bool = False,
+) -> list[str]:
+    """The keys `purge_naming` would delete now."""
+    keys = await purgeable_keys(redis, spare_running=spare_running)
+    return [
+        key
+        for key, parts in zip(keys, await _fetch(redis, keys), strict=True)
+        if (may_hold is None or may_hold(_raw_text(key, parts)))
+        and any(names_subject(s) for s in _strings_of(key, parts))
+    ]
+
+
 async def purge_naming(
     redis: Redis,
     names_subject: Callable[[str], bool],
@@ -149,14 +173,7 @@ async def purge_naming(
     """Delete job arguments and results any of whose strings `names_subject` (erasure requests
     aside, and with `spare_running` the arguments of jobs being run); the number deleted.
     `may_hold` skips values that cannot (a cheap superset test)."""
-    spared = await _running(redis) if spare_running else set()
-    keys = [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
-    doomed = [
-        key
-        for key, parts in zip(keys, await _fetch(redis, keys), strict=True)
-        if (may_hold is None or may_hold(_raw_text(key, parts)))
-        and any(names_subject(s) for s in _strings_of(key, parts))
-    ]
+    doomed = await keys_naming(redis, names_subject, may_hold, spare_running=spare_running)
     for start in range(0, len(doomed), SCAN_COUNT):
         await redis.delete(*doomed[start : start + SCAN_COUNT])
     return len(doomed)

@@ -154,8 +154,9 @@ async def test_a_failure_before_the_forgotten_records_applies_nothing(world, red
 async def _plan_under_lock(world: ForgetWorld, redis, mutate) -> None:
     """Plan under the lock, let `mutate` change a file, then apply that stale plan."""
     async with agent_runtime(world.settings, "main", redis=redis) as rt, rt.lock().hold() as lease:
-        catalog = await read_catalog(rt)
-        selection = select_sessions(catalog.sessions, catalog.archives, Selectors(("target",), (), ()))
+        selectors = Selectors(("target",), (), ())
+        catalog = await read_catalog(rt, selectors)
+        selection = select_sessions(catalog.sessions, catalog.archives, selectors)
         plan = await plan_for(rt, catalog, selection)
         mutate()
         await apply_plan(rt.require_store(), rt.paths.workspace, plan, lease.fence, tombstoned=False)

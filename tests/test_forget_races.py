@@ -37,8 +37,9 @@ async def test_a_lineage_change_after_planning_applies_nothing_and_the_replan_co
 ):
     world = await ForgetWorld(settings, sessions_root).build()
     async with agent_runtime(settings, "main", redis=redis) as rt, rt.lock().hold() as lease:
-        catalog = await read_catalog(rt)
-        selection = select_sessions(catalog.sessions, catalog.archives, Selectors(("target",), (), ()))
+        selectors = Selectors(("target",), (), ())
+        catalog = await read_catalog(rt, selectors)
+        selection = select_sessions(catalog.sessions, catalog.archives, selectors)
         plan = await plan_for(rt, catalog, selection)
         # another writer (another agent sharing the workspace) records a new entry of the session
         await rt.require_store().write(

@@ -191,3 +191,84 @@ def test_index_chunks_purged_after_earlier_index_runs_leave_no_copy(tmp_path: Pa
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert [r for r in doomed if texts[r][:18].encode() in data] == []
     assert survivors == (len(texts) - len(doomed),)  # the rewritten chunks are still found
+
+
+def test_the_chunks_moved_off_a_purged_chunks_pages_keep_their_full_text_index_entries(
+    tmp_path: Path,
+) -> None:
+    """The neighbours of a purged chunk are moved, not re-indexed: the index segments of their
+    terms stay byte for byte (re-indexing them with secure-delete cost seconds per forget); the
+    rows holding their text, in the chunk table and the full-text content table, are rebuilt."""
+    rng = random.Random(2)
+    path = tmp_path / "memory.sqlite"
+    conn = connect(str(path), readonly=False)
+    migrate_connection(conn, AGENT_SCHEMA)
+    texts = {r: f"chunk text {r:06d} " + "word " * rng.randint(10, 120) for r in range(1, 601)}
+    conn.execute("BEGIN IMMEDIATE")
+    for rowid, text in texts.items():
+        conn.execute(
+            "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, "
+            "model, text, updated_at) VALUES (?, ?, 'p', 'memory', 1, 1, 'h', 'fts-only', ?, 0)",
+            (rowid, f"c{rowid}", text),
+        )
+        conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", (rowid, text))
+    conn.execute("COMMIT")
+    doomed = rng.sample(sorted(texts), 30)
+    conn.execute("BEGIN IMMEDIATE")
+    purged = rowids_of_chunks(conn, [f"c{r}" for r in doomed])
+    delete_chunks(conn, [f"c{r}" for r in doomed])
+    conn.execute("COMMIT")
+
+    def segments() -> list[tuple[int, bytes]]:
+        return conn.execute("SELECT id, block FROM memory_index_chunks_fts_data ORDER BY id").fetchall()
+
+    def content() -> list[tuple[int, str]]:
+        return conn.execute("SELECT id, c0 FROM memory_index_chunks_fts_content ORDER BY id").fetchall()
+
+    before_segments, before_content = segments(), content()
+    conn.execute("BEGIN IMMEDIATE")
+    assert rewrite_chunk_pages(conn, purged) > 0
+    conn.execute("COMMIT")
+    assert segments() == before_segments
+    assert content() == before_content
+    conn.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('integrity-check')")
+    found = conn.execute(
+        "SELECT count(*) FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH 'word'"
+    ).fetchone()
+    assert found == (len(texts) - len(doomed),)
+    conn.close()
+
+
+def test_full_text_content_rows_purged_after_earlier_churn_leave_no_copy(tmp_path: Path) -> None:
+    """The full-text table's content rows have pages of their own, rebuilt by earlier index
+    runs like the chunks'; the rows that shared a purged row's content page are rewritten by
+    that table's own page-neighbour rule (here with no chunk rows at all to go by)."""
+    rng = random.Random(6)  # a seed whose rebuilds are known to keep a purged row's copy
+    path = tmp_path / "memory.sqlite"
+    conn = connect(str(path), readonly=False)
+    migrate_connection(conn, AGENT_SCHEMA)
+    texts: dict[int, str] = {}
+    rowid = 0
+    for _ in range(6):
+        conn.execute("BEGIN IMMEDIATE")
+        for _ in range(500):
+            rowid += 1
+            texts[rowid] = f"chunk text {rowid:06d} " + "word " * rng.randint(10, 120)
+            conn.execute(
+                "INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", (rowid, texts[rowid])
+            )
+        changed = rng.sample(sorted(texts), 150)
+        conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({','.join(map(str, changed))})")
+        for r in changed:
+            texts.pop(r)
+        conn.execute("COMMIT")
+    doomed = rng.sample(sorted(texts), 100)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({','.join(map(str, doomed))})")
+    rewrite_chunk_pages(conn, doomed)
+    conn.execute("COMMIT")
+    conn.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('integrity-check')")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert [r for r in doomed if texts[r][:18].encode() in data] == []

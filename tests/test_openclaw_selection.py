@@ -230,3 +230,110 @@ async def test_a_preview_reads_the_selected_transcripts_with_one_snapshot_each_a
         report = await run_forget(rt, ForgetRequest(agent="main", participants=["tg:7"], dry_run=True))
     assert len(report.sessionIds) == 30
     assert statements.count("BEGIN") <= 30 + 3  # a transcript each; sessions, archives, fingerprints
+
+
+# -- the listing a selection reads ---------------------------------------------------------------
+
+
+def _write_raw_entry(b: OpenClawDbBuilder, key: str, session_id: str, entry_json: str, **window: Any) -> None:
+    """A session row whose entry JSON is given byte for byte (escapes, damage)."""
+    b.conn.execute(
+        "INSERT INTO session_nodes(session_key, current_session_id, entry_json, entry_valid, updated_at, "
+        "created_via) VALUES (?, ?, ?, 1, ?, ?)",
+        (key, session_id, entry_json, b.base_ms, window.pop("created_via", None)),
+    )
+    b.add_window(key, session_id, created_at=b.base_ms + 20 * HOUR_MS, **window)
+
+
+@pytest.fixture
+def odd_agent(tmp_path: Path) -> OpenClawDbBuilder:
+    """populate()'s agent plus entries only a JSON parser reads right: keys written with escapes,
+    a damaged entry whose created_via column says cron, a sessionKind on a plain key."""
+    b = OpenClawDbBuilder(tmp_path / "openclaw")
+    populate(b)
+    _write_raw_entry(b, b.key("esc-kind"), "esc-kind", '{"sessionId":"esc-kind","\\u0073essionKind":"cron"}')
+    _write_raw_entry(
+        b, b.key("esc-hook"), "esc-hook", '{"sessionId":"esc-hook","\\u0068ookExternalContentSource":"gmail"}'
+    )
+    _write_raw_entry(
+        b, b.key("esc-value"), "esc-value", '{"sessionId":"esc-value","sessionKind":"h\\u0065artbeat"}'
+    )
+    _write_raw_entry(b, b.key("damaged"), "damaged", "{not json", created_via="cron")
+    _write_raw_entry(b, b.key("plain"), "plain-kind", '{"sessionId":"plain-kind","sessionKind":"heartbeat"}')
+    b.add_participant(b.key("plain"), OBSERVATION_TELEGRAM, "tg:2002")
+    b.close()
+    return b
+
+
+SELECTABLE_CASES = [
+    ((), ("tg:2002",), ()),
+    ((), ("alice", "nobody"), ()),
+    ((), ("dc:77",), ()),
+    ((sid(5), GMAIL_RESET, DELETED, "nothing-here"), (), ()),
+    ((), (), ("gmail",)),
+    ((), (), ("email", "webhook")),
+    ((sid(1),), ("tg:1001",), ("gmail",)),
+    (("plain-kind",), (), ()),
+]
+
+
+@pytest.mark.parametrize(("refs", "actors", "hooks"), SELECTABLE_CASES)
+def test_the_selectable_windows_select_what_the_whole_listing_selects(odd_agent, refs, actors, hooks):
+    from daemon.forget.select import Selectors, select_sessions
+    from daemon.forget.snapshot import SessionCatalog
+
+    src = OpenClawSessionSource("main", odd_agent.path)
+    archives = tuple(src.list_archives())
+    whole = SessionCatalog(src.list_sessions().sessions, archives)
+    narrow = SessionCatalog(src.list_selectable(refs, actors, hooks).sessions, archives)
+    selectors = Selectors(refs, actors, hooks)
+    assert select_sessions(narrow.sessions, archives, selectors) == select_sessions(
+        whole.sessions, archives, selectors
+    )
+    # internal windows are always listed: a forget purges their stale chunks
+    assert narrow.excluded_session_ids == whole.excluded_session_ids
+    assert {"esc-kind", "esc-value", "damaged", "plain-kind"} <= whole.excluded_session_ids
+
+
+def test_a_participant_selection_lists_only_its_windows_and_the_internal_ones(tmp_path):
+    from tests.builders import Msg
+
+    b = OpenClawDbBuilder(tmp_path / "openclaw")
+    for i in range(40):
+        b.session(
+            b.key(f"telegram:group:g{i}"),
+            f"g{i:02d}",
+            [Msg("user", f"turn {i}")],
+            participants=((OBSERVATION_TELEGRAM, "tg:7" if i % 10 == 0 else f"tg:{100 + i}"),),
+        )
+    b.session(b.key("cron:nightly"), "cron-1", [Msg("user", "digest")], createdVia="cron")
+    b.close()
+    listing = OpenClawSessionSource("main", b.path).list_selectable((), ("tg:7",), ())
+    assert sorted(s.session_id for s in listing.sessions) == ["cron-1", "g00", "g10", "g20", "g30"]
+    assert all(
+        p.actor_id == "tg:7" for s in listing.sessions if s.session_id != "cron-1" for p in s.participants
+    )
+
+
+async def test_a_participant_preview_never_lists_every_window(tmp_path):
+    from daemon.forget.run import run_forget
+    from tests.builders import Msg
+
+    root = tmp_path / "openclaw"
+    b = OpenClawDbBuilder(root)
+    for i in range(12):
+        b.session(
+            b.key(f"telegram:group:g{i}"),
+            f"g{i:02d}",
+            [Msg("user", f"turn {i}")],
+            participants=((OBSERVATION_TELEGRAM, "tg:7" if i < 3 else "tg:8"),),
+        )
+    b.close()
+    settings = make_settings(tmp_path, root)
+    statements: list[str] = []
+    async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:
+        rt.sessions = OpenClawSessionSource("main", b.path, trace=statements.append)
+        report = await run_forget(rt, ForgetRequest(agent="main", participants=["tg:7"], dry_run=True))
+    assert report.sessionIds == ["g00", "g01", "g02"]
+    listings = [s for s in statements if "FROM session_windows AS w" in s]
+    assert listings and all("WHERE" in s for s in listings)

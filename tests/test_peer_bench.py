@@ -97,3 +97,41 @@ def test_the_table_gives_ratios_and_the_verdict_against_the_target() -> None:
     assert format_markdown([fast]).splitlines()[0].startswith("| operation | sessions | OpenClaw | memoryd")
     row = fast.as_json()
     assert (row["operation"], row["sessions"], row["speed"], row["pass"]) == ("search", 1500, 11.0, True)
+
+
+def test_memoryd_is_measured_from_compiled_bytecode() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    import daemon
+    from bench.peer.memoryd_side import compile_bytecode
+
+    compile_bytecode()
+    for module in Path(daemon.__file__).parent.rglob("*.py"):
+        assert Path(importlib.util.cache_from_source(str(module))).exists(), module
+
+
+def test_a_written_agent_is_cached_by_size_and_by_what_writes_it(tmp_path) -> None:
+    from bench.peer.install import Peer
+    from bench.peer.run import agent_cache_dir
+
+    peer = Peer(tmp_path)
+    assert agent_cache_dir(peer, 300) == agent_cache_dir(peer, 300)
+    assert agent_cache_dir(peer, 300) != agent_cache_dir(peer, 1500)
+    assert agent_cache_dir(peer, 300).parent == tmp_path / "agents"
+
+
+def test_a_commands_peak_rss_is_its_own_not_the_bench_process() -> None:
+    """A child made by (v)fork starts with the bench process's pages: its ru_maxrss from wait4
+    would be at least the bench's own peak (the plans and the writer's JSON at 1,500 sessions)."""
+    import os
+
+    from bench.peer.process import measure
+
+    ballast = bytearray(300 * 1024 * 1024)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1  # resident, as the bench's own data is
+    got = measure(["/bin/true"], dict(os.environ))
+    assert got.returncode == 0
+    assert got.rss_mib < 50, got.rss_mib
+    del ballast

@@ -44,6 +44,18 @@ def write_config(home: OpenClawHome, redis_url: str, host_id: str) -> Path:
     return path
 
 
+def compile_bytecode() -> None:
+    """Compile memoryd's modules, so that every measured command runs from bytecode as an
+    installed memoryd does (pip compiles at install; OpenClaw's side runs with its compile
+    cache). An editable checkout under PYTHONDONTWRITEBYTECODE would otherwise compile every
+    module it imports in each command, and that is start-up neither side ships with."""
+    import compileall
+
+    import daemon
+
+    compileall.compile_dir(Path(daemon.__file__).parent, quiet=1, workers=0)
+
+
 def env(home: OpenClawHome) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
     return {**keep, "MEMORYD_CONFIG": str(config_path(home)), "NO_COLOR": "1"}

@@ -4,6 +4,7 @@ copy of the state where the operation writes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.peer import memoryd_side
+from bench import corpus
+from bench.peer import generator, memoryd_side
 from bench.peer.generator import (
     AGENT,
     BASE_MS,
@@ -25,13 +27,26 @@ from bench.peer.generator import (
     plan_agent,
     writer_spec,
 )
-from bench.peer.install import OPENCLAW_VERSION, PeerUnavailable, ensure_peer
-from bench.peer.openclaw import OpenClawHome, create_home, write_sessions
+from bench.peer.install import OPENCLAW_VERSION, Peer, PeerUnavailable, ensure_peer
+from bench.peer.openclaw import WRITER, OpenClawHome, create_home, require_offline_sandbox, write_sessions
 from bench.peer.process import CommandFailed, Measured
 from bench.peer.table import PeerRow, Samples, format_markdown, format_text
 
 SEARCHES = ("deploy window Friday", "invoice due", "lighthouse rota")
 BACKFILL_DAYS = (20, 29)  # the slice both sides backfill: days after the first session's day
+
+
+AGENT_CACHE_DONE = "written.json"  # last into a cached agent: a partial copy is never reused
+
+
+def agent_cache_dir(peer: Peer, n: int) -> Path:
+    """Where the agent of `n` sessions is kept, named by what it is written from: the plan and
+    the writer script (their source), OpenClaw's version."""
+    digest = hashlib.sha256()
+    for part in (Path(generator.__file__), WRITER, Path(corpus.__file__)):
+        digest.update(part.read_bytes())
+    digest.update(OPENCLAW_VERSION.encode())
+    return peer.root / "agents" / f"{n}-{digest.hexdigest()[:16]}"
 
 
 class PeerMismatch(Exception):
@@ -198,20 +213,39 @@ class Bench:
 
     def build(self, n: int) -> tuple[OpenClawHome, list[SessionPlan]]:
         peer = ensure_peer(log=log)
-        home = create_home(peer, self.work / f"agent-{n}")
         plans = plan_agent(n)
+        home = self.written_agent(peer, n, plans)
+        memoryd_side.write_config(home, self.redis_url, self.host_id)
+        memoryd_side.compile_bytecode()
+        check_same_view(home, plans)
+        log("  both sides list the same sessions, participants and gmail hook sessions; indexing once ...")
+        home.checked("memory", "index", "--agent", AGENT, "--force")
+        memoryd_side.run_checked(home, "index", "--agent", AGENT)
+        return home, plans
+
+    def written_agent(self, peer: Peer, n: int, plans: list[SessionPlan]) -> OpenClawHome:
+        """The agent of `n` sessions as OpenClaw's writers leave it: from the cache when a run
+        with the same plan, writer and OpenClaw version wrote it before (writing 1,500 sessions
+        takes OpenClaw minutes), else written now and kept there."""
+        cached = OpenClawHome(peer, agent_cache_dir(peer, n))
+        done = cached.root / AGENT_CACHE_DONE
+        if done.exists():
+            require_offline_sandbox()
+            written = json.loads(done.read_text())
+            log(
+                f"  {written['sessions']:,} sessions, {written['messages']:,} messages as written before ({cached.root})"
+            )
+            return cached.copy_to(self.work / f"agent-{n}")
+        home = create_home(peer, self.work / f"agent-{n}")
         log(f"  writing {n:,} sessions with OpenClaw's writers ...")
         started = time.perf_counter()
         written = write_sessions(home, writer_spec(plans))
         log(
             f"  written: {written['sessions']:,} sessions, {written['messages']:,} messages in {time.perf_counter() - started:.0f} s"
         )
-        memoryd_side.write_config(home, self.redis_url, self.host_id)
-        check_same_view(home, plans)
-        log("  both sides list the same sessions, participants and gmail hook sessions; indexing once ...")
-        home.checked("memory", "index", "--agent", AGENT, "--force")
-        memoryd_side.run_checked(home, "index", "--agent", AGENT)
-        return home, plans
+        home.copy_to(cached.root)
+        (cached.root / AGENT_CACHE_DONE).write_text(json.dumps(written) + "\n")
+        return home
 
     def one(self, op: Operation, home: OpenClawHome, side: str) -> Measured:
         target = self.copy(home, f"copy-{side}") if op.writes else home

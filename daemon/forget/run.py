@@ -44,7 +44,7 @@ def _selectors(request: ForgetRequest) -> Selectors:
 
 
 async def _resolve(rt: AgentRuntime, selectors: Selectors) -> tuple[SessionCatalog, SessionSelection]:
-    catalog = await read_catalog(rt)
+    catalog = await read_catalog(rt, selectors)
     return catalog, select_sessions(catalog.sessions, catalog.archives, selectors)
 
 

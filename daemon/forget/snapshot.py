@@ -29,7 +29,7 @@ from daemon.forget.index_plan import ChunkRow, SourceRow
 from daemon.forget.lineage import Lineage, read_lineage
 from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
 from daemon.forget.scrub import promotion_keys_on_lines
-from daemon.forget.select import SessionSelection
+from daemon.forget.select import Selectors, SessionSelection
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.store.checkpoints import checkpoint_keys_of_sessions
@@ -62,7 +62,8 @@ MAX_PREFILTER_IDS = 256
 
 @dataclass(frozen=True, slots=True)
 class SessionCatalog:
-    """The agent's sessions as the source lists them, read once per forget."""
+    """The agent's sessions a forget can reach, as the source lists them, read once per forget
+    (`read_catalog`): the selectable windows, every internal window, every archive."""
 
     sessions: tuple[SessionInfo, ...]
     archives: tuple[ArchiveInfo, ...]
@@ -77,9 +78,16 @@ class SessionCatalog:
         )
 
 
-async def read_catalog(rt: AgentRuntime) -> SessionCatalog:
+async def read_catalog(rt: AgentRuntime, selectors: Selectors) -> SessionCatalog:
+    """The sessions `selectors` can reach and the internal ones, not every session: the source
+    narrows its listing where it can (an indexed read of the selected ids, keys, participants),
+    and selection applies the exact rules to what it lists."""
+
     def read() -> SessionCatalog:
-        return SessionCatalog(rt.sessions.list_sessions().sessions, tuple(rt.sessions.list_archives()))
+        listing = rt.sessions.list_selectable(
+            selectors.sessions, selectors.participants, selectors.hook_sources
+        )
+        return SessionCatalog(listing.sessions, tuple(rt.sessions.list_archives()))
 
     return await anyio.to_thread.run_sync(read)
 

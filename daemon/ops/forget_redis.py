@@ -6,14 +6,23 @@ forgotten sessions' ids or text; Redis is outside the stores, so the forget reac
 The needles are the erasure's (daemon/retention/needles.py): the sessions' ids and exact
 snippets of their transcripts, less text that the agent's other sessions also hold. A running
 job's arguments are kept (it is running them).
+
+Knowing what the other sessions hold means reading every other transcript of the agent: that
+read grows with the store, not with the forget, so it is done only when some value names the
+forgotten sessions before that text is set aside (dropping needles can only spare values: a
+value that even the whole set of needles misses is never deleted). With no job value in Redis
+at all (a host whose results have expired, commands run in the foreground) nothing is read.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import anyio
 from redis.asyncio import Redis
 
-from daemon.redis_values import purge_naming
+from daemon.redis_values import keys_naming, purge_naming, purgeable_keys
+from daemon.retention.contributions import session_texts
 from daemon.retention.erase import session_subject
 from daemon.retention.needles import compile_needles
 from daemon.sessions.model import ArchiveInfo, SessionInfo
@@ -36,15 +45,29 @@ def split_sessions(settings: Settings, agent: str, session_ids: list[str]) -> tu
     return forgotten, surviving
 
 
+def forgotten_sessions(settings: Settings, agent: str, session_ids: list[str]) -> Sessions:
+    """The live windows and archives of the forgotten ids (the source reads only those)."""
+    wanted = set(session_ids)
+    source = session_source_for(settings, agent)
+    every: Sessions = [*source.list_selectable(session_ids, (), ()).sessions, *source.list_archives()]
+    return [s for s in every if s.session_id in wanted]
+
+
 async def purge_forgotten_from_redis(
     settings: Settings, redis: Redis, agent: str, session_ids: list[str]
 ) -> int:
     """Delete earlier job arguments and results naming the forgotten sessions; how many."""
-    if not session_ids:
-        return 0
-    forgotten, surviving = await anyio.to_thread.run_sync(split_sessions, settings, agent, session_ids)
-    subject = await session_subject(settings, forgotten, include_ids=False, surviving=surviving)
+    if not session_ids or not await purgeable_keys(redis, spare_running=True):
+        return 0  # no job value to look into: no transcript read, no needle compiled
+    forgotten = await anyio.to_thread.run_sync(forgotten_sessions, settings, agent, session_ids)
+    subject = await session_subject(settings, forgotten, include_ids=False)
     # Ids are looked for even when no transcript is left (an unresolved session).
     subject = subject.merge(type(subject)(ids=tuple(session_ids)))
-    needles = compile_needles(subject)
+    # Compiled off the event loop: the pattern holds every snippet of the forgotten transcripts.
+    unshared = await anyio.to_thread.run_sync(compile_needles, subject)
+    if not await keys_naming(redis, lambda v: unshared.hits(v) > 0, unshared.may_hit, spare_running=True):
+        return 0
+    _, surviving = await anyio.to_thread.run_sync(split_sessions, settings, agent, session_ids)
+    shared = await anyio.to_thread.run_sync(session_texts, settings, surviving)
+    needles = await anyio.to_thread.run_sync(compile_needles, replace(subject, shared=tuple(shared)))
     return await purge_naming(redis, lambda v: needles.hits(v) > 0, needles.may_hit, spare_running=True)

@@ -14,7 +14,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -276,6 +276,11 @@ class JsonSessionSource:
         else:
             self.listings.drop(cache_key)
         return listing
+
+    def list_selectable(
+        self, refs: Collection[str], actors: Collection[str], hook_sources: Collection[str]
+    ) -> SessionListing:
+        return self.list_sessions()  # sessions.json is parsed whole (and cached) either way
 
     def _listing(self, store: dict[str, Any]) -> SessionListing:
         sessions: dict[str, SessionInfo] = {}

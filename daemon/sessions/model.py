@@ -3,7 +3,7 @@ JSONL files, an OpenClaw agent database); everything downstream sees only these 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +82,16 @@ class SessionSource(Protocol):
 
     def list_sessions(self) -> SessionListing:
         """Live session windows from metadata alone; no transcript is opened."""
+        ...
+
+    def list_selectable(
+        self, refs: Collection[str], actors: Collection[str], hook_sources: Collection[str]
+    ) -> SessionListing:
+        """What a forget selection reads instead of `list_sessions`: every live window whose id
+        or key is in `refs`, whose key an actor of `actors` took part in, or whose hook source
+        may be one of `hook_sources`, and every internal window (cron, heartbeat, dreaming
+        narrative: a forget purges their stale chunks). Others may come along, each as
+        `list_sessions` lists it; none of those is left out."""
         ...
 
     def list_archives(self) -> list[ArchiveInfo]: ...

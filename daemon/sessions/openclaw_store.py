@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +81,29 @@ _PARTICIPANTS_SQL = """
 SELECT session_key, identity_namespace, actor_id FROM session_participants
 ORDER BY session_key, actor_id, identity_namespace
 """
+# The windows a forget selection can reach (`list_selectable`), a superset that the exact rules
+# of the listing and of forget/select.py then narrow: ids and keys by their indexes, the keys a
+# participant took part in by the participants' primary key (one covering scan, no row in
+# Python), and, by substring tests in SQLite's C, every window whose metadata may name a hook source
+# or an internal kind. They match the raw entry JSON, so any entry with an escape
+# (`\u…`, which could spell a key or value) is listed too, and the JSON parser decides.
+_SELECTABLE_WINDOWS_SQL = _WINDOWS_SQL.replace(
+    "ORDER BY",
+    """WHERE w.session_id IN (SELECT value FROM json_each(:refs))
+   OR w.session_key IN (SELECT value FROM json_each(:refs))
+   OR w.session_key IN (SELECT session_key FROM session_participants
+                        WHERE actor_id IN (SELECT value FROM json_each(:actors)))
+   OR (:hooks AND (w.hook_external_content_source IS NOT NULL
+                   OR instr(n.entry_json, 'hookExternalContentSource') > 0))
+   OR instr(w.session_key, 'cron') > 0 OR instr(w.session_key, 'heartbeat') > 0
+   OR instr(w.session_key, 'dreaming-narrative') > 0 OR n.created_via = 'cron'
+   OR instr(n.entry_json, 'cron') > 0 OR instr(n.entry_json, 'heartbeat') > 0
+   OR instr(n.entry_json, '\\u') > 0
+ORDER BY""",
+)
+_SELECTABLE_PARTICIPANTS_SQL = _PARTICIPANTS_SQL.replace(
+    "ORDER BY", "WHERE session_key IN (SELECT value FROM json_each(:keys))\nORDER BY"
+)
 _ARCHIVES_SQL = """
 SELECT session_id, generation, session_key, reason, created_at, archive_name
 FROM session_transcript_archives ORDER BY created_at, session_id, generation
@@ -279,18 +302,45 @@ def _namespace(namespace_json: str) -> tuple[tuple[tuple[str, Any], ...], str | 
     return tuple(sorted(items)), None
 
 
-def _listing_rows(conn: Any) -> tuple[list[Any], list[Any], bool]:  # a pysqlite3 connection
-    """The window and participant rows, and whether SQLite decoded their text: should a value
-    not be UTF-8, all of them are read as bytes, which `_text` decodes with replacement."""
+def _decoded_rows(conn: Any, read: Callable[[Any], Any]) -> tuple[Any, bool]:  # a pysqlite3 connection
+    """`read(conn)` and whether SQLite decoded the text: should a value not be UTF-8, all of it
+    is read as bytes, which `_text` decodes with replacement."""
     conn.text_factory = str
     try:
-        return conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall(), True
+        return read(conn), True
     except sqlite3.OperationalError as exc:
         if "decode" not in str(exc):
             raise
     finally:
         conn.text_factory = bytes
-    return conn.execute(_WINDOWS_SQL).fetchall(), conn.execute(_PARTICIPANTS_SQL).fetchall(), False
+    return read(conn), False
+
+
+def _listing_rows(conn: Any) -> tuple[list[Any], list[Any], bool]:
+    """Every window and participant row (see `_decoded_rows`)."""
+    (windows, participants), decoded = _decoded_rows(
+        conn, lambda c: (c.execute(_WINDOWS_SQL).fetchall(), c.execute(_PARTICIPANTS_SQL).fetchall())
+    )
+    return windows, participants, decoded
+
+
+def _selectable_rows(
+    conn: Any, refs: Collection[str], actors: Collection[str], hooks: bool
+) -> tuple[list[Any], list[Any], bool]:
+    """The window rows `_SELECTABLE_WINDOWS_SQL` picks and their keys' participant rows."""
+
+    def read(c: Any) -> tuple[list[Any], list[Any]]:
+        params = {"refs": _json_list(refs), "actors": _json_list(actors), "hooks": int(hooks)}
+        windows = c.execute(_SELECTABLE_WINDOWS_SQL, params).fetchall()
+        keys = sorted({_text(w[1]) for w in windows if w[1] is not None})
+        return windows, c.execute(_SELECTABLE_PARTICIPANTS_SQL, {"keys": _json_list(keys)}).fetchall()
+
+    (windows, participants), decoded = _decoded_rows(conn, read)
+    return windows, participants, decoded
+
+
+def _json_list(values: Collection[str]) -> str:
+    return orjson.dumps(sorted(values)).decode()
 
 
 class OpenClawSessionSource:
@@ -344,7 +394,20 @@ class OpenClawSessionSource:
     def list_sessions(self) -> SessionListing:
         if not self.db_path.exists():
             return SessionListing(())
-        windows, participants, decoded = self._read(_listing_rows)
+        return self._listing(*self._read(_listing_rows))
+
+    def list_selectable(
+        self, refs: Collection[str], actors: Collection[str], hook_sources: Collection[str]
+    ) -> SessionListing:
+        """The windows whose id or key is in `refs`, that an actor of `actors` took part in or
+        that may have a hook source, and every internal window; a few others may come along."""
+        if not self.db_path.exists():
+            return SessionListing(())
+        return self._listing(
+            *self._read(lambda conn: _selectable_rows(conn, refs, actors, bool(hook_sources)))
+        )
+
+    def _listing(self, windows: list[Any], participants: list[Any], decoded: bool) -> SessionListing:
         errors: list[str] = []
         by_key: dict[str, list[Participant]] = {}
         namespaces: dict[str, tuple[tuple[tuple[str, Any], ...], str | None]] = {}

@@ -199,7 +199,7 @@ def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
 # A chunk's stored text (a lower bound of its cell size; daemon/store/pages.py).
 _CHUNK_BYTES = "length(id) + length(path) + length(source) + length(hash) + length(model) + length(text)"
 # Copies of the rewritten chunks and of every row derived from them, in the same column order
-# (temp_store is memory: they never reach a file). The FTS copy is (rowid, searched text).
+# (temp_store is memory: they never reach a file).
 _COPIES = {
     "memory_index_chunks": "SELECT * FROM memory_index_chunks WHERE rowid IN ({rowids})",
     "memory_index_chunk_provenance": "SELECT * FROM memory_index_chunk_provenance WHERE chunk_id IN "
@@ -209,6 +209,10 @@ _COPIES = {
     "memory_index_vectors": "SELECT * FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})",
 }
 _REWRITE_IDS = "temp.memory_index_rewrite_rowids"
+# The full-text table's content table (FTS5 keeps its own content, agent migration 6): one row
+# per chunk rowid (`id`), the searched text in `c0`. Rewritten as rows, never through FTS5.
+_FTS_CONTENT = "memory_index_chunks_fts_content"
+_FTS_CONTENT_BYTES = "length(CAST(c0 AS BLOB))"
 
 
 def rowids_of_chunks(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
@@ -219,38 +223,55 @@ def rowids_of_chunks(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
 
 
 def rewrite_chunk_pages(conn: Connection, purged: Sequence[int]) -> int:
-    """Delete and reinsert, unchanged, the chunks that shared the purged chunks' pages (and
-    the FTS content pages of the same rowids), with every row derived from them, so no older
-    copy of a purged chunk stays in a page's free gap (daemon/store/pages.py). The number of
-    chunks rewritten; the cost follows the purged chunks, not the index."""
+    """Delete and reinsert, unchanged, the chunks that shared the purged chunks' pages, with
+    every row derived from them, and the full-text content rows that shared the purged rows'
+    content pages, so no older copy of a purged chunk stays in a page's free gap
+    (daemon/store/pages.py). The number of chunks rewritten; the cost follows the purged
+    chunks, not the index."""
     around = rows_sharing_pages(conn, "memory_index_chunks", _CHUNK_BYTES, purged)
+    _rewrite_fts_content(conn, purged)
     if not around:
         return 0
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_REWRITE_IDS.split('.')[1]} (rid INTEGER PRIMARY KEY)")
-    conn.execute(f"DELETE FROM {_REWRITE_IDS}")
-    conn.executemany(f"INSERT INTO {_REWRITE_IDS}(rid) VALUES (?)", ((r,) for r in around))
+    _set_rewrite_ids(conn, around)
     rowids = f"SELECT rid FROM {_REWRITE_IDS}"
     for table, select in _COPIES.items():
         copy = f"temp.rewrite_{table}"
         conn.execute(f"DROP TABLE IF EXISTS {copy}")
         conn.execute(f"CREATE TEMP TABLE rewrite_{table} AS {select.format(rowids=rowids)}")
-    conn.execute("DROP TABLE IF EXISTS temp.rewrite_fts")
-    conn.execute(
-        f"CREATE TEMP TABLE rewrite_fts AS SELECT rowid AS rid, text FROM memory_index_chunks_fts "
-        f"WHERE rowid IN ({rowids})"
-    )
-    conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({rowids})")
     # The derived rows go with their chunk (ON DELETE CASCADE), and come back from their copies.
     conn.execute(f"DELETE FROM memory_index_chunks WHERE rowid IN ({rowids})")
     for table in _COPIES:
         conn.execute(f"INSERT INTO {table} SELECT * FROM temp.rewrite_{table}")
         conn.execute(f"DROP TABLE temp.rewrite_{table}")
-    conn.execute(
-        "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT rid, text FROM temp.rewrite_fts ORDER BY rid"
-    )
-    conn.execute("DROP TABLE temp.rewrite_fts")
     conn.execute(f"DELETE FROM {_REWRITE_IDS}")
     return len(around)
+
+
+def _set_rewrite_ids(conn: Connection, rowids: Sequence[int]) -> None:
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_REWRITE_IDS.split('.')[1]} (rid INTEGER PRIMARY KEY)")
+    conn.execute(f"DELETE FROM {_REWRITE_IDS}")
+    conn.executemany(f"INSERT INTO {_REWRITE_IDS}(rid) VALUES (?)", ((r,) for r in rowids))
+
+
+def _rewrite_fts_content(conn: Connection, purged: Sequence[int]) -> None:
+    """The same for the full-text table's own copy of the searched text: the rows of its content
+    table that shared the purged rows' pages, deleted and reinserted unchanged. Its index
+    segments are left alone: their terms do not change, and deleting the rows through the
+    full-text table would re-index every neighbour (secure-delete rewrites each term's doclist,
+    seconds per forget at a few thousand chunks); a purged row's terms went with its delete."""
+    around = rows_sharing_pages(conn, _FTS_CONTENT, _FTS_CONTENT_BYTES, purged)
+    if not around:
+        return
+    _set_rewrite_ids(conn, around)
+    conn.execute("DROP TABLE IF EXISTS temp.rewrite_fts_content")
+    conn.execute(
+        f"CREATE TEMP TABLE rewrite_fts_content AS SELECT * FROM {_FTS_CONTENT} "
+        f"WHERE id IN (SELECT rid FROM {_REWRITE_IDS})"
+    )
+    conn.execute(f"DELETE FROM {_FTS_CONTENT} WHERE id IN (SELECT rid FROM {_REWRITE_IDS})")
+    conn.execute(f"INSERT INTO {_FTS_CONTENT} SELECT * FROM temp.rewrite_fts_content ORDER BY id")
+    conn.execute("DROP TABLE temp.rewrite_fts_content")
+    conn.execute(f"DELETE FROM {_REWRITE_IDS}")
 
 
 # --- reads ----------------------------------------------------------------------------------------
