@@ -204,9 +204,13 @@ async def _embed(
 
 
 async def prepare_index(
-    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+    rt: AgentRuntime,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    consider: frozenset[str] | None = None,
 ) -> PreparedIndex:
-    """Everything but publication; takes no lock and writes nothing."""
+    """Everything but publication; takes no lock and writes nothing. `consider`: the session ids
+    whose live transcripts this run looks at (a live sync); None, every session and archive."""
     store = rt.require_store()
     cfg = rt.settings.index
     embedder = make_embedder(cfg.embedding)
@@ -218,11 +222,14 @@ async def prepare_index(
     sessions_revision = rt.sessions.revision() if sessions_enabled else None
     if sessions_enabled:
         refs, errors = await anyio.to_thread.run_sync(
-            list_session_refs, rt.sessions, rt.agent_id, policy_of(rt.settings)
+            list_session_refs, rt.sessions, rt.agent_id, policy_of(rt.settings), consider
         )
         warnings += errors
     snap = await store.read(_read_snapshot, [r.session_id for r in refs], secret, force)
-    plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans)
+    only_paths = None if consider is None else frozenset(f"sessions/{rt.agent_id}/{sid}" for sid in consider)
+    if only_paths is not None:
+        sessions_revision = None  # not every listed transcript was looked at
+    plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans, only_paths)
     removals = [
         n
         if sessions_enabled or n.source != "sessions" or n.reason != REASON_GONE
@@ -374,7 +381,10 @@ async def publish_index(
 
 
 async def run_index_sync(
-    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+    rt: AgentRuntime,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    consider: frozenset[str] | None = None,
 ) -> IndexReport:
-    prepared = await prepare_index(rt, force, progress)
+    prepared = await prepare_index(rt, force, progress, None if force else consider)
     return await publish_index(rt, prepared, progress)

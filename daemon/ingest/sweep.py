@@ -7,7 +7,8 @@
    whose retention scope has expired is excluded too (reason `expired`): expiry hides it from
    every reader, so no new memory is derived from it.
 3. Stat the admitted ones; an unchanged one costs that stat and nothing else. The full
-   checkpoints of the changed ones are read in one go.
+   checkpoints of the changed ones are read in one go. A live sweep may be handed the sessions
+   to consider (those the watcher saw change): it stats only those of the admitted ones.
 4. Stream the changed ones from their cursors, outside the lock, within the per-sweep and
    per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages.
 5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
@@ -234,9 +235,12 @@ def _write_batch(
 
 
 class _Sweep:
-    def __init__(self, rt: AgentRuntime, progress: ProgressFn | None = None):
+    def __init__(
+        self, rt: AgentRuntime, progress: ProgressFn | None = None, consider: frozenset[str] | None = None
+    ):
         self.rt = rt
         self.progress = progress
+        self.consider = consider  # session ids to stat; None: every admitted one
         self.messages_read = 0  # candidates taken so far (progress)
         self.sessions_to_read = 0
         self.store = rt.require_store()
@@ -272,8 +276,11 @@ class _Sweep:
         admitted, excluded = await self._admit_now(decided, forgotten)
         batch = _Batch()
         self._record_exclusions(excluded, stamps, batch)
+        considered = (
+            admitted if self.consider is None else [a for a in admitted if a[1].session_id in self.consider]
+        )
         changed = await anyio.to_thread.run_sync(
-            self._stat_admitted, admitted, stamps, settled, decided.keys, batch
+            self._stat_admitted, considered, stamps, settled, decided.keys, batch
         )
         to_scan = await self._plan_scans(changed, stamps)
         self.sessions_to_read = len(to_scan)
@@ -637,7 +644,10 @@ class _Sweep:
         return appended, staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
 
 
-async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:
+async def run_ingest_sweep(
+    rt: AgentRuntime, progress: ProgressFn | None = None, consider: frozenset[str] | None = None
+) -> IngestReport:
     """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring.
-    `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on."""
-    return await _Sweep(rt, progress).run()
+    `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on.
+    `consider`: the session ids to look at (step 3); None, every admitted session."""
+    return await _Sweep(rt, progress, consider).run()
