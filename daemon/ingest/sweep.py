@@ -234,6 +234,11 @@ def _write_batch(
     return delete_checkpoints(conn, deletions)
 
 
+def _open_scanner(scanner: TranscriptScanner) -> None:
+    scanner.open()
+    failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
+
+
 class _Sweep:
     def __init__(
         self, rt: AgentRuntime, progress: ProgressFn | None = None, consider: frozenset[str] | None = None
@@ -472,12 +477,14 @@ class _Sweep:
         )
         taken = 0
         try:
-            scanner.open()
-            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
+            # Opening and reading are file I/O (and parsing): in a worker thread, off the event loop.
+            await anyio.to_thread.run_sync(_open_scanner, scanner)
             self.report.sessions_scanned += 1
             while True:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
-                found = scanner.take(min(cap - taken, room, INGEST_TAKE_CHUNK))
+                found = await anyio.to_thread.run_sync(
+                    scanner.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
+                )
                 taken += len(found)
                 self._progress_messages(len(found))
                 batch.candidates.extend(found)
