@@ -161,3 +161,23 @@ async def test_a_live_index_sync_indexes_the_considered_sessions_and_keeps_the_o
         full = await run_index_sync(rt)
         assert full.files.removed == 1
         assert "sessions/main/s-two" not in {r.path for r in await rt.require_store().read(all_sources)}
+
+
+async def test_a_live_index_sync_leaves_the_stale_mark_of_work_it_did_not_look_at(
+    redis, tmp_path, sessions_root, store_builder, unique
+) -> None:
+    from daemon.index.reset import RESET_REASON, reset_index
+    from daemon.store.index_state import read_dirty
+
+    settings = index_settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
+    store_builder.add("agent:main:one", "s-one", exchange("orchard"), chatType="direct")
+    store_builder.add("agent:main:two", "s-two", exchange("harbour"), chatType="direct")
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_index_sync(rt)
+        await reset_index(rt)
+        store_builder.append("s-one", exchange("quincewood"), 2)
+        await run_index_sync(rt, consider=frozenset({"s-one"}))
+        # s-two is not indexed again yet: search must still say the index is stale.
+        assert await rt.require_store().read(read_dirty) == RESET_REASON
+        await run_index_sync(rt)
+        assert await rt.require_store().read(read_dirty) is None

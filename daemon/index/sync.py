@@ -43,7 +43,7 @@ from daemon.store.embedding_cache import cached_embeddings
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
-from daemon.store.index_state import current_revision, record_run
+from daemon.store.index_state import current_revision, read_dirty, record_run
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -75,6 +75,7 @@ class PreparedIndex:
     # The session source's revision before it was listed, when every listed transcript is
     # prepared (search then skips comparing them while the source stays at it); else None.
     sessions_revision: str | None = None
+    partial: bool = False  # a live sync of some sessions: the others' state is left as it was
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +270,7 @@ async def prepare_index(
         cached,
         tuple(warnings + chunk_warnings),
         sessions_revision,
+        consider is not None,
     )
 
 
@@ -367,6 +369,8 @@ async def publish_index(
             if progress:
                 progress("publish", done, total_chunks)
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
+        if dirty is None and prepared.partial:  # work left undone elsewhere is still undone
+            dirty = await store.read(read_dirty)
         await store.write(record_run, dirty, prepared.sessions_revision, fence=lease.fence)
         report.revision_after = await store.read(current_revision)
         report.vector_backend = await store.read(backend_for) if prepared.provider != "none" else None
