@@ -234,9 +234,20 @@ def _write_batch(
     return delete_checkpoints(conn, deletions)
 
 
-def _open_scanner(scanner: TranscriptScanner) -> None:
-    scanner.open()
-    failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
+class _Reading:
+    """A scanner read in worker threads: opened by the first take, so a session whose messages
+    fit one take costs one thread hand-off, not two."""
+
+    def __init__(self, scanner: TranscriptScanner):
+        self.scanner = scanner
+        self.opened = False
+
+    def take(self, limit: int) -> list[Candidate]:
+        if not self.opened:
+            self.scanner.open()
+            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
+            self.opened = True
+        return self.scanner.take(limit)
 
 
 class _Sweep:
@@ -476,14 +487,13 @@ class _Sweep:
             self.erased.test_for(session.session_id),
         )
         taken = 0
+        # Opening and reading are file I/O (and parsing): in worker threads, off the event loop.
+        reading = _Reading(scanner)
         try:
-            # Opening and reading are file I/O (and parsing): in a worker thread, off the event loop.
-            await anyio.to_thread.run_sync(_open_scanner, scanner)
-            self.report.sessions_scanned += 1
             while True:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
                 found = await anyio.to_thread.run_sync(
-                    scanner.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
+                    reading.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
                 )
                 taken += len(found)
                 self._progress_messages(len(found))
@@ -503,6 +513,7 @@ class _Sweep:
             self.report.errors.append(f"session {session.session_id}: {exc}")
         finally:
             scanner.close()
+        self.report.sessions_scanned += reading.opened
         if scanner.rewritten or plan.rewrite:
             self.report.sessions_rewritten += 1
         if taken >= cap and not scanner.finished:
