@@ -119,7 +119,7 @@ class _AgentWatch:
 
     async def run(self) -> None:
         while True:
-            paths = watch_paths(self.settings, self.agent)
+            paths = await anyio.to_thread.run_sync(watch_paths, self.settings, self.agent)
             try:
                 if not paths:
                     raise FileNotFoundError(
@@ -163,5 +163,13 @@ class _AgentWatch:
                 log.info("agent %s: watching %s", self.agent, ", ".join(str(p) for p in paths))
                 # Catch up with what was written before the watch was in place: every session.
                 self.changed(self.agent, None)
-            elif changes and (files := changed_files({path for _, path in changes}, self.seen)):
-                self.changed(self.agent, changed_sessions(files, named) if named else None)
+            elif changes:
+                # A stat of another program's files: in a worker thread, off the event loop.
+                changed, ids = await anyio.to_thread.run_sync(self._settled, {p for _, p in changes}, named)
+                if changed:
+                    self.changed(self.agent, ids)
+
+    def _settled(self, paths: set[str], named: Path | None) -> tuple[bool, frozenset[str] | None]:
+        """Whether `paths` hold new content, and which sessions' (None: any)."""
+        files = changed_files(paths, self.seen)
+        return bool(files), changed_sessions(files, named) if files and named else None
