@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -40,11 +41,25 @@ def sessions_dir(settings: Settings, agent: str) -> Path:
     return settings.sessions_root / "agents" / agent / "sessions"
 
 
-def watch_paths(settings: Settings, agent: str) -> list[Path]:
-    """The directories whose changes can mean new messages of `agent`, those that exist."""
+def watch_dirs(settings: Settings, agent: str) -> tuple[Path, Path]:
+    """The directories whose changes can mean new messages of `agent`."""
     root = settings.sessions_root / "agents" / agent
-    candidates = (sessions_dir(settings, agent), root.joinpath(*OPENCLAW_DB_RELATIVE).parent)
-    return [p for p in candidates if p.is_dir()]
+    return sessions_dir(settings, agent), root.joinpath(*OPENCLAW_DB_RELATIVE).parent
+
+
+def watch_paths(settings: Settings, agent: str) -> list[Path]:
+    """Those of watch_dirs that exist."""
+    return [p for p in watch_dirs(settings, agent) if p.is_dir()]
+
+
+def watch_error_line(exc: BaseException, dirs: Iterable[Path]) -> str:
+    """The first line of a watch error, with every file inside the watched directories cut to the
+    directory: file names are session ids, and the log reaches journald, out of forget's reach."""
+    line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    for d in dirs:
+        inside = f"{d}/…"  # a replacement string: re reads its backslashes as escapes
+        line = re.compile(re.escape(str(d)) + r"/[^\s\"',\]]+").sub(inside.replace("\\", "\\\\"), line)
+    return line
 
 
 def is_relevant(change: Change, path: str) -> bool:
@@ -137,7 +152,7 @@ class _AgentWatch:
                 "agent %s: cannot watch its sessions (%s); the interval sweeps cover it, "
                 "watching is tried again every %.0fs",
                 self.agent,
-                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                watch_error_line(exc, watch_dirs(self.settings, self.agent)),
                 WATCH_RETRY_S,
             )
         self.failing = True
