@@ -108,12 +108,18 @@ class FailpointTrace:
 
 class DaemonProcess:
     def __init__(
-        self, config: Path, notify: NotifySocket | None, log_path: Path, env: dict[str, str] | None = None
+        self,
+        config: Path,
+        notify: NotifySocket | None,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        run_args: tuple[str, ...] = (),
     ):
         self.config = config
         self.notify = notify
         self.log_path = log_path
         self.env = env or {}
+        self.run_args = run_args  # options of `memoryd run`
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> DaemonProcess:
@@ -123,7 +129,7 @@ class DaemonProcess:
             env["NOTIFY_SOCKET"] = self.notify.address
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
+            [sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run", *self.run_args],
             cwd=REPO,
             env=env,
             stdout=self._log,

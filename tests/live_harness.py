@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+import orjson
 import redis as sync_redis
 
 from daemon.runtime.wire import queue_name
@@ -49,9 +50,11 @@ class World:
         self.notify: NotifySocket | None = None
         self.next_index = {"s-one": 2, "s-two": 2}
 
-    def start(self) -> DaemonProcess:
+    def start(self, *run_args: str) -> DaemonProcess:
         self.notify = NotifySocket(self.tmp / "n.sock")
-        self.daemon = DaemonProcess(self.config, self.notify, self.tmp / "daemon.log").start()
+        self.daemon = DaemonProcess(
+            self.config, self.notify, self.tmp / "daemon.log", run_args=run_args
+        ).start()
         self.notify.wait_for("READY=1", timeout_s=30)
         return self.daemon
 
@@ -80,6 +83,22 @@ class World:
 
     def sweeps_done(self) -> float:
         return self.metric(r'memoryd_jobs_total\{family="ingest_sweep",outcome="complete"\}')
+
+    def live_results(self, family: str = "ingest_sweep") -> list[dict]:
+        """The stored reports of the live jobs of `family`, oldest first."""
+        r = sync_redis.Redis.from_url(self.redis_url)
+        try:
+            records = [
+                orjson.loads(r.get(k) or b"{}")
+                for k in r.scan_iter(match=f"arq:result:{family}:{self.agent}:live:*")
+            ]
+        finally:
+            r.close()
+        return [
+            rec["r"]
+            for rec in sorted(records, key=lambda rec: rec.get("ft", 0))
+            if isinstance(rec.get("r"), dict)
+        ]
 
     def live_sweeps_enqueued(self) -> float:
         return self.metric(r'memoryd_live_jobs_total\{family="ingest_sweep"')

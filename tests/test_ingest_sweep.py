@@ -473,3 +473,18 @@ async def test_each_corpus_day_file_is_fsynced_once_per_sweep_not_once_per_batch
     assert report.messages_staged == 24 and len(report.corpus_files) == 2
     corpus_syncs = sorted(p for p in synced if "session-corpus" in p and p.endswith(".txt"))
     assert len(corpus_syncs) == 2 and len(set(corpus_syncs)) == 2
+
+
+async def test_a_transcript_is_opened_and_read_in_a_worker_thread_not_on_the_event_loop(
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, redis: Redis
+) -> None:
+    import threading
+
+    settings = policy_settings(tmp_path, sessions_root)
+    store_builder.add("agent:main:main", "s-one", conversation("orchard", "s-one"), chatType="direct")
+    loop_thread = threading.get_ident()
+    opened_in: list[int] = []
+    with on_failpoint("ingest.scan.open", lambda: opened_in.append(threading.get_ident())):
+        report = await sweep(settings, redis)
+    assert report.messages_staged == 4
+    assert opened_in and loop_thread not in opened_in  # a FIFO or a slow disk holds a thread, not the daemon

@@ -73,6 +73,21 @@ async def test_a_burst_of_appends_is_a_few_sweeps_not_a_storm(world):
     assert 1 <= world.live_sweeps_enqueued() - enqueued_before <= 6
 
 
+async def test_a_live_sweep_and_its_index_sync_look_only_at_the_session_that_changed(world):
+    world.start()
+    await _first_sweep_done(world)
+    await world.quiet("after the first sweep")
+    world.append("s-one", "Remember that the wicker basket holds the spare fuses.")
+    await until(lambda: _search_finds(world, "wicker"), "search finding the appended message", 15, 0.2)
+    await world.quiet("after the appended message")
+    sweep = world.live_results()[-1]
+    # Only s-one was stated: s-two, unchanged, is not counted as looked at.
+    assert (sweep["sessionsScanned"], sweep["sessionsUnchanged"], sweep["messagesStaged"]) == (1, 0, 1)
+    index = world.live_results("index_sync")[-1]
+    assert (index["files"]["indexed"], index["files"]["removed"]) == (1, 0)
+    assert index["files"]["unchanged"] == 0  # s-two's source was not listed nor planned
+
+
 @pytest.fixture
 def excluded_world(tmp_path: Path, redis_url: str, unique: str):
     w = World(tmp_path, redis_url, unique, "")

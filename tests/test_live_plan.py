@@ -78,3 +78,14 @@ def test_a_readers_empty_wal_coming_and_going_is_not_content(tmp_path) -> None:
     assert not content_changed([str(wal)], seen)
     wal.write_bytes(b"frame")  # a writer's frame is content
     assert content_changed([str(wal)], seen)
+
+
+def test_a_watch_error_names_the_watched_directory_never_a_file_in_it(tmp_path) -> None:
+    from daemon.runtime.watch import watch_error_line
+
+    d = tmp_path / "agents" / "main" / "sessions"
+    exc = RuntimeError(f'Permission denied (os error 13) about ["{d}/sid-secret.jsonl", "{d}"]\nmore')
+    line = watch_error_line(exc, [d])
+    assert line == f'Permission denied (os error 13) about ["{d}/…", "{d}"]'
+    assert "sid-secret" not in line
+    assert watch_error_line(OSError(), [d]) == "OSError"

@@ -8,8 +8,9 @@ dreaming, which is off here (its first sweep at start is not what is measured) a
 
 The store is swept and indexed before the daemon starts (not measured), on a copy of the
 corpus so that the appends never touch the shared one. Each message carries a word of its
-own; every POLL_S the poller reads the corpus files' new bytes and searches each pending word,
-so its own resolution is POLL_S."""
+own; every POLL_S a thread reads the corpus files' new bytes (a message is staged when its word
+is there), and a loop searches each pending word (a message is searchable when `search` returns
+it, timed when the search returns); the resolution is POLL_S plus, for search, one search."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -185,6 +187,33 @@ class _Corpus:
         return "".join(parts)
 
 
+class _StagedWatch:
+    """Every POLL_S, in a thread of its own, the words of `appended` now in the corpus go into
+    `staged` with the time: the searches hold the event loop for a while at 10k sessions, and a
+    message's staged time must not wait for them."""
+
+    def __init__(self, corpus: _Corpus, appended: dict[str, Any], staged: dict[str, float]):
+        self.corpus, self.appended, self.staged = corpus, appended, staged
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="staged-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        carry = ""  # a word cut in two by a read is found with the next one
+        while not self._stop.is_set():
+            text = carry + self.corpus.new_text()
+            now = time.monotonic()  # every word in `text` was in the corpus by now
+            for word in list(self.appended):
+                if word not in self.staged and word in text:
+                    self.staged[word] = now
+            carry = text[-64:]
+            self._stop.wait(POLL_S)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _append(path: Path, sid: str, word: str, n: int) -> None:
     from daemon.sessions.transcript_writer import Turn, encode_lines, message_line
 
@@ -218,18 +247,13 @@ async def _measure(
 
     async def poller(rts: dict[str, Any]) -> None:
         while len(found) < n:
-            now = time.monotonic()
-            text = corpus.new_text()
-            for word in appended:
-                if word not in staged and word in text:
-                    staged[word] = now
             for agent, rt in rts.items():
-                for word in [w for w, (a, _) in appended.items() if a == agent and w not in found]:
+                for word in [w for w, (a, _) in list(appended.items()) if a == agent and w not in found]:
                     # The word is unique to its message: any hit is that message's chunk (whose
                     # snippet may start before it).
                     if (await run_search(rt, word, 1)).results:
-                        found[word] = now
-            if appended and all(time.monotonic() - t > GIVE_UP_S for _, t in appended.values()):
+                        found[word] = time.monotonic()  # when `search` returned it
+            if appended and all(time.monotonic() - t > GIVE_UP_S for _, t in list(appended.values())):
                 break
             await anyio.sleep(POLL_S)
 
@@ -239,12 +263,14 @@ async def _measure(
         cm = agent_runtime(settings, agent, readonly=True, redis=False)
         rts[agent] = await cm.__aenter__()
         managers.append(cm)
+    watcher = _StagedWatch(corpus, appended, staged)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(appender)
             await poller(rts)
             tg.cancel_scope.cancel()
     finally:
+        watcher.stop()
         for cm in managers:
             await cm.__aexit__(None, None, None)
     staged_s = [staged.get(w, t + GIVE_UP_S) - t for w, (_, t) in appended.items()]

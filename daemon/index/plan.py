@@ -53,9 +53,11 @@ def plan_sync(
     model: str,
     force: bool,
     extra_indexed: Iterable[tuple[str, str, str | None]] = (),
+    only_session_paths: frozenset[str] | None = None,
 ) -> SyncPlan:
     """`extra_indexed` lists (path, source, session_id) of chunks with no source row (a
-    force run sweeps them too)."""
+    force run sweeps them too). `only_session_paths`: the session sources this run considers
+    (a live sync of the sessions that changed); the other indexed sessions are left as they are."""
     wanted: set[tuple[str, str]] = set()
     memory: list[MemoryFile] = []
     sessions: list[SessionRef] = []
@@ -89,7 +91,11 @@ def plan_sync(
             sessions.append(ref)
         else:
             unchanged += 1
-    candidates = {key: row.session_id for key, row in indexed.items()}
+    candidates = {
+        key: row.session_id
+        for key, row in indexed.items()
+        if only_session_paths is None or key[1] != "sessions" or key[0] in only_session_paths
+    }
     for path, source, session_id in extra_indexed:
         candidates.setdefault((path, source), session_id)
     removals = [

@@ -133,14 +133,16 @@ def _stat_locator(locator: str, fallback_ms: int | None) -> FileStat:
 
 
 def list_session_refs(
-    source: SessionSource, agent_id: str, policy: AdmissionPolicy | None
+    source: SessionSource, agent_id: str, policy: AdmissionPolicy | None, only: frozenset[str] | None = None
 ) -> tuple[list[SessionRef], list[str]]:
-    """Live sessions and retained archives, from metadata and stats only (no transcript read)."""
+    """Live sessions and retained archives, from metadata and stats only (no transcript read).
+    `only`: just the live sessions of these ids (what a live sync considers), no archive."""
     listing = source.list_sessions()
-    fingerprints = source.fingerprints(listing.sessions)
+    sessions = listing.sessions if only is None else [s for s in listing.sessions if s.session_id in only]
+    fingerprints = source.fingerprints(sessions)
     by_key = {s.session_key: s for s in listing.sessions if s.session_key}
     refs: list[SessionRef] = []
-    for session in listing.sessions:
+    for session in sessions:
         fp = fingerprints.get(session.session_id)
         if fp is None:
             continue  # no transcript (yet)
@@ -155,7 +157,7 @@ def list_session_refs(
                 or exclusion_reason(session, policy, ()),
             )
         )
-    for archive in source.list_archives():
+    for archive in source.list_archives() if only is None else ():
         kind = derive_session_kind(archive.session_key, {})
         live = by_key.get(archive.session_key) if archive.session_key else None
         name = archive.name or f"{archive.session_id}.{archive.reason}.{archive.created_at or 0}"

@@ -48,7 +48,7 @@ from daemon.store.embedding_cache import cached_embeddings
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
-from daemon.store.index_state import current_revision, record_run
+from daemon.store.index_state import current_revision, read_dirty, record_run
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -79,6 +79,7 @@ class PreparedIndex:
     # The session source's revision before it was listed, when every listed transcript is
     # prepared (search then skips comparing them while the source stays at it); else None.
     sessions_revision: str | None = None
+    partial: bool = False  # a live sync of some sessions: the others' state is left as it was
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,7 @@ class _Planned:
     warnings: tuple[str, ...]
     sessions_revision: str | None
     work: PrepareWork
+    partial: bool  # a live sync of some sessions: the others' state is left as it was
 
     @property
     def provider(self) -> str:
@@ -170,7 +172,11 @@ class _Planned:
         return self.embedder.provider_key if self.embedder else ""
 
 
-async def _plan(rt: AgentRuntime, force: bool, progress: ProgressFn | None) -> _Planned:
+async def _plan(
+    rt: AgentRuntime, force: bool, progress: ProgressFn | None, consider: frozenset[str] | None
+) -> _Planned:
+    """`consider`: the session ids whose live transcripts this run looks at (a live sync); None,
+    every session and archive."""
     store = rt.require_store()
     cfg = rt.settings.index
     embedder = make_embedder(cfg.embedding)
@@ -182,11 +188,14 @@ async def _plan(rt: AgentRuntime, force: bool, progress: ProgressFn | None) -> _
     sessions_revision = rt.sessions.revision() if sessions_enabled else None
     if sessions_enabled:
         refs, errors = await anyio.to_thread.run_sync(
-            list_session_refs, rt.sessions, rt.agent_id, policy_of(rt.settings)
+            list_session_refs, rt.sessions, rt.agent_id, policy_of(rt.settings), consider
         )
         warnings += errors
     snap = await store.read(_read_snapshot, [r.session_id for r in refs], secret, force)
-    plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans)
+    only_paths = None if consider is None else frozenset(f"sessions/{rt.agent_id}/{sid}" for sid in consider)
+    if only_paths is not None:
+        sessions_revision = None  # not every listed transcript was looked at
+    plan = plan_sync(memory_files, refs, snap.indexed, snap.forgotten, model, force, snap.orphans, only_paths)
     removals = [
         n
         if sessions_enabled or n.source != "sessions" or n.reason != REASON_GONE
@@ -216,6 +225,7 @@ async def _plan(rt: AgentRuntime, force: bool, progress: ProgressFn | None) -> _
         tuple(warnings),
         sessions_revision,
         PrepareWork(rt.sessions, cfg.chunk_tokens, cfg.chunk_overlap, origins, snap.erased),
+        consider is not None,
     )
 
 
@@ -280,10 +290,13 @@ async def _prepared(
 
 
 async def prepare_index(
-    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+    rt: AgentRuntime,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    consider: frozenset[str] | None = None,
 ) -> PreparedIndex:
-    """Everything but publication; takes no lock and writes nothing."""
-    planned = await _plan(rt, force, progress)
+    """Everything but publication; takes no lock and writes nothing. `consider`: see `_plan`."""
+    planned = await _plan(rt, force, progress, consider)
     stream = _Stream()
     groups = [Group(planned.memory, planned.sessions)]
     files: list[PreparedFile] = []
@@ -311,6 +324,7 @@ async def prepare_index(
         stream.cached,
         planned.warnings + tuple(stream.warnings),
         planned.sessions_revision if not stream.unreadable else None,
+        planned.partial,
     )
 
 
@@ -357,6 +371,7 @@ async def publish_index(
         prepared.removals,
         prepared.scanned,
         prepared.unchanged,
+        prepared.partial,
     )
     report = _report(rt, head, prepared.skipped, prepared.warnings)
     report.embeddings_computed = prepared.embeddings_computed
@@ -378,6 +393,7 @@ class _Head:
     removals: tuple[Note, ...]
     scanned: int
     unchanged: int
+    partial: bool  # a live sync of some sessions: the others' state is left as it was
 
 
 def _report(rt: AgentRuntime, head: _Head, skipped: Sequence[Note], warnings: Sequence[str]) -> IndexReport:
@@ -461,6 +477,8 @@ async def _publish(
             if progress:
                 progress("publish", done, 0)
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
+        if dirty is None and head.partial:  # work left undone elsewhere is still undone
+            dirty = await store.read(read_dirty)
         await store.write(record_run, dirty, sessions_revision(), fence=lease.fence)
         report.revision_after = await store.read(current_revision)
         report.vector_backend = await store.read(backend_for) if head.provider != "none" else None
@@ -478,11 +496,14 @@ def _finish(rt: AgentRuntime, report: IndexReport) -> IndexReport:
 
 
 async def run_index_sync(
-    rt: AgentRuntime, force: bool = False, progress: ProgressFn | None = None
+    rt: AgentRuntime,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    consider: frozenset[str] | None = None,
 ) -> IndexReport:
     """Plan, then publish each group of files as soon as it is prepared: a large run prepares
     in a worker process (index/prepare_worker.py) while earlier groups publish."""
-    planned = await _plan(rt, force, progress)
+    planned = await _plan(rt, force, progress, None if force else consider)
     head = _Head(
         force,
         planned.provider,
@@ -492,6 +513,7 @@ async def run_index_sync(
         planned.removals,
         planned.scanned,
         planned.unchanged,
+        planned.partial,
     )
     report = _report(rt, head, planned.skipped, planned.warnings)
     stream = _Stream()

@@ -7,7 +7,8 @@
    whose retention scope has expired is excluded too (reason `expired`): expiry hides it from
    every reader, so no new memory is derived from it.
 3. Stat the admitted ones; an unchanged one costs that stat and nothing else. The full
-   checkpoints of the changed ones are read in one go.
+   checkpoints of the changed ones are read in one go. A live sweep may be handed the sessions
+   to consider (those the watcher saw change): it stats only those of the admitted ones.
 4. Stream the changed ones from their cursors, outside the lock, within the per-sweep and
    per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages.
 5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
@@ -221,10 +222,29 @@ def _namespace_json(namespace: dict[str, Any]) -> str:
         return "{}"
 
 
+class _Reading:
+    """A scanner read in worker threads: opened by the first take, so a session whose messages
+    fit one take costs one thread hand-off, not two."""
+
+    def __init__(self, scanner: TranscriptScanner):
+        self.scanner = scanner
+        self.opened = False
+
+    def take(self, limit: int) -> list[Candidate]:
+        if not self.opened:
+            self.scanner.open()
+            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
+            self.opened = True
+        return self.scanner.take(limit)
+
+
 class _Sweep:
-    def __init__(self, rt: AgentRuntime, progress: ProgressFn | None = None):
+    def __init__(
+        self, rt: AgentRuntime, progress: ProgressFn | None = None, consider: frozenset[str] | None = None
+    ):
         self.rt = rt
         self.progress = progress
+        self.consider = consider  # session ids to stat; None: every admitted one
         self.messages_read = 0  # candidates taken so far (progress)
         self.sessions_to_read = 0
         self.store = rt.require_store()
@@ -263,8 +283,11 @@ class _Sweep:
         admitted, excluded = await self._admit_now(decided, forgotten)
         batch = _Batch()
         self._record_exclusions(excluded, stamps, batch)
+        considered = (
+            admitted if self.consider is None else [a for a in admitted if a[1].session_id in self.consider]
+        )
         changed = await anyio.to_thread.run_sync(
-            self._stat_admitted, admitted, stamps, settled, decided.keys, batch
+            self._stat_admitted, considered, stamps, settled, decided.keys, batch
         )
         to_scan = await self._plan_scans(changed, stamps)
         self.sessions_to_read = len(to_scan)
@@ -484,13 +507,14 @@ class _Sweep:
             self.erased.test_for(session.session_id),
         )
         taken = 0
+        # Opening and reading are file I/O (and parsing): in worker threads, off the event loop.
+        reading = _Reading(scanner)
         try:
-            scanner.open()
-            failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
-            self.report.sessions_scanned += 1
             while True:
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
-                found = scanner.take(min(cap - taken, room, INGEST_TAKE_CHUNK))
+                found = await anyio.to_thread.run_sync(
+                    reading.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
+                )
                 taken += len(found)
                 self._progress_messages(len(found))
                 batch.candidates.extend(found)
@@ -509,6 +533,7 @@ class _Sweep:
             self.report.errors.append(f"session {session.session_id}: {exc}")
         finally:
             scanner.close()
+        self.report.sessions_scanned += reading.opened
         if scanner.rewritten or plan.rewrite:
             self.report.sessions_rewritten += 1
         if taken >= cap and not scanner.finished:
@@ -683,7 +708,10 @@ def _prepare_scratch(path: Path) -> None:
     remove_scratch(path, only_orphans=True)  # left by a sweep whose process died
 
 
-async def run_ingest_sweep(rt: AgentRuntime, progress: ProgressFn | None = None) -> IngestReport:
+async def run_ingest_sweep(
+    rt: AgentRuntime, progress: ProgressFn | None = None, consider: frozenset[str] | None = None
+) -> IngestReport:
     """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring.
-    `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on."""
-    return await _Sweep(rt, progress).run()
+    `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on.
+    `consider`: the session ids to look at (step 3); None, every admitted session."""
+    return await _Sweep(rt, progress, consider).run()

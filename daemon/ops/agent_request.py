@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from daemon.ids import validate_agent_id
+
+# A live job's hint generation (daemon/ingest/live_hints.py): a number, never a session id.
+LiveGeneration = Annotated[
+    StrictInt | None,
+    Field(
+        ge=0,
+        description="Set by the daemon's watcher: consider only the sessions it saw change, "
+        "if this process still holds that hint (otherwise every session).",
+    ),
+]
 
 
 class AgentRequest(BaseModel):

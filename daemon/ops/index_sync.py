@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, StrictBool
 
 from daemon.errors import MemorydError, OperationFailed
-from daemon.ops.agent_request import AgentRequest
+from daemon.ops.agent_request import AgentRequest, LiveGeneration
 from daemon.ops.op import LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
@@ -19,12 +19,16 @@ if TYPE_CHECKING:
 
 class IndexRequest(AgentRequest):
     force: StrictBool = Field(default=False, description="Re-chunk and re-embed even unchanged sources.")
+    live: LiveGeneration = None
 
 
 async def _run(ctx: OpContext, request: IndexRequest) -> BaseModel:
     from daemon.index.sync import run_index_sync
+    from daemon.ingest.live_hints import HINTS
 
-    return await run_index_sync(ctx.agent_runtime(), force=request.force, progress=ctx.progress)
+    return await run_index_sync(
+        ctx.agent_runtime(), force=request.force, progress=ctx.progress, consider=HINTS.lookup(request.live)
+    )
 
 
 def _result() -> type[BaseModel]:

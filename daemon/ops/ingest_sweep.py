@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from daemon.ops.agent_request import AgentRequest
+from daemon.ops.agent_request import AgentRequest, LiveGeneration
 from daemon.ops.op import LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
@@ -17,16 +17,22 @@ if TYPE_CHECKING:
 class SweepRequest(AgentRequest):
     """ingest_sweep: one agent."""
 
+    live: LiveGeneration = None
+
 
 async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
     import time
 
+    import anyio
+
     from daemon.ingest.last_sweep import record_sweep
+    from daemon.ingest.live_hints import HINTS
     from daemon.ingest.sweep import run_ingest_sweep
 
     rt = ctx.agent_runtime()
-    report = await run_ingest_sweep(rt, progress=ctx.progress)
-    record_sweep(rt.paths.state_dir, int(time.time() * 1000))  # what `memoryd status` shows
+    report = await run_ingest_sweep(rt, progress=ctx.progress, consider=HINTS.lookup(request.live))
+    # What `memoryd status` shows; a file write, so off the event loop.
+    await anyio.to_thread.run_sync(record_sweep, rt.paths.state_dir, int(time.time() * 1000))
     return report
 
 

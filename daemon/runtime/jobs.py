@@ -22,6 +22,7 @@ from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import agent_paths
 from daemon.caches import ProcessCaches
 from daemon.errors import AgentNotServed
+from daemon.ingest.live_hints import HINTS
 from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import OPS
@@ -132,6 +133,8 @@ def job_function(op: Op[Any]) -> JobFn:
             if op.routing is Routing.AGENT:
                 ensure_served(ctx, agent_of(request), op.name)
             attempted = request
+            if op.purge:  # no in-memory live hint may name what is being forgotten
+                HINTS.drop_all()
             result = await execute(op, WorkerResources(ctx), request)
             # Redis gets the stored form: no memory text, ids, keys or paths (daemon/stored_form.py).
             report = dump(stored_form(op.redact_result(result) if op.redact_result else result))
@@ -148,6 +151,8 @@ def job_function(op: Op[Any]) -> JobFn:
                 log.warning("job %s %s failed: %s", ctx.get("job_id"), op.name, type(exc).__name__)
             raise
         finally:
+            if op.purge:  # nor one noted while it ran
+                HINTS.drop_all()
             elapsed = time.monotonic() - started
             metrics.JOB_DURATION.labels(family=op.name).observe(elapsed)
             metrics.JOBS_TOTAL.labels(family=op.name, outcome=outcome).inc()

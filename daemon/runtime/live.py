@@ -1,6 +1,11 @@
 """Live ingestion: sweep an agent as soon as a change to its sessions settles, then index it.
 
-* The watchers (daemon/runtime/watch.py) say which agent changed; they read no session.
+* The watchers (daemon/runtime/watch.py) say which agent changed and, from the file names,
+  which of its sessions; they read no session. Those sessions are kept as a hint in this
+  process's memory (daemon/ingest/live_hints.py) and the job carries only the hint's
+  generation: the sweep stats, and the index sync that follows lists and plans, those
+  sessions alone. A change of anything else (sessions.json, an archive, the OpenClaw
+  database), a backlog, the catch-up at start and a job that finds no hint consider them all.
 * One pending sweep per agent: any number of requests while a sweep is queued or running fold
   into one more sweep after it, so a burst of writes is a few sweeps, never a storm of jobs.
   The sweeps are ordinary `ingest_sweep` jobs on this host's queue: admission, forgotten
@@ -29,6 +34,7 @@ from redis.exceptions import RedisError
 
 from daemon.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
 from daemon.errors import MemorydError
+from daemon.ingest.live_hints import HINTS
 from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime import metrics
@@ -112,7 +118,9 @@ class LiveIngest:
         self._tg: anyio.abc.TaskGroup | None = None
         self._redis_failing = False
 
-    def changed(self, agent: str) -> None:
+    def changed(self, agent: str, sessions: frozenset[str] | None = None) -> None:
+        """A change to `sessions` of `agent` (None: to any of them) settled."""
+        HINTS.note(ingest_op.OP.name, agent, sessions)
         self.sweeps[agent].set("change")
 
     async def run(self, *, watch: bool) -> None:
@@ -142,38 +150,53 @@ class LiveIngest:
                 await anyio.sleep(REDIS_RETRY_MIN_S)
                 wanted.set(reason)  # kept for when the daemon can enqueue again
                 continue
+            generation = HINTS.seal(family, agent)
+            payload: dict[str, Any] = {"agent": agent}
+            if generation is not None:
+                payload["live"] = generation
             try:
                 job = await self.client.enqueue(
-                    family, {"agent": agent}, queue=self.queue, job_id=live_job_id(family, agent)
+                    family, payload, queue=self.queue, job_id=live_job_id(family, agent)
                 )
             except (RedisError, OSError) as exc:
+                HINTS.note(family, agent, HINTS.finish(family, agent, generation))  # for the retry
                 self._redis_error(agent, exc)
                 await anyio.sleep(REDIS_RETRY_MIN_S)
                 wanted.set(reason)
                 continue
             metrics.LIVE_JOBS.labels(family=family, reason=reason).inc()
-            await self._follow(agent, job.job_id)
+            await self._follow(agent, job.job_id, generation)
 
-    async def _follow(self, agent: str, job_id: str) -> None:
-        """Wait for the job; a sweep's report may ask for the next sweep or an index sync."""
+    async def _follow(self, agent: str, job_id: str, generation: int | None = None) -> None:
+        """Wait for the job; a sweep's report may ask for the next sweep or an index sync (of the
+        sessions the sweep considered)."""
+        family = job_name_of(job_id)
+        complete = False
         try:
             done = await self.client.wait(
                 job_id, queue=self.queue, timeout_s=self.settings.daemon.job_timeout_s + LIVE_WAIT_SLACK_S
             )
+            complete = done.state == "complete"
         except (RedisError, OSError) as exc:
             self._redis_error(agent, exc)
             return
         except MemorydError as exc:  # given up on (lost with Redis): the next change or interval sweeps
             log.warning("agent %s: %s", agent, exc)
             return
+        finally:
+            considered = HINTS.finish(family, agent, generation)
+            if not complete:  # the next job of the family looks at these sessions too
+                HINTS.note(family, agent, considered)
         self._redis_failing = False
-        if job_name_of(job_id) != ingest_op.OP.name or done.state != "complete":
+        if family != ingest_op.OP.name or not complete:
             return
         metrics.INGEST_BACKLOG.labels(agent=agent).set(backlog_sessions(done.result))
         next_steps = follow_up(done.result, indexes_transcripts="sessions" in self.settings.index.sources)
         if next_steps.sweep_again:
+            HINTS.note(family, agent, None)  # what was left may be anywhere: a full sweep
             self.sweeps[agent].set("backlog")
         if next_steps.index:
+            HINTS.note(index_op.OP.name, agent, considered)
             self.indexes[agent].set("follow")
 
     def _redis_error(self, agent: str, exc: BaseException) -> None:

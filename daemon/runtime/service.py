@@ -518,9 +518,22 @@ class Service:
             await anyio.sleep(interval_s)
 
 
+class OwnDebugOnly(logging.Filter):
+    """Debug lines of memoryd's own loggers only. The libraries' debug lines name what they
+    touch — watchfiles the changed transcripts, aiosqlite each call with its arguments — and
+    journald, where the log goes, is out of reach of forget and erase."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (
+            record.levelno >= logging.INFO or record.name == "memoryd" or record.name.startswith("memoryd.")
+        )
+
+
 def configure_logging(level: str = "INFO") -> None:
-    """One line per event on stderr; journald adds the timestamp and unit."""
+    """One line per event on stderr; journald adds the timestamp and unit. No line names a
+    session, key, transcript path or participant: agents and counts only."""
     handler = logging.StreamHandler()
+    handler.addFilter(OwnDebugOnly())
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -162,14 +162,16 @@ async def sweep_summary(
         if store is not None:
             try:
                 checkpoints = await store.read(checkpoint_summaries)
-                forgotten = await store.read(forgotten_ids, list(live), _secret(paths.secret_path))
+                secret = await anyio.to_thread.run_sync(_secret, paths.secret_path)
+                forgotten = await store.read(forgotten_ids, list(live), secret)
             finally:
                 await store.close()
     except _STORE_ERRORS as exc:
         errors.append(f"{paths.db_path}: {exc}")
     policy = AdmissionPolicy.from_settings(settings.memory_policy.exclude_sessions)
     kept_out = {s.session_id for s in sessions if admission_reason(s, policy, forgotten) is not None}
-    return summarize(checkpoints, live, kept_out, last_sweep_ms(paths.state_dir)), errors
+    last = await anyio.to_thread.run_sync(last_sweep_ms, paths.state_dir)
+    return summarize(checkpoints, live, kept_out, last), errors
 
 
 async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: str) -> DaemonStatus:
