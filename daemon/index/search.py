@@ -21,8 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
@@ -45,6 +44,9 @@ from daemon.store.index_chunks import HitRow, hit_rows
 from daemon.store.index_fts import count_matches, matches_from, ranked_newest, unranked_newest
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
+
+if TYPE_CHECKING:
+    import numpy as np  # the query's vector; numpy is loaded by the embedder that makes it
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
