@@ -140,3 +140,13 @@ def test_a_forget_dry_run_imports_no_pydantic(
         )
         assert "daemon.commands.forget" in modules
         assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}, extra
+
+
+def test_families_name_their_ops_commands() -> None:
+    # Families that load their op only when it runs name its command themselves.
+    from daemon.commands.forget import FORGET
+    from daemon.commands.index import INDEX
+    from daemon.ops import forget as forget_op
+    from daemon.ops import index_sync as index_op
+
+    assert (index_op.OP.command, forget_op.OP.command) == (INDEX, FORGET)
