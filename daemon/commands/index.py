@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from daemon.agent_runtime import agent_runtime
@@ -9,6 +11,7 @@ from daemon.commands import (
     CliState,
     agent_option,
     emit,
+    emit_json,
     emit_report,
     json_option,
     pass_state,
@@ -16,9 +19,12 @@ from daemon.commands import (
     run_op,
     table,
 )
-from daemon.index.report import IndexReport, ResetReport, SearchReport
 from daemon.index.search import run_search
 from daemon.sessions.admission import POLICY_REASON_PREFIXES
+
+if TYPE_CHECKING:
+    from daemon.index.report import IndexReport, ResetReport
+    from daemon.index.search_report import SearchReport
 
 # The index operation's command (daemon.ops.index_sync): the op and its request model are
 # loaded by `memoryd index` and its enqueue twin only, not by `memoryd search` or `reset`
@@ -124,7 +130,11 @@ def register(cli: click.Group) -> None:
             async with agent_runtime(state.settings, agent_id, readonly=True, redis=False) as rt:
                 return await run_search(rt, query, limit)
 
-        emit(run_async(go), as_json, _search_human)
+        report = run_async(go)
+        if as_json:
+            emit_json(report.to_json())  # plain data: a search loads no pydantic
+        else:
+            click.echo(_search_human(report))
 
 
 def register_enqueue_commands(cli: click.Group) -> None:

@@ -35,7 +35,7 @@ from daemon.constants import (
 from daemon.errors import UsageError
 from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state
-from daemon.index.report import HitProvenance, SearchHit, SearchReport
+from daemon.index.search_report import HitProvenance, SearchHit, SearchReport
 from daemon.index.vectors import VectorMatrices, nearest
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
 from daemon.retention.gate import hidden_entries, load_visibility
