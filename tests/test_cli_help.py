@@ -140,3 +140,33 @@ def test_a_forget_dry_run_imports_no_pydantic(
         )
         assert "daemon.commands.forget" in modules
         assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}, extra
+
+
+def test_an_fts_only_search_imports_neither_httpx_numpy_nor_redis(
+    tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, unique: str
+) -> None:
+    # A search without an embedder compares no vector and writes nothing: its start-up must
+    # not pay for the embedding client, numpy, the Redis client or the enqueue twins' models.
+    store_builder.add("agent:main:main", "direct-1", conversation("orchard", "direct-1"), chatType="direct")
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n[retention]\ntenant = "t{unique}"\n'
+        '[index]\nsources = ["memory", "sessions"]\n'
+    )
+    assert main(["--config", str(config), "ingest", "--agent", "main"]) == 0
+    assert main(["--config", str(config), "index", "--agent", "main"]) == 0
+    for extra in ([], ["--json"]):
+        modules = _imported_after("--config", str(config), "search", "--agent", "main", "orchard", *extra)
+        assert "daemon.commands.index" in modules
+        assert not modules & {"httpx", "numpy", "redis", "daemon.ops.op", "daemon.lock", "pydantic"}, extra
+
+
+def test_families_name_their_ops_commands() -> None:
+    # Families that load their op only when it runs name its command themselves.
+    from daemon.commands.forget import FORGET
+    from daemon.commands.index import INDEX
+    from daemon.ops import forget as forget_op
+    from daemon.ops import index_sync as index_op
+
+    assert (index_op.OP.command, forget_op.OP.command) == (INDEX, FORGET)

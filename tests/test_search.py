@@ -200,3 +200,42 @@ def test_cli_index_and_search_print_json(tmp_path, sessions_root, unique, redis_
     body = orjson.loads(found.output)
     assert list(body)[:4] == ["agentId", "query", "mode", "stale"]
     assert body["results"][0]["snippet"] == "- Nora prefers green tea in the morning."
+
+
+def test_the_plain_search_report_is_the_models_json() -> None:
+    # `run_search` returns plain data (a search loads no pydantic); the `search --json` schema
+    # is the model's. Both must give the same JSON, byte for byte, keys in the same order.
+    from dataclasses import fields
+
+    from daemon.index import report as models
+    from daemon.index import search_report as plain
+
+    for name in ("SearchReport", "SearchHit", "HitProvenance"):
+        model = getattr(models, name)
+        assert [f.name for f in fields(getattr(plain, name))] == list(model.model_fields), name
+    hits = [
+        plain.SearchHit(
+            path="MEMORY.md", source="memory", start_line=3, end_line=5, score=1.0, snippet="- tea"
+        ),
+        plain.SearchHit(
+            path="sessions/main/s1",
+            source="sessions",
+            start_line=2,
+            end_line=7,
+            score=0.5,
+            text_score=0.25,
+            vector_score=0.75,
+            snippet="User: lighthouse",
+            session_id="s1",
+            provenance=plain.HitProvenance(origin_class="agent", session_kind="direct", observed_at=17),
+        ),
+    ]
+    for report in (
+        plain.SearchReport(agent_id="main", query="tea", mode="hybrid", candidates_capped=True, results=hits),
+        plain.SearchReport(
+            agent_id="main", query="tea", mode="fts", stale=True, warning="w", action="run it"
+        ),
+    ):
+        data = report.to_json()
+        as_model = models.SearchReport.model_validate(data).model_dump(mode="json", by_alias=True)
+        assert orjson.dumps(data) == orjson.dumps(as_model)

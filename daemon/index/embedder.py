@@ -19,15 +19,21 @@ import os
 import re
 import zlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
-import httpx
-import numpy as np
 
 from daemon.errors import ConfigError, OperationFailed
 from daemon.redaction import redact_text, redact_url
 from daemon.settings import EmbeddingSettings
+
+if TYPE_CHECKING:
+    import httpx
+    import numpy as np
+
+# httpx and numpy are imported by the functions that use them: a search without an embedder
+# (the default) loads this module for `make_embedder` and `model_name` only, and its start-up
+# should not pay for the HTTP client (about 55 ms, it loads its CLI and rich) or numpy (35 ms).
 
 FTS_ONLY_MODEL = "fts-only"  # the model name chunks carry when no embedder is configured
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -44,6 +50,8 @@ class Embedder(Protocol):
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     vector = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
@@ -63,6 +71,8 @@ class HashingEmbedder:
         hit = self._features.get(word)
         if hit is not None:
             return hit
+        import numpy as np
+
         padded = f"#{word}#"
         features = [f"w:{word}"] + [padded[i : i + 3] for i in range(len(padded) - 2)]
         buckets: list[int] = []
@@ -81,6 +91,8 @@ class HashingEmbedder:
         return hit
 
     def embed_one(self, text: str) -> np.ndarray:
+        import numpy as np
+
         parts = [self._word(word) for word in _WORD_RE.findall(text.lower())]
         if not parts:
             return np.zeros(self.dims, dtype=np.float32)
@@ -112,6 +124,8 @@ class OpenAIEmbedder:
         self._transport = transport
 
     async def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        import httpx
+
         out: list[np.ndarray] = []
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         async with httpx.AsyncClient(
@@ -122,6 +136,8 @@ class OpenAIEmbedder:
         return out
 
     async def _request(self, client: httpx.AsyncClient, batch: list[str]) -> list[np.ndarray]:
+        import httpx
+
         url = f"{self.base_url}/embeddings"
         shown = redact_url(url)  # what messages name: no userinfo password, no secret query value
         problem = ""
@@ -147,6 +163,8 @@ class OpenAIEmbedder:
 
     @staticmethod
     def _parse(url: str, response: httpx.Response, expected: int) -> list[np.ndarray]:
+        import numpy as np
+
         try:
             data = response.json()["data"]
             ordered = sorted(data, key=lambda item: item.get("index", 0))

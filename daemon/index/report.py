@@ -1,4 +1,8 @@
-"""The index and search reports (CLI JSON and job results; field order is the JSON order)."""
+"""The index and search reports (CLI JSON and job results; field order is the JSON order).
+
+`run_search` returns the search report as plain data (daemon/index/search_report.py, so a
+search loads no pydantic); the models here are its schema and must match it field for field.
+"""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
@@ -36,7 +35,7 @@ from daemon.constants import (
 from daemon.errors import UsageError
 from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state
-from daemon.index.report import HitProvenance, SearchHit, SearchReport
+from daemon.index.search_report import HitProvenance, SearchHit, SearchReport
 from daemon.index.vectors import VectorMatrices, nearest
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
 from daemon.retention.gate import hidden_entries, load_visibility
@@ -45,6 +44,9 @@ from daemon.store.index_chunks import HitRow, hit_rows
 from daemon.store.index_fts import count_matches, matches_from, ranked_newest, unranked_newest
 from daemon.store.origins import origins_for_entries
 from daemon.store.tombstones import forgotten_ids
+
+if TYPE_CHECKING:
+    import numpy as np  # the query's vector; numpy is loaded by the embedder that makes it
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 

@@ -12,19 +12,29 @@ Ties are broken by chunk rowid in both, so the two backends return the same rank
 from __future__ import annotations
 
 import threading
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from daemon.store.engine import Connection, database_file, has_vector_extension
 from daemon.store.index_state import current_revision
 from daemon.store.index_vectors import nearest_in_sqlite, vectors_of_model
 
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported by the functions that compute with vectors: a search without an embedder
+# loads this module (its VectorMatrices cache) but compares no vector, and its start-up should
+# not pay for numpy.
+
 
 def to_blob(vector: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def from_blob(blob: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(blob, dtype="<f4")
 
 
@@ -42,6 +52,8 @@ def nearest(
 ) -> list[tuple[int, float]]:
     """The k chunk rowids most similar to `query` among vectors of `model`: (rowid, cosine).
     `matrices` keeps the numpy backend's matrix for the next search (None: read every time)."""
+    import numpy as np
+
     if k <= 0:
         return []
     query = np.asarray(query, dtype=np.float32)
@@ -96,6 +108,8 @@ class VectorMatrices:
 def _matrix(
     conn: Connection, model: str, dims: int, matrices: VectorMatrices | None
 ) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     db_file = database_file(conn)
     key = (db_file, current_revision(conn), model, dims)
     if matrices is not None and db_file:  # an in-memory database has no identity to key by

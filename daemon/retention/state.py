@@ -11,14 +11,19 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING
 
 from daemon.constants import RETENTION_DB_NAME, RETENTION_LOCK_NAME
-from daemon.lock import Lease, WorkspaceLock
 from daemon.settings import Settings
 from daemon.store.db import Store
 from daemon.store.migrate import RETENTION
+
+if TYPE_CHECKING:
+    # Writers only: a reader (the retention gate of every search) loads neither the Redis
+    # client nor the lock.
+    from redis.asyncio import Redis
+
+    from daemon.lock import Lease, WorkspaceLock
 
 
 def retention_db_path(settings: Settings) -> Path:
@@ -26,6 +31,8 @@ def retention_db_path(settings: Settings) -> Path:
 
 
 def retention_lock(settings: Settings, redis: Redis) -> WorkspaceLock:
+    from daemon.lock import WorkspaceLock
+
     return WorkspaceLock(
         redis,
         settings.state_dir / RETENTION_LOCK_NAME,

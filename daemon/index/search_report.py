@@ -1,0 +1,66 @@
+"""The search report as plain data: what `run_search` returns and `memoryd search` prints.
+
+A search is a fresh process each time an agent's tool calls it, so its report does not load
+pydantic. `daemon.index.report.SearchReport` is the same report as a model (the `search --json`
+schema); `to_json` gives the model's JSON form, camelCase keys in its field order
+(tests/test_search.py holds the two together).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, _Plain):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    return value
+
+
+class _Plain:
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of the matching model in daemon.index.report (by alias, field order)."""
+        return {_camel(f.name): _json(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+
+
+@dataclass(slots=True, kw_only=True)
+class HitProvenance(_Plain):
+    origin_class: str
+    session_kind: str
+    observed_at: int
+
+
+@dataclass(slots=True, kw_only=True)
+class SearchHit(_Plain):
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    score: float
+    text_score: float | None = None
+    vector_score: float | None = None
+    snippet: str
+    session_id: str | None = None
+    provenance: HitProvenance | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class SearchReport(_Plain):
+    agent_id: str
+    query: str
+    mode: str  # "fts" | "hybrid"
+    stale: bool = False
+    warning: str | None = None
+    action: str | None = None
+    candidates_capped: bool = False  # a very common query ranked only the newest matches
+    results: list[SearchHit] = field(default_factory=list)
