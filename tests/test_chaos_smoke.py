@@ -231,3 +231,98 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     assert records == {hashed_session_ref(secret, "sess-nora-1"), "sess-omar-1"}  # omar's is new, and plain
     assert forgotten == {"sess-nora-1", "sess-omar-1"}
     assert (await run_verify(settings, redis, VerifySubject(ids=("sess-nora-1",)))).verified
+
+
+async def test_a_purge_of_redis_values_whose_server_went_away_fails_as_a_redis_outage(tmp_path):
+    """Found by tools/chaos.py (a forget failed with a raw `ConnectionError: Connection closed by
+    server.`): Redis restarted after the forget's purge, while it deleted earlier job arguments and
+    results naming the forgotten sessions; the error was not memoryd's transient OperationFailed.
+    The erasure's purge and its verifier's Redis check read the same values."""
+    from daemon.errors import OperationFailed
+    from daemon.redis_conn import connect_redis
+    from daemon.redis_values import purge_naming, scan_values
+    from tools.chaos import PrivateRedis
+
+    server = PrivateRedis(tmp_path / "gone").start()
+    try:
+        redis = await connect_redis(server.url)
+        await redis.set("arq:result:forget:x", b'{"r":"s01"}')
+        server.shutdown_nosave()
+        with pytest.raises(OperationFailed, match="Redis unavailable"):
+            await purge_naming(redis, lambda value: "s01" in value)
+        with pytest.raises(OperationFailed, match="Redis unavailable"):
+            _ = [key async for key, _strings in scan_values(redis)]
+        await redis.aclose()
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+async def test_a_forget_cuts_off_the_corpus_lines_of_an_ingest_that_died_before_committing(
+    tmp_path, redis_url, unique
+):
+    """Found by tools/chaos.py (two copies of a kept session's corpus lines): an ingest appended
+    its batch to the corpus and was killed before the batch committed; a forget of another session
+    rewrote that day file, carrying the uncommitted lines into the new file, where the next sweep's
+    cut-back (which leaves a replaced file alone) could not find them; that sweep staged the
+    lines again, so the corpus held them twice."""
+    import signal
+    import sqlite3
+
+    from daemon.constants import CORPUS_RELATIVE_DIR
+    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from daemon.settings import load_settings
+    from tests.builders import Msg, SessionStoreBuilder, conversation
+    from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
+
+    agent = f"a{unique}"
+    builder = SessionStoreBuilder(tmp_path / "sessions", agent)
+    builder.add(
+        f"agent:{agent}:main", "s-kept", conversation("orchard", "kept"), participants=[{"actorId": "nora"}]
+    )
+    builder.add(
+        f"agent:{agent}:dm", "s-gone", conversation("lighthouse", "gone"), participants=[{"actorId": "zed"}]
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=builder.root,
+        redis_url=redis_url,
+        host_id=f"h{unique}",
+        lock_wait_s=30,
+    )
+    config.write_text(config.read_text().replace("[lock]\n", "[lock]\nttl_ms = 1500\n"))
+    settings = load_settings(config)
+    corpus_dir = settings.workspace_for(agent) / CORPUS_RELATIVE_DIR
+    try:
+        assert run_cli(config, "ingest", "--agent", agent).returncode == 0
+        builder.append(
+            "s-kept",
+            [Msg("user", f"Remember the harbour ledger entry {i} for the kept team.") for i in range(3)],
+            start_index=4,
+        )
+        trace = FailpointTrace(tmp_path / "trace")
+        ingest = start_cli(
+            config,
+            "ingest",
+            "--agent",
+            agent,
+            env={TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "ingest.corpus.appended"},
+        )
+        try:
+            await trace.wait_for("ingest.corpus.appended", {ingest.pid}, timeout_s=60)
+        finally:
+            ingest.send_signal(signal.SIGKILL)  # it dies between its append and its commit
+            ingest.wait(10)
+        with sqlite3.connect(settings.state_dir / "agents" / agent / "memory.sqlite") as conn:
+            assert conn.execute("SELECT count(*) FROM corpus_appends").fetchone()[0] == 1
+        forget = run_cli(config, "forget", "--agent", agent, "--participant", "zed")
+        assert forget.returncode == 0, forget.stderr
+        again = run_cli(config, "ingest", "--agent", agent)
+        assert again.returncode == 0, again.stderr
+        lines = [line for p in sorted(corpus_dir.glob("*.txt")) for line in p.read_text().splitlines()]
+        ledger = [line for line in lines if "harbour ledger" in line]
+        assert len(ledger) == 3 and len(set(lines)) == len(lines), lines
+        assert not [line for line in lines if "lighthouse" in line]
+    finally:
+        cleanup_redis(redis_url, [], [agent])

@@ -21,6 +21,7 @@ from daemon.forget.report import ForgetReport, build_report
 from daemon.forget.request import ForgetRequest
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
+from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
 
@@ -75,6 +76,9 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
     from daemon.forget.apply import apply_plan  # a dry run applies nothing
 
+    # Lines an interrupted ingest appended and never committed go first: a rewrite of their day
+    # file would carry them where no cut-back finds them, and the ingest's retry stages them again.
+    await cut_off_uncommitted(rt.agent_id, store, rt.paths.workspace, lease.fence)
     catalog, selection = await _resolve(rt, request)
     carried: frozenset[str] = frozenset()
     tombstoned = False

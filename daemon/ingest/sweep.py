@@ -40,6 +40,7 @@ from daemon.failpoints import failpoint
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
 from daemon.ingest.corpus import Appended, CorpusAppender, corpus_relative_path, render_line
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
+from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.ingest.plan import (
     ScanAction,
     ScanPlan,
@@ -63,7 +64,6 @@ from daemon.store.checkpoints import (
 )
 from daemon.store.corpus_files import (
     clear_pending_appends,
-    pending_appends,
     record_corpus_files,
     record_pending_appends,
 )
@@ -513,7 +513,7 @@ class _Sweep:
         report = self.report
         store = self.store
         async with self.rt.lock().hold() as lease:
-            await self._cut_off_uncommitted(lease.fence)
+            await cut_off_uncommitted(self.agent, store, self.rt.paths.workspace, lease.fence, self.corpus)
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list(batch.cursors)
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
@@ -568,17 +568,6 @@ class _Sweep:
                 raise _commit_failed(store.path, exc) from exc
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
-
-    async def _cut_off_uncommitted(self, fence: FenceToken) -> None:
-        """Lines an earlier writer appended and died before committing go before we append."""
-        pending = await self.store.read(pending_appends)
-        if not pending:
-            return
-        removed = self.corpus.cut_back(pending)
-        await self.store.write(clear_pending_appends, None, fence=fence)
-        log.warning(
-            "ingest %s: cut %d uncommitted corpus bytes off after an interrupted sweep", self.agent, removed
-        )
 
     async def _write_batch(self, appended: Appended | None, *args: Any, fence: FenceToken) -> int:
         """The batch's store commit; if it fails (fenced off, disk full, cancelled) its corpus
