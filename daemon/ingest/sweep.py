@@ -70,7 +70,7 @@ from daemon.store.corpus_files import (
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow, record_participants
-from daemon.store.seen_hashes import add_seen, load_seen
+from daemon.store.seen_hashes import add_seen, load_seen, seen_among
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
@@ -531,6 +531,11 @@ class _Sweep:
                 kept = [c for c in candidates if c.session_id not in gone]
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
+            if candidates:  # another sweep of this agent may have staged them since we read them
+                keys = [(seen_scope(self.agent, c.session_id), c.seen_hash) for c in candidates]
+                staged_since = await store.read(seen_among, keys)
+                if staged_since:
+                    candidates = [c for c, k in zip(candidates, keys, strict=True) if k not in staged_since]
             if candidates:  # reserved before the append, so forget can find every line written
                 try:
                     await store.write(
@@ -542,6 +547,9 @@ class _Sweep:
                 except ANY_SQLITE_ERROR as exc:
                     raise _commit_failed(store.path, exc) from exc
                 failpoint("ingest.corpus.reserved")
+                # No await between this check and the append: no other job of this process
+                # can take the lease in between.
+                await self.rt.lock().confirm(lease)
             appended, staged, seen = await self._append_corpus(candidates)
             failpoint("ingest.corpus.appended")
             checkpoints.extend(
