@@ -384,6 +384,14 @@ def test_the_new_invariant_checks_catch_what_is_planted(tmp_path):
     world = World(tmp_path / "world", random.Random(1))
     found = judge_corpus(scan, Observed(), world, final=False)
     assert found == [f"corpus: 1 transcript lines appended more than once (first: {line.split('] ')[0]}])"]
+    # Only lines a staged entry cites count toward "never fewer": the uncommitted one may go.
+    lost = judge_corpus(scan, Observed(corpus={keeper: 3}), world, False, Counter({"User: kept": 1}))
+    assert f"collateral loss: corpus lines of {keeper} 3 -> 2" in lost
+    assert not [
+        f
+        for f in judge_corpus(scan, Observed(corpus={keeper: 2}), world, False, Counter({"User: kept": 1}))
+        if "collateral" in f
+    ]
     checked, cites = judge_citations(scan, {"corpus_snippets": Counter({"User: kept": 2, "User: gone": 1})})
     assert checked == 3
     assert cites == [

@@ -684,20 +684,35 @@ def corpus_lines(corpus_text: str) -> list[str]:
     return [line for line in corpus_text.splitlines() if line.startswith("[")]
 
 
-def judge_corpus(scan: WorkspaceScan, obs: Observed, world: World, final: bool) -> list[str]:
-    """No keeper loses corpus lines, no transcript line is in the corpus twice; at the end,
-    every keeper message is staged."""
+def committed_lines(scan: WorkspaceScan, committed: Counter[str] | None) -> dict[str, int]:
+    """Keeper corpus lines a staged entry cites (all of them without a store). Lines of a batch
+    whose commit has not happened yet may be cut back, rightly: they are not counted."""
+    if committed is None:
+        return scan.corpus_lines
+    counts = dict.fromkeys(KEEPERS, 0)
+    for line in corpus_lines(scan.corpus_text):
+        mark, _, text = line.partition("] ")
+        sid = mark.rsplit("/", 1)[-1].split("#", 1)[0]
+        if sid in counts and committed.get(text, 0) > 0:
+            counts[sid] += 1
+    return counts
+
+
+def judge_corpus(
+    scan: WorkspaceScan, obs: Observed, world: World, final: bool, committed: Counter[str] | None = None
+) -> list[str]:
+    """No keeper loses committed corpus lines, no transcript line is in the corpus twice; at the
+    end, every keeper message is staged."""
     found: list[str] = []
+    counted = committed_lines(scan, committed)
     marks = Counter(line.split("] ", 1)[0] for line in corpus_lines(scan.corpus_text))
     twice = sorted(m for m, n in marks.items() if n > 1)
     if twice:
         found.append(f"corpus: {len(twice)} transcript lines appended more than once (first: {twice[0]}])")
     for sid in KEEPERS:
-        if scan.corpus_lines[sid] < obs.corpus.get(sid, 0):
-            found.append(
-                f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {scan.corpus_lines[sid]}"
-            )
-        obs.corpus[sid] = max(obs.corpus.get(sid, 0), scan.corpus_lines[sid])
+        if counted[sid] < obs.corpus.get(sid, 0):
+            found.append(f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {counted[sid]}")
+        obs.corpus[sid] = max(obs.corpus.get(sid, 0), counted[sid])
     if final:
         for sid in KEEPERS:
             absent = [t for t in world.written[sid] if t not in scan.corpus_text]
@@ -729,7 +744,7 @@ async def check_invariants(
             checked, cites = judge_citations(scan, facts)
             tally.corpus_lines_checked = checked
             found += cites
-    found += judge_corpus(scan, obs, world, final)
+    found += judge_corpus(scan, obs, world, final, facts["corpus_snippets"] if facts is not None else None)
     tally.checks += 1
     if final or planted:
         found += [
