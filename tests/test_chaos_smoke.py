@@ -4,8 +4,10 @@ every forget and user-scope erase complete and no violation. The full campaign: 
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -501,3 +503,39 @@ async def test_two_sweeps_that_read_the_same_new_lines_stage_them_once(tmp_path,
         if first.poll() is None:
             first.kill()
         cleanup_redis(redis_url, [], [agent])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_campaign_on_a_tmpfs_unmounts_it_when_stopped_by_sigterm(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.daemon_harness import REPO
+
+    def ours() -> list[str]:
+        return [line for line in Path("/proc/mounts").read_text().splitlines() if str(tmp_path) in line]
+
+    campaign = subprocess.Popen(
+        [sys.executable, "-m", "tools.chaos", "--rounds", "500", "--tmpfs-mb", "16"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ours() and time.monotonic() < deadline and campaign.poll() is None:
+            time.sleep(0.1)
+        assert ours() and ours()[0].split()[2] == "tmpfs", "the state directory was not mounted"
+        time.sleep(2)  # a round or two in
+        campaign.send_signal(signal.SIGTERM)
+        campaign.wait(120)
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+            campaign.wait(10)
+    assert campaign.returncode == 128 + signal.SIGTERM
+    assert ours() == []  # unmounted on the way out
