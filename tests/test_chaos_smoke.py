@@ -539,3 +539,40 @@ def test_a_campaign_on_a_tmpfs_unmounts_it_when_stopped_by_sigterm(tmp_path):
             campaign.wait(10)
     assert campaign.returncode == 128 + signal.SIGTERM
     assert ours() == []  # unmounted on the way out
+    left = []  # and its daemon and Redis stopped (they are started under tmp_path)
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(tmp_path) in cmdline.read_bytes().decode(errors="replace"):
+                left.append(cmdline.parent.name)
+        except OSError:
+            continue
+    assert left == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_cli_command_on_a_full_disk_prints_one_line(tmp_path, redis_url):
+    """Found by tools/chaos.py --tmpfs-mb (a CLI forget on the full disk): the store's connect
+    failed ("disk I/O error" in its first PRAGMA), the command printed its one-line error, and
+    then aiosqlite's thread, still answering, printed `RuntimeError: Event loop is closed`
+    tracebacks after it."""
+    from tests.daemon_harness import run_cli
+    from tools.chaos import AGENT, World, write_config
+    from tools.chaos_files import Tmpfs
+
+    world = World(tmp_path / "world", random.Random(1))
+    config = tmp_path / "memoryd.toml"
+    write_config(config, tmp_path / "state", world.sessions_root, redis_url)
+    disk = Tmpfs(tmp_path / "state", 16)
+    disk.mount()
+    try:
+        assert run_cli(config, "ingest", "--agent", AGENT).returncode == 0
+        world.append("s01", 2)
+        disk.fill()
+        for args in (("forget", "--agent", AGENT, "--session", "s01"), ("ingest", "--agent", AGENT)):
+            done = run_cli(config, *args)
+            assert done.returncode == 1, done.stdout
+            assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    finally:
+        disk.free()
+        disk.unmount()

@@ -752,9 +752,11 @@ async def check_invariants(
                 break
             # A read-only open can race the daemon's last connection removing the WAL and -shm
             # files (SIGKILLed or closing): SQLite says "disk I/O error" once; open again.
-            if "disk I/O error" not in str(exc) or attempt == STORE_READ_TRIES - 1:
-                raise
-            await asyncio.sleep(0.2)
+            if "disk I/O error" in str(exc) and attempt < STORE_READ_TRIES - 1:
+                await asyncio.sleep(0.2)
+                continue
+            tally.violations.append(f"{label}: the store could not be read: {type(exc).__name__}: {exc}")
+            break
     if facts is not None:
         found += judge_store(facts, done, obs, scan.memory_md)
         if final:
