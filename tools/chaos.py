@@ -1086,8 +1086,9 @@ class Run:
                 )
         finally:
             swap.restore()
-        # Put back, the agent's files read again: the forget (re-enqueued if it failed) completes.
-        if job in self.pending and not await self._await_done(client, job):
+        # Put back, the agent's files read again: the forget (re-enqueued if it failed) completes,
+        # unless the disk is full too (then it completes once space returns: the drain checks).
+        if job in self.pending and not self.full_left and not await self._await_done(client, job):
             self.tally.violations.append(
                 f"swap {kind}: its forget did not complete within {SWAP_WAIT_S:.0f}s after"
             )
