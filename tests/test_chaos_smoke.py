@@ -576,3 +576,50 @@ def test_a_cli_command_on_a_full_disk_prints_one_line(tmp_path, redis_url):
     finally:
         disk.free()
         disk.unmount()
+
+
+@pytest.mark.slow
+async def test_a_forget_after_an_ingest_died_before_appending_prints_nothing_extra(
+    tmp_path, redis_url, unique
+):
+    """Found by tools/chaos.py (a CLI forget on the full disk printed two lines): the forget's
+    cut-off of a dead ingest's pending append, which had appended nothing, logged a warning on
+    stderr beside the command's own output."""
+    import signal
+
+    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from tests.builders import SessionStoreBuilder, conversation
+    from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
+
+    agent = f"a{unique}"
+    builder = SessionStoreBuilder(tmp_path / "sessions", agent)
+    builder.add(
+        f"agent:{agent}:dm", "s-gone", conversation("lighthouse", "gone"), participants=[{"actorId": "zed"}]
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=builder.root,
+        redis_url=redis_url,
+        host_id=f"h{unique}",
+        lock_wait_s=30,
+    )
+    config.write_text(config.read_text().replace("[lock]\n", "[lock]\nttl_ms = 1500\n"))
+    trace = FailpointTrace(tmp_path / "trace")
+    ingest = start_cli(
+        config,
+        "ingest",
+        "--agent",
+        agent,
+        env={TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "ingest.corpus.reserved"},
+    )
+    try:
+        await trace.wait_for("ingest.corpus.reserved", {ingest.pid}, timeout_s=60)
+    finally:
+        ingest.send_signal(signal.SIGKILL)  # dies with its append reserved, not written
+        ingest.wait(10)
+    try:
+        forget = run_cli(config, "forget", "--agent", agent, "--session", "s-gone")
+        assert forget.returncode == 0 and forget.stderr == "", forget.stderr
+    finally:
+        cleanup_redis(redis_url, [], [agent])

@@ -9,8 +9,10 @@ again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it 
 plants poisoned jobs (records arq's decoding trips over, members scored -inf or not UTF-8),
 SIGSTOPs the daemon past its lease while this runner forgets sessions under the lock the
 stopped daemon lost, and steps the fence ahead as a clock running an hour fast would, before a
-Redis restart loses the counter. After every round it checks the invariants against a model of
-the expected state:
+Redis restart loses the counter. It swaps session files for FIFOs, symlinks and /dev/zero
+(tools/chaos_files.py), SIGSTOPs the daemon past its lease right before each kind of file
+write (failpoints), and, as root with --tmpfs-mb, fills the state directory's tmpfs. After
+every round it checks the invariants against a model of the expected state:
 
 * no resurrection: nothing of a session whose forget or erase completed is in the workspace files
   (memory files, diary, daily notes, corpus), staged entries, entry origins, seen hashes,
@@ -26,7 +28,12 @@ the expected state:
   stored result names no session); every enqueued erase completes with
   a receipt whose state is `complete` and whose verification passed (the campaign places no
   legal hold, so `refused`/`partial` is a violation); the daemon never exits by itself;
-* every poisoned job leaves the queue (failed alone) unless a Redis restart lost it first.
+* every poisoned job leaves the queue (failed alone) unless a Redis restart lost it first;
+* a swapped file never blocks the daemon (a forget enqueued meanwhile ends, and completes once
+  the file is back), no text planted outside sessions_root reaches the state directory, and
+  with a transcript swapped the agent's other sessions keep being ingested;
+* the corpus holds each transcript line once, and at the end each line is cited by exactly one
+  staged entry; on a full disk the daemon does not exit and the CLI prints one line.
 
 Bounded in count (rounds), time (seconds per round, a bounded final drain) and space (tmp dir).
 Only the Redis server started here is ever restarted or shut down.

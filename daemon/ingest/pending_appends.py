@@ -25,5 +25,12 @@ async def cut_off_uncommitted(
         return 0
     removed = (corpus or CorpusAppender(workspace)).cut_back(pending)
     await store.write(clear_pending_appends, None, fence=fence)
-    log.warning("agent %s: cut %d uncommitted corpus bytes off after an interrupted sweep", agent, removed)
+    # A warning only when bytes went: a row whose append never happened is no news, and a CLI
+    # command prints warnings on stderr beside its own one line.
+    log.log(
+        logging.WARNING if removed else logging.INFO,
+        "agent %s: cut %d uncommitted corpus bytes off after an interrupted sweep",
+        agent,
+        removed,
+    )
     return removed
