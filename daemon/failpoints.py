@@ -9,7 +9,10 @@
 Each multi-step operation calls `failpoint("<name>")` at the boundaries whose crash
 behaviour it promises (forget: forget.mark, forget.index, forget.state, forget.preimages,
 forget.memory_files, forget.corpus, forget.origins), and where a test needs to know that a
-step was reached (lock.wait: an acquisition found the lock held and waits for it).
+step was reached (lock.wait: an acquisition found the lock held and waits for it). Every file
+write has one right before it: `file.commit.<kind>` in the one workspace write helper
+(daemon/fileio.py: memory, diary, corpus, daily_note, file), ingest.corpus.write for corpus
+appends, ingest.last_sweep.write, erase.journal before the erasure journal's key file.
 
 A test in the same process registers a callback with `on_failpoint(name, fn)`, for example
 to set an event once a sweep waits for the lock, instead of sleeping and hoping. A test that

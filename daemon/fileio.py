@@ -22,6 +22,7 @@ from pathlib import Path
 
 from daemon.constants import DIR_MODE, FILE_MODE
 from daemon.errors import OperationFailed, UsageError, WriteConflict
+from daemon.failpoints import failpoint
 
 ABSENT = "absent"  # expected_hash for "the file must not exist yet"
 
@@ -169,6 +170,8 @@ def commit_file(
         # The check sits right before the rename so the race window is as small as it can be.
         if expected_hash is not None and current_hash(path) != expected_hash:
             raise WriteConflict(conflict_message or f"{path.name} changed before the write could commit")
+        # Past the hash check, before the lease check: a writer stopped here must be refused.
+        failpoint(f"file.commit.{file_kind(path)}")
         check_write_allowed(path)
         os.replace(tmp, path)
     except BaseException:
@@ -178,6 +181,21 @@ def commit_file(
             pass
         raise
     fsync_dir(parent)
+
+
+def file_kind(path: Path) -> str:
+    """What a workspace file is, for the failpoint of its commit: memory (MEMORY.md), diary
+    (DREAMS.md), corpus (a session-corpus day file), daily_note (another memory/*.md), or file."""
+    name = path.name
+    if name.lower() == "memory.md":
+        return "memory"
+    if name == "DREAMS.md":
+        return "diary"
+    if path.parent.name == "session-corpus":
+        return "corpus"
+    if name.endswith(".md") and "memory" in path.parts:
+        return "daily_note"
+    return "file"
 
 
 def append_lines(path: Path, lines: list[str], *, root: Path | None = None) -> int:

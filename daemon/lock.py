@@ -152,6 +152,22 @@ class WorkspaceLock:
         text = value.decode() if isinstance(value, bytes) else str(value)
         return text.rsplit("#", 1)[0]
 
+    async def confirm(self, lease: Lease) -> None:
+        """LockLost unless Redis still holds `lease` (one GET). Before a file write that no
+        cut-back could undo once another writer wrote after it (a corpus append): Redis may
+        have lost the key, and another holder taken it, since the last renewal."""
+        try:
+            value = await self.redis.get(self.redis_key)
+        except RedisError as exc:
+            raise OperationFailed(f"workspace lock: Redis unavailable: {exc}") from exc
+        current = value.decode() if isinstance(value, bytes) else value
+        if current != lease.token:
+            lease.lost = True
+            raise LockLost(
+                f"workspace lock of {self.workspace_dir}: no longer this writer's in Redis "
+                "(lost with Redis, or expired); nothing was appended — rerun the operation"
+            )
+
     async def _acquire(self) -> Lease:
         token = f"{self.holder}#{secrets.token_hex(8)}"
         started = time.monotonic()

@@ -13,19 +13,32 @@ a queued job's arguments, may still name a subject. Two uses:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from daemon.constants import REDIS_PREFIX
+from daemon.errors import OperationFailed
 
 PREFIXES = ("arq:", REDIS_PREFIX)
 PURGEABLE = (job_key_prefix, result_key_prefix)
 ERASE_FAMILY = "erase"  # the erase job family's name (daemon/ops/erase.py)
 SCAN_COUNT = 500
+
+
+@contextmanager
+def _outage() -> Iterator[None]:
+    """Redis going away mid-read fails the forget or erase as any Redis outage does (a transient
+    OperationFailed its caller reruns), never as a raw client error."""
+    try:
+        yield
+    except RedisError as exc:
+        raise OperationFailed(f"job values in Redis: Redis unavailable: {exc}; rerun the operation") from exc
 
 
 def family_of(key: str) -> str:
@@ -127,8 +140,10 @@ def _raw_text(key: str, parts: list[bytes]) -> str:
 async def scan_values(redis: Redis, may_hold: MayHold | None = None) -> AsyncIterator[tuple[str, list[str]]]:
     """(key, the strings it holds: its name, and every member, field and value, JSON opened)
     under memoryd's and arq's prefixes; with `may_hold`, only the values it lets through."""
-    keys = await _keys(redis, PREFIXES)
-    for key, parts in zip(keys, await _fetch(redis, keys), strict=True):
+    with _outage():
+        keys = await _keys(redis, PREFIXES)
+        fetched = await _fetch(redis, keys)
+    for key, parts in zip(keys, fetched, strict=True):
         if may_hold is None or may_hold(_raw_text(key, parts)):
             yield key, _strings_of(key, parts)
 
@@ -142,8 +157,9 @@ async def _running(redis: Redis) -> set[str]:
 async def purgeable_keys(redis: Redis, *, spare_running: bool = False) -> list[str]:
     """The job argument and result keys a purge looks into: erasure requests aside, and with
     `spare_running` the arguments of jobs being run."""
-    spared = await _running(redis) if spare_running else set()
-    return [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
+    with _outage():
+        spared = await _running(redis) if spare_running else set()
+        return [k for k in await _keys(redis, PURGEABLE) if not is_erasure_request(k) and k not in spared]
 
 
 async def keys_naming(
@@ -155,9 +171,11 @@ async def keys_naming(
 ) -> list[str]:
     """The keys `purge_naming` would delete now."""
     keys = await purgeable_keys(redis, spare_running=spare_running)
+    with _outage():
+        fetched = await _fetch(redis, keys)
     return [
         key
-        for key, parts in zip(keys, await _fetch(redis, keys), strict=True)
+        for key, parts in zip(keys, fetched, strict=True)
         if (may_hold is None or may_hold(_raw_text(key, parts)))
         and any(names_subject(s) for s in _strings_of(key, parts))
     ]
@@ -173,7 +191,8 @@ async def purge_naming(
     """Delete job arguments and results any of whose strings `names_subject` (erasure requests
     aside, and with `spare_running` the arguments of jobs being run); the number deleted.
     `may_hold` skips values that cannot (a cheap superset test)."""
-    doomed = await keys_naming(redis, names_subject, may_hold, spare_running=spare_running)
-    for start in range(0, len(doomed), SCAN_COUNT):
-        await redis.delete(*doomed[start : start + SCAN_COUNT])
+    with _outage():
+        doomed = await keys_naming(redis, names_subject, may_hold, spare_running=spare_running)
+        for start in range(0, len(doomed), SCAN_COUNT):
+            await redis.delete(*doomed[start : start + SCAN_COUNT])
     return len(doomed)

@@ -4,8 +4,10 @@ every forget and user-scope erase complete and no violation. The full campaign: 
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -231,3 +233,393 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     assert records == {hashed_session_ref(secret, "sess-nora-1"), "sess-omar-1"}  # omar's is new, and plain
     assert forgotten == {"sess-nora-1", "sess-omar-1"}
     assert (await run_verify(settings, redis, VerifySubject(ids=("sess-nora-1",)))).verified
+
+
+async def test_a_purge_of_redis_values_whose_server_went_away_fails_as_a_redis_outage(tmp_path):
+    """Found by tools/chaos.py (a forget failed with a raw `ConnectionError: Connection closed by
+    server.`): Redis restarted after the forget's purge, while it deleted earlier job arguments and
+    results naming the forgotten sessions; the error was not memoryd's transient OperationFailed.
+    The erasure's purge and its verifier's Redis check read the same values."""
+    from daemon.errors import OperationFailed
+    from daemon.redis_conn import connect_redis
+    from daemon.redis_values import purge_naming, scan_values
+    from tools.chaos import PrivateRedis
+
+    server = PrivateRedis(tmp_path / "gone").start()
+    try:
+        redis = await connect_redis(server.url)
+        await redis.set("arq:result:forget:x", b'{"r":"s01"}')
+        server.shutdown_nosave()
+        with pytest.raises(OperationFailed, match="Redis unavailable"):
+            await purge_naming(redis, lambda value: "s01" in value)
+        with pytest.raises(OperationFailed, match="Redis unavailable"):
+            _ = [key async for key, _strings in scan_values(redis)]
+        await redis.aclose()
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+async def test_a_forget_cuts_off_the_corpus_lines_of_an_ingest_that_died_before_committing(
+    tmp_path, redis_url, unique
+):
+    """Found by tools/chaos.py (two copies of a kept session's corpus lines): an ingest appended
+    its batch to the corpus and was killed before the batch committed; a forget of another session
+    rewrote that day file, carrying the uncommitted lines into the new file, where the next sweep's
+    cut-back (which leaves a replaced file alone) could not find them; that sweep staged the
+    lines again, so the corpus held them twice."""
+    import signal
+    import sqlite3
+
+    from daemon.constants import CORPUS_RELATIVE_DIR
+    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from daemon.settings import load_settings
+    from tests.builders import Msg, SessionStoreBuilder, conversation
+    from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
+
+    agent = f"a{unique}"
+    builder = SessionStoreBuilder(tmp_path / "sessions", agent)
+    builder.add(
+        f"agent:{agent}:main", "s-kept", conversation("orchard", "kept"), participants=[{"actorId": "nora"}]
+    )
+    builder.add(
+        f"agent:{agent}:dm", "s-gone", conversation("lighthouse", "gone"), participants=[{"actorId": "zed"}]
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=builder.root,
+        redis_url=redis_url,
+        host_id=f"h{unique}",
+        lock_wait_s=30,
+    )
+    config.write_text(config.read_text().replace("[lock]\n", "[lock]\nttl_ms = 1500\n"))
+    settings = load_settings(config)
+    corpus_dir = settings.workspace_for(agent) / CORPUS_RELATIVE_DIR
+    try:
+        assert run_cli(config, "ingest", "--agent", agent).returncode == 0
+        builder.append(
+            "s-kept",
+            [Msg("user", f"Remember the harbour ledger entry {i} for the kept team.") for i in range(3)],
+            start_index=4,
+        )
+        trace = FailpointTrace(tmp_path / "trace")
+        ingest = start_cli(
+            config,
+            "ingest",
+            "--agent",
+            agent,
+            env={TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "ingest.corpus.appended"},
+        )
+        try:
+            await trace.wait_for("ingest.corpus.appended", {ingest.pid}, timeout_s=60)
+        finally:
+            ingest.send_signal(signal.SIGKILL)  # it dies between its append and its commit
+            ingest.wait(10)
+        with sqlite3.connect(settings.state_dir / "agents" / agent / "memory.sqlite") as conn:
+            assert conn.execute("SELECT count(*) FROM corpus_appends").fetchone()[0] == 1
+        forget = run_cli(config, "forget", "--agent", agent, "--participant", "zed")
+        assert forget.returncode == 0, forget.stderr
+        again = run_cli(config, "ingest", "--agent", agent)
+        assert again.returncode == 0, again.stderr
+        lines = [line for p in sorted(corpus_dir.glob("*.txt")) for line in p.read_text().splitlines()]
+        ledger = [line for line in lines if "harbour ledger" in line]
+        assert len(ledger) == 3 and len(set(lines)) == len(lines), lines
+        assert not [line for line in lines if "lighthouse" in line]
+    finally:
+        cleanup_redis(redis_url, [], [agent])
+
+
+@pytest.mark.parametrize(
+    "replacement", ["fifo", "symlink_fifo", "symlink_outside", "symlink_loop", "dev_zero"]
+)
+@pytest.mark.parametrize("target", ["transcript", "sessions.json", "sessions_dir", "agent_dir"])
+def test_a_swapped_session_file_is_hostile_and_comes_back_as_it_was(tmp_path, target, replacement):
+    import os
+    import stat
+
+    from tools.chaos import AGENT, World
+    from tools.chaos_files import PLANTED, Swap, target_path
+
+    world = World(tmp_path / "world", random.Random(1))
+    path = target_path(world.sessions_root, AGENT, target, "s03")
+    before = sorted(p.read_bytes() for p in ([path] if path.is_file() else path.rglob("*.json*")))
+    swap = Swap.make(path, replacement, tmp_path / "work", 0)
+    mode = os.lstat(path).st_mode
+    if replacement == "fifo":
+        assert stat.S_ISFIFO(mode)
+    else:
+        assert stat.S_ISLNK(mode)
+    if replacement == "symlink_outside":  # a planted copy outside sessions_root
+        assert not os.path.realpath(path).startswith(str(world.sessions_root))
+        copies = [path] if not path.is_dir() else list(path.rglob("*.json*"))
+        assert any(PLANTED in p.read_text() for p in copies)
+    if replacement == "symlink_loop":
+        with pytest.raises(OSError):
+            os.stat(path)
+    swap.restore()
+    assert sorted(p.read_bytes() for p in ([path] if path.is_file() else path.rglob("*.json*"))) == before
+
+
+def test_the_new_invariant_checks_catch_what_is_planted(tmp_path):
+    """Planted text in the state directory, a corpus line appended twice, an orphan line, a line
+    cited twice, a citation of a line that is gone: each is found."""
+    from collections import Counter
+
+    from tools.chaos import AGENT, KEEPERS, Observed, World, judge_citations, judge_corpus, scan_workspace
+    from tools.chaos_files import PLANTED, planted_in
+
+    state = tmp_path / "state"
+    (state / "agents" / AGENT).mkdir(parents=True)
+    (state / "agents" / AGENT / "memory.sqlite-wal").write_bytes(b"\0\0" + PLANTED.encode() + b"\0")
+    assert planted_in(state) == [f"agents/{AGENT}/memory.sqlite-wal"]
+
+    ws = tmp_path / "ws"
+    corpus = ws / "memory" / ".dreams" / "session-corpus"
+    corpus.mkdir(parents=True)
+    keeper = KEEPERS[0]
+    line = f"[{AGENT}/sessions/{AGENT}/{keeper}#L2] User: kept"
+    (corpus / "2026-01-01.txt").write_text(
+        f"{line}\n{line}\n[{AGENT}/sessions/{AGENT}/{keeper}#L3] User: lone\n"
+    )
+    scan = scan_workspace(ws, set())
+    world = World(tmp_path / "world", random.Random(1))
+    found = judge_corpus(scan, Observed(), world, final=False)
+    assert found == [f"corpus: 1 transcript lines appended more than once (first: {line.split('] ')[0]}])"]
+    # Only lines a staged entry cites count toward "never fewer": the uncommitted one may go.
+    lost = judge_corpus(scan, Observed(corpus={keeper: 3}), world, False, Counter({"User: kept": 1}))
+    assert f"collateral loss: corpus lines of {keeper} 3 -> 2" in lost
+    assert not [
+        f
+        for f in judge_corpus(scan, Observed(corpus={keeper: 2}), world, False, Counter({"User: kept": 1}))
+        if "collateral" in f
+    ]
+    checked, cites = judge_citations(scan, {"corpus_snippets": Counter({"User: kept": 2, "User: gone": 1})})
+    assert checked == 3
+    assert cites == [
+        "corpus: 1 lines no staged entry cites (orphans)",
+        "corpus: 1 lines cited by more than one staged entry",
+        "staged entries: 1 cite corpus lines that are gone",
+    ]
+
+
+def test_the_campaign_refuses_a_tmpfs_without_root_in_one_line(monkeypatch):
+    from tools.chaos_files import Tmpfs
+
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert Tmpfs.refusal() == (
+        "--tmpfs-mb needs root (it mounts a tmpfs on the state directory); running without the disk-full fault"
+    )
+
+
+async def test_an_ingest_whose_lease_redis_lost_to_another_holder_appends_nothing(
+    tmp_path, sessions_root, unique, redis
+):
+    """Found by tools/chaos.py (a transcript line twice in the corpus after a Redis restart):
+    Redis lost the lease key while an ingest held it, another job of the daemon took the lease
+    at once, and the first ingest, not yet told (its next renewal was up to a third of the ttl
+    away), appended its batch to the corpus beside the new holder's; its commit was fenced off,
+    but its lines, no longer the file's tail, could not be cut back, and its retry appended
+    them again. An append now first confirms, in Redis, that the lease is still its own."""
+    import redis as sync_redis
+
+    from daemon.agent_runtime import agent_runtime
+    from daemon.constants import CORPUS_RELATIVE_DIR, LOCK_KEY
+    from daemon.errors import LockLost
+    from daemon.failpoints import on_failpoint
+    from daemon.ingest.sweep import run_ingest_sweep
+    from daemon.lock import workspace_key
+    from tests.conftest import REDIS_URL, make_settings
+    from tests.erase_world import add_two_users
+
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    add_two_users(sessions_root)
+    thief = sync_redis.Redis.from_url(REDIS_URL)
+    key = LOCK_KEY.format(workspace=workspace_key(settings.workspace_for("main")))
+
+    def redis_lost_the_lease() -> None:
+        # What a restart without persistence and another job's acquisition leave behind.
+        thief.set(key, "another-holder:1#0", px=3000)
+
+    try:
+        async with agent_runtime(settings, "main", redis=redis) as rt:
+            with on_failpoint("ingest.corpus.reserved", redis_lost_the_lease), pytest.raises(LockLost):
+                await run_ingest_sweep(rt)
+        corpus = settings.workspace_for("main") / CORPUS_RELATIVE_DIR
+        assert not any(p.read_text() for p in corpus.glob("*.txt")), "appended under another holder's lease"
+    finally:
+        thief.delete(key)
+        thief.close()
+
+
+@pytest.mark.slow
+async def test_two_sweeps_that_read_the_same_new_lines_stage_them_once(tmp_path, redis_url, unique):
+    """Found by tools/chaos.py (whole batches twice in the corpus, the store consistent): two
+    sweeps of one agent (a scheduled one and a crashed one's retry) read the same new lines
+    outside the lock; the first committed them, the second appended them to the corpus again
+    (its staging upsert hid it in the store). Under the lock a batch now drops lines staged
+    since it read them."""
+    import signal
+
+    from daemon.constants import CORPUS_RELATIVE_DIR
+    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from daemon.settings import load_settings
+    from tests.builders import SessionStoreBuilder, conversation
+    from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
+
+    agent = f"a{unique}"
+    builder = SessionStoreBuilder(tmp_path / "sessions", agent)
+    builder.add(
+        f"agent:{agent}:main", "s-kept", conversation("orchard", "kept"), participants=[{"actorId": "nora"}]
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=builder.root,
+        redis_url=redis_url,
+        host_id=f"h{unique}",
+        lock_wait_s=30,
+    )
+    settings = load_settings(config)
+    trace = FailpointTrace(tmp_path / "trace")
+    first = start_cli(
+        config,
+        "ingest",
+        "--agent",
+        agent,
+        env={TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "ingest.scan.open"},
+    )
+    try:
+        await trace.wait_for("ingest.scan.open", {first.pid}, timeout_s=60)  # reading, no lock held
+        second = run_cli(config, "ingest", "--agent", agent)
+        assert second.returncode == 0, second.stderr
+        first.send_signal(signal.SIGCONT)
+        _out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, err
+        corpus = settings.workspace_for(agent) / CORPUS_RELATIVE_DIR
+        lines = [line for p in sorted(corpus.glob("*.txt")) for line in p.read_text().splitlines()]
+        assert len(lines) == 4 and len(set(lines)) == 4, lines
+    finally:
+        if first.poll() is None:
+            first.kill()
+        cleanup_redis(redis_url, [], [agent])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_campaign_on_a_tmpfs_unmounts_it_when_stopped_by_sigterm(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.daemon_harness import REPO
+
+    def ours() -> list[str]:
+        return [line for line in Path("/proc/mounts").read_text().splitlines() if str(tmp_path) in line]
+
+    campaign = subprocess.Popen(
+        [sys.executable, "-m", "tools.chaos", "--rounds", "500", "--tmpfs-mb", "16"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ours() and time.monotonic() < deadline and campaign.poll() is None:
+            time.sleep(0.1)
+        assert ours() and ours()[0].split()[2] == "tmpfs", "the state directory was not mounted"
+        time.sleep(2)  # a round or two in
+        campaign.send_signal(signal.SIGTERM)
+        campaign.wait(120)
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+            campaign.wait(10)
+    assert campaign.returncode == 128 + signal.SIGTERM
+    assert ours() == []  # unmounted on the way out
+    left = []  # and its daemon and Redis stopped (they are started under tmp_path)
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(tmp_path) in cmdline.read_bytes().decode(errors="replace"):
+                left.append(cmdline.parent.name)
+        except OSError:
+            continue
+    assert left == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_cli_command_on_a_full_disk_prints_one_line(tmp_path, redis_url):
+    """Found by tools/chaos.py --tmpfs-mb (a CLI forget on the full disk): the store's connect
+    failed ("disk I/O error" in its first PRAGMA), the command printed its one-line error, and
+    then aiosqlite's thread, still answering, printed `RuntimeError: Event loop is closed`
+    tracebacks after it."""
+    from tests.daemon_harness import run_cli
+    from tools.chaos import AGENT, World, write_config
+    from tools.chaos_files import Tmpfs
+
+    world = World(tmp_path / "world", random.Random(1))
+    config = tmp_path / "memoryd.toml"
+    write_config(config, tmp_path / "state", world.sessions_root, redis_url)
+    disk = Tmpfs(tmp_path / "state", 16)
+    disk.mount()
+    try:
+        assert run_cli(config, "ingest", "--agent", AGENT).returncode == 0
+        world.append("s01", 2)
+        disk.fill()
+        for args in (("forget", "--agent", AGENT, "--session", "s01"), ("ingest", "--agent", AGENT)):
+            done = run_cli(config, *args)
+            assert done.returncode == 1, done.stdout
+            assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    finally:
+        disk.free()
+        disk.unmount()
+
+
+@pytest.mark.slow
+async def test_a_forget_after_an_ingest_died_before_appending_prints_nothing_extra(
+    tmp_path, redis_url, unique
+):
+    """Found by tools/chaos.py (a CLI forget on the full disk printed two lines): the forget's
+    cut-off of a dead ingest's pending append, which had appended nothing, logged a warning on
+    stderr beside the command's own output."""
+    import signal
+
+    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from tests.builders import SessionStoreBuilder, conversation
+    from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
+
+    agent = f"a{unique}"
+    builder = SessionStoreBuilder(tmp_path / "sessions", agent)
+    builder.add(
+        f"agent:{agent}:dm", "s-gone", conversation("lighthouse", "gone"), participants=[{"actorId": "zed"}]
+    )
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=builder.root,
+        redis_url=redis_url,
+        host_id=f"h{unique}",
+        lock_wait_s=30,
+    )
+    config.write_text(config.read_text().replace("[lock]\n", "[lock]\nttl_ms = 1500\n"))
+    trace = FailpointTrace(tmp_path / "trace")
+    ingest = start_cli(
+        config,
+        "ingest",
+        "--agent",
+        agent,
+        env={TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "ingest.corpus.reserved"},
+    )
+    try:
+        await trace.wait_for("ingest.corpus.reserved", {ingest.pid}, timeout_s=60)
+    finally:
+        ingest.send_signal(signal.SIGKILL)  # dies with its append reserved, not written
+        ingest.wait(10)
+    try:
+        forget = run_cli(config, "forget", "--agent", agent, "--session", "s-gone")
+        assert forget.returncode == 0 and forget.stderr == "", forget.stderr
+    finally:
+        cleanup_redis(redis_url, [], [agent])

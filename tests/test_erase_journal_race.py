@@ -114,11 +114,14 @@ async def test_a_rerun_adopts_the_entry_a_run_stopped_past_its_lease_wrote_meanw
     assert again["artifacts"]["sessions"] == 0, again
 
 
-async def test_a_rerun_adopts_an_entry_whose_key_file_is_gone(
+async def test_a_rerun_adopts_an_entry_whose_key_file_is_gone_and_its_receipt_says_the_needles_were_lost(
     tmp_path, sessions_root, unique, redis, monkeypatch
 ):
-    """An entry can outlive its key file (before the sweep ran under the fence, a run stopped
-    past its lease could unlink a newer run's key): the rerun adopts it, finishes, and drops it."""
+    """An entry can outlive its key file (lost with a disk; before the sweep ran under the fence,
+    a run stopped past its lease could unlink a newer run's key): the rerun adopts it, finishes,
+    and drops it. Its receipt does not claim full verification: the needles journaled before the
+    crash are gone, so a `journal` check says `skipped`, and so does every later run of the same
+    entry (another crash after the rerun journaled again under a new key)."""
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
@@ -130,8 +133,19 @@ async def test_a_rerun_adopts_an_entry_whose_key_file_is_gone(
     for key in (settings.state_dir / ERASURE_JOURNAL_DIR).glob("*.key"):
         key.unlink()
     assert _journal_rows(retention_db_path(settings)) == 1
+    monkeypatch.setenv(ENV_VAR, "erase.retention")  # the rerun crashes too, after journaling again
+    with pytest.raises(FailpointTriggered):
+        await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
+    monkeypatch.delenv(ENV_VAR)
+    assert len(list((settings.state_dir / ERASURE_JOURNAL_DIR).glob("*.key"))) == 1
 
     receipt = await erasure.run_erase(settings, redis, EraseRequest(scope=USER))
-    assert receipt.state == "complete" and receipt.verified and receipt.resumed, receipt.verification
+    assert receipt.state == "complete" and receipt.resumed, receipt
+    assert not receipt.verified and receipt.verification is not None
+    checks = {c.name: c for c in receipt.verification.checks}
+    assert checks["journal"].status == "skipped" and "lost its key" in checks["journal"].note
+    assert all(c.passed for name, c in checks.items() if name != "journal"), receipt.verification
+    stored = (await api.list_receipts(settings)).receipts
+    assert [r.verified for r in stored] == [False]  # the stored receipt says so too
     assert _journal_rows(retention_db_path(settings)) == 0
     assert list((settings.state_dir / ERASURE_JOURNAL_DIR).glob("*.key")) == []

@@ -9,8 +9,10 @@ again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it 
 plants poisoned jobs (records arq's decoding trips over, members scored -inf or not UTF-8),
 SIGSTOPs the daemon past its lease while this runner forgets sessions under the lock the
 stopped daemon lost, and steps the fence ahead as a clock running an hour fast would, before a
-Redis restart loses the counter. After every round it checks the invariants against a model of
-the expected state:
+Redis restart loses the counter. It swaps session files for FIFOs, symlinks and /dev/zero
+(tools/chaos_files.py), SIGSTOPs the daemon past its lease right before each kind of file
+write (failpoints), and, as root with --tmpfs-mb, fills the state directory's tmpfs. After
+every round it checks the invariants against a model of the expected state:
 
 * no resurrection: nothing of a session whose forget or erase completed is in the workspace files
   (memory files, diary, daily notes, corpus), staged entries, entry origins, seen hashes,
@@ -26,7 +28,12 @@ the expected state:
   stored result names no session); every enqueued erase completes with
   a receipt whose state is `complete` and whose verification passed (the campaign places no
   legal hold, so `refused`/`partial` is a violation); the daemon never exits by itself;
-* every poisoned job leaves the queue (failed alone) unless a Redis restart lost it first.
+* every poisoned job leaves the queue (failed alone) unless a Redis restart lost it first;
+* a swapped file never blocks the daemon (a forget enqueued meanwhile ends, and completes once
+  the file is back), no text planted outside sessions_root reaches the state directory, and
+  with a transcript swapped the agent's other sessions keep being ingested;
+* the corpus holds each transcript line once, and at the end each line is cited by exactly one
+  staged entry; on a full disk the daemon does not exit and the CLI prints one line.
 
 Bounded in count (rounds), time (seconds per round, a bounded final drain) and space (tmp dir).
 Only the Redis server started here is ever restarted or shut down.
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -45,11 +53,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from redis.exceptions import RedisError
+
+from tools.chaos_files import REPLACEMENTS, TARGETS, Swap, Tmpfs, planted_in, target_path
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = "chaos"
@@ -57,6 +68,32 @@ HOST = "chaos-host"
 LOCK_TTL_MS = 3000
 JOB_TIMEOUT_S = 8  # arq re-runs a killed job once its in-progress key (timeout + 10 s) expires
 DRAIN_S = 90.0  # bound of the final drain
+STORE_READ_TRIES = 5  # opens of the store for one invariant check (see check_invariants)
+READY_LINE = "memoryd.service: ready"  # the daemon's log line once stores and Redis are up
+# A daemon restarted in the last round gets this long to be ready before the next round's pause
+# starts, most of the time (READY_WAIT_RATE): killed before it is ready in every round, under
+# load it never runs a job, and the backlog only grows. The other rounds hit it while it starts.
+READY_WAIT_S = 30.0
+READY_WAIT_RATE = 0.8
+# A forget enqueued while a session file is swapped completes within this bound (a daemon
+# blocked on a FIFO never would); so does the staging of a message appended to another session.
+SWAP_WAIT_S = 60.0
+# A forget's run may fail with these while a session file is swapped (and only then): the
+# agent's session listing is not a regular file, so a selection cannot be resolved.
+SWAP_ERRORS = frozenset({"UnsafeFile"})
+# A daemon restarted with a write failpoint armed reaches that write within this bound or is
+# restarted without it (the write did not come up: nothing to promote, no erasure queued).
+WRITE_STOP_WAIT_S = 20.0
+# The file writes a SIGSTOP past the lease lands right before (daemon/failpoints.py): a daemon
+# resuming from there must be refused (lease check) or have its write undone.
+WRITE_STEPS = {
+    "corpus append": "ingest.corpus.write",
+    "MEMORY.md": "file.commit.memory",
+    "DREAMS.md": "file.commit.diary",
+    "corpus rewrite": "file.commit.corpus",
+    "last-sweep file": "ingest.last_sweep.write",
+    "erasure journal key": "erase.journal",
+}
 # Failures a fault may cause and a rerun cures (Redis gone mid-run, a lease lost or fenced off,
 # a file changed under the purge; arq cancelling a run that outlived daemon.job_timeout_s, which a
 # short --job-timeout makes likely for an erase and its verification). Anything else is a bug.
@@ -72,6 +109,9 @@ TRANSIENT_ERRORS = frozenset(
         # An erasure deletes the queued jobs whose payload names its subject (their job keys):
         # arq then fails such a member as "job expired", and the runner sends the request again.
         "JobExecutionFailed",
+        # The agent's session listing is not a regular file (this campaign swapped it): a
+        # selection cannot be resolved until it is back, and the job says so in one line.
+        "UnsafeFile",
     }
 )
 VICTIMS = [f"s{i:02d}" for i in range(8)]  # sessions forget may select
@@ -184,10 +224,11 @@ class Daemon:
         self.killed: list[tuple[int, float]] = []  # (pid, when) of SIGKILLed daemons
         self.stopped = False
         self.log_offset = 0
+        self.helpers: set[int] = set()  # this runner's CLI processes (they take the lock too)
 
-    def start(self) -> None:
+    def start(self, env_extra: dict[str, str] | None = None) -> None:
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
         env.pop("NOTIFY_SOCKET", None)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
@@ -205,13 +246,31 @@ class Daemon:
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
+    def _log_tail(self) -> str:
+        with self.log_path.open("rb") as fh:
+            fh.seek(self.log_offset)
+            return fh.read().decode(errors="replace")
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """Until this run logged READY (stores and Redis up), it exited, or `timeout_s` passed."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.exited() is None:
+            if READY_LINE in self._log_tail():
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
     def refused_start(self) -> bool:
         """Did the last run exit 1 refusing to start because Redis was down (as designed; systemd's
         Restart=on-failure starts it again)? Anything else is a crash."""
-        with self.log_path.open("rb") as fh:
-            fh.seek(self.log_offset)
-            tail = fh.read().decode(errors="replace")
+        tail = self._log_tail()
         return self.exited() == 1 and "memoryd: error: redis_url" in tail and "Traceback" not in tail
+
+    def refused_start_on_full_disk(self) -> bool:
+        """Did it refuse to start in one line because its state directory is full (a disk-full
+        fault is on)? Also as designed: it names the problem and exits 1."""
+        lines = [ln for ln in self._log_tail().splitlines() if ln.startswith("memoryd: error:")]
+        return self.exited() == 1 and len(lines) == 1 and "Traceback" not in self._log_tail()
 
     def pause(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -330,6 +389,18 @@ class Tally:
     stops: int = 0  # SIGSTOPs of the daemon past its lease
     stop_forgets: int = 0  # forgets this runner completed while the daemon was stopped
     fence_steps: int = 0  # fence counters stepped an hour ahead (then lost with Redis)
+    swaps: dict[str, int] = field(default_factory=dict)  # "<target>/<replacement>" -> count
+    swap_forgets: int = 0  # forgets enqueued during a swap that completed within SWAP_WAIT_S
+    swap_ingests: int = 0  # messages of another session staged during a transcript swap
+    planted_checks: int = 0  # scans of the state directory for text planted outside sessions_root
+    write_stops: dict[str, int] = field(default_factory=dict)  # file write -> SIGSTOPs right before it
+    write_stops_missed: int = 0  # armed daemons that did not reach their write in time
+    disk_fills: int = 0  # times the tmpfs state directory was filled with ballast
+    disk_full_rounds: int = 0  # rounds run with it full
+    disk_full_cli: int = 0  # CLI forgets run on the full disk (one line or success, checked)
+    full_disk_refusals: int = 0  # starts refused in one line on the full disk
+    corpus_lines_checked: int = 0  # corpus lines checked for duplicates and citations at the end
+    store_checks_skipped: int = 0  # store checks a full disk kept SQLite from opening the store for
     violations: list[str] = field(default_factory=list)
     failures_seen: dict[str, int] = field(default_factory=dict)  # job error class -> count (then retried)
     failure_examples: dict[str, str] = field(default_factory=dict)  # job error class -> first message
@@ -494,6 +565,10 @@ def _store_facts(
         )
     }
     facts["cache"] = {h for (h,) in conn.execute("SELECT hash FROM memory_embedding_cache")}
+    facts["corpus_snippets"] = Counter(
+        s
+        for (s,) in conn.execute("SELECT snippet FROM short_term_entries WHERE path LIKE '%session-corpus/%'")
+    )
     # Forgotten sessions by either record form: an erase keeps only `hmac:<hex>` records.
     facts["tombstones"] = forgotten_ids(conn, VICTIMS + KEEPERS, secret)
     row = conn.execute("SELECT max(token) FROM fence").fetchone()
@@ -556,6 +631,26 @@ async def read_store_facts(settings: Any, done: set[str], watch: list[str]) -> d
         await store.close()
 
 
+def judge_citations(scan: WorkspaceScan, facts: dict[str, Any]) -> tuple[int, list[str]]:
+    """After recovery: each corpus line is cited by exactly one staged entry (its snippet), and
+    no staged corpus entry cites a line the corpus lacks: no orphan, no duplicate (lines checked,
+    findings)."""
+    lines = corpus_lines(scan.corpus_text)
+    texts = Counter(line.split("] ", 1)[1] if "] " in line else "" for line in lines)
+    cited: Counter[str] = facts["corpus_snippets"]
+    orphans = [t for t in texts if cited.get(t, 0) == 0]
+    doubled = [t for t in texts if cited.get(t, 0) > 1]
+    missing = [t for t in cited if t not in texts]
+    found = []
+    if orphans:
+        found.append(f"corpus: {len(orphans)} lines no staged entry cites (orphans)")
+    if doubled:
+        found.append(f"corpus: {len(doubled)} lines cited by more than one staged entry")
+    if missing:
+        found.append(f"staged entries: {len(missing)} cite corpus lines that are gone")
+    return len(lines), found
+
+
 def judge_store(facts: dict[str, Any], done: set[str], obs: Observed, memory_md: str) -> list[str]:
     """The store's leaks, lost records and collateral losses; updates what was observed."""
     from daemon.forget.scrub import promotion_keys_on_lines
@@ -595,15 +690,39 @@ def judge_store(facts: dict[str, Any], done: set[str], obs: Observed, memory_md:
     return found
 
 
-def judge_corpus(scan: WorkspaceScan, obs: Observed, world: World, final: bool) -> list[str]:
-    """No keeper loses corpus lines; at the end, every keeper message is staged."""
+def corpus_lines(corpus_text: str) -> list[str]:
+    return [line for line in corpus_text.splitlines() if line.startswith("[")]
+
+
+def committed_lines(scan: WorkspaceScan, committed: Counter[str] | None) -> dict[str, int]:
+    """Keeper corpus lines a staged entry cites (all of them without a store). Lines of a batch
+    whose commit has not happened yet may be cut back, rightly: they are not counted."""
+    if committed is None:
+        return scan.corpus_lines
+    counts = dict.fromkeys(KEEPERS, 0)
+    for line in corpus_lines(scan.corpus_text):
+        mark, _, text = line.partition("] ")
+        sid = mark.rsplit("/", 1)[-1].split("#", 1)[0]
+        if sid in counts and committed.get(text, 0) > 0:
+            counts[sid] += 1
+    return counts
+
+
+def judge_corpus(
+    scan: WorkspaceScan, obs: Observed, world: World, final: bool, committed: Counter[str] | None = None
+) -> list[str]:
+    """No keeper loses committed corpus lines, no transcript line is in the corpus twice; at the
+    end, every keeper message is staged."""
     found: list[str] = []
+    counted = committed_lines(scan, committed)
+    marks = Counter(line.split("] ", 1)[0] for line in corpus_lines(scan.corpus_text))
+    twice = sorted(m for m, n in marks.items() if n > 1)
+    if twice:
+        found.append(f"corpus: {len(twice)} transcript lines appended more than once (first: {twice[0]}])")
     for sid in KEEPERS:
-        if scan.corpus_lines[sid] < obs.corpus.get(sid, 0):
-            found.append(
-                f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {scan.corpus_lines[sid]}"
-            )
-        obs.corpus[sid] = max(obs.corpus.get(sid, 0), scan.corpus_lines[sid])
+        if counted[sid] < obs.corpus.get(sid, 0):
+            found.append(f"collateral loss: corpus lines of {sid} {obs.corpus[sid]} -> {counted[sid]}")
+        obs.corpus[sid] = max(obs.corpus.get(sid, 0), counted[sid])
     if final:
         for sid in KEEPERS:
             absent = [t for t in world.written[sid] if t not in scan.corpus_text]
@@ -621,17 +740,44 @@ async def check_invariants(
     label: str,
     final: bool,
     world: World,
+    planted: bool = False,
+    disk_full: bool = False,
 ) -> None:
     from daemon.agents import agent_paths
 
     scan = scan_workspace(agent_paths(settings, AGENT).workspace, done)
     found = list(scan.found)
     tally.checks += 1
-    facts = await read_store_facts(settings, done, watch)
+    facts = None
+    for attempt in range(STORE_READ_TRIES):
+        try:
+            facts = await read_store_facts(settings, done, watch)
+            break
+        except Exception as exc:
+            if disk_full:  # SQLite cannot open the store on a full tmpfs: its checks wait for space
+                tally.store_checks_skipped += 1
+                break
+            # A read-only open can race the daemon's last connection removing the WAL and -shm
+            # files (SIGKILLed or closing): SQLite says "disk I/O error" once; open again.
+            if "disk I/O error" in str(exc) and attempt < STORE_READ_TRIES - 1:
+                await asyncio.sleep(0.2)
+                continue
+            tally.violations.append(f"{label}: the store could not be read: {type(exc).__name__}: {exc}")
+            break
     if facts is not None:
         found += judge_store(facts, done, obs, scan.memory_md)
-    found += judge_corpus(scan, obs, world, final)
+        if final:
+            checked, cites = judge_citations(scan, facts)
+            tally.corpus_lines_checked = checked
+            found += cites
+    found += judge_corpus(scan, obs, world, final, facts["corpus_snippets"] if facts is not None else None)
     tally.checks += 1
+    if final or planted:
+        found += [
+            f"{where}: holds text planted outside sessions_root" for where in planted_in(settings.state_dir)
+        ]
+        tally.planted_checks += 1
+        tally.checks += 1
     for item in found:
         tally.violations.append(f"{label}: {item}")
 
@@ -673,7 +819,7 @@ class LockWatch:
     def _judge(self, token_value: str) -> None:
         holder = token_value.rsplit("#", 1)[0]
         pid = int(holder.rsplit(":", 1)[1]) if ":" in holder and holder.rsplit(":", 1)[1].isdigit() else -1
-        if pid in (self.daemon.pid, os.getpid()):  # os.getpid(): this runner's forgets (SIGSTOP fault)
+        if pid in (self.daemon.pid, os.getpid(), *self.daemon.helpers):  # this runner's forgets, its CLI runs
             return
         now = time.monotonic()
         grace = LOCK_TTL_MS / 1000 + 1.0  # the lease's TTL, plus a sampling margin
@@ -705,7 +851,12 @@ def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
 
 
 async def poll_pending(
-    client: Any, pending: list[Pending], done: set[str], tally: Tally, queue: str
+    client: Any,
+    pending: list[Pending],
+    done: set[str],
+    tally: Tally,
+    queue: str,
+    also_transient: frozenset[str] = frozenset(),
 ) -> list[Pending]:
     from daemon.ops import forget
 
@@ -732,7 +883,7 @@ async def poll_pending(
                 name = (report.error or "?").split(":", 1)[0]
                 tally.failures_seen[name] = tally.failures_seen.get(name, 0) + 1
                 tally.failure_examples.setdefault(name, report.error or "")
-                if name not in TRANSIENT_ERRORS:
+                if name not in TRANSIENT_ERRORS | also_transient and not _disk_full(report.error or ""):
                     tally.violations.append(f"{job.kind} {job.request} failed unexpectedly: {report.error}")
                 job.attempt += 1
             retry_id = f"retry-{job.attempt}" if job.attempt else None
@@ -773,9 +924,26 @@ class Run:
     poisoned: list[bytes] = field(default_factory=list)  # planted queue members not yet gone
     flush_next: bool = False  # a fence stepped ahead: lose it with a Redis restart next round
     reported: int = 0  # violations already printed (--verbose)
+    root: Path = Path(".")  # the work directory (outside sessions_root and the state directory)
+    config: Path = Path("memoryd.toml")
+    tmpfs: Tmpfs | None = None  # the state directory's tmpfs (--tmpfs-mb, as root)
+    full_left: int = 0  # rounds the tmpfs stays full
+    needs_ready: bool = False  # the daemon was started in the last round
+    swapped: bool = False  # a session file was swapped this round: look for planted text
+    last_fault: str = ""  # this round's fault (--verbose)
 
     async def round(self, client: Any, r: int, verbose: bool) -> None:
         self.tally.rounds += 1
+        self.swapped = False
+        if self.needs_ready:
+            self.needs_ready = False
+            if self.rng.random() < READY_WAIT_RATE:
+                await self.daemon.wait_ready(READY_WAIT_S)
+        if self.full_left:
+            self.tally.disk_full_rounds += 1
+            self.full_left -= 1
+            if not self.full_left and self.tmpfs is not None:
+                self.tmpfs.free()  # space returns
         for sid in self.rng.sample(VICTIMS + KEEPERS, self.rng.randint(1, 3)):
             self.world.append(sid, self.rng.randint(1, 2))
             self.tally.appends += 1
@@ -791,7 +959,16 @@ class Run:
         self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
         await self.check_poisoned(client, final=False)
         await check_invariants(
-            self.settings, self.done, KEEPERS, self.obs, self.tally, f"round {r}", False, self.world
+            self.settings,
+            self.done,
+            KEEPERS,
+            self.obs,
+            self.tally,
+            f"round {r}",
+            False,
+            self.world,
+            self.swapped,
+            disk_full=self.full_left > 0,
         )
         if verbose:
             t = self.tally
@@ -799,7 +976,7 @@ class Run:
                 print(f"round {r}: VIOLATION {v}", flush=True)
             self.reported = len(t.violations)
             print(
-                f"round {r}: kills={t.kills} redis={t.redis_restarts} pending={len(self.pending)} "
+                f"round {r} ({self.last_fault}): kills={t.kills} redis={t.redis_restarts} pending={len(self.pending)} "
                 f"done={sorted(self.done)} violations={len(t.violations)}",
                 flush=True,
             )
@@ -826,33 +1003,206 @@ class Run:
                 pass
 
     async def inject_fault(self, client: Any) -> None:
-        """SIGKILL the daemon (45%), restart Redis (20%), both (5%), plant a poisoned job (10%),
-        SIGSTOP the daemon past its lease (5%), step the fence ahead (3%), or nothing."""
+        """SIGKILL the daemon (40%), restart Redis (18%), both (4%), plant a poisoned job (8%),
+        SIGSTOP the daemon past its lease at a random point (4%), step the fence ahead (3%), swap
+        a session file for something hostile (8%), SIGSTOP the daemon past its lease right
+        before a file write (6%), fill the state directory's tmpfs (3%, with --tmpfs-mb), or
+        nothing."""
         fault = self.rng.random()
         if self.flush_next:
             self.flush_next = False
             fault = 0.5  # the Redis restart that loses the stepped fence counter
-        if fault < 0.70 and await _forget_running(client, self.pending):
+        self.last_fault = _fault_name(fault, self.tmpfs is not None and not self.full_left)
+        if fault < 0.62 and await _forget_running(client, self.pending):
             self.tally.faults_mid_forget += 1
-        if 0.70 <= fault < 0.80:
+        if 0.62 <= fault < 0.70:
             await self.plant_poisoned(client)
-        elif 0.80 <= fault < 0.85:
+        elif 0.70 <= fault < 0.74:
             await self.stop_past_lease(client)
-        elif 0.85 <= fault < 0.88:
+        elif 0.74 <= fault < 0.77:
             await self.step_fence_ahead(client)
-        if fault < 0.45:
-            self.daemon.kill()
-            self.tally.kills += 1
-            self.daemon.start()
-        elif fault < 0.65:
+        elif 0.77 <= fault < 0.85:
+            await self.swap_session_file(client)
+        elif 0.85 <= fault < 0.91:
+            await self.stop_at_write(client)
+        elif 0.91 <= fault < 0.94 and self.tmpfs is not None and not self.full_left:
+            await self.fill_disk()
+        if fault < 0.40:
+            self.restart_daemon()
+        elif fault < 0.58:
             self.redis.restart()
             self.tally.redis_restarts += 1
-        elif fault < 0.70:
+        elif fault < 0.62:
             self.daemon.kill()
-            self.redis.restart()
             self.tally.kills += 1
+            self.redis.restart()
             self.tally.redis_restarts += 1
-            self.daemon.start()
+            self.restart_daemon()
+
+    def restart_daemon(self, env: dict[str, str] | None = None) -> None:
+        """SIGKILL (if it runs) and start again."""
+        if self.daemon.exited() is None:
+            self.daemon.kill()
+            self.tally.kills += 1
+        self.daemon.start(env)
+        self.needs_ready = True
+
+    async def swap_session_file(self, client: Any) -> None:
+        """Replace a transcript, sessions.json, the sessions/ directory or the agent directory by
+        a FIFO, a symlink to a FIFO, a symlink out of sessions_root (to a planted copy), a
+        symlink loop or /dev/zero; meanwhile a forget must complete and, for a transcript,
+        another session's new message must be staged; then put the original back."""
+        from daemon.errors import MemorydError
+        from daemon.ops import forget
+
+        target = self.rng.choice(TARGETS)
+        replacement = self.rng.choice(REPLACEMENTS)
+        swapped_sid = self.rng.choice(VICTIMS + KEEPERS)
+        path = target_path(self.world.sessions_root, AGENT, target, swapped_sid)
+        n = sum(self.tally.swaps.values())
+        swap = Swap.make(path, replacement, self.root, n)
+        kind = f"{target}/{replacement}"
+        self.tally.swaps[kind] = self.tally.swaps.get(kind, 0) + 1
+        self.swapped = True
+        try:
+            victim = self.rng.choice(VICTIMS)
+            request = {"agent": AGENT, "sessions": [victim]}
+            try:
+                enq = await client.enqueue(forget.OP.name, request, queue=self.queue)
+            except (RedisError, OSError, MemorydError):
+                return
+            job = Pending(request, frozenset({victim}), enq.job_id)
+            self.pending.append(job)
+            self.tally.forget_enqueued += 1
+            keeper_text = None
+            if target == "transcript":
+                other = self.rng.choice([k for k in KEEPERS if k != swapped_sid])
+                self.world.append(other, 1)
+                self.tally.appends += 1
+                keeper_text = self.world.written[other][-1]
+            ended, staged = await self._await_swap(client, job, keeper_text)
+            if not ended:
+                self.tally.violations.append(
+                    f"swap {kind}: a forget enqueued meanwhile did not end within {SWAP_WAIT_S:.0f}s (blocked?)"
+                )
+            if keeper_text is not None and staged:
+                self.tally.swap_ingests += 1
+            elif keeper_text is not None:
+                self.tally.violations.append(
+                    f"swap {kind}: another session's new message was not staged within {SWAP_WAIT_S:.0f}s"
+                )
+        finally:
+            swap.restore()
+        # Put back, the agent's files read again: the forget (re-enqueued if it failed) completes,
+        # unless the disk is full too (then it completes once space returns: the drain checks).
+        if job in self.pending and not self.full_left and not await self._await_done(client, job):
+            self.tally.violations.append(
+                f"swap {kind}: its forget did not complete within {SWAP_WAIT_S:.0f}s after"
+            )
+
+    async def _await_swap(self, client: Any, job: Pending, keeper_text: str | None) -> tuple[bool, bool]:
+        """(the forget's run ended, the other session's message was staged) within SWAP_WAIT_S.
+        A forget whose selection needs the agent's session listing cannot run while the listing
+        is not a regular file: it fails in one line naming the file (UnsafeFile), which counts
+        as ending, not blocking; it must complete once the file is back."""
+        deadline = time.monotonic() + SWAP_WAIT_S
+        ended, staged = False, keeper_text is None
+        tries = job.attempt
+        while time.monotonic() < deadline and not (ended and staged):
+            self.pending = await poll_pending(
+                client, self.pending, self.done, self.tally, self.queue, also_transient=SWAP_ERRORS
+            )
+            self.restart_if_exited("swap")
+            if job not in self.pending:
+                self.tally.swap_forgets += 1
+                ended = True
+            ended = ended or job.attempt > tries
+            staged = staged or (keeper_text is not None and keeper_text in _corpus_text(self.settings))
+            await asyncio.sleep(0.2)
+        return ended, staged
+
+    async def _await_done(self, client: Any, job: Pending) -> bool:
+        deadline = time.monotonic() + SWAP_WAIT_S
+        while time.monotonic() < deadline:
+            self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+            self.restart_if_exited("swap")
+            if job not in self.pending:
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    async def stop_at_write(self, client: Any) -> None:
+        """Restart the daemon with a failpoint that SIGSTOPs it right before one kind of file
+        write; once it stopped there, hold it past its lease while this runner forgets under the
+        lock, then SIGCONT: the write must be refused or undone (the invariants check it)."""
+        from daemon.errors import MemorydError
+        from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+
+        what = self.rng.choice(sorted(WRITE_STEPS))
+        step = WRITE_STEPS[what]
+        trace = self.root / "failpoint-trace"
+        self.restart_daemon({STOP_ENV_VAR: step, TRACE_ENV_VAR: str(trace)})
+        if what == "erasure journal key":  # an erasure to run up to its journal
+            request, targets = self.world.random_erase()
+            try:
+                enq = await client.enqueue_erase(request, queue=self.queue)
+                self.pending.append(Pending(request, targets, enq.job_id, erase=True))
+                self.tally.erase_enqueued += 1
+            except (RedisError, OSError, MemorydError):
+                pass
+        if not await _stopped_at(self.daemon, trace, step, WRITE_STOP_WAIT_S):
+            self.tally.write_stops_missed += 1
+            self.restart_daemon()  # unarmed: it must not stop by itself later
+            return
+        self.daemon.stopped = True
+        self.tally.write_stops[what] = self.tally.write_stops.get(what, 0) + 1
+        await self.forget_while_stopped()
+
+    async def fill_disk(self) -> None:
+        """Fill the state directory's tmpfs for one to three rounds; a CLI forget meanwhile ends
+        complete or with one line (no traceback)."""
+        assert self.tmpfs is not None
+        self.tmpfs.fill()
+        self.full_left = self.rng.randint(1, 3)
+        self.tally.disk_fills += 1
+        victim = self.rng.choice(VICTIMS)
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *(
+                "-m",
+                "daemon.cli",
+                "--config",
+                str(self.config),
+                "forget",
+                "--agent",
+                AGENT,
+                "--session",
+                victim,
+            ),
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.daemon.helpers.add(cli.pid)
+        try:
+            _out, err_bytes = await asyncio.wait_for(cli.communicate(), 120)
+        finally:
+            self.daemon.helpers.discard(cli.pid)
+            self.daemon.killed.append((cli.pid, time.monotonic()))  # its lease may outlive it a little
+        code = -1 if cli.returncode is None else cli.returncode
+        done = subprocess.CompletedProcess(
+            ["memoryd", "forget"], code, "", err_bytes.decode(errors="replace")
+        )
+        self.tally.disk_full_cli += 1
+        if done.returncode == 0:
+            self.done.add(victim)
+            return
+        lines = done.stderr.strip().splitlines()
+        if len(lines) != 1 or "Traceback" in done.stderr:
+            self.tally.violations.append(
+                f"CLI forget on a full disk exited {done.returncode} with {len(lines)} lines: {done.stderr[-300:]!r}"
+            )
 
     async def plant_poisoned(self, client: Any) -> None:
         member, record, score = poisoned_job(self.rng, self.tally.poisoned)
@@ -888,12 +1238,17 @@ class Run:
         """SIGSTOP the daemon (mid-job, when one runs) until its lease expired; meanwhile this
         runner forgets a random selection under the lock; then SIGCONT. Whatever the daemon
         writes when it resumes must be fenced off or undone: the invariants check it."""
-        from daemon.errors import MemorydError
-        from daemon.ops import forget
-        from daemon.ops.execute import LocalResources, execute
 
         self.daemon.pause()
         self.tally.stops += 1
+        await self.forget_while_stopped()
+
+    async def forget_while_stopped(self) -> None:
+        """With the daemon stopped: past its lease, forget a random selection under the lock it
+        lost; then SIGCONT."""
+        from daemon.ops import forget
+        from daemon.ops.execute import LocalResources, execute
+
         request, targets = self.world.random_request()
         resources = LocalResources(self.settings)
         try:
@@ -904,11 +1259,11 @@ class Run:
                 self.tally.violations.append(f"forget {request} selected {sorted(selected)}")
             self.done.update(targets)
             self.tally.stop_forgets += 1
-        except (MemorydError, RedisError, OSError) as exc:
+        except Exception as exc:  # judged below: one of memoryd's transient errors, or a full disk
             name = type(exc).__name__
             self.tally.failures_seen[name] = self.tally.failures_seen.get(name, 0) + 1
-            if name not in TRANSIENT_ERRORS:
-                self.tally.violations.append(f"forget {request} under SIGSTOP failed: {exc}")
+            if name not in TRANSIENT_ERRORS and not _disk_full(str(exc)):
+                self.tally.violations.append(f"forget {request} under SIGSTOP failed: {name}: {exc}")
         finally:
             await resources.close()
             self.daemon.resume()
@@ -932,13 +1287,19 @@ class Run:
             return
         if self.daemon.refused_start():
             self.tally.refused_starts += 1  # started while its Redis restarted
+        elif self.full_left and self.daemon.refused_start_on_full_disk():
+            self.tally.full_disk_refusals += 1
         else:
             self.tally.violations.append(f"{where}: the daemon exited by itself with {code}")
         self.daemon.start()
+        self.needs_ready = True
 
     async def drain(self, client: Any) -> None:
         """Every forget completes, and every keeper message is staged; then two more scheduled
         sweeps, after which nothing may have come back."""
+        if self.tmpfs is not None and self.full_left:
+            self.tmpfs.free()  # space returns before the drain
+            self.full_left = 0
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline:
             self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
@@ -967,6 +1328,7 @@ async def campaign(
     job_timeout_s: float = JOB_TIMEOUT_S,
     forget_rate: float = 0.35,
     erase_rate: float = 0.15,
+    tmpfs: Tmpfs | None = None,
 ) -> Tally:
     from daemon.constants import LOCK_KEY
     from daemon.lock import workspace_key
@@ -984,6 +1346,7 @@ async def campaign(
     daemon = Daemon(config, root / "daemon.log")
     daemon.start()
     run = Run(rng, tally, redis, world, daemon, settings, queue_name(HOST), seconds, forget_rate, erase_rate)
+    run.root, run.config, run.tmpfs, run.needs_ready = root, config, tmpfs, True
     lock_key = LOCK_KEY.format(workspace=workspace_key(settings.workspace_for(AGENT)))
     watch = LockWatch(redis.url, lock_key, daemon, tally)
     stop = asyncio.Event()
@@ -994,12 +1357,36 @@ async def campaign(
                 await run.round(client, r, verbose)
             await run.drain(client)
     finally:
+        # The children first: on SIGTERM asyncio.run has cancelled the watcher too, and awaiting
+        # it raises at once.
         stop.set()
-        await watcher
-        tally.lock_samples = watch.samples
         daemon.stop()
         redis.stop()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        tally.lock_samples = watch.samples
     return tally
+
+
+def _disk_full(error: str) -> bool:
+    """A store or file write refused because the disk is full (the tmpfs fault): the job fails in
+    one line and a rerun converges once space returns."""
+    return "No space left on device" in error or "database or disk is full" in error
+
+
+def _fault_name(fault: float, can_fill: bool) -> str:
+    bands = (
+        (0.40, "kill"),
+        (0.58, "redis restart"),
+        (0.62, "kill + redis restart"),
+        (0.70, "poisoned job"),
+        (0.74, "stop past lease"),
+        (0.77, "fence step"),
+        (0.85, "file swap"),
+        (0.91, "stop before a write"),
+        (0.94, "disk fill" if can_fill else "none"),
+    )
+    return next((name for bound, name in bands if fault < bound), "none")
 
 
 async def _wait_running(client: Any, pending: list[Pending], timeout_s: float) -> bool:
@@ -1019,6 +1406,41 @@ async def _forget_running(client: Any, pending: list[Pending]) -> bool:
         except (RedisError, OSError):
             return False
     return False
+
+
+def _corpus_text(settings: Any) -> str:
+    from daemon.agents import agent_paths
+
+    text = ""
+    for p in sorted(agent_paths(settings, AGENT).corpus_dir.glob("*.txt")):
+        try:
+            text += p.read_text(errors="replace")
+        except FileNotFoundError:
+            continue
+    return text
+
+
+async def _stopped_at(daemon: Daemon, trace: Path, step: str, timeout_s: float) -> bool:
+    """Did the daemon reach `step` (its trace line) and stop itself there within `timeout_s`?"""
+    line = f"{step} {daemon.pid}\n"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and daemon.exited() is None:
+        try:
+            reached = line in trace.read_text()
+        except FileNotFoundError:
+            reached = False
+        if reached and _process_state(daemon.pid) == "T":
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+def _process_state(pid: int | None) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "?"
+    return stat.rsplit(")", 1)[1].split()[0]
 
 
 async def _keepers_staged(settings: Any, world: World) -> bool:
@@ -1067,6 +1489,18 @@ def format_table(t: Tally, elapsed_s: float) -> str:
         ("SIGSTOPs past the lease", t.stops),
         ("forgets completed while the daemon was stopped", t.stop_forgets),
         ("fence steps an hour ahead (then Redis restarted)", t.fence_steps),
+        ("session files swapped (FIFO, symlink, loop, /dev/zero)", sum(t.swaps.values())),
+        ("forgets completed during a swap", t.swap_forgets),
+        ("other sessions' messages staged during a swap", t.swap_ingests),
+        ("scans for text planted outside sessions_root", t.planted_checks),
+        ("SIGSTOPs past the lease right before a file write", sum(t.write_stops.values())),
+        ("armed write stops not reached (restarted unarmed)", t.write_stops_missed),
+        ("disk fills of the tmpfs state directory", t.disk_fills),
+        ("rounds with the disk full", t.disk_full_rounds),
+        ("CLI forgets on the full disk (done, or one line)", t.disk_full_cli),
+        ("starts refused in one line on the full disk", t.full_disk_refusals),
+        ("store checks skipped on the full disk", t.store_checks_skipped),
+        ("corpus lines checked for orphans and duplicates", t.corpus_lines_checked),
         ("transcript appends", t.appends),
         ("forget jobs enqueued", t.forget_enqueued),
         ("faults during a running forget or erase", t.faults_mid_forget),
@@ -1089,6 +1523,37 @@ def format_table(t: Tally, elapsed_s: float) -> str:
     return "\n".join(lines)
 
 
+def print_report(tally: Tally, elapsed_s: float) -> None:
+    print(format_table(tally, elapsed_s))
+    if tally.failures_seen:
+        print(
+            "forget/erase runs that failed and were re-enqueued: "
+            + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items()))
+        )
+    if tally.swaps:
+        print("swaps: " + ", ".join(f"{k} x{v}" for k, v in sorted(tally.swaps.items())))
+    if tally.write_stops:
+        print("stops before a write: " + ", ".join(f"{k} x{v}" for k, v in sorted(tally.write_stops.items())))
+    for name, example in sorted(tally.failure_examples.items()):
+        print(f"  first {name}: {example[:300]}")
+    for v in tally.violations[:50]:
+        print(f"VIOLATION {v}")
+
+
+def _tmpfs(state_dir: Path, size_mb: int) -> Tmpfs | None:
+    if size_mb <= 0:
+        return None
+    refusal = Tmpfs.refusal()
+    if refusal:
+        print(f"tools.chaos: {refusal}", file=sys.stderr)
+        return None
+    return Tmpfs(state_dir, size_mb)
+
+
+def _exit_on_signal(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.chaos", description="memoryd fault campaign")
     ap.add_argument("--rounds", type=int, default=200, help="fault rounds (default 200)")
@@ -1104,6 +1569,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--erase-rate", type=float, default=0.15, help="chance a round enqueues a user-scope erase"
     )
+    ap.add_argument(
+        "--tmpfs-mb",
+        type=int,
+        default=0,
+        help="put the state directory on a tmpfs of this size (root only) and fill it now and then",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, state) afterwards")
     ap.add_argument("--verbose", action="store_true", help="one line per round")
     a = ap.parse_args(argv)
@@ -1112,23 +1583,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     root = Path(tempfile.mkdtemp(prefix="memoryd-chaos-"))
     started = time.monotonic()
+    tmpfs = _tmpfs(root / "state", a.tmpfs_mb)
+    # SIGTERM and SIGHUP end the run through the finally below (unmount, stop the children).
+    previous = {signum: signal.signal(signum, _exit_on_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
+        if tmpfs is not None:
+            tmpfs.mount()
         tally = asyncio.run(
-            campaign(a.rounds, a.seconds, a.seed, root, a.verbose, a.job_timeout, a.forget_rate, a.erase_rate)
+            campaign(
+                a.rounds,
+                a.seconds,
+                a.seed,
+                root,
+                a.verbose,
+                a.job_timeout,
+                a.forget_rate,
+                a.erase_rate,
+                tmpfs,
+            )
         )
     finally:
+        if tmpfs is not None:
+            if a.keep and tmpfs.mounted:
+                shutil.copytree(root / "state", root / "state-kept", symlinks=True, dirs_exist_ok=True)
+            tmpfs.unmount()
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print(format_table(tally, time.monotonic() - started))
-    if tally.failures_seen:
-        print(
-            "forget/erase runs that failed and were re-enqueued: "
-            + ", ".join(f"{k} x{v}" for k, v in sorted(tally.failures_seen.items()))
-        )
-    for name, example in sorted(tally.failure_examples.items()):
-        print(f"  first {name}: {example[:300]}")
-    for v in tally.violations[:50]:
-        print(f"VIOLATION {v}")
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    print_report(tally, time.monotonic() - started)
     if a.keep:
         print(f"work directory: {root}")
     return 1 if tally.violations else 0

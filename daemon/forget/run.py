@@ -19,6 +19,7 @@ from daemon.errors import OperationFailed, UsageError
 from daemon.forget.plan import ForgetPlan, plan_forget
 from daemon.forget.select import Selectors, SessionSelection, select_sessions
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
+from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
 from daemon.store.scratch import remove_scratch
@@ -88,6 +89,9 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     # Scratch files of the parallel scan hold memory text until merged; a sweep whose file goes
     # stages nothing of that batch (merge.py checks), so none survives the purge.
     remove_scratch(rt.paths.scratch_dir)
+    # Lines an interrupted ingest appended and never committed go first: a rewrite of their day
+    # file would carry them where no cut-back finds them, and the ingest's retry stages them again.
+    await cut_off_uncommitted(rt.agent_id, store, rt.paths.workspace, lease.fence)
     catalog, selection = await _resolve(rt, _selectors(request))
     carried: frozenset[str] = frozenset()
     tombstoned = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from daemon.failpoints import failpoint
 from daemon.fileio import make_private_dirs
 
 FILE_NAME = "last-sweep"
@@ -16,6 +17,7 @@ def record_sweep(agent_state_dir: Path, at_ms: int) -> None:
     path = agent_state_dir / FILE_NAME
     tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}")
     tmp.write_text(f"{at_ms}\n", encoding="ascii")
+    failpoint("ingest.last_sweep.write")
     os.replace(tmp, path)  # a reader sees the old time or the new one, never half of one
 
 

@@ -25,7 +25,7 @@ from daemon.ingest.checkpoints import seen_scope
 from daemon.ingest.staging import StagedMessage, stage_claims, write_staging
 from daemon.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
 from daemon.store.corpus_files import clear_pending_appends, record_corpus_files, record_pending_appends
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
+from daemon.store.db import ANY_SQLITE_ERROR, Connection
 from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.scratch import (
     CandRow,
@@ -50,6 +50,7 @@ from daemon.store.seen_hashes import add_seen
 
 if TYPE_CHECKING:
     from daemon.ingest.sweep import _Batch
+    from daemon.lock import Lease
 
 _Named = list[tuple[str, Part]]  # (schema name, part)
 
@@ -64,13 +65,13 @@ def _missing(scratch_dir: object) -> OperationFailed:
 async def commit_parts(
     sweep: Any,
     batch: _Batch,
-    fence: FenceToken,
+    lease: Lease,
     gone: set[str],
     checkpoints: list[Checkpoint],
     participants: list[ParticipantRow],
 ) -> tuple[int, int]:
     """Stage `batch.parts` (less the sessions in `gone`) with the batch's checkpoints; (messages
-    staged, checkpoints removed). Runs under the lease whose token is `fence`."""
+    staged, checkpoints removed). Runs under `lease`."""
     store = sweep.store
     paths = sorted({p.path for p in batch.parts})
     names: list[str] = []
@@ -82,10 +83,10 @@ async def commit_parts(
             raise _missing(sweep.scratch_dir)
         if gone:
             staged, removed = await _commit_rowwise(
-                sweep, batch, fence, gone, checkpoints, participants, named
+                sweep, batch, lease, gone, checkpoints, participants, named
             )
         else:
-            staged, removed = await _commit_merged(sweep, batch, fence, checkpoints, participants, named)
+            staged, removed = await _commit_merged(sweep, batch, lease, checkpoints, participants, named)
         if sweep.scratch_reclaim:  # a long sweep reuses the pages of merged rows (the files go at its end)
             await store.run(_delete_parts, named)
         return staged, removed
@@ -102,12 +103,12 @@ async def commit_parts(
 async def _commit_merged(
     sweep: Any,
     batch: _Batch,
-    fence: FenceToken,
+    lease: Lease,
     checkpoints: list[Checkpoint],
     participants: list[ParticipantRow],
     named: _Named,
 ) -> tuple[int, int]:
-    store, corpus = sweep.store, sweep.corpus
+    store, corpus, fence = sweep.store, sweep.corpus, lease.fence
     days_of, pairs = await store.read(_summaries, named)
     days = sorted({day for per_part in days_of for day, *_ in per_part})
     paths = {day: path for per_part in days_of for day, path, *_ in per_part}
@@ -116,6 +117,9 @@ async def _commit_merged(
     by_day: dict[str, list[str]] = {day: [] for day in days}
     for day, line in await store.read(_lines, named):
         by_day[day].append(line)
+    # As the serial path: Redis may have lost the lease, and another holder taken it, since the
+    # last renewal; no await between this check and the append.
+    await sweep.rt.lock().confirm(lease)
     appended = await corpus.append(by_day)
     failpoint("ingest.corpus.appended")
     # Each part's corpus line of a row: its day's first new line, plus the rows of that day in
@@ -150,14 +154,14 @@ async def _commit_merged(
 async def _commit_rowwise(
     sweep: Any,
     batch: _Batch,
-    fence: FenceToken,
+    lease: Lease,
     gone: set[str],
     checkpoints: list[Checkpoint],
     participants: list[ParticipantRow],
     named: _Named,
 ) -> tuple[int, int]:
     """The batch staged through the serial write, without the sessions forgotten meanwhile."""
-    store, corpus = sweep.store, sweep.corpus
+    store, corpus, fence = sweep.store, sweep.corpus, lease.fence
     rows = [CandRow(*r) for r in await store.read(_all_rows, named)]
     kept = [r for r in rows if r.session_id not in gone]
     sweep.report.messages_dropped_forgotten += len(rows) - len(kept)
@@ -172,6 +176,7 @@ async def _commit_rowwise(
         pairs = sorted({(r.session_id, r.path) for r in kept})
         await store.write(reserve_corpus_files, pairs, corpus.sizes_before(list(days)), fence=fence)
         failpoint("ingest.corpus.reserved")
+        await sweep.rt.lock().confirm(lease)  # as in _commit_merged
         appended = await corpus.append({day: [r.line for r in group] for day, group in days.items()})
         failpoint("ingest.corpus.appended")
         for day, group in days.items():

@@ -51,6 +51,7 @@ from daemon.ingest.corpus import Appended, CorpusAppender, corpus_relative_path,
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
 from daemon.ingest.merge import commit_parts, reserve_corpus_files, write_candidates
 from daemon.ingest.parallel import scan_with_workers, use_workers, worker_count
+from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.ingest.plan import (
     ScanAction,
     ScanPlan,
@@ -71,19 +72,16 @@ from daemon.store.checkpoints import (
     CheckpointStamp,
     load_checkpoints_by_key,
 )
-from daemon.store.corpus_files import (
-    clear_pending_appends,
-    pending_appends,
-)
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.participants import ParticipantRow
 from daemon.store.scratch import Part, ensure_scratch_dir, remove_scratch, remove_sweep_scratch
-from daemon.store.seen_hashes import load_seen
+from daemon.store.seen_hashes import load_seen, seen_among
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
+    from daemon.lock import Lease
     from daemon.ops.op import ProgressFn
 
 log = logging.getLogger("memoryd.ingest")
@@ -558,7 +556,7 @@ class _Sweep:
         report = self.report
         store = self.store
         async with self.rt.lock().hold() as lease:
-            await self._cut_off_uncommitted(lease.fence)
+            await cut_off_uncommitted(self.agent, store, self.rt.paths.workspace, lease.fence, self.corpus)
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list({**batch.part_sessions, **batch.cursors})
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
@@ -573,13 +571,18 @@ class _Sweep:
                 batch.deletions.extend(c.state_key for c in checkpoints if c.session_id in erased)
                 checkpoints = [c for c in checkpoints if c.session_id not in erased]
             if batch.parts:
-                await self._commit_parts(batch, lease.fence, gone, checkpoints)
+                await self._commit_parts(batch, lease, gone, checkpoints)
                 return
             candidates = batch.candidates
             if gone:
                 kept = [c for c in candidates if c.session_id not in gone]
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
+            if candidates:  # another sweep of this agent may have staged them since we read them
+                keys = [(seen_scope(self.agent, c.session_id), c.seen_hash) for c in candidates]
+                staged_since = await store.read(seen_among, keys)
+                if staged_since:
+                    candidates = [c for c, k in zip(candidates, keys, strict=True) if k not in staged_since]
             if candidates:  # reserved before the append, so forget can find every line written
                 try:
                     await store.write(
@@ -591,6 +594,9 @@ class _Sweep:
                 except ANY_SQLITE_ERROR as exc:
                     raise _commit_failed(store.path, exc) from exc
                 failpoint("ingest.corpus.reserved")
+                # No await between this check and the append: no other job of this process
+                # can take the lease in between.
+                await self.rt.lock().confirm(lease)
             appended, staged, seen = await self._append_corpus(candidates)
             failpoint("ingest.corpus.appended")
             checkpoints.extend(
@@ -620,7 +626,7 @@ class _Sweep:
         report.checkpoints_removed += removed
 
     async def _commit_parts(
-        self, batch: _Batch, fence: FenceToken, gone: set[str], checkpoints: list[Checkpoint]
+        self, batch: _Batch, lease: Lease, gone: set[str], checkpoints: list[Checkpoint]
     ) -> None:
         """A batch of the parallel scan: its rows are in scratch files (daemon/ingest/merge.py)."""
         checkpoints.extend(
@@ -629,20 +635,9 @@ class _Sweep:
         participants = _participant_rows(
             [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
         )
-        staged, removed = await commit_parts(self, batch, fence, gone, checkpoints, participants)
+        staged, removed = await commit_parts(self, batch, lease, gone, checkpoints, participants)
         self.report.messages_staged += staged
         self.report.checkpoints_removed += removed
-
-    async def _cut_off_uncommitted(self, fence: FenceToken) -> None:
-        """Lines an earlier writer appended and died before committing go before we append."""
-        pending = await self.store.read(pending_appends)
-        if not pending:
-            return
-        removed = self.corpus.cut_back(pending)
-        await self.store.write(clear_pending_appends, None, fence=fence)
-        log.warning(
-            "ingest %s: cut %d uncommitted corpus bytes off after an interrupted sweep", self.agent, removed
-        )
 
     async def _write_batch(
         self, appended: Appended | None, fn: Callable[..., int], *args: Any, fence: FenceToken

@@ -53,6 +53,7 @@ from daemon.retention.receipts import (
     ErasureReceipt,
     ReceiptList,
     Verification,
+    VerificationCheck,
 )
 from daemon.retention.request import EraseRequest
 from daemon.retention.scopes import parse_scope
@@ -307,6 +308,22 @@ def build_receipt(
     )
 
 
+NEEDLES_LOST = (
+    "the journal entry of an earlier run of this erasure had lost its key file, and with it the "
+    "needles journaled before that run deleted anything: residue of what it deleted cannot be "
+    "searched for; the other checks used what this run found"
+)
+
+
+def with_lost_needles(verification: Verification | None) -> Verification | None:
+    """The verification of a run that adopted a keyless journal entry: a `journal` check that
+    was skipped, so the receipt is not `verified` (a skipped check is not a pass)."""
+    if verification is None:
+        return None
+    check = VerificationCheck(name="journal", status="skipped", count=0, note=NEEDLES_LOST)
+    return verification.model_copy(update={"checks": [*verification.checks, check], "verified": False})
+
+
 def planned_artifacts(plan: ErasurePlan) -> ErasureArtifacts:
     return ErasureArtifacts(
         scopes=len(plan.delete_scopes),
@@ -434,6 +451,8 @@ async def run_erase(
             user = dict(parse_scope(request.scope).parts).get("user")
             done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions, user)
         purged, verification = await _purge_and_verify(settings, redis, pending.subject, embedder, verify)
+        if pending.needles_lost:
+            verification = with_lost_needles(verification)
         artifacts = ErasureArtifacts(
             scopes=scopes,
             objects=objects,

@@ -37,6 +37,9 @@ class PendingErasure:
     journal_id: str
     subject: VerifySubject
     sessions: tuple[SessionTarget, ...]
+    # The entry's key file was gone when a run adopted it: the needles journaled before the
+    # crash are lost, and every later run of the entry says so in its receipt.
+    needles_lost: bool = False
 
 
 def _dir(settings: Settings) -> Path:
@@ -64,6 +67,7 @@ def _encode(pending: PendingErasure) -> bytes:
                 [t.agent_id, t.session_id, t.scope, list(t.hold_scopes), t.shared, t.separable]
                 for t in pending.sessions
             ],
+            "needles_lost": pending.needles_lost,
         }
     )
 
@@ -75,17 +79,18 @@ def _decode(journal_id: str, data: bytes) -> PendingErasure:
         SessionTarget(a, s, scope, tuple(held), bool(shared), bool(separable))
         for a, s, scope, held, shared, separable in raw["sessions"]
     )
-    return PendingErasure(journal_id, subject, sessions)
+    return PendingErasure(journal_id, subject, sessions, bool(raw.get("needles_lost", False)))
 
 
 def _open(settings: Settings, journal_id: str, sealed: bytes) -> PendingErasure:
-    """An entry's needles. Its key file may be gone (a run stopped past its lease swept it as an
-    orphan): the entry is still adopted, by its id, with no needles; the run verifies with what
-    it finds now, and its receipt deletes the row."""
+    """An entry's needles. Its key file may be gone (lost with a disk, or, before the orphan
+    sweep ran under the fence, swept by a run stopped past its lease): the entry is still
+    adopted, by its id, with no needles and marked `needles_lost`; the run verifies with what it
+    finds now, its receipt says the earlier needles were lost, and deletes the row."""
     try:
         key = _key_path(settings, journal_id).read_bytes()
     except FileNotFoundError:
-        return PendingErasure(journal_id, VerifySubject(), ())
+        return PendingErasure(journal_id, VerifySubject(), (), needles_lost=True)
     return _decode(journal_id, unseal(key, sealed))
 
 
@@ -115,7 +120,10 @@ async def save(
         earlier = _open(settings, *found) if found is not None else None
         journal_id = earlier.journal_id if earlier else secrets.token_hex(16)
         merged = PendingErasure(
-            journal_id, _merge(earlier.subject, subject) if earlier else subject, _union(earlier, sessions)
+            journal_id,
+            _merge(earlier.subject, subject) if earlier else subject,
+            _union(earlier, sessions),
+            earlier.needles_lost if earlier else False,
         )
         key = load_or_create_secret(_key_path(settings, journal_id))
         repo.put_journal(conn, journal_id, ref, seal(key, _encode(merged)))

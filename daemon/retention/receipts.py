@@ -22,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 ReceiptState = Literal["complete", "partial", "refused", "not_found"]
-CheckName = Literal["provenance_invariant", "derivability", "physical", "fts_segments", "embeddings", "redis"]
+CheckName = Literal[
+    "provenance_invariant", "derivability", "physical", "fts_segments", "embeddings", "redis", "journal"
+]
 # `skipped` is not `passed`: the check could not run (no subject, no embedder for stored vectors).
 CheckStatus = Literal["passed", "failed", "skipped"]
 

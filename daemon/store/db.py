@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import aiosqlite
+import anyio
 
 from daemon.constants import FILE_MODE
 from daemon.errors import FencedOut, OperationFailed
@@ -38,6 +39,9 @@ from daemon.store.engine import (
     truncate_wal,
 )
 from daemon.store.migrate import AGENT, Schema, StoreMissing, build_new, check_current, migrate_connection
+
+# How long a failed open waits for aiosqlite's thread to end (it ends at once; a bound anyway).
+THREAD_JOIN_S = 5.0
 
 # The engine's names most callers need, importable from here with the Store.
 __all__ = [
@@ -110,6 +114,10 @@ class Store:
         try:
             await db
         except ANY_SQLITE_ERROR as exc:
+            # The connect itself failed (a full disk fails its first PRAGMA): aiosqlite stops
+            # its thread, but the thread's last answer can reach a loop a one-shot command has
+            # closed by then, and prints a traceback after the one-line error. Wait for it.
+            await anyio.to_thread.run_sync(db._thread.join, THREAD_JOIN_S)
             raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
         if refused:
             await db.close()

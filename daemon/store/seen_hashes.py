@@ -24,6 +24,18 @@ def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:
     return out
 
 
+def seen_among(conn: Connection, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which (scope, hash) pairs are seen already (primary-key lookups): lines another sweep
+    staged since this one read them."""
+    out: set[tuple[str, str]] = set()
+    for scope, digest in pairs:
+        if conn.execute(
+            "SELECT 1 FROM ingest_seen_hashes WHERE scope = ? AND hash = ?", (scope, digest)
+        ).fetchone():
+            out.add((scope, digest))
+    return out
+
+
 def add_seen(
     conn: Connection, new_hashes: Mapping[str, Sequence[str]], keep: int = MAX_TRACKED_MESSAGES_PER_SESSION
 ) -> None:
