@@ -43,7 +43,7 @@ from daemon.constants import (
 )
 from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanPlan
-from daemon.ingest.scan_task import ScanTask, SessionJob, SessionResult, TaskResult, run_task
+from daemon.ingest.scan_task import ScanTask, SessionJob, SessionResult, TaskResult, exit_with_owner, run_task
 from daemon.sessions.model import Fingerprint, SessionInfo
 from daemon.store.engine import ANY_SQLITE_ERROR
 from daemon.store.scratch import Part
@@ -117,7 +117,7 @@ def scan_pool(workers: int) -> ProcessPoolExecutor:
             _pool[1].shutdown(wait=False, cancel_futures=True)
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["daemon.ingest.scan_task"])
-        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=exit_with_owner)
         _pool = (workers, executor)
         return executor
 

@@ -10,7 +10,10 @@ pool); the module imports only the scanner, the staging hashes and the scratch w
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.connection
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +71,21 @@ class TaskResult:
     hi: int
     sessions: tuple[SessionResult, ...]
     skipped: dict[str, int] = field(default_factory=dict)
+
+
+def exit_with_owner() -> None:
+    """Pool initializer: the worker ends when the process that asked for it dies (SIGKILL too).
+    A pool worker blocks on a call queue whose write end it holds itself, and it holds the
+    forkserver's liveness pipe: nothing else would ever end it, or the forkserver."""
+    owner = multiprocessing.parent_process()  # under a forkserver: the requesting process
+    if owner is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([owner.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="memoryd-owner-watch", daemon=True).start()
 
 
 def run_task(task: ScanTask) -> TaskResult:
