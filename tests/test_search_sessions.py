@@ -101,3 +101,45 @@ async def test_openclaw_writing_its_own_tables_costs_a_search_one_read_and_no_st
         report = await run_search(rt, "lighthouse rota")
         assert report.stale and "sessions/main/s007" in (report.warning or "")
         b.close()
+
+
+async def test_an_index_run_reads_every_transcript_from_one_snapshot(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    """A connection per transcript was most of a large index run's reading; the run's
+    snapshots now do not grow with the sessions, and every transcript is still indexed."""
+    opened: dict[int, int] = {}
+    for n in (8, 80):
+        root = sessions_root / str(n)
+        b = _agent(root, n)
+        b.close()
+        settings = index_settings(tmp_path / str(n), root, unique, sources=SOURCES)
+        async with agent_runtime(settings, AGENT, redis=redis) as rt:
+            statements: list[str] = []
+            _traced(rt, statements)
+            report = await run_index_sync(rt)
+            assert report.ok and report.files.indexed >= n
+            opened[n] = statements.count("BEGIN")
+            hits = await run_search(rt, f"lighthouse rota {n - 1}")
+            assert any(f"sessions/{AGENT}/s{n - 1:03d}" in r.path for r in hits.results)
+    assert opened[8] == opened[80]
+
+
+def test_transcripts_read_in_one_snapshot_see_a_consistent_state_while_openclaw_appends(
+    sessions_root,
+) -> None:
+    b = _agent(sessions_root, 3)  # open: OpenClaw holds the database (WAL)
+    source = OpenClawSessionSource(AGENT, b.path)
+    listing = source.list_sessions()
+    by_id = {s.session_id: s for s in listing.sessions}
+    with source.reading():
+        with source.open_transcript(by_id["s000"]) as lines:
+            first = list(lines)
+        b.append("s001", [Msg("user", "written after the snapshot began")])
+        with source.open_transcript(by_id["s001"]) as lines:
+            second = list(lines)
+    assert first and second
+    assert not any(b"after the snapshot began" in line for line in second)  # the snapshot's state
+    with source.open_transcript(by_id["s001"]) as lines:  # outside the block: the current state
+        assert any(b"after the snapshot began" in line for line in lines)
+    b.close()

@@ -101,20 +101,21 @@ def prepare_files(
     skipped: list[Note] = []
     warnings: list[str] = []
     unreadable = 0
-    for ref in sessions:
-        try:
-            prepared, reason = session_chunks(ref, work)
-        except OperationFailed as exc:
-            warnings.append(f"{ref.path}: {exc}; not indexed this run")
-            unreadable += 1
+    with work.sessions.reading():  # one read snapshot for the group's transcripts
+        for ref in sessions:
+            try:
+                prepared, reason = session_chunks(ref, work)
+            except OperationFailed as exc:
+                warnings.append(f"{ref.path}: {exc}; not indexed this run")
+                unreadable += 1
+                if on_file:
+                    on_file(0)
+                continue
+            if reason is not None:
+                skipped.append(Note(ref.path, "sessions", ref.session_id, reason))
+            files.append(prepared)
             if on_file:
-                on_file(0)
-            continue
-        if reason is not None:
-            skipped.append(Note(ref.path, "sessions", ref.session_id, reason))
-        files.append(prepared)
-        if on_file:
-            on_file(len(prepared.chunks))
+                on_file(len(prepared.chunks))
     return PreparedGroup(tuple(files), tuple(skipped), tuple(warnings), unreadable)
 
 

@@ -15,7 +15,7 @@ import os
 import re
 import time
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from stat import S_ISLNK
@@ -361,6 +361,9 @@ class JsonSessionSource:
     def fingerprints(self, sessions: Sequence[SessionInfo]) -> dict[str, Fingerprint]:
         fingerprint = self.fingerprint
         return {s.session_id: fp for s in sessions if (fp := fingerprint(s)) is not None}
+
+    def reading(self) -> AbstractContextManager[None]:
+        return nullcontext()  # files: nothing to share between transcripts
 
     @contextmanager
     def open_transcript(self, session: SessionInfo | ArchiveInfo) -> Iterator[Iterator[bytes]]:

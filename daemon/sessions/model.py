@@ -118,6 +118,11 @@ class SessionSource(Protocol):
         """Yield the transcript's raw lines (one JSON event each, without the newline)."""
         ...
 
+    def reading(self) -> AbstractContextManager[None]:
+        """A block in which this thread opens many transcripts (an index run): a database source
+        reads them all from one snapshot instead of opening a connection for each."""
+        ...
+
     def transcript_location(self, session: SessionInfo) -> Path | None:
         """The transcript file, where the source has one (for messages and tests)."""
         ...

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -346,7 +347,8 @@ def _json_list(values: Collection[str]) -> str:
 class OpenClawSessionSource:
     """One agent's sessions in its OpenClaw agent database. Every method opens its own
     read-only connection and closes it before returning (or when the transcript is closed),
-    so memoryd never holds OpenClaw's database open between calls."""
+    so memoryd never holds OpenClaw's database open between calls; inside `reading()` the
+    transcripts a thread opens share one, closed when the block ends."""
 
     kind = "openclaw"
 
@@ -366,8 +368,40 @@ class OpenClawSessionSource:
         # An archive's locator names its row; no file has that name (a '#' component never
         # exists beside the database), so code that stats a locator finds nothing there.
         self._archive_prefix = f"{self.db_path}#archive="
+        self._borrowed = threading.local()  # .snap: the snapshot `reading()` shares, or None
 
     # -- reading -----------------------------------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Transcripts this thread opens inside the block read from one read snapshot, opened at
+        the first and closed at the end, instead of a connection each (most of the cost of a
+        short transcript). A snapshot found changed is dropped and the next one opened afresh."""
+        if hasattr(self._borrowed, "snap"):  # nested: the outer block owns it
+            yield
+            return
+        self._borrowed.snap = None
+        try:
+            yield
+        finally:
+            snap = self._borrowed.snap
+            del self._borrowed.snap
+            if snap is not None:
+                snap.close()
+
+    def _lend(self) -> _Snapshot | None:
+        """The snapshot of the enclosing `reading()` block (opened now if needed), or None."""
+        if not hasattr(self._borrowed, "snap"):
+            return None
+        if self._borrowed.snap is None:
+            self._borrowed.snap = _Snapshot(self.db_path, self._trace, self.root)
+        snap: _Snapshot = self._borrowed.snap
+        return snap
+
+    def _drop_lent(self, snap: _Snapshot) -> None:
+        if getattr(self._borrowed, "snap", None) is snap:
+            self._borrowed.snap = None
+            snap.close()
 
     def _read(self, fn: Callable[[Connection], Any]) -> Any:
         """`fn(conn)` in one read transaction; retried if it overlapped a checkpoint."""
@@ -617,9 +651,11 @@ class OpenClawSessionSource:
         after = -1
         yielded = False
         attempts = 0
-        snaps.append(_Snapshot(self.db_path, self._trace, self.root))
+        snap = self._lend()
+        if snap is None:
+            snap = _Snapshot(self.db_path, self._trace, self.root)
+            snaps.append(snap)
         while True:
-            snap = snaps[-1]
             try:
                 rows = snap.conn.execute(
                     _EVENTS_SQL,
@@ -649,8 +685,12 @@ class OpenClawSessionSource:
                         f"{self.db_path}: session {session_id!r}: the database changed during "
                         f"each of {OPENCLAW_READ_ATTEMPTS} reads; try again"
                     )
-                snaps.pop().close()
-                snaps.append(_Snapshot(self.db_path, self._trace, self.root))
+                if snaps and snaps[-1] is snap:
+                    snaps.pop().close()
+                else:
+                    self._drop_lent(snap)  # stale for every later transcript too
+                snap = _Snapshot(self.db_path, self._trace, self.root)
+                snaps.append(snap)
                 continue
             for seq, text, text_bytes, blob, utf8_bytes in rows:
                 yielded = True
