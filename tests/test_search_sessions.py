@@ -143,3 +143,26 @@ def test_transcripts_read_in_one_snapshot_see_a_consistent_state_while_openclaw_
     with source.open_transcript(by_id["s001"]) as lines:  # outside the block: the current state
         assert any(b"after the snapshot began" in line for line in lines)
     b.close()
+
+
+async def test_a_backfill_preview_reads_every_transcript_from_one_snapshot(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    """Backfill scans every admitted session's transcript: one snapshot of OpenClaw's database
+    for all of them, not a connection each, and the same messages found."""
+    from daemon.dreaming.backfill import run_backfill
+    from daemon.dreaming.backfill_request import BackfillRequest
+
+    opened: dict[int, int] = {}
+    for n in (8, 80):
+        root = sessions_root / str(n)
+        b = _agent(root, n)
+        b.close()
+        settings = index_settings(tmp_path / str(n), root, unique, sources=SOURCES)
+        async with agent_runtime(settings, AGENT, redis=redis) as rt:
+            statements: list[str] = []
+            _traced(rt, statements)
+            report = await run_backfill(rt, BackfillRequest(agent=AGENT))
+            assert report.sessions_scanned == n
+            opened[n] = statements.count("BEGIN")
+    assert opened[8] == opened[80]

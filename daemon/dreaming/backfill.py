@@ -54,6 +54,7 @@ from daemon.ingest.scan import DayOf
 from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
 from daemon.markers import promotion_key
 from daemon.sessions.admission import admission_reason, policy_of
+from daemon.sessions.model import SessionInfo
 from daemon.sessions.transcript import iter_exported
 from daemon.store.backfill_journal import (
     active_run_ids,
@@ -65,7 +66,7 @@ from daemon.store.backfill_journal import (
 )
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection
-from daemon.store.erased_senders import ErasedSenders, load_erased_senders
+from daemon.store.erased_senders import ErasedSenders, SenderTest, load_erased_senders
 from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
 from daemon.store.phase_signals import delete_signals
 from daemon.store.short_term import (
@@ -108,38 +109,52 @@ def scan_sessions(
     excluded: dict[str, int] = {}
     messages: list[Message] = []
     scanned = 0
-    for session in sorted(listing.sessions, key=lambda s: s.session_id):
-        reason = admission_reason(session, policy, forgotten)
-        if reason is None and secret is not None and forgotten_hashed(session.session_id, forgotten, secret):
-            reason = "forgotten"
-        if reason is not None:
-            excluded[reason] = excluded.get(reason, 0) + 1
-            continue
-        scanned += 1
-        skipped: dict[str, int] = {}
-        fallback = session.updated_at or session.created_at or 0
-        skips = erased.test_for(session.session_id) if erased is not None else None
-        with rt.sessions.open_transcript(session) as lines:
-            for line in iter_exported(lines, skipped, erased=skips):
-                if line.origin_class not in TRUSTED_ORIGINS:
-                    continue  # backfill accepts owner/agent provenance only
-                snippet = truncate_utf16(normalize_snippet(line.text), SNIPPET_MAX_CHARS)
-                observed = line.timestamp_ms or fallback
-                if len(snippet) < SNIPPET_MIN_CHARS or observed <= 0:
-                    continue
-                messages.append(
-                    Message(
-                        rt.agent_id,
-                        session.session_id,
-                        session.session_key,
-                        line.line_number,
-                        snippet,
-                        line.origin_class,
-                        observed,
-                        day_of(observed),
-                    )
-                )
+    with rt.sessions.reading():  # a database source reads every transcript from one snapshot
+        for session in sorted(listing.sessions, key=lambda s: s.session_id):
+            reason = admission_reason(session, policy, forgotten)
+            if (
+                reason is None
+                and secret is not None
+                and forgotten_hashed(session.session_id, forgotten, secret)
+            ):
+                reason = "forgotten"
+            if reason is not None:
+                excluded[reason] = excluded.get(reason, 0) + 1
+                continue
+            scanned += 1
+            skips = erased.test_for(session.session_id) if erased is not None else None
+            messages += _trusted_messages(rt, session, skips, day_of)
     return Scan(tuple(messages), scanned, excluded)
+
+
+def _trusted_messages(
+    rt: AgentRuntime, session: SessionInfo, skips: SenderTest | None, day_of: DayOf
+) -> list[Message]:
+    """The owner/agent messages of one transcript that backfill may stage."""
+    skipped: dict[str, int] = {}
+    fallback = session.updated_at or session.created_at or 0
+    out: list[Message] = []
+    with rt.sessions.open_transcript(session) as lines:
+        for line in iter_exported(lines, skipped, erased=skips):
+            if line.origin_class not in TRUSTED_ORIGINS:
+                continue  # backfill accepts owner/agent provenance only
+            snippet = truncate_utf16(normalize_snippet(line.text), SNIPPET_MAX_CHARS)
+            observed = line.timestamp_ms or fallback
+            if len(snippet) < SNIPPET_MIN_CHARS or observed <= 0:
+                continue
+            out.append(
+                Message(
+                    rt.agent_id,
+                    session.session_id,
+                    session.session_key,
+                    line.line_number,
+                    snippet,
+                    line.origin_class,
+                    observed,
+                    day_of(observed),
+                )
+            )
+    return out
 
 
 def forgotten_hashed(session_id: str, forgotten: set[str], secret: bytes) -> bool:

@@ -250,15 +250,14 @@ def read_transcript_writes(
     with_transcript = rt.sessions.fingerprints(
         [live[t.session_id] for t in selection.targets if t.session_id in live]
     )
-    out: list[CuratedWrite] = []
+    sources: list[SessionInfo | ArchiveInfo] = []
     for target in selection.targets:
-        sources: list[SessionInfo | ArchiveInfo] = []
-        if target.session_id in live:
+        if target.session_id in with_transcript:
             sources.append(live[target.session_id])
         sources += archives.get(target.session_id, [])
+    out: list[CuratedWrite] = []
+    with rt.sessions.reading():  # a database source reads them all from one snapshot
         for source in sources:
-            if isinstance(source, SessionInfo) and source.session_id not in with_transcript:
-                continue
             try:
                 with rt.sessions.open_transcript(source) as lines:
                     out += transcript_writes(lines, workspace)
