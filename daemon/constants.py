@@ -125,6 +125,7 @@ WORKER_ALIVE_TTL_S = 3 * HEARTBEAT_S  # a worker that missed three beats is dead
 STATUS_REFRESH_S = 30.0  # per-agent gauges (lag, exclusions) are recomputed this often; they stat files
 SCHEDULER_TICK_S = 1.0  # sweeps are due at most this late after their slot starts
 REDIS_RETRY_MIN_S = 0.5  # first reconnect delay after Redis is lost; doubles up to daemon.redis_retry_max_s
+LOOP_RESTART_MAX_S = 30.0  # a background loop that failed unexpectedly starts again after at most this
 DRAIN_CANCEL_WAIT_S = 10.0  # after the grace, how long cancelled jobs get to return to the queue
 # The client polls for a result this often. arq's default (0.5 s) makes every round trip take
 # half a second; 10 ms keeps it within ~2× the worker's poll (reference/perf-limits.md, arq rows).

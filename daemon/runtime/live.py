@@ -34,6 +34,7 @@ from redis.exceptions import RedisError
 
 from daemon.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
 from daemon.errors import MemorydError
+from daemon.failpoints import failpoint
 from daemon.ingest.live_hints import HINTS
 from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
@@ -111,11 +112,13 @@ class LiveIngest:
         self.settings = settings
         self.client = client
         self.queue = queue
-        self.agents = agents
+        self.agents = list(agents)
         self.may_enqueue = may_enqueue  # false while draining or while Redis is away
         self.sweeps = {a: Wanted() for a in agents}
         self.indexes = {a: Wanted() for a in agents}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._watch = False
+        self._watch_threads: set[str] = set()  # agents whose watch thread the pool has room for
         self._redis_failing = False
 
     def changed(self, agent: str, sessions: frozenset[str] | None = None) -> None:
@@ -124,17 +127,35 @@ class LiveIngest:
         self.sweeps[agent].set("change")
 
     async def run(self, *, watch: bool) -> None:
+        self._watch = watch
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            if watch and self.agents:
-                # Each watch waits for its changes in a worker thread of its own: add those threads
-                # to the pool so that they never take the place of file and store I/O.
-                anyio.to_thread.current_default_thread_limiter().total_tokens += len(self.agents)
             for agent in self.agents:
-                tg.start_soon(self._loop, agent, ingest_op.OP.name, self.sweeps[agent])
-                tg.start_soon(self._loop, agent, index_op.OP.name, self.indexes[agent])
-                if watch:
-                    tg.start_soon(watch_agent, self.settings, agent, self.changed)
+                self._start(agent)
+
+    def add(self, agent: str) -> None:
+        """Serve `agent` too (found after the start); its watch reports once in place, so its
+        catch-up sweep runs at once."""
+        if agent in self.sweeps:
+            return
+        self.agents.append(agent)
+        self.sweeps[agent] = Wanted()
+        self.indexes[agent] = Wanted()
+        if self._tg is not None:
+            self._start(agent)
+
+    def _start(self, agent: str) -> None:
+        assert self._tg is not None
+        self._tg.start_soon(self._loop, agent, ingest_op.OP.name, self.sweeps[agent])
+        self._tg.start_soon(self._loop, agent, index_op.OP.name, self.indexes[agent])
+        if self._watch:
+            # Each watch waits for its changes in a worker thread of its own: add that thread to
+            # the pool (once, across restarts of this loop) so that it never takes the place of
+            # file and store I/O.
+            if agent not in self._watch_threads:
+                anyio.to_thread.current_default_thread_limiter().total_tokens += 1
+                self._watch_threads.add(agent)
+            self._tg.start_soon(watch_agent, self.settings, agent, self.changed)
 
     def follow_scheduled(self, job_ids: Iterable[str]) -> None:
         """Follow up the scheduled sweeps among `job_ids` as the live ones are."""
@@ -150,6 +171,7 @@ class LiveIngest:
                 await anyio.sleep(REDIS_RETRY_MIN_S)
                 wanted.set(reason)  # kept for when the daemon can enqueue again
                 continue
+            failpoint("live.enqueue")
             generation = HINTS.seal(family, agent)
             payload: dict[str, Any] = {"agent": agent}
             if generation is not None:

@@ -32,6 +32,13 @@ WORKER_RESTARTS = Counter(
     "Restarts of the job worker after an error other than a lost Redis.",
     registry=REGISTRY,
 )
+LOOP_RESTARTS = Counter(
+    "memoryd_loop_restarts_total",
+    "Restarts of a background loop (scheduler, live ingest, heartbeat, gauges) after an error it "
+    "did not expect; each is one log line naming the class and where it was raised.",
+    ["loop"],
+    registry=REGISTRY,
+)
 JOBS = Gauge(
     "memoryd_jobs_by_state",
     "Jobs of this host's queue by state (queued, running).",

@@ -4,7 +4,11 @@
    agent's store. Anything unusable → one line naming it, exit 1, before READY.
 2. Publish `agent → queue` in Redis (routing for clients) and a host record (status).
 3. Run arq's Worker in this process on `memoryd:queue:<host_id>` (JSON, handle_signals=False),
-   the scheduler, the heartbeat, the watchdog and the metrics exporter; then READY=1.
+   the scheduler, the heartbeat, the watchdog and the metrics exporter; then READY=1. Each
+   heartbeat looks for agents that appeared under sessions_root since (or whose directory was
+   not a directory at the start) and serves them as those found at start. A background loop
+   that fails on something it did not expect logs one line and starts again; it never ends
+   the daemon.
 4. Redis lost after start: STATUS= says so, the metric drops to 0, reconnects back off
    exponentially up to `daemon.redis_retry_max_s`; the worker resumes when Redis returns.
 5. SIGTERM/SIGINT drain: STOPPING=1 with EXTEND_TIMEOUT_USEC, no new jobs, the running job
@@ -68,6 +72,7 @@ from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
 from daemon.runtime.status import sweep_summary
+from daemon.runtime.supervise import keep_running
 from daemon.runtime.wire import deserialize, queue_name, serialize
 from daemon.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
 from daemon.sessions.json_store import ListingCache
@@ -102,6 +107,14 @@ async def migrate_stores(settings: Settings, agents: list[str]) -> None:
         except OSError as exc:
             raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
         await store.close()
+
+
+async def prepare_agents(settings: Settings, agents: list[str]) -> None:
+    """Before an agent is served: its store migrated, and the scratch files a killed sweep left
+    behind removed (they hold memory text: they go before any job runs)."""
+    await migrate_stores(settings, agents)
+    for agent in agents:
+        remove_scratch(agent_paths(settings, agent).scratch_dir, only_orphans=True)
 
 
 def arq_pool(settings: Settings, queue: str) -> ArqRedis:
@@ -150,6 +163,7 @@ class Service:
         host = settings.daemon.host_id
         self.state = ServiceState(host, queue_name(host), [], _now_iso())
         self._problems: dict[str, int] = {}  # per agent, at the last gauge refresh
+        self._elsewhere: dict[str, str] = {}  # agent -> the live host that serves it, last seen
         self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
@@ -197,18 +211,9 @@ class Service:
     async def _open(self, listed: list[str], elsewhere: dict[str, str]) -> None:
         """The stores of the agents this host won, the arq pool, metrics, the host record."""
         s = self.settings
-        for agent, host in elsewhere.items():
-            log.warning(
-                "agent %s: already served by host %s, which is alive; not served here (stop it there, "
-                "or give each deployment its own Redis database)",
-                agent,
-                host,
-            )
+        self._note_elsewhere(elsewhere)
         agents = [a for a in listed if a not in elsewhere]
-        await migrate_stores(s, agents)
-        # Scratch files a killed sweep left behind hold memory text: they go before any job runs.
-        for agent in agents:
-            remove_scratch(agent_paths(s, agent).scratch_dir, only_orphans=True)
+        await prepare_agents(s, agents)
         self.state.agents = agents
         self.ctx["agents"] = frozenset(agents)
         self.pool = arq_pool(s, self.state.queue)
@@ -223,6 +228,45 @@ class Service:
             raise OperationFailed(
                 f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
             ) from None
+
+    def _note_elsewhere(self, elsewhere: dict[str, str]) -> None:
+        """One line per agent when another live host is found serving it (not at every beat)."""
+        for agent, host in elsewhere.items():
+            if self._elsewhere.get(agent) != host:
+                log.warning(
+                    "agent %s: already served by host %s, which is alive; not served here (stop it "
+                    "there, or give each deployment its own Redis database)",
+                    agent,
+                    host,
+                )
+        self._elsewhere = dict(elsewhere)
+
+    async def _serve_new_agents(self) -> None:
+        """Serve the agents listed now that are not served yet: a new agent directory, one that
+        was not a directory at the start (a symlink, since put back), or one whose host stopped.
+        A new agent's store is created before its route is claimed, so no job for it is refused
+        here; one held by another host is claimed first (its store is migrated if it is won)."""
+        s = self.settings
+        assert self.pool is not None
+        listed = await anyio.to_thread.run_sync(list_agents, s)
+        wanted = [a for a in listed if a not in self.state.agents]
+        if not wanted:
+            self._elsewhere = {}
+            return
+        fresh = [a for a in wanted if a not in self._elsewhere]
+        await prepare_agents(s, fresh)
+        elsewhere = await self._claim_routes(self.pool, wanted)
+        self._note_elsewhere(elsewhere)
+        won = [a for a in wanted if a not in elsewhere]
+        await prepare_agents(s, [a for a in won if a not in fresh])
+        if not won:
+            return
+        self.state.agents = sorted({*self.state.agents, *won})
+        self.ctx["agents"] = frozenset(self.state.agents)
+        for agent in won:
+            log.info("agent %s: found under sessions_root; served from now on", agent)
+            if self.live is not None:
+                self.live.add(agent)
 
     async def _claim_routes(self, redis: Any, agents: list[str], *, stopped: bool = False) -> dict[str, str]:
         """Claim the routes of `agents` and beat the heartbeat, atomically (hosts.CLAIM_ROUTES);
@@ -301,15 +345,17 @@ class Service:
             # moment it reads READY, and SIGHUP's default action would end the process.
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._supervise_worker)
+                    tg.start_soon(keep_running, "worker", self._supervise_worker)
                     if self.settings.daemon.schedule:
-                        tg.start_soon(self._schedule_loop)
+                        tg.start_soon(keep_running, "scheduler", self._schedule_loop)
                     if self.live is not None:
-                        tg.start_soon(partial(self.live.run, watch=self.settings.ingest.watch))
-                    tg.start_soon(self._heartbeat_loop)
-                    tg.start_soon(self._gauge_loop)
+                        live = partial(self.live.run, watch=self.settings.ingest.watch)
+                        tg.start_soon(keep_running, "live ingest", live)
+                    tg.start_soon(keep_running, "heartbeat", self._heartbeat_loop)
+                    tg.start_soon(keep_running, "gauges", self._gauge_loop)
                     interval = watchdog_interval_s()
                     if interval:
+                        # Not restarted: if it fails, systemd's watchdog restarts the daemon.
                         tg.start_soon(self._watchdog_loop, interval)
                     self.notifier.ready(self.state.summary())
                     log.info("ready: %s", self.state.summary())
@@ -452,6 +498,8 @@ class Service:
     async def _heartbeat_loop(self) -> None:
         assert self.pool is not None
         while True:
+            if self.state.redis_ok and not self.state.draining:
+                await self._serve_new_agents_or_say_why()
             try:
                 await self._refresh_job_counts()
                 await self._publish()
@@ -461,6 +509,22 @@ class Service:
                 log.error("heartbeat failed on %s; next beat as usual", type(exc).__name__)
             self.notifier.status(self.state.summary())
             await anyio.sleep(HEARTBEAT_S)
+
+    async def _serve_new_agents_or_say_why(self) -> None:
+        # Apart from the heartbeat: a new agent whose store cannot be created (a full disk) must
+        # not keep this host from beating for the agents it serves.
+        try:
+            await self._serve_new_agents()
+        except (RedisError, OSError) as exc:
+            self._redis_lost(exc)
+        except MemorydError as exc:
+            log.warning("new agents not served yet: %s; tried again at the next beat", exc)
+        except Exception as exc:
+            log.warning(
+                "new agents not served yet (%s: %s); tried again at the next beat",
+                type(exc).__name__,
+                str(exc).splitlines()[0] if str(exc) else "",
+            )
 
     async def _refresh_job_counts(self) -> None:
         assert self.pool is not None and self.worker is not None

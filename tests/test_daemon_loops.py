@@ -1,0 +1,141 @@
+"""The service's background loops on a running daemon.
+
+* It serves the agents that appear under sessions_root after it started: a new agent
+  directory, or one that was not a directory at the start (swapped for a symlink loop, then
+  put back). Each is served within a few heartbeats: its store created, its route published,
+  its jobs run, its sessions watched; no restart.
+* A loop that fails on something it did not expect says so in one line and starts again; the
+  daemon goes on serving."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from daemon.constants import HEARTBEAT_S
+from daemon.failpoints import ENV_VAR as FAILPOINTS_ENV
+from daemon.ops import ingest_sweep
+from daemon.runtime.client import MemorydClient
+from daemon.settings import load_settings
+from daemon.store.short_term import COLUMNS
+from tests.builders import SessionStoreBuilder, exchange
+from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
+from tests.polling import until
+
+pytestmark = pytest.mark.slow  # a daemon process
+
+
+def _staged(settings, agent: str) -> str:
+    import sqlite3
+
+    db = settings.state_dir / "agents" / agent / "memory.sqlite"
+    if not db.exists():
+        return ""
+    conn = sqlite3.connect(db)
+    try:
+        return " ".join(r[0] for r in conn.execute(f"SELECT {COLUMNS[4]} FROM short_term_entries"))
+    finally:
+        conn.close()
+
+
+async def test_agents_that_appear_after_the_start_are_served_without_a_restart(
+    tmp_path: Path, redis_url: str, unique: str
+):
+    host = f"h{unique}"
+    root = tmp_path / "sessions"
+    first, later, restored = f"first{unique}", f"later{unique}", f"back{unique}"
+    SessionStoreBuilder(root, first).add(f"agent:{first}:main", "s-1", exchange("orchard"), chatType="direct")
+    # An agent directory that is a symlink loop at the start: not an agent then.
+    hidden = tmp_path / "hidden"
+    SessionStoreBuilder(hidden, restored).add(
+        f"agent:{restored}:main", "s-3", exchange("lighthouse"), chatType="direct"
+    )
+    os.symlink(root / "agents" / "loop", root / "agents" / restored)
+    os.symlink(root / "agents" / restored, root / "agents" / "loop")
+
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=root,
+        redis_url=redis_url,
+        host_id=host,
+        schedule=True,
+        extra="[ingest]\ninterval_s = 3600.0\n",
+    )
+    settings = load_settings(config)
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    try:
+        assert "serving 1 agent(s)" in notify.wait_for("READY=1", timeout_s=60)
+        SessionStoreBuilder(root, later).add(
+            f"agent:{later}:main", "s-2", exchange("quartermaster"), chatType="direct"
+        )
+        (root / "agents" / restored).unlink()
+        (root / "agents" / "loop").unlink()
+        os.rename(hidden / "agents" / restored, root / "agents" / restored)
+
+        wait_s = 4 * HEARTBEAT_S
+        for agent in (later, restored):
+            await until(
+                lambda a=agent: a in host_record(redis_url, host).get("agents", ""),
+                f"{agent} in the host record",
+                wait_s,
+            )
+        # Watched: the new agents' messages are staged by live sweeps (the interval is an hour).
+        await until(lambda: "quartermaster" in _staged(settings, later), "the later agent staged", wait_s)
+        await until(lambda: "lighthouse" in _staged(settings, restored), "the restored agent staged", wait_s)
+        async with MemorydClient.connect(settings) as client:
+            for agent in (first, later, restored):
+                job = await client.submit(ingest_sweep.OP, {"agent": agent})
+                report = await client.wait(job.job_id, timeout_s=30)
+                assert report.state == "complete", (agent, report)
+        log = daemon.log()
+        assert f"agent {later}: found under sessions_root; served from now on" in log, log
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(30) == 0, daemon.log()
+        assert "Traceback" not in daemon.log(), daemon.log()
+    finally:
+        daemon.kill()
+        cleanup_redis(redis_url, [host], [first, later, restored])
+
+
+async def test_a_loop_that_fails_unexpectedly_starts_again_and_the_daemon_serves_on(
+    tmp_path: Path, redis_url: str, unique: str
+):
+    host = f"h{unique}"
+    root = tmp_path / "sessions"
+    agent = f"a{unique}"
+    SessionStoreBuilder(root, agent).add(f"agent:{agent}:main", "s-1", exchange("orchard"), chatType="direct")
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=root,
+        redis_url=redis_url,
+        host_id=host,
+        schedule=True,
+        extra="[ingest]\ninterval_s = 3600.0\n",
+    )
+    settings = load_settings(config)
+    notify = NotifySocket(tmp_path / "notify.sock")
+    # The live loop fails each time it would enqueue a sweep (at the watch's first report).
+    env = {FAILPOINTS_ENV: "live.enqueue"}
+    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log", env=env).start()
+    try:
+        notify.wait_for("READY=1", timeout_s=60)
+        await until(lambda: "starting it again" in daemon.log(), "the loop's one line", 20)
+        line = next(ln for ln in daemon.log().splitlines() if "starting it again" in ln)
+        assert "live ingest stopped on FailpointTriggered at daemon/runtime/live.py:" in line, line
+        assert daemon.proc is not None and daemon.proc.poll() is None, daemon.log()
+        async with MemorydClient.connect(settings) as client:
+            job = await client.submit(ingest_sweep.OP, {"agent": agent})
+            report = await client.wait(job.job_id, timeout_s=30)
+            assert report.state == "complete", report
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(30) == 0, daemon.log()
+        assert "Traceback" not in daemon.log(), daemon.log()
+    finally:
+        daemon.kill()
+        cleanup_redis(redis_url, [host], [agent])
