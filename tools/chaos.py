@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -81,6 +82,13 @@ SWAP_WAIT_S = 60.0
 # A forget's run may fail with these while a session file is swapped (and only then): the
 # agent's session listing is not a regular file, so a selection cannot be resolved.
 SWAP_ERRORS = frozenset({"UnsafeFile"})
+# While the agent directory itself is swapped it is no agent (not a directory): a daemon
+# started then does not serve it until the directory is back, and finds it again within a
+# few heartbeats (daemon/runtime/service.py).
+AGENT_DIR_SWAP_ERRORS = SWAP_ERRORS | {"AgentNotServed"}
+# The daemon's line for a background loop that failed on something it did not expect and was
+# started again (daemon/runtime/supervise.py): it kept serving, but the error is a bug.
+LOOP_RESTART_MARK = "; starting it again in "
 # A daemon restarted with a write failpoint armed reaches that write within this bound or is
 # restarted without it (the write did not come up: nothing to promote, no erasure queued).
 WRITE_STOP_WAIT_S = 20.0
@@ -225,9 +233,13 @@ class Daemon:
         self.stopped = False
         self.log_offset = 0
         self.helpers: set[int] = set()  # this runner's CLI processes (they take the lock too)
+        self.loop_restart_lines: list[str] = []  # not yet taken (take_loop_restarts)
+        self.loop_restarts_seen = 0  # of the current run's log
 
     def start(self, env_extra: dict[str, str] | None = None) -> None:
+        self._collect_loop_restarts()  # of the run that ended
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.loop_restarts_seen = 0
         env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
         env.pop("NOTIFY_SOCKET", None)
         with self.log_path.open("ab") as log:
@@ -250,6 +262,32 @@ class Daemon:
         with self.log_path.open("rb") as fh:
             fh.seek(self.log_offset)
             return fh.read().decode(errors="replace")
+
+    def exit_cause(self) -> str:
+        """The last lines of this run's log that say why it ended: its error line, or the last
+        line of a traceback (the exception), with the frame above it."""
+        lines = [ln.strip() for ln in self._log_tail().splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("memoryd: error:")]
+        if errors:
+            return errors[-1]
+        if any(ln.startswith("Traceback") for ln in lines):
+            frames = [ln for ln in lines if ln.startswith("File ") or ln.startswith("| File ")]
+            return " / ".join([*frames[-1:], lines[-1]])
+        return lines[-1] if lines else "(no log line)"
+
+    def take_loop_restarts(self) -> list[str]:
+        """The lines of background loops started again after an unexpected error, of every run
+        so far, each returned once."""
+        self._collect_loop_restarts()
+        lines, self.loop_restart_lines = self.loop_restart_lines, []
+        return lines
+
+    def _collect_loop_restarts(self) -> None:
+        if not self.log_path.exists():
+            return
+        lines = [ln for ln in self._log_tail().splitlines() if LOOP_RESTART_MARK in ln]
+        self.loop_restart_lines += lines[self.loop_restarts_seen :]
+        self.loop_restarts_seen = len(lines)
 
     async def wait_ready(self, timeout_s: float) -> bool:
         """Until this run logged READY (stores and Redis up), it exited, or `timeout_s` passed."""
@@ -830,9 +868,39 @@ class LockWatch:
         )
 
 
+def _shape(value: Any) -> str:
+    """A value's type and, for a mapping, its keys (a result may name the subject: no values)."""
+    if isinstance(value, dict):
+        return f"dict with keys {sorted(value)}"
+    return type(value).__name__
+
+
+async def _raw_result(client: Any, job_id: str) -> str:
+    """What arq stored for a job whose result the client did not read as a report: the record's
+    fields, with the shape of its result in place of the result (it may name the subject)."""
+    from arq.constants import result_key_prefix
+
+    try:
+        raw = await client.redis.get(result_key_prefix + job_id)
+        record = json.loads(raw) if raw else None
+    except (RedisError, OSError, ValueError) as exc:
+        return f"record unreadable ({type(exc).__name__})"
+    if not isinstance(record, dict):
+        return f"record {_shape(record)}"
+    return "record " + str(
+        {k: (_shape(v) if k == "r" else v) for k, v in record.items() if k in ("f", "s", "t", "q", "r")}
+    )
+
+
 def _judge_erase(job: Pending, result: dict[str, Any], tally: Tally) -> None:
     """No hold exists, so the receipt must be complete and verified, and have erased (this time,
     or already by an earlier forget) nothing but its user's sessions."""
+    if not result.get("state"):
+        # Not a receipt: say what it was, to find where it came from.
+        tally.violations.append(
+            f"erase {job.request} completed with a result that is not a receipt: {_shape(result)}"
+        )
+        return
     if result.get("state") != "complete":
         tally.violations.append(f"erase {job.request} ended {result.get('state')!r} with no hold placed")
     if not result.get("verified"):
@@ -868,7 +936,13 @@ async def poll_pending(
             still.append(job)
             continue
         if report.state == "complete" and job.erase:
-            _judge_erase(job, report.result or {}, tally)
+            if report.result is None:
+                tally.violations.append(
+                    f"erase {job.request} completed with a result that is not a receipt: "
+                    f"{await _raw_result(client, job.job_id)}"
+                )
+            else:
+                _judge_erase(job, report.result, tally)
             done.update(job.targets)
             tally.erase_completed += 1
             continue
@@ -958,6 +1032,7 @@ class Run:
         self.restart_if_exited(f"round {r}")
         self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
         await self.check_poisoned(client, final=False)
+        self.note_loop_restarts()
         await check_invariants(
             self.settings,
             self.done,
@@ -1080,7 +1155,7 @@ class Run:
                 self.world.append(other, 1)
                 self.tally.appends += 1
                 keeper_text = self.world.written[other][-1]
-            ended, staged = await self._await_swap(client, job, keeper_text)
+            ended, staged = await self._await_swap(client, job, keeper_text, target == "agent_dir")
             if not ended:
                 self.tally.violations.append(
                     f"swap {kind}: a forget enqueued meanwhile did not end within {SWAP_WAIT_S:.0f}s (blocked?)"
@@ -1100,7 +1175,9 @@ class Run:
                 f"swap {kind}: its forget did not complete within {SWAP_WAIT_S:.0f}s after"
             )
 
-    async def _await_swap(self, client: Any, job: Pending, keeper_text: str | None) -> tuple[bool, bool]:
+    async def _await_swap(
+        self, client: Any, job: Pending, keeper_text: str | None, agent_dir: bool
+    ) -> tuple[bool, bool]:
         """(the forget's run ended, the other session's message was staged) within SWAP_WAIT_S.
         A forget whose selection needs the agent's session listing cannot run while the listing
         is not a regular file: it fails in one line naming the file (UnsafeFile), which counts
@@ -1110,7 +1187,12 @@ class Run:
         tries = job.attempt
         while time.monotonic() < deadline and not (ended and staged):
             self.pending = await poll_pending(
-                client, self.pending, self.done, self.tally, self.queue, also_transient=SWAP_ERRORS
+                client,
+                self.pending,
+                self.done,
+                self.tally,
+                self.queue,
+                also_transient=AGENT_DIR_SWAP_ERRORS if agent_dir else SWAP_ERRORS,
             )
             self.restart_if_exited("swap")
             if job not in self.pending:
@@ -1281,6 +1363,11 @@ class Run:
         self.tally.fence_steps += 1
         self.flush_next = True
 
+    def note_loop_restarts(self) -> None:
+        """Each background loop the daemon had to start again is a violation (with its line)."""
+        for line in self.daemon.take_loop_restarts():
+            self.tally.violations.append(f"the daemon started a loop again: {line}")
+
     def restart_if_exited(self, where: str) -> None:
         code = self.daemon.exited()
         if code is None:
@@ -1290,7 +1377,9 @@ class Run:
         elif self.full_left and self.daemon.refused_start_on_full_disk():
             self.tally.full_disk_refusals += 1
         else:
-            self.tally.violations.append(f"{where}: the daemon exited by itself with {code}")
+            self.tally.violations.append(
+                f"{where}: the daemon exited by itself with {code}: {self.daemon.exit_cause()}"
+            )
         self.daemon.start()
         self.needs_ready = True
 
@@ -1311,6 +1400,7 @@ class Run:
         for job in self.pending:
             self.tally.violations.append(f"{job.kind} {job.request} did not complete within the drain")
         await self.check_poisoned(client, final=True)
+        self.note_loop_restarts()
         await asyncio.sleep(2.5)
         await check_invariants(
             self.settings, self.done, KEEPERS, self.obs, self.tally, "final", True, self.world
