@@ -422,3 +422,20 @@ async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
 def test_the_memory_text_check_finds_text_planted_in_a_result():
     planted = {"forget:x": orjson.dumps({"r": {"snippet": "Remember the orchard rota changes on Tuesdays."}})}
     assert _results_quoting(planted, MEMORY_TEXT) == ["forget:x"]
+
+
+def test_only_sqlites_file_and_disk_errors_are_storage_problems(tmp_path):
+    from daemon.store.engine import sqlite3, storage_problem
+
+    conn = sqlite3.connect(tmp_path / "small.sqlite")
+    conn.execute("PRAGMA max_page_count = 2")
+    conn.execute("CREATE TABLE t (v TEXT)")
+    with pytest.raises(sqlite3.OperationalError) as full:
+        conn.execute("INSERT INTO t VALUES (?)", ("x" * 100_000,))
+    assert storage_problem(full.value) == (
+        "database: database or disk is full; free space or fix the file, then run again"
+    )
+    with pytest.raises(sqlite3.OperationalError) as statement:
+        conn.execute("SELECT nope FROM t")
+    assert storage_problem(statement.value) is None  # a bug, not the environment
+    conn.close()

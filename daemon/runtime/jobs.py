@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import agent_paths
 from daemon.caches import ProcessCaches
-from daemon.errors import AgentNotServed
+from daemon.errors import AgentNotServed, OperationFailed
 from daemon.ingest.live_hints import HINTS
 from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
@@ -31,6 +31,7 @@ from daemon.runtime.store_pool import StorePool
 from daemon.sessions.json_store import ListingCache
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
+from daemon.store.engine import storage_problem
 from daemon.stored_form import stored_form
 
 log = logging.getLogger("memoryd.jobs")
@@ -149,6 +150,9 @@ def job_function(op: Op[Any]) -> JobFn:
                 # The message may name sessions or people (it goes to the job result, which
                 # the client reads); the log keeps the error class only.
                 log.warning("job %s %s failed: %s", ctx.get("job_id"), op.name, type(exc).__name__)
+                problem = storage_problem(exc)
+                if problem is not None:  # a full disk or a damaged file, said as the CLI says it
+                    raise OperationFailed(problem) from None
             raise
         finally:
             if op.purge:  # nor one noted while it ran

@@ -23,6 +23,21 @@ OperationalError = sqlite3.OperationalError
 # The stdlib module's errors are distinct classes; catch both where either can surface.
 ANY_SQLITE_ERROR: tuple[type[BaseException], ...] = (sqlite3.Error, _stdlib_sqlite3.Error)
 
+# Primary result codes that say the file or the disk under a store is the problem (full, I/O
+# error, damaged, cannot be opened or written), not the statement: a fault of the environment.
+_ENVIRONMENT_CODES = frozenset({13, 10, 11, 26, 14, 8})  # FULL, IOERR, CORRUPT, NOTADB, CANTOPEN, READONLY
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """The one-line cause when `exc` is SQLite saying its file or disk is unusable, else None."""
+    if not isinstance(exc, ANY_SQLITE_ERROR):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in _ENVIRONMENT_CODES:
+        return None
+    return f"database: {exc}; free space or fix the file, then run again"
+
+
 BUSY_TIMEOUT_MS = 30_000
 WAL_TRUNCATE_WAIT_MS = 2_000
 SQLITE_SOFT_HEAP_LIMIT_BYTES = 32 * 1024 * 1024
