@@ -414,3 +414,40 @@ def test_a_staged_line_holds_at_least_the_snippet_minimum_in_bytes(content: Any,
         snippet = truncate_utf16(result.text, SNIPPET_MAX_CHARS)
         if utf16_len(snippet) >= SNIPPET_MIN_CHARS:
             assert len(line) >= SNIPPET_MIN_CHARS
+
+
+@pytest.mark.usefixtures("small_pool_settings")
+async def test_lines_another_sweep_staged_while_the_workers_read_are_not_appended_twice(
+    tmp_path: Path, store_builder: SessionStoreBuilder, redis: Redis, unique: str
+) -> None:
+    """Two sweeps of one agent: a serial one stages the history while the pooled one's results
+    wait for their merge. The pooled merge drops what is staged since (as the serial commit
+    does): every line once in the corpus, the rows of one sweep alone."""
+    build_history(store_builder)
+    pooled = settings_for(tmp_path, store_builder.root, unique, "pooled", 2)
+    beside = dataclasses.replace(pooled, ingest=dataclasses.replace(pooled.ingest, workers=1))
+    alone = settings_for(tmp_path, store_builder.root, unique, "alone", 1)
+    ran: list[IngestReport] = []
+
+    def sweep_beside(kind: str, done: int, total: int) -> None:
+        if kind == "sessions" and not ran:  # results are in, their batch not merged yet
+
+            async def go() -> None:
+                async with Redis.from_url(REDIS_URL) as own:
+                    ran.append(await sweep(beside, own))
+
+            import threading
+
+            thread = threading.Thread(target=anyio.run, args=(go,))
+            thread.start()
+            thread.join(60)
+
+    async with agent_runtime(pooled, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt, sweep_beside)
+    assert ran and ran[0].messages_staged > 0
+    await sweep(alone, redis)
+    rows, corpus = await state_of(pooled)
+    want_rows, want_corpus = await state_of(alone)
+    assert corpus == want_corpus
+    assert rows["short_term_entries"] == want_rows["short_term_entries"]
+    assert rows["ingest_seen_hashes"] == want_rows["ingest_seen_hashes"]

@@ -6,8 +6,9 @@ there whole (a purge removes scratch files: then nothing of the batch is staged)
 corpus files, append the corpus lines (read from the scratch rows, by day), then one fenced
 transaction: origins, staged entries (a claim that appears once and is new to the store is
 inserted by SQL; a repeated or already staged one is merged as the serial path merges it),
-participants, seen hashes, checkpoints. A batch with a session forgotten meanwhile is staged
-row by row through the serial path's own write, without that session.
+participants, seen hashes, checkpoints. A batch with a session forgotten meanwhile, or with
+lines another sweep of the agent staged since the workers read them, is staged row by row
+through the serial path's own write, without that session or those lines.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from daemon.store.scratch import (
     part_rows_of_keys,
     part_seen_of_sessions,
     part_session_files,
+    part_staged_since,
 )
 from daemon.store.seen_hashes import add_seen
 
@@ -81,9 +83,12 @@ async def commit_parts(
         named = [(name_of[p.path], p) for p in batch.parts]
         if not await store.read(_present, named):
             raise _missing(sweep.scratch_dir)
-        if gone:
+        # As the serial commit: another sweep of this agent may have staged lines since the
+        # workers read them; those are dropped, through the row-by-row path.
+        since = await store.read(_staged_since, named, seen_scope(sweep.agent, ""))
+        if gone or since:
             staged, removed = await _commit_rowwise(
-                sweep, batch, lease, gone, checkpoints, participants, named
+                sweep, batch, lease, gone, since, checkpoints, participants, named
             )
         else:
             staged, removed = await _commit_merged(sweep, batch, lease, checkpoints, participants, named)
@@ -156,15 +161,18 @@ async def _commit_rowwise(
     batch: _Batch,
     lease: Lease,
     gone: set[str],
+    since: set[tuple[str, str]],
     checkpoints: list[Checkpoint],
     participants: list[ParticipantRow],
     named: _Named,
 ) -> tuple[int, int]:
-    """The batch staged through the serial write, without the sessions forgotten meanwhile."""
+    """The batch staged through the serial write, without the sessions forgotten meanwhile and
+    the lines (session id, seen hash) staged since by another sweep."""
     store, corpus, fence = sweep.store, sweep.corpus, lease.fence
     rows = [CandRow(*r) for r in await store.read(_all_rows, named)]
-    kept = [r for r in rows if r.session_id not in gone]
-    sweep.report.messages_dropped_forgotten += len(rows) - len(kept)
+    live = [r for r in rows if r.session_id not in gone]
+    sweep.report.messages_dropped_forgotten += len(rows) - len(live)
+    kept = [r for r in live if (r.session_id, r.seen_hash) not in since]
     by_day: dict[str, list[CandRow]] = {}
     for r in kept:
         by_day.setdefault(r.day, []).append(r)
@@ -275,6 +283,13 @@ def _all_rows(conn: Connection, named: _Named) -> list[tuple]:
     out: list[tuple] = []
     for name, part in named:
         out += part_rows(conn, name, part)
+    return out
+
+
+def _staged_since(conn: Connection, named: _Named, scope_prefix: str) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for name, part in named:
+        out |= part_staged_since(conn, name, part, scope_prefix)
     return out
 
 

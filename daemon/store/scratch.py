@@ -197,6 +197,18 @@ def part_existing_keys(conn: Connection, name: str, part: Part) -> set[str]:
     return {k for (k,) in rows}
 
 
+def part_staged_since(conn: Connection, name: str, part: Part, scope_prefix: str) -> set[tuple[str, str]]:
+    """(session id, seen hash) of the part's rows whose hash the store has now (scope
+    `scope_prefix` + session id): lines another sweep staged since the workers read them."""
+    rows = conn.execute(
+        f"SELECT DISTINCT c.session_id, c.seen_hash FROM {name}.cand c JOIN main.ingest_seen_hashes s "
+        "ON s.scope = ? || c.session_id AND s.hash = c.seen_hash "
+        "WHERE c.task = ? AND c.seq BETWEEN ? AND ?",
+        (scope_prefix, *part[1:]),
+    ).fetchall()
+    return {(sid, digest) for sid, digest in rows}
+
+
 def part_rows_of_keys(conn: Connection, name: str, part: Part, keys: Sequence[str]) -> list[tuple]:
     """Rows whose entry key is among `keys` (COLUMNS order), by day, then seq."""
     return conn.execute(
