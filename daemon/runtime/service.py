@@ -164,6 +164,7 @@ class Service:
         self.state = ServiceState(host, queue_name(host), [], _now_iso())
         self._problems: dict[str, int] = {}  # per agent, at the last gauge refresh
         self._elsewhere: dict[str, str] = {}  # agent -> the live host that serves it, last seen
+        self._discovery_problem: str | None = None  # why the last look for new agents failed
         self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
@@ -513,18 +514,18 @@ class Service:
     async def _serve_new_agents_or_say_why(self) -> None:
         # Apart from the heartbeat: a new agent whose store cannot be created (a full disk) must
         # not keep this host from beating for the agents it serves.
+        problem = None
         try:
             await self._serve_new_agents()
-        except (RedisError, OSError) as exc:
+        except RedisError as exc:
             self._redis_lost(exc)
         except MemorydError as exc:
-            log.warning("new agents not served yet: %s; tried again at the next beat", exc)
-        except Exception as exc:
-            log.warning(
-                "new agents not served yet (%s: %s); tried again at the next beat",
-                type(exc).__name__,
-                str(exc).splitlines()[0] if str(exc) else "",
-            )
+            problem = str(exc)
+        except Exception as exc:  # the listing itself (sessions_root/agents unreadable), SQLite
+            problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if problem is not None and problem != self._discovery_problem:
+            log.warning("agents found under sessions_root not served yet: %s; tried at every beat", problem)
+        self._discovery_problem = problem
 
     async def _refresh_job_counts(self) -> None:
         assert self.pool is not None and self.worker is not None
