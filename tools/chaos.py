@@ -1170,7 +1170,8 @@ class Run:
             swap.restore()
         # Put back, the agent's files read again: the forget (re-enqueued if it failed) completes,
         # unless the disk is full too (then it completes once space returns: the drain checks).
-        if job in self.pending and not self.full_left and not await self._await_done(client, job):
+        agent_dir = target == "agent_dir"
+        if job in self.pending and not self.full_left and not await self._await_done(client, job, agent_dir):
             self.tally.violations.append(
                 f"swap {kind}: its forget did not complete within {SWAP_WAIT_S:.0f}s after"
             )
@@ -1203,10 +1204,16 @@ class Run:
             await asyncio.sleep(0.2)
         return ended, staged
 
-    async def _await_done(self, client: Any, job: Pending) -> bool:
+    async def _await_done(self, client: Any, job: Pending, agent_dir: bool) -> bool:
+        """Until `job` completes (SWAP_WAIT_S at most). After an agent directory is put back, a
+        daemon started while it was away finds the agent within a few heartbeats: until then
+        its jobs are refused as not served."""
         deadline = time.monotonic() + SWAP_WAIT_S
+        transient = frozenset({"AgentNotServed"}) if agent_dir else frozenset()
         while time.monotonic() < deadline:
-            self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+            self.pending = await poll_pending(
+                client, self.pending, self.done, self.tally, self.queue, also_transient=transient
+            )
             self.restart_if_exited("swap")
             if job not in self.pending:
                 return True
