@@ -63,6 +63,22 @@ __all__ = [
 T = TypeVar("T")
 
 
+LOW_SPACE_BYTES = 1024 * 1024  # below this, a store that cannot open is said to be on a full disk
+
+
+def _space_note(path: Path) -> str:
+    """What to do when the filesystem holding `path` is (nearly) full: SQLite says "disk I/O
+    error" when it cannot grow its shared-memory file there, which names neither cause nor cure."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return ""
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_SPACE_BYTES:
+        return ""
+    return f"; its filesystem is full ({free:,} bytes free): free space, then run again"
+
+
 class Store:
     """An open store: a per-agent database, or the host's retention database. Use
     `await Store.open(path)`; close with `await store.close()`."""
@@ -118,13 +134,13 @@ class Store:
             # its thread, but the thread's last answer can reach a loop a one-shot command has
             # closed by then, and prints a traceback after the one-line error. Wait for it.
             await anyio.to_thread.run_sync(db._thread.join, THREAD_JOIN_S)
-            raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
+            raise OperationFailed(f"{path}: cannot open database: {exc}{_space_note(path)}") from exc
         if refused:
             await db.close()
             try:
                 raise refused[0]
             except ANY_SQLITE_ERROR as exc:
-                raise OperationFailed(f"{path}: cannot open database: {exc}") from exc
+                raise OperationFailed(f"{path}: cannot open database: {exc}{_space_note(path)}") from exc
         return cls(path, db, readonly, schema)
 
     @classmethod
