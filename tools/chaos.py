@@ -55,6 +55,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,10 +235,13 @@ class Daemon:
         self.log_offset = 0
         self.helpers: set[int] = set()  # this runner's CLI processes (they take the lock too)
         self.loop_restart_lines: list[str] = []  # not yet taken (take_loop_restarts)
+        self.disk_full: Callable[[], bool] = lambda: False  # is the state directory's disk full now?
+        self.started_on_full_disk = False  # the current run started while it was
         self.loop_restarts_seen = 0  # of the current run's log
 
     def start(self, env_extra: dict[str, str] | None = None) -> None:
         self._collect_loop_restarts()  # of the run that ended
+        self.started_on_full_disk = self.disk_full()
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.loop_restarts_seen = 0
         env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
@@ -1381,7 +1385,9 @@ class Run:
             return
         if self.daemon.refused_start():
             self.tally.refused_starts += 1  # started while its Redis restarted
-        elif self.full_left and self.daemon.refused_start_on_full_disk():
+        elif (
+            self.full_left or self.daemon.started_on_full_disk
+        ) and self.daemon.refused_start_on_full_disk():
             self.tally.full_disk_refusals += 1
         else:
             self.tally.violations.append(
@@ -1441,6 +1447,8 @@ async def campaign(
     write_config(config, root / "state", world.sessions_root, redis.url, job_timeout_s)
     settings = load_settings(config)
     daemon = Daemon(config, root / "daemon.log")
+    if tmpfs is not None:
+        daemon.disk_full = tmpfs.ballast.exists
     daemon.start()
     run = Run(rng, tally, redis, world, daemon, settings, queue_name(HOST), seconds, forget_rate, erase_rate)
     run.root, run.config, run.tmpfs, run.needs_ready = root, config, tmpfs, True
