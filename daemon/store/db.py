@@ -66,6 +66,15 @@ T = TypeVar("T")
 LOW_SPACE_BYTES = 1024 * 1024  # below this, a store that cannot open is said to be on a full disk
 
 
+def _why(exc: BaseException) -> str:
+    """SQLite's message with its extended code when that says more (an I/O error's kind)."""
+    name = getattr(exc, "sqlite_errorname", None)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not name or code is None or code == code & 0xFF:  # a primary code: the message says it all
+        return str(exc)
+    return f"{exc} ({name})"
+
+
 def _space_note(path: Path) -> str:
     """What to do when the filesystem holding `path` is (nearly) full: SQLite says "disk I/O
     error" when it cannot grow its shared-memory file there, which names neither cause nor cure."""
@@ -134,13 +143,15 @@ class Store:
             # its thread, but the thread's last answer can reach a loop a one-shot command has
             # closed by then, and prints a traceback after the one-line error. Wait for it.
             await anyio.to_thread.run_sync(db._thread.join, THREAD_JOIN_S)
-            raise OperationFailed(f"{path}: cannot open database: {exc}{_space_note(path)}") from exc
+            raise OperationFailed(f"{path}: cannot open database: {_why(exc)}{_space_note(path)}") from exc
         if refused:
             await db.close()
             try:
                 raise refused[0]
             except ANY_SQLITE_ERROR as exc:
-                raise OperationFailed(f"{path}: cannot open database: {exc}{_space_note(path)}") from exc
+                raise OperationFailed(
+                    f"{path}: cannot open database: {_why(exc)}{_space_note(path)}"
+                ) from exc
         return cls(path, db, readonly, schema)
 
     @classmethod
