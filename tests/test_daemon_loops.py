@@ -139,3 +139,49 @@ async def test_a_loop_that_fails_unexpectedly_starts_again_and_the_daemon_serves
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [agent])
+
+
+async def test_an_agent_whose_store_cannot_open_waits_alone_and_is_served_once_it_can(
+    tmp_path: Path, redis_url: str, unique: str
+):
+    """A damaged store (or a full disk under it) keeps its agent out, in one line naming the
+    file, and the daemon serves the others; once the store opens, the agent is served."""
+    host = f"h{unique}"
+    root = tmp_path / "sessions"
+    good, bad = f"good{unique}", f"bad{unique}"
+    SessionStoreBuilder(root, good).add(f"agent:{good}:main", "s-1", exchange("orchard"), chatType="direct")
+    SessionStoreBuilder(root, bad).add(f"agent:{bad}:main", "s-2", exchange("lighthouse"), chatType="direct")
+    broken = tmp_path / "state" / "agents" / bad / "memory.sqlite"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not a database, " * 512)
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=root,
+        redis_url=redis_url,
+        host_id=host,
+        schedule=True,
+        extra="[ingest]\ninterval_s = 3600.0\n",
+    )
+    settings = load_settings(config)
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    try:
+        assert "serving 1 agent(s)" in notify.wait_for("READY=1", timeout_s=60)
+        lines = [ln for ln in daemon.log().splitlines() if bad in ln and "not served" in ln]
+        assert len(lines) == 1 and f"{broken}: cannot open database: file is not a database" in lines[0], (
+            lines
+        )
+        async with MemorydClient.connect(settings) as client:
+            job = await client.submit(ingest_sweep.OP, {"agent": good})
+            assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+        broken.unlink()  # the operator moves the damaged file aside
+        await until(
+            lambda: "lighthouse" in _staged(settings, bad), "the agent served once its store opens", 20
+        )
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(30) == 0, daemon.log()
+        assert "Traceback" not in daemon.log(), daemon.log()
+    finally:
+        daemon.kill()
+        cleanup_redis(redis_url, [host], [good, bad])

@@ -1,7 +1,9 @@
 """`memoryd run`: the service lifecycle (DESIGN §2).
 
 1. Load settings; check the state directory; connect to Redis; open and migrate every
-   agent's store. Anything unusable → one line naming it, exit 1, before READY.
+   agent's store. Anything unusable → one line naming it, exit 1, before READY; but an agent
+   whose store cannot be opened (damaged, a full disk) is only left out, in one line, and
+   tried again at every heartbeat: one agent's store never keeps the others from being served.
 2. Publish `agent → queue` in Redis (routing for clients) and a host record (status).
 3. Run arq's Worker in this process on `memoryd:queue:<host_id>` (JSON, handle_signals=False),
    the scheduler, the heartbeat, the watchdog and the metrics exporter; then READY=1. Each
@@ -77,7 +79,7 @@ from daemon.runtime.wire import deserialize, queue_name, serialize
 from daemon.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
 from daemon.sessions.json_store import ListingCache
 from daemon.settings import Settings, load_settings
-from daemon.store.db import Store
+from daemon.store.db import ANY_SQLITE_ERROR, Store
 from daemon.store.migrate import AGENT, RETENTION, Schema
 from daemon.store.scratch import remove_scratch
 
@@ -95,26 +97,47 @@ def check_state_dir(path: Path) -> None:
         raise OperationFailed(f"state_dir {path} is unusable ({exc.strerror or exc})") from None
 
 
-async def migrate_stores(settings: Settings, agents: list[str]) -> None:
-    """Open each served agent's store and the host's retention store (if it exists) for writing,
-    which migrates them: read-only openers later find them current."""
-    stores: list[tuple[Path, Schema]] = [(agent_paths(settings, agent).db_path, AGENT) for agent in agents]
-    if retention_db_path(settings).exists():
-        stores.append((retention_db_path(settings), RETENTION))
-    for path, schema in stores:
-        try:
-            store = await Store.open(path, schema=schema)
-        except OSError as exc:
-            raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
-        await store.close()
+async def migrate_store(path: Path, schema: Schema) -> None:
+    """Open the store at `path` for writing, which migrates it: read-only openers later find it
+    current. OperationFailed (one line naming the file) when it cannot be opened."""
+    try:
+        store = await Store.open(path, schema=schema)
+    except OSError as exc:
+        raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
+    except ANY_SQLITE_ERROR as exc:
+        raise OperationFailed(f"{path}: cannot open store: {exc}") from None
+    await store.close()
 
 
-async def prepare_agents(settings: Settings, agents: list[str]) -> None:
+async def prepare_agents(settings: Settings, agents: list[str]) -> tuple[list[str], dict[str, str]]:
     """Before an agent is served: its store migrated, and the scratch files a killed sweep left
-    behind removed (they hold memory text: they go before any job runs)."""
-    await migrate_stores(settings, agents)
+    behind removed (they hold memory text: they go before any job runs). Returns the agents
+    ready, and why each other one is not (its store cannot be opened: damaged, or a full disk):
+    one agent's store never keeps the others from being served."""
+    ready: list[str] = []
+    refused: dict[str, str] = {}
     for agent in agents:
-        remove_scratch(agent_paths(settings, agent).scratch_dir, only_orphans=True)
+        paths = agent_paths(settings, agent)
+        try:
+            await migrate_store(paths.db_path, AGENT)
+        except OperationFailed as exc:
+            refused[agent] = str(exc)
+            continue
+        remove_scratch(paths.scratch_dir, only_orphans=True)
+        ready.append(agent)
+    return ready, refused
+
+
+async def migrate_retention_store(settings: Settings) -> None:
+    """The host's retention store, if it exists, migrated now; if it cannot be opened, the
+    erasures that need it fail in one line each (they open it themselves), nothing else."""
+    path = retention_db_path(settings)
+    if not path.exists():
+        return
+    try:
+        await migrate_store(path, RETENTION)
+    except OperationFailed as exc:
+        log.warning("%s; erasures fail until it can be opened", exc)
 
 
 def arq_pool(settings: Settings, queue: str) -> ArqRedis:
@@ -165,6 +188,7 @@ class Service:
         self._problems: dict[str, int] = {}  # per agent, at the last gauge refresh
         self._elsewhere: dict[str, str] = {}  # agent -> the live host that serves it, last seen
         self._discovery_problem: str | None = None  # why the last look for new agents failed
+        self._refused: dict[str, str] = {}  # agent -> why its store could not be opened, last seen
         self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
@@ -213,8 +237,9 @@ class Service:
         """The stores of the agents this host won, the arq pool, metrics, the host record."""
         s = self.settings
         self._note_elsewhere(elsewhere)
-        agents = [a for a in listed if a not in elsewhere]
-        await prepare_agents(s, agents)
+        agents, refused = await prepare_agents(s, [a for a in listed if a not in elsewhere])
+        self._note_refused(refused)
+        await migrate_retention_store(s)
         self.state.agents = agents
         self.ctx["agents"] = frozenset(agents)
         self.pool = arq_pool(s, self.state.queue)
@@ -229,6 +254,15 @@ class Service:
             raise OperationFailed(
                 f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
             ) from None
+
+    def _note_refused(self, refused: dict[str, str]) -> None:
+        """One line per agent whose store cannot be opened, when its reason changes."""
+        for agent, why in refused.items():
+            if self._refused.get(agent) != why:
+                log.warning(
+                    "agent %s: not served until its store opens (tried at every heartbeat): %s", agent, why
+                )
+        self._refused = dict(refused)
 
     def _note_elsewhere(self, elsewhere: dict[str, str]) -> None:
         """One line per agent when another live host is found serving it (not at every beat)."""
@@ -252,14 +286,18 @@ class Service:
         listed = await anyio.to_thread.run_sync(list_agents, s)
         wanted = [a for a in listed if a not in self.state.agents]
         if not wanted:
-            self._elsewhere = {}
+            self._elsewhere, self._refused = {}, {}
             return
         fresh = [a for a in wanted if a not in self._elsewhere]
-        await prepare_agents(s, fresh)
-        elsewhere = await self._claim_routes(self.pool, wanted)
+        ready, refused = await prepare_agents(s, fresh)
+        claim = [a for a in wanted if a not in refused]
+        elsewhere = await self._claim_routes(self.pool, claim) if claim else {}
         self._note_elsewhere(elsewhere)
-        won = [a for a in wanted if a not in elsewhere]
-        await prepare_agents(s, [a for a in won if a not in fresh])
+        won = [a for a in claim if a not in elsewhere]
+        late, late_refused = await prepare_agents(s, [a for a in won if a not in ready])
+        refused |= late_refused
+        self._note_refused(refused)
+        won = [a for a in won if a in ready or a in late]
         if not won:
             return
         self.state.agents = sorted({*self.state.agents, *won})
