@@ -90,6 +90,9 @@ AGENT_DIR_SWAP_ERRORS = SWAP_ERRORS | {"AgentNotServed"}
 # The daemon's line for a background loop that failed on something it did not expect and was
 # started again (daemon/runtime/supervise.py): it kept serving, but the error is a bug.
 LOOP_RESTART_MARK = "; starting it again in "
+# The daemon's line for an agent left out because its store cannot be opened (a full disk):
+# its jobs are refused as not served until the store opens, which it tries at every heartbeat.
+STORE_WAIT_MARK = f"agent {AGENT}: not served until its store opens"
 # A daemon restarted with a write failpoint armed reaches that write within this bound or is
 # restarted without it (the write did not come up: nothing to promote, no erasure queued).
 WRITE_STOP_WAIT_S = 20.0
@@ -278,6 +281,10 @@ class Daemon:
             frames = [ln for ln in lines if ln.startswith("File ") or ln.startswith("| File ")]
             return " / ".join([*frames[-1:], lines[-1]])
         return lines[-1] if lines else "(no log line)"
+
+    def said(self, mark: str) -> bool:
+        """Did the current run log a line containing `mark`?"""
+        return self.log_path.exists() and mark in self._log_tail()
 
     def take_loop_restarts(self) -> list[str]:
         """The lines of background loops started again after an unexpected error, of every run
@@ -773,6 +780,24 @@ def judge_corpus(
     return found
 
 
+def _store_files(settings: Any) -> str:
+    """The agent store's files and their sizes, and the space left where they are: what to
+    look at when the store cannot be opened."""
+    from daemon.agents import agent_paths
+
+    db = agent_paths(settings, AGENT).db_path
+    sizes = []
+    for suffix in ("", "-wal", "-shm"):
+        f = Path(f"{db}{suffix}")
+        sizes.append(f"{f.name} {f.stat().st_size:,} B" if f.exists() else f"no {f.name}")
+    try:
+        st = os.statvfs(db.parent)
+        sizes.append(f"{st.f_bavail * st.f_frsize:,} B free")
+    except OSError:
+        pass
+    return ", ".join(sizes)
+
+
 async def check_invariants(
     settings: Any,
     done: set[str],
@@ -804,7 +829,9 @@ async def check_invariants(
             if "disk I/O error" in str(exc) and attempt < STORE_READ_TRIES - 1:
                 await asyncio.sleep(0.2)
                 continue
-            tally.violations.append(f"{label}: the store could not be read: {type(exc).__name__}: {exc}")
+            tally.violations.append(
+                f"{label}: the store could not be read: {type(exc).__name__}: {exc} [{_store_files(settings)}]"
+            )
             break
     if facts is not None:
         found += judge_store(facts, done, obs, scan.memory_md)
@@ -1034,7 +1061,9 @@ class Run:
             await asyncio.sleep(self.rng.uniform(0.1, self.seconds))
         await self.inject_fault(client)
         self.restart_if_exited(f"round {r}")
-        self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+        self.pending = await poll_pending(
+            client, self.pending, self.done, self.tally, self.queue, also_transient=self.explained()
+        )
         await self.check_poisoned(client, final=False)
         self.note_loop_restarts()
         await check_invariants(
@@ -1197,7 +1226,7 @@ class Run:
                 self.done,
                 self.tally,
                 self.queue,
-                also_transient=AGENT_DIR_SWAP_ERRORS if agent_dir else SWAP_ERRORS,
+                also_transient=(AGENT_DIR_SWAP_ERRORS if agent_dir else SWAP_ERRORS) | self.explained(),
             )
             self.restart_if_exited("swap")
             if job not in self.pending:
@@ -1214,6 +1243,7 @@ class Run:
         its jobs are refused as not served."""
         deadline = time.monotonic() + SWAP_WAIT_S
         transient = frozenset({"AgentNotServed"}) if agent_dir else frozenset()
+        transient |= self.explained()
         while time.monotonic() < deadline:
             self.pending = await poll_pending(
                 client, self.pending, self.done, self.tally, self.queue, also_transient=transient
@@ -1374,6 +1404,11 @@ class Run:
         self.tally.fence_steps += 1
         self.flush_next = True
 
+    def explained(self) -> frozenset[str]:
+        """Refusals the daemon's own log explains: an agent whose store could not be opened (a
+        full disk) is not served until it can be, and says so in one line."""
+        return frozenset({"AgentNotServed"}) if self.daemon.said(STORE_WAIT_MARK) else frozenset()
+
     def note_loop_restarts(self) -> None:
         """Each background loop the daemon had to start again is a violation (with its line)."""
         for line in self.daemon.take_loop_restarts():
@@ -1404,7 +1439,9 @@ class Run:
             self.full_left = 0
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline:
-            self.pending = await poll_pending(client, self.pending, self.done, self.tally, self.queue)
+            self.pending = await poll_pending(
+                client, self.pending, self.done, self.tally, self.queue, also_transient=self.explained()
+            )
             self.restart_if_exited("drain")
             staged_all = await _keepers_staged(self.settings, self.world)
             if not self.pending and staged_all:
