@@ -407,3 +407,30 @@ def test_enqueue_of_a_mistyped_agent_names_the_agents_the_local_config_knows(
     job = json.loads(routed_ok.stdout)
     job_ids.append(job["jobId"])
     assert job["queue"] == queue
+
+
+async def test_a_job_that_finishes_while_its_state_is_read_is_reported_with_its_result(
+    settings, routed, redis, monkeypatch
+):
+    """Found by tools/chaos.py (an erase "complete" with no receipt): `job` read no result yet,
+    then the job's status once it had finished: complete, and no result. The result is read
+    again in that case."""
+    from arq.jobs import Job
+
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    real_status = Job.status
+
+    async def finishing_meanwhile(self):  # the worker runs the job between the two reads
+        monkeypatch.setattr(Job, "status", real_status)
+        await run_jobs(settings, queue, frozenset({agent}))
+        return await real_status(self)
+
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s1"], dry_run=True))
+        job_ids.append(job.job_id)
+        monkeypatch.setattr(Job, "status", finishing_meanwhile)
+        report = await client.job(job.job_id, queue=queue)
+    assert report.state == "complete"
+    assert report.result is not None and report.finished_at is not None

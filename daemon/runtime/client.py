@@ -371,6 +371,16 @@ class MemorydClient:
         if info is None:
             return _not_found(job_id, queue)
         status = await handle.status()
+        if status is JobStatus.complete:
+            # It finished since its result was looked for: report its result (a failure too),
+            # never "complete" without one.
+            try:
+                done = await handle.result_info()
+            except DeserializationError:
+                return _unreadable(job_id, queue)
+            if done is not None:
+                return _finished(job_id, done)
+            return _not_found(job_id, queue)  # and its result expired meanwhile
         state: JobState = _STATES.get(status, "queued")  # a job key but no known queue: queued
         # arq's Job API has no try count for a job that has not finished; its retry counter
         # (incremented as each try starts) is the record.
