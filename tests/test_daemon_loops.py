@@ -185,3 +185,41 @@ async def test_an_agent_whose_store_cannot_open_waits_alone_and_is_served_once_i
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [good, bad])
+
+
+async def test_a_daemon_that_started_with_no_agent_watches_the_first_one_found(
+    tmp_path: Path, redis_url: str, unique: str
+):
+    """Found by tools/chaos.py: with no agent served at the start (its store could not open),
+    live ingestion had nothing to run and ended, so the agent found later was served but never
+    watched ("This task group is not active")."""
+    host = f"h{unique}"
+    root = tmp_path / "sessions"
+    (root / "agents").mkdir(parents=True)
+    agent = f"first{unique}"
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=root,
+        redis_url=redis_url,
+        host_id=host,
+        schedule=True,
+        extra="[ingest]\ninterval_s = 3600.0\n",
+    )
+    settings = load_settings(config)
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    try:
+        assert "serving 0 agent(s)" in notify.wait_for("READY=1", timeout_s=60)
+        SessionStoreBuilder(root, agent).add(
+            f"agent:{agent}:main", "s-1", exchange("orchard"), chatType="direct"
+        )
+        await until(
+            lambda: "orchard" in _staged(settings, agent), "the first agent staged live", 4 * HEARTBEAT_S
+        )
+        assert "not served yet" not in daemon.log(), daemon.log()
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(30) == 0, daemon.log()
+    finally:
+        daemon.kill()
+        cleanup_redis(redis_url, [host], [agent])

@@ -132,6 +132,8 @@ class LiveIngest:
             self._tg = tg
             for agent in self.agents:
                 self._start(agent)
+            # Open for the agents found later (add), even when none is served yet.
+            await anyio.sleep_forever()
 
     def add(self, agent: str) -> None:
         """Serve `agent` too (found after the start); its watch reports once in place, so its
