@@ -4,6 +4,7 @@ every forget and user-scope erase complete and no violation. The full campaign: 
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import shutil
@@ -625,3 +626,52 @@ async def test_a_forget_after_an_ingest_died_before_appending_prints_nothing_ext
         assert forget.returncode == 0 and forget.stderr == "", forget.stderr
     finally:
         cleanup_redis(redis_url, [], [agent])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+async def test_a_store_open_that_fails_on_a_full_disk_leaves_no_file_of_it_open(tmp_path):
+    """Found by tools/chaos.py (a store unreadable for a minute, then staged rows lost): an open
+    whose first PRAGMA failed on the full disk left its SQLite connection to the garbage
+    collector, holding the WAL and -shm files. Once another process's last close had removed
+    those files, this process's next connections shared the stale shared-memory index of the
+    leaked one: "disk I/O error" or "malformed" on open, and commits into a deleted WAL."""
+    from daemon.errors import OperationFailed
+    from daemon.store.db import Store
+    from tools.chaos_files import Tmpfs
+
+    disk = Tmpfs(tmp_path / "state", 16)
+    disk.mount()
+    db = tmp_path / "state" / "memory.sqlite"
+    try:
+        store = await Store.open(db)
+        await store.close()
+        disk.fill()
+        gc.disable()  # as between two collections of a long-running process
+        try:
+            failed = 0
+            for _ in range(3):
+                try:
+                    opened = await Store.open(db)
+                except OperationFailed:
+                    failed += 1
+                    continue
+                await opened.close()
+            assert failed, "the open did not fail on the full disk"
+            held = [
+                target
+                for fd in os.listdir("/proc/self/fd")
+                if (target := _fd_target(fd)) is not None and target.startswith(str(db))
+            ]
+        finally:
+            gc.enable()
+        assert held == [], held
+    finally:
+        disk.free()
+        disk.unmount()
+
+
+def _fd_target(fd: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None

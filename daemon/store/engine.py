@@ -88,9 +88,24 @@ def connect(path: str, *, readonly: bool) -> Connection:
         conn = sqlite3.connect(
             f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
         )
-        conn.execute("PRAGMA query_only = ON")
     else:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
+    try:
+        _configure(conn, readonly=readonly)
+    except BaseException:
+        # Closed now, never left to the collector: a connection alive after its WAL and -shm
+        # were removed (another process's last close) would hand its stale shared-memory index
+        # to this process's next connections to the file, which then read garbage ("disk I/O
+        # error", "malformed") and commit into a deleted WAL. A PRAGMA fails so on a full disk.
+        conn.close()
+        raise
+    return conn
+
+
+def _configure(conn: Connection, *, readonly: bool) -> None:
+    if readonly:
+        conn.execute("PRAGMA query_only = ON")
+    else:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -101,7 +116,6 @@ def connect(path: str, *, readonly: bool) -> Connection:
     # Process-wide: however many stores are open (the worker keeps some), SQLite's caches
     # together stay near this; above it, pages are recycled instead of the heap growing.
     conn.execute(f"PRAGMA soft_heap_limit = {SQLITE_SOFT_HEAP_LIMIT_BYTES}")
-    return conn
 
 
 def _load_vector_extension(conn: Any) -> None:
