@@ -41,8 +41,9 @@ class PurgeCounts:
 
 # Indexed rows a whole-index rebuild rewrites in the time a secure delete takes for one purged
 # row in one segment (each of its terms has a page rewritten in every segment that holds it):
-# ~0.6 ms against ~0.04 ms, measured on the peer bench's 1,500-session agent.
-REBUILD_ROWS_PER_ROW_SEGMENT = 15
+# ~0.9 ms against ~0.035 ms on the peer bench's 1,500-session agent (7 segments, 7,690 rows:
+# the two cost the same at ~40 purged rows).
+REBUILD_ROWS_PER_ROW_SEGMENT = 25
 
 
 def rebuild_is_cheaper(shape: FtsShape, purged: int) -> bool:
