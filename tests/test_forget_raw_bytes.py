@@ -12,10 +12,13 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from daemon.agent_runtime import agent_runtime
 from daemon.dreaming.sweep import run_dreaming
 from daemon.forget.request import ForgetRequest
 from daemon.forget.run import forget
+from daemon.index import purge
 from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.store.engine import connect
@@ -73,7 +76,13 @@ def _build(sessions_root: Path) -> SessionStoreBuilder:
     return b
 
 
-async def test_no_forgotten_bytes_remain_under_state_dir_after_a_forget_apply(tmp_path, redis):
+# The index purge either secure-deletes the chunks' terms or merges the index into one segment
+# (daemon/index/purge.py's rebuild_is_cheaper): a cost ratio of 0 never rebuilds, a huge one always.
+@pytest.mark.parametrize("rebuild_ratio", [0, 10**9], ids=["secure-delete", "rebuild"])
+async def test_no_forgotten_bytes_remain_under_state_dir_after_a_forget_apply(
+    tmp_path, redis, monkeypatch, rebuild_ratio
+):
+    monkeypatch.setattr(purge, "REBUILD_ROWS_PER_ROW_SEGMENT", rebuild_ratio)
     sessions_root = tmp_path / "sessions"
     b = _build(sessions_root)
     settings = make_settings(

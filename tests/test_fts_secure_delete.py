@@ -6,10 +6,17 @@ so a delete removes the entries from the segment pages in place."""
 
 from __future__ import annotations
 
+import random
+import string
 from pathlib import Path
 
 from daemon.agent_runtime import agent_runtime
+from daemon.index.purge import purge_chunks, rebuild_is_cheaper
 from daemon.index.sync import run_index_sync
+from daemon.store.engine import connect
+from daemon.store.index_chunks import FtsShape, fts_shape, rewrite_chunk_pages, rowids_of_chunks
+from daemon.store.migrate import AGENT as AGENT_SCHEMA
+from daemon.store.migrate import migrate_connection
 from tests.conftest import index_settings
 
 AGENT = "main"
@@ -80,3 +87,67 @@ async def test_every_fts_table_has_secure_delete_and_deletes_by_its_own_content(
 
         found = await rt.require_store().read(options)
     assert found and all(v == (1,) and "contentless_delete" not in sql for v, sql in found.values())
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(14))
+
+
+def test_a_purge_that_rebuilds_the_segments_leaves_no_byte_of_the_purged_rows_terms(tmp_path: Path) -> None:
+    """A large purge deletes its full-text rows without secure-delete and merges the index into
+    one segment (cheaper than removing each term from every segment): the purged rows' terms
+    are in no block, page or WAL frame after it, the others are all still found, and
+    secure-delete is on again for every later delete."""
+    rng = random.Random(3)
+    path = tmp_path / "memory.sqlite"
+    conn = connect(str(path), readonly=False)
+    migrate_connection(conn, AGENT_SCHEMA)
+    words: dict[int, str] = {}
+    for batch in range(5):  # one segment per transaction
+        conn.execute("BEGIN IMMEDIATE")
+        for i in range(200):
+            rowid = batch * 200 + i + 1
+            words[rowid] = _word(rng)
+            text = f"harbour crane {words[rowid]} inspection " + "word " * rng.randint(5, 60)
+            conn.execute(
+                "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, "
+                "model, text, updated_at) VALUES (?, ?, 'p', 'memory', 1, 1, 'h', 'fts-only', ?, 0)",
+                (rowid, f"c{rowid}", text),
+            )
+            conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", (rowid, text))
+        conn.execute("COMMIT")
+    assert fts_shape(conn).segments > 1
+    doomed = rng.sample(sorted(words), 300)
+    conn.execute("BEGIN IMMEDIATE")
+    purged = rowids_of_chunks(conn, [f"c{r}" for r in doomed])
+    purge_chunks(conn, [f"c{r}" for r in doomed], rebuild_segments=True)
+    rewrite_chunk_pages(conn, purged)  # as forget's purge does: no copy left in a page's gap
+    conn.execute("COMMIT")
+    assert fts_shape(conn) == FtsShape(rows=len(words) - len(doomed), segments=1)
+    options = conn.execute(
+        "SELECT v FROM memory_index_chunks_fts_config WHERE k = 'secure-delete'"
+    ).fetchall()
+    assert options == [(1,)]
+    conn.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('integrity-check')")
+    survivors = [r for r in words if r not in set(doomed)]
+    found = {
+        r[0]
+        for r in conn.execute(
+            "SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH 'inspection'"
+        )
+    }
+    assert found == set(survivors)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as forget does after its purge
+    conn.close()
+    # Terms are stored prefix-compressed: their last 8 letters are always written out.
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert [r for r in doomed if words[r][-8:].encode() in data] == []
+    assert all(words[r][-8:].encode() in data for r in survivors)
+
+
+def test_the_segments_are_rebuilt_when_that_costs_less_than_removing_each_term() -> None:
+    # Removing a row's terms rewrites a page per term and segment; a rebuild rewrites the index.
+    assert rebuild_is_cheaper(FtsShape(rows=7_690, segments=7), purged=314)
+    assert not rebuild_is_cheaper(FtsShape(rows=7_690, segments=7), purged=5)
+    assert not rebuild_is_cheaper(FtsShape(rows=0, segments=0), purged=0)
+    assert rebuild_is_cheaper(FtsShape(rows=100, segments=1), purged=100)

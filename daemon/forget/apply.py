@@ -30,7 +30,7 @@ from daemon.fileio import commit_file
 from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.forget.refs import references_session
-from daemon.index.purge import clear_embedding_cache, purge_chunks
+from daemon.index.purge import clear_embedding_cache, purge_chunks, rebuild_is_cheaper
 from daemon.store.backfill_journal import (
     corpus_line_rows,
     delete_origin_rows_of_sessions,
@@ -40,7 +40,7 @@ from daemon.store.backfill_journal import (
 from daemon.store.checkpoints import delete_checkpoints
 from daemon.store.corpus_files import delete_corpus_files
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
-from daemon.store.index_chunks import rewrite_chunk_pages, rowids_of_chunks
+from daemon.store.index_chunks import fts_shape, rewrite_chunk_pages, rowids_of_chunks
 from daemon.store.index_sources import delete_sources_by_id
 from daemon.store.index_state import bump_revision
 from daemon.store.origins import delete_origins_for_entries
@@ -90,7 +90,9 @@ def _purge_index(conn: Connection, plan: ForgetPlan) -> None:
     # removes FTS rows (and their terms: secure-delete), vectors, provenance, recall rows; the
     # chunks that shared their pages are rewritten (no older copy left in a page's free gap).
     purged = rowids_of_chunks(conn, list(idx.chunk_ids))
-    purge_chunks(conn, idx.chunk_ids)
+    # A large purge merges the index into one segment instead (rebuild_is_cheaper).
+    rebuild = rebuild_is_cheaper(fts_shape(conn), idx.fts_rows)
+    purge_chunks(conn, idx.chunk_ids, rebuild_segments=rebuild)
     rewrite_chunk_pages(conn, purged)
     delete_sources_by_id(conn, idx.source_ids)
     if idx.clear_embedding_cache:

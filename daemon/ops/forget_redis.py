@@ -22,9 +22,6 @@ import anyio
 from redis.asyncio import Redis
 
 from daemon.redis_values import keys_naming, purge_naming, purgeable_keys
-from daemon.retention.contributions import session_texts
-from daemon.retention.erase import session_subject
-from daemon.retention.needles import compile_needles
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
@@ -59,6 +56,11 @@ async def purge_forgotten_from_redis(
     """Delete earlier job arguments and results naming the forgotten sessions; how many."""
     if not session_ids or not await purgeable_keys(redis, spare_running=True):
         return 0  # no job value to look into: no transcript read, no needle compiled
+    # Imported here: a forget with no job value in Redis never loads the erasure's modules.
+    from daemon.retention.contributions import session_texts
+    from daemon.retention.erase import session_subject
+    from daemon.retention.needles import compile_needles
+
     forgotten = await anyio.to_thread.run_sync(forgotten_sessions, settings, agent, session_ids)
     subject = await session_subject(settings, forgotten, include_ids=False)
     # Ids are looked for even when no transcript is left (an unresolved session).

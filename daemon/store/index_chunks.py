@@ -166,6 +166,7 @@ def refresh_kept(
 
 
 _IDS = "temp.memory_index_purge_ids"
+_FTS = "memory_index_chunks_fts"
 
 
 def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
@@ -175,15 +176,22 @@ def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
     return int(conn.execute(f"SELECT count(*) FROM {_IDS}").fetchone()[0])
 
 
-def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
+def delete_chunks(
+    conn: Connection, chunk_ids: Iterable[str], *, rebuild_segments: bool = False
+) -> ChunksRemoved:
     """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid; the
     table keeps its content and has secure-delete on, so their terms leave the segments:
     migration 6), vectors, provenance and recall
-    rows, then the chunks. The ids go through a temporary table: one statement per table."""
+    rows, then the chunks. The ids go through a temporary table: one statement per table.
+    With `rebuild_segments`, the terms leave the segments by a merge of the whole index
+    instead (_delete_fts_rebuilding)."""
     if not _load_ids(conn, chunk_ids):
         return ChunksRemoved()
     rowids = f"SELECT c.rowid FROM memory_index_chunks c JOIN {_IDS} p ON p.id = c.id"
-    fts = conn.execute(f"DELETE FROM memory_index_chunks_fts WHERE rowid IN ({rowids})").rowcount
+    if rebuild_segments:
+        fts = _delete_fts_rebuilding(conn, rowids)
+    else:
+        fts = conn.execute(f"DELETE FROM {_FTS} WHERE rowid IN ({rowids})").rowcount
     vectors = conn.execute(f"DELETE FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})").rowcount
     provenance = conn.execute(
         f"DELETE FROM memory_index_chunk_provenance WHERE chunk_id IN (SELECT id FROM {_IDS})"
@@ -194,6 +202,37 @@ def delete_chunks(conn: Connection, chunk_ids: Iterable[str]) -> ChunksRemoved:
     chunks = conn.execute(f"DELETE FROM memory_index_chunks WHERE id IN (SELECT id FROM {_IDS})").rowcount
     conn.execute(f"DELETE FROM {_IDS}")
     return ChunksRemoved(chunks, fts, vectors, provenance, recall)
+
+
+def _delete_fts_rebuilding(conn: Connection, rowids: str) -> int:
+    """Delete the FTS rows `rowids` (an SQL query) with secure-delete off, then merge every
+    segment into one. Off, a delete writes its terms as delete markers instead of rewriting a
+    page of each term in every segment; the merge applies the markers, so the purged rows'
+    entries are written into no new segment, and the old segments' blocks are deleted (zeroed
+    by the secure_delete pragma). Secure-delete is on again before the caller's transaction
+    ends, whatever happens (a failure rolls back all of it)."""
+    conn.execute(f"INSERT INTO {_FTS}({_FTS}, rank) VALUES ('secure-delete', 0)")
+    try:
+        deleted = int(conn.execute(f"DELETE FROM {_FTS} WHERE rowid IN ({rowids})").rowcount)
+        conn.execute(f"INSERT INTO {_FTS}({_FTS}) VALUES ('optimize')")
+    finally:
+        conn.execute(f"INSERT INTO {_FTS}({_FTS}, rank) VALUES ('secure-delete', 1)")
+    return deleted
+
+
+class FtsShape(NamedTuple):
+    """What a purge of FTS rows costs either way (daemon/index/purge.py)."""
+
+    rows: int
+    segments: int
+
+
+def fts_shape(conn: Connection) -> FtsShape:
+    """Rows of the full-text index and its segments (each has at least one leaf in `_idx`); both
+    read from small tables, not the segment blocks."""
+    rows = conn.execute(f"SELECT count(*) FROM {_FTS}_docsize").fetchone()[0]
+    segments = conn.execute(f"SELECT count(DISTINCT segid) FROM {_FTS}_idx").fetchone()[0]
+    return FtsShape(int(rows), int(segments))
 
 
 # A chunk's stored text (a lower bound of its cell size; daemon/store/pages.py).

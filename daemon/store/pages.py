@@ -5,7 +5,8 @@ stayed on the page (at a new offset) can sit there; deleting the row zeroes only
 (secure_delete). Deleting and reinserting the rows that shared the page frees it (zeroed) and
 rebuilds them elsewhere. The rows are taken in rowid (page) order, a page's worth of bytes on
 either side of each purged row, counted from a lower bound of each row's cell size: they always
-cover the purged row's page. The cost follows the purged rows, not the table.
+cover the purged row's page. The cost follows the purged rows (a lookup per run of consecutive
+rowids), not the table.
 """
 
 from __future__ import annotations
@@ -24,10 +25,23 @@ def rows_sharing_pages(conn: Connection, table: str, row_bytes: str, purged: Seq
     before = f"SELECT rowid, {row_bytes} FROM {table} WHERE rowid < ? ORDER BY rowid DESC LIMIT ?"
     after = f"SELECT rowid, {row_bytes} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
     around: set[int] = set()
-    for rowid in purged:
-        for sql in (before, after):
+    # The rows between a run's first and last are purged: each member has the same live rows on
+    # either side, so a run is looked around once (a session's chunks are one run).
+    for first, last in _runs(purged):
+        for sql, rowid in ((before, first), (after, last)):
             around.update(_a_page_of(conn.execute(sql, (rowid, MAX_PAGE_NEIGHBOURS)).fetchall(), page))
     return sorted(around)
+
+
+def _runs(rowids: Sequence[int]) -> list[tuple[int, int]]:
+    """(first, last) of each run of consecutive rowids."""
+    runs: list[tuple[int, int]] = []
+    for rowid in sorted(set(rowids)):
+        if runs and rowid == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], rowid)
+        else:
+            runs.append((rowid, rowid))
+    return runs
 
 
 def _a_page_of(rows: Sequence[tuple[int, int]], page: int) -> list[int]:
