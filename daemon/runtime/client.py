@@ -368,19 +368,19 @@ class MemorydClient:
             # Another tool (or a fault) left a record arq cannot read; the worker fails it
             # when it comes up. Reported, not raised: one bad record must not hide the others.
             return _unreadable(job_id, queue)
-        if info is None:
-            return _not_found(job_id, queue)
-        status = await handle.status()
-        if status is JobStatus.complete:
-            # It finished since its result was looked for: report its result (a failure too),
-            # never "complete" without one.
+        status = None if info is None else await handle.status()
+        if info is None or status is JobStatus.complete:
+            # It may have finished since its result was looked for (its job record goes as its
+            # result is stored): report its result (a failure too), never "complete" without
+            # one, nor "not found" for a job that just finished.
             try:
                 done = await handle.result_info()
             except DeserializationError:
                 return _unreadable(job_id, queue)
             if done is not None:
                 return _finished(job_id, done)
-            return _not_found(job_id, queue)  # and its result expired meanwhile
+            return _not_found(job_id, queue)
+        assert status is not None
         state: JobState = _STATES.get(status, "queued")  # a job key but no known queue: queued
         # arq's Job API has no try count for a job that has not finished; its retry counter
         # (incremented as each try starts) is the record.
