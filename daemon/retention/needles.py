@@ -23,6 +23,7 @@ from daemon.constants import (
     VERIFY_SNIPPET_MIN_CHARS,
     VERIFY_TERM_MIN_CHARS,
 )
+from daemon.retention.literals import LiteralSet, literal_set, non_overlapping
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
 _ID_CHARS = r"A-Za-z0-9_.\-"
@@ -96,40 +97,50 @@ def time_forms(ms: int) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Needles:
-    """Compiled matchers. `text` finds any needle in a string; `exact` are short ids that only
-    count as a whole value; `raw` finds snippets in raw database bytes."""
+    """Compiled matchers. `snippets` and `hashes` are literal sets (their number grows with
+    what the subject said: see retention/literals.py); `pattern` finds the few ids (where not
+    part of a longer one) and times; `exact` are short ids that only count as a whole value;
+    `raw` finds snippets in raw database bytes."""
 
-    text: re.Pattern[str] | None
+    snippets: LiteralSet[str]
+    hashes: LiteralSet[str]  # hex prefixes, in any case
+    pattern: re.Pattern[str] | None
     exact: frozenset[str]
-    raw: re.Pattern[bytes] | None
+    raw: LiteralSet[bytes] | None
     snippet_count: int
     times: frozenset[int]
     terms: frozenset[str]  # full-text terms of the snippets (as FTS5's unicode61 folds them)
 
+    @property
+    def searches_text(self) -> bool:
+        """Whether any text can hit (ids and times alone are text too)."""
+        return bool(self.snippets or self.hashes or self.pattern is not None or self.exact)
+
     def may_hit(self, text: str) -> bool:
         """A cheap superset of `hits` over a whole document (a short id only as a substring):
         lets a caller skip opening what cannot hold a needle."""
-        if self.text is not None and self.text.search(text) is not None:
+        if self.snippets.occurs_in(text) or self.hashes.occurs_in(text):
+            return True
+        if self.pattern is not None and self.pattern.search(text) is not None:
             return True
         return any(e in text for e in self.exact)
 
     def hits(self, value: str) -> int:
         if value in self.exact:
             return 1
-        if self.text is None:
-            return 0
-        return sum(1 for _ in self.text.finditer(value))
+        spans = self.snippets.spans(value) + self.hashes.spans(value)
+        if self.pattern is not None:
+            spans += [(m.start(), m.end() - m.start()) for m in self.pattern.finditer(value)]
+        return len(non_overlapping(spans))
 
 
 def compile_needles(subject: VerifySubject) -> Needles:
-    alternatives: list[str] = []
     snips = snippets(subject.contents)
     if subject.shared:
         surviving = "\n".join(_collapse(t) for t in subject.shared)
         snips = [s for s in snips if s not in surviving]
-    alternatives += [re.escape(s) for s in sorted(snips, key=len, reverse=True)]
     hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in hash_forms(c)}
-    alternatives += [f"(?i:{h})" for h in sorted(hashes)]
+    alternatives: list[str] = []
     exact: set[str] = set()
     for ident in dict.fromkeys(subject.ids):
         if len(ident) >= VERIFY_ID_MIN_CHARS:
@@ -138,11 +149,20 @@ def compile_needles(subject: VerifySubject) -> Needles:
             exact.add(ident)
     for ms in dict.fromkeys(subject.times_ms):
         alternatives += [f"(?<!\\d){re.escape(t)}(?!\\d)" for t in time_forms(ms)]
-    text = re.compile("|".join(alternatives)) if alternatives else None
-    raw = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in snips)) if snips else None
+    pattern = re.compile("|".join(alternatives)) if alternatives else None
+    raw = literal_set(s.encode("utf-8") for s in snips) if snips else None
     times = frozenset(t for t in subject.times_ms if t % DAY_MS)
     terms = frozenset(t for s in snips for t in fts_terms(s) if len(t) >= VERIFY_TERM_MIN_CHARS)
-    return Needles(text, frozenset(exact), raw, len(snips), times, terms)
+    return Needles(
+        literal_set(snips),
+        literal_set(hashes, fold=True),
+        pattern,
+        frozenset(exact),
+        raw,
+        len(snips),
+        times,
+        terms,
+    )
 
 
 _WORD_RE = re.compile(r"\w+")

@@ -47,8 +47,8 @@ def _db_hits(data: bytes, needles: Needles) -> dict[str, int]:
         return out
     size = page_size(data)
     free = free_pages(data)
-    for m in needles.raw.finditer(data):
-        kind = "free page" if m.start() // size + 1 in free else "page"
+    for start in needles.raw.starts(data):
+        kind = "free page" if start // size + 1 in free else "page"
         out[kind] = out.get(kind, 0) + 1
     return out
 
@@ -67,7 +67,7 @@ def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
         if kind == "db":
             found = _db_hits(data, needles)
         else:
-            n = sum(1 for _ in needles.raw.finditer(data))
+            n = len(needles.raw.starts(data))
             found = {kind: n} if n else {}
         for where, n in found.items():
             out[f"{candidate.name} {where}"] = n
