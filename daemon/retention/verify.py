@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import anyio
 import numpy as np
 from redis.asyncio import Redis
 
@@ -168,7 +169,7 @@ def embedding_hits(stored: list[tuple[str, bytes]], probes: np.ndarray | None) -
 
 def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
     hits: dict[str, int] = {}
-    if needles.text is None and not needles.exact:
+    if not needles.searches_text:
         return hits
     for root, dirs, files in os.walk(workspace, followlinks=False):
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
@@ -227,7 +228,8 @@ async def _check_store(
     retention: bool,
 ) -> None:
     # Raw bytes as the erasure left them (free pages and WAL frames included), then compacted.
-    for where, n in raw_hits(store.path, needles).items():
+    # Whole files are read and searched: off the event loop, which serves other jobs meanwhile.
+    for where, n in (await anyio.to_thread.run_sync(raw_hits, store.path, needles)).items():
         findings.add(findings.physical, f"{label}:{where}", n)
     problem = await store.run(compact)
     if problem:
@@ -245,14 +247,14 @@ async def _check_store(
             findings.add(findings.embeddings, f"{label}:{where}", n)
         for where, n in (await store.run(_fts_residue, needles)).items():
             findings.add(findings.fts, f"{label}:{where}", n)
-    for where, n in raw_hits(store.path, needles).items():
+    for where, n in (await anyio.to_thread.run_sync(raw_hits, store.path, needles)).items():
         findings.add(findings.physical, f"{label}:{where} after compaction", n)
 
 
 async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> None:
     """Every value under memoryd's and arq's prefixes (erasure requests aside: they must name
     their subject while queued or running, and their results keep no arguments)."""
-    if needles.text is None and not needles.exact:
+    if not needles.searches_text:
         return
     async for key, strings in scan_values(redis, needles.may_hit):
         if is_erasure_request(key):
@@ -343,10 +345,12 @@ async def run_verify(
                     rt.require_store(), f"agent {agent}", needles, probes, findings, retention=False
                 )
         if paths.workspace.is_dir():
-            for where, n in _scan_workspace(paths.workspace, needles).items():
+            workspace = await anyio.to_thread.run_sync(_scan_workspace, paths.workspace, needles)
+            for where, n in workspace.items():
                 findings.add(findings.derivability, f"agent {agent}:workspace/{where}", n)
         if paths.scratch_dir.is_dir():  # the parallel scan's files (SQLite pages: raw bytes)
-            for where, n in _scan_workspace(paths.scratch_dir, needles).items():
+            scratch = await anyio.to_thread.run_sync(_scan_workspace, paths.scratch_dir, needles)
+            for where, n in scratch.items():
                 findings.add(findings.physical, f"agent {agent}:{paths.scratch_dir.name}/{where}", n)
 
     physical_note = "; ".join(findings.physical_notes) or (
