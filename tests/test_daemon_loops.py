@@ -175,6 +175,12 @@ async def test_an_agent_whose_store_cannot_open_waits_alone_and_is_served_once_i
         async with MemorydClient.connect(settings) as client:
             job = await client.submit(ingest_sweep.OP, {"agent": good})
             assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+            # Its jobs are refused saying why, not only that this host does not serve it.
+            job = await client.submit(ingest_sweep.OP, {"agent": bad})
+            refused = await client.wait(job.job_id, timeout_s=30)
+            assert refused.state == "failed" and refused.error is not None
+            assert refused.error.startswith("AgentNotServed: ") and "until its store opens" in refused.error
+            assert "file is not a database" in refused.error, refused.error
         broken.unlink()  # the operator moves the damaged file aside
         await until(
             lambda: "lighthouse" in _staged(settings, bad), "the agent served once its store opens", 20

@@ -95,7 +95,13 @@ async def pooled_runtime(
 def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:
     served = ctx.get("agents")
     if served is not None and agent not in served:
-        raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {ctx.get('host_id')!r}")
+        host = ctx.get("host_id")
+        why = ctx.get("refused", {}).get(agent)  # the service's: its store could not be opened
+        if why:
+            raise AgentNotServed(
+                f"{job}: agent {agent!r} is not served by host {host!r} until its store opens: {why}"
+            )
+        raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {host!r}")
 
 
 def dump(report: BaseModel) -> dict[str, Any]:

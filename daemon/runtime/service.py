@@ -263,6 +263,7 @@ class Service:
                     "agent %s: not served until its store opens (tried at every heartbeat): %s", agent, why
                 )
         self._refused = dict(refused)
+        self.ctx["refused"] = dict(refused)  # the worker's refusals of their jobs say why
 
     def _note_elsewhere(self, elsewhere: dict[str, str]) -> None:
         """One line per agent when another live host is found serving it (not at every beat)."""
@@ -286,7 +287,8 @@ class Service:
         listed = await anyio.to_thread.run_sync(list_agents, s)
         wanted = [a for a in listed if a not in self.state.agents]
         if not wanted:
-            self._elsewhere, self._refused = {}, {}
+            self._elsewhere = {}
+            self._note_refused({})
             return
         fresh = [a for a in wanted if a not in self._elsewhere]
         ready, refused = await prepare_agents(s, fresh)
