@@ -54,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +93,7 @@ LOOP_RESTART_MARK = "; starting it again in "
 # The daemon's line for an agent left out because its store cannot be opened (a full disk):
 # its jobs are refused as not served until the store opens, which it tries at every heartbeat.
 STORE_WAIT_MARK = f"agent {AGENT}: not served until its store opens"
+ENDED_RUNS_KEPT = 3  # a job's failure is judged within a round, and a round restarts at most twice
 # A daemon restarted with a write failpoint armed reaches that write within this bound or is
 # restarted without it (the write did not come up: nothing to promote, no erasure queued).
 WRITE_STOP_WAIT_S = 20.0
@@ -241,9 +242,14 @@ class Daemon:
         self.disk_full: Callable[[], bool] = lambda: False  # is the state directory's disk full now?
         self.started_on_full_disk = False  # the current run started while it was
         self.loop_restarts_seen = 0  # of the current run's log
+        # The logs of the runs that ended last: a job refused by one of them may be judged
+        # after the daemon was restarted (a kill in the same round).
+        self.ended_runs: deque[str] = deque(maxlen=ENDED_RUNS_KEPT)
 
     def start(self, env_extra: dict[str, str] | None = None) -> None:
         self._collect_loop_restarts()  # of the run that ended
+        if self.log_path.exists():
+            self.ended_runs.append(self._log_tail())
         self.started_on_full_disk = self.disk_full()
         self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.loop_restarts_seen = 0
@@ -282,8 +288,11 @@ class Daemon:
             return " / ".join([*frames[-1:], lines[-1]])
         return lines[-1] if lines else "(no log line)"
 
-    def said(self, mark: str) -> bool:
-        """Did the current run log a line containing `mark`?"""
+    def said(self, mark: str, *, lately: bool = False) -> bool:
+        """Did the current run log a line containing `mark` (`lately`: or one of the runs that
+        ended last)?"""
+        if lately and any(mark in tail for tail in self.ended_runs):
+            return True
         return self.log_path.exists() and mark in self._log_tail()
 
     def take_loop_restarts(self) -> list[str]:
@@ -1407,7 +1416,8 @@ class Run:
     def explained(self) -> frozenset[str]:
         """Refusals the daemon's own log explains: an agent whose store could not be opened (a
         full disk) is not served until it can be, and says so in one line."""
-        return frozenset({"AgentNotServed"}) if self.daemon.said(STORE_WAIT_MARK) else frozenset()
+        said = self.daemon.said(STORE_WAIT_MARK, lately=True)
+        return frozenset({"AgentNotServed"}) if said else frozenset()
 
     def note_loop_restarts(self) -> None:
         """Each background loop the daemon had to start again is a violation (with its line)."""
@@ -1513,7 +1523,10 @@ async def campaign(
 def _disk_full(error: str) -> bool:
     """A store or file write refused because the disk is full (the tmpfs fault): the job fails in
     one line and a rerun converges once space returns."""
-    return "No space left on device" in error or "database or disk is full" in error
+    return any(
+        said in error
+        for said in ("No space left on device", "database or disk is full", "its filesystem is full")
+    )
 
 
 def _fault_name(fault: float, can_fill: bool) -> str:
