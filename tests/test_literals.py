@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.retention.literals import MIN_CHARS, literal_set, non_overlapping
-from daemon.retention.needles import VerifySubject, compile_needles
+from daemon.retention.needles import ID_WORD_CHARS, VerifySubject, compile_needles
 
 # A small alphabet, so literals share grams and heads and text repeats them.
 ALPHABET = "ab cİK\u00e9"
@@ -77,3 +77,22 @@ def test_needles_count_snippets_hashes_ids_and_times_together() -> None:
     assert needles.hits(value) == 4
     assert needles.may_hit(value)
     assert not needles.may_hit("nothing of it here at all, sess-42421")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab-:", min_size=MIN_CHARS, max_size=16), min_size=1, max_size=6), st.data())
+def test_word_chars_keep_an_id_apart_as_lookarounds_do(ids: list[str], data: st.DataObject) -> None:
+    pieces = data.draw(st.lists(st.one_of(st.sampled_from(ids), st.text(alphabet="ab :x", max_size=4))))
+    text = "".join(pieces)
+    ordered = sorted(set(ids), key=len, reverse=True)
+    word = r"A-Za-z0-9_.\-"
+    pattern = re.compile("|".join(f"(?<![{word}]){re.escape(i)}(?![{word}])" for i in ordered))
+    expected = [m.start() for m in pattern.finditer(text)]
+    assert literal_set(ids, word_chars=ID_WORD_CHARS).starts(text) == expected
+
+
+def test_a_session_id_inside_a_longer_id_is_not_a_hit() -> None:
+    sid = "0b5f3c1e-7d2a-4e7b-9c1d-2f6a8b3e4d5c"
+    needles = compile_needles(VerifySubject(ids=(sid,)))
+    assert needles.hits(f"sessions/main/{sid}#L3 and ({sid})") == 2
+    assert needles.hits(f"x{sid} {sid}-2 {sid}_b") == 0

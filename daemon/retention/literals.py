@@ -13,7 +13,8 @@ positions are read: the gram there is looked up among the grams at offsets 0…S
 literal, and each start it points to is confirmed by a set lookup per literal length.
 
 Works alike on str and bytes. `fold=True` compares lower-cased text with lower-cased literals
-(hex digests); only slices are lower-cased, so positions stay those of the text.
+(hex digests); only slices are lower-cased, so positions stay those of the text. `word_chars`
+(str only) counts an occurrence only where no such character touches it (ids).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class LiteralSet(Generic[T]):
     heads: dict[T, tuple[int, ...]]  # a literal's first MIN_CHARS -> lengths with that head, longest first
     literals: frozenset[T]
     fold: bool
+    # Characters that continue a word: with them, an occurrence counts only where it is not part
+    # of a longer word (an id inside a longer id is another id).
+    word_chars: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         return len(self.literals)
@@ -62,12 +66,20 @@ class LiteralSet(Generic[T]):
                     continue
                 for length in lengths:
                     piece = text[start : start + length]
-                    if (piece.lower() if fold else piece) in literals:
-                        found.append((start, length))
-                        if first:
-                            return found
-                        break  # the longest at this start; shorter ones overlap it
+                    if (piece.lower() if fold else piece) not in literals:
+                        continue
+                    if self.word_chars and not self._apart(text, start, start + length):
+                        continue
+                    found.append((start, length))
+                    if first:
+                        return found
+                    break  # the longest at this start; shorter ones overlap it
         return found
+
+    def _apart(self, text: T, start: int, end: int) -> bool:
+        before = text[start - 1 : start] if start else ""
+        after = text[end : end + 1]
+        return before not in self.word_chars and after not in self.word_chars
 
     def starts(self, text: T) -> list[int]:
         return [start for start, _ in non_overlapping(self.spans(text))]
@@ -88,7 +100,9 @@ def non_overlapping(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return kept
 
 
-def literal_set(literals: Iterable[T], *, fold: bool = False) -> LiteralSet[T]:
+def literal_set(
+    literals: Iterable[T], *, fold: bool = False, word_chars: Iterable[str] = ()
+) -> LiteralSet[T]:
     unique = frozenset(lit.lower() if fold else lit for lit in literals)
     short = [lit for lit in unique if len(lit) < MIN_CHARS]
     if short:
@@ -104,4 +118,5 @@ def literal_set(literals: Iterable[T], *, fold: bool = False) -> LiteralSet[T]:
         heads={h: tuple(sorted(n, reverse=True)) for h, n in heads.items()},
         literals=unique,
         fold=fold,
+        word_chars=frozenset(word_chars),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import string
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,10 +24,11 @@ from daemon.constants import (
     VERIFY_SNIPPET_MIN_CHARS,
     VERIFY_TERM_MIN_CHARS,
 )
-from daemon.retention.literals import LiteralSet, literal_set, non_overlapping
+from daemon.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_overlapping
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
 _ID_CHARS = r"A-Za-z0-9_.\-"
+ID_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +99,15 @@ def time_forms(ms: int) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Needles:
-    """Compiled matchers. `snippets` and `hashes` are literal sets (their number grows with
-    what the subject said: see retention/literals.py); `pattern` finds the few ids (where not
-    part of a longer one) and times; `exact` are short ids that only count as a whole value;
-    `raw` finds snippets in raw database bytes."""
+    """Compiled matchers. `snippets`, `hashes` and `ids` are literal sets (their number grows
+    with what the subject said and how many sessions it had: see retention/literals.py);
+    `pattern` finds ids too short for a literal set and times; an id counts only where it is not
+    part of a longer one. `exact` are short ids that only count as a whole value; `raw` finds
+    snippets in raw database bytes."""
 
     snippets: LiteralSet[str]
     hashes: LiteralSet[str]  # hex prefixes, in any case
+    ids: LiteralSet[str]
     pattern: re.Pattern[str] | None
     exact: frozenset[str]
     raw: LiteralSet[bytes] | None
@@ -114,12 +118,12 @@ class Needles:
     @property
     def searches_text(self) -> bool:
         """Whether any text can hit (ids and times alone are text too)."""
-        return bool(self.snippets or self.hashes or self.pattern is not None or self.exact)
+        return bool(self.snippets or self.hashes or self.ids or self.pattern is not None or self.exact)
 
     def may_hit(self, text: str) -> bool:
         """A cheap superset of `hits` over a whole document (a short id only as a substring):
         lets a caller skip opening what cannot hold a needle."""
-        if self.snippets.occurs_in(text) or self.hashes.occurs_in(text):
+        if self.snippets.occurs_in(text) or self.hashes.occurs_in(text) or self.ids.occurs_in(text):
             return True
         if self.pattern is not None and self.pattern.search(text) is not None:
             return True
@@ -128,7 +132,7 @@ class Needles:
     def hits(self, value: str) -> int:
         if value in self.exact:
             return 1
-        spans = self.snippets.spans(value) + self.hashes.spans(value)
+        spans = self.snippets.spans(value) + self.hashes.spans(value) + self.ids.spans(value)
         if self.pattern is not None:
             spans += [(m.start(), m.end() - m.start()) for m in self.pattern.finditer(value)]
         return len(non_overlapping(spans))
@@ -142,7 +146,8 @@ def compile_needles(subject: VerifySubject) -> Needles:
     hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in hash_forms(c)}
     alternatives: list[str] = []
     exact: set[str] = set()
-    for ident in dict.fromkeys(subject.ids):
+    long_ids = [i for i in dict.fromkeys(subject.ids) if len(i) >= MIN_CHARS]
+    for ident in dict.fromkeys(i for i in subject.ids if len(i) < MIN_CHARS):
         if len(ident) >= VERIFY_ID_MIN_CHARS:
             alternatives.append(f"(?<![{_ID_CHARS}]){re.escape(ident)}(?![{_ID_CHARS}])")
         elif ident:
@@ -154,14 +159,15 @@ def compile_needles(subject: VerifySubject) -> Needles:
     times = frozenset(t for t in subject.times_ms if t % DAY_MS)
     terms = frozenset(t for s in snips for t in fts_terms(s) if len(t) >= VERIFY_TERM_MIN_CHARS)
     return Needles(
-        literal_set(snips),
-        literal_set(hashes, fold=True),
-        pattern,
-        frozenset(exact),
-        raw,
-        len(snips),
-        times,
-        terms,
+        snippets=literal_set(snips),
+        hashes=literal_set(hashes, fold=True),
+        ids=literal_set(long_ids, word_chars=ID_WORD_CHARS),
+        pattern=pattern,
+        exact=frozenset(exact),
+        raw=raw,
+        snippet_count=len(snips),
+        times=times,
+        terms=terms,
     )
 
 
