@@ -28,7 +28,7 @@ from daemon.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_ov
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
 _ID_CHARS = r"A-Za-z0-9_.\-"
-ID_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+ID_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")  # the same, for literal sets
 
 
 @dataclass(frozen=True, slots=True)
