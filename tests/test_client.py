@@ -409,53 +409,30 @@ def test_enqueue_of_a_mistyped_agent_names_the_agents_the_local_config_knows(
     assert job["queue"] == queue
 
 
-async def test_a_job_that_finishes_while_its_state_is_read_is_reported_with_its_result(
-    settings, routed, redis, monkeypatch
+@pytest.mark.parametrize("read", ["status", "info"])
+async def test_a_job_that_finishes_while_it_is_read_is_reported_with_its_result(
+    settings, routed, redis, monkeypatch, read
 ):
     """Found by tools/chaos.py (an erase "complete" with no receipt): `job` read no result yet,
-    then the job's status once it had finished: complete, and no result. The result is read
-    again in that case."""
+    then the job's status once it had finished: complete, and no result (`status`); or, one read
+    earlier, no job record, which goes as the result is stored: not found (`info`). The result
+    is read again in both cases."""
     from arq.jobs import Job
 
     from tests.worker_harness import run_jobs
 
     agent, queue, job_ids = routed
-    real_status = Job.status
+    real_read = getattr(Job, read)
 
     async def finishing_meanwhile(self):  # the worker runs the job between the two reads
-        monkeypatch.setattr(Job, "status", real_status)
+        monkeypatch.setattr(Job, read, real_read)
         await run_jobs(settings, queue, frozenset({agent}))
-        return await real_status(self)
+        return await real_read(self)
 
     async with MemorydClient.connect(settings) as client:
         job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s1"], dry_run=True))
         job_ids.append(job.job_id)
-        monkeypatch.setattr(Job, "status", finishing_meanwhile)
+        monkeypatch.setattr(Job, read, finishing_meanwhile)
         report = await client.job(job.job_id, queue=queue)
     assert report.state == "complete"
     assert report.result is not None and report.finished_at is not None
-
-
-async def test_a_job_that_finishes_before_its_record_is_read_is_not_reported_as_not_found(
-    settings, routed, redis, monkeypatch
-):
-    """The same race one read earlier: no result yet, then no job record (it goes as the result is
-    stored): the job is reported with its result, not as never enqueued."""
-    from arq.jobs import Job
-
-    from tests.worker_harness import run_jobs
-
-    agent, queue, job_ids = routed
-    real_info = Job.info
-
-    async def finishing_meanwhile(self):
-        monkeypatch.setattr(Job, "info", real_info)
-        await run_jobs(settings, queue, frozenset({agent}))
-        return await real_info(self)
-
-    async with MemorydClient.connect(settings) as client:
-        job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s1"], dry_run=True))
-        job_ids.append(job.job_id)
-        monkeypatch.setattr(Job, "info", finishing_meanwhile)
-        report = await client.job(job.job_id, queue=queue)
-    assert report.state == "complete" and report.result is not None
