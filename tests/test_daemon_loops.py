@@ -19,7 +19,7 @@ from daemon.constants import HEARTBEAT_S
 from daemon.failpoints import ENV_VAR as FAILPOINTS_ENV
 from daemon.ops import ingest_sweep
 from daemon.runtime.client import MemorydClient
-from daemon.settings import load_settings
+from daemon.settings import Settings, load_settings
 from daemon.store.short_term import COLUMNS
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
@@ -41,6 +41,34 @@ def _staged(settings, agent: str) -> str:
         conn.close()
 
 
+def _started(
+    tmp_path: Path, root: Path, redis_url: str, host: str, env: dict[str, str] | None = None
+) -> tuple[Settings, NotifySocket, DaemonProcess]:
+    """A daemon over `root` with the scheduler on and sweeps an hour apart: what it stages comes
+    from its live sweeps (the watch), not from an interval sweep."""
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=root,
+        redis_url=redis_url,
+        host_id=host,
+        schedule=True,
+        extra="[ingest]\ninterval_s = 3600.0\n",
+    )
+    notify = NotifySocket(tmp_path / "notify.sock")
+    return (
+        load_settings(config),
+        notify,
+        DaemonProcess(config, notify, tmp_path / "daemon.log", env=env).start(),
+    )
+
+
+def _stop_cleanly(daemon: DaemonProcess) -> None:
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(30) == 0, daemon.log()
+    assert "Traceback" not in daemon.log(), daemon.log()
+
+
 async def test_agents_that_appear_after_the_start_are_served_without_a_restart(
     tmp_path: Path, redis_url: str, unique: str
 ):
@@ -56,18 +84,7 @@ async def test_agents_that_appear_after_the_start_are_served_without_a_restart(
     os.symlink(root / "agents" / "loop", root / "agents" / restored)
     os.symlink(root / "agents" / restored, root / "agents" / "loop")
 
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=root,
-        redis_url=redis_url,
-        host_id=host,
-        schedule=True,
-        extra="[ingest]\ninterval_s = 3600.0\n",
-    )
-    settings = load_settings(config)
-    notify = NotifySocket(tmp_path / "notify.sock")
-    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    settings, notify, daemon = _started(tmp_path, root, redis_url, host)
     try:
         assert "serving 1 agent(s)" in notify.wait_for("READY=1", timeout_s=60)
         SessionStoreBuilder(root, later).add(
@@ -94,9 +111,7 @@ async def test_agents_that_appear_after_the_start_are_served_without_a_restart(
                 assert report.state == "complete", (agent, report)
         log = daemon.log()
         assert f"agent {later}: found under sessions_root; served from now on" in log, log
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait(30) == 0, daemon.log()
-        assert "Traceback" not in daemon.log(), daemon.log()
+        _stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [first, later, restored])
@@ -109,20 +124,8 @@ async def test_a_loop_that_fails_unexpectedly_starts_again_and_the_daemon_serves
     root = tmp_path / "sessions"
     agent = f"a{unique}"
     SessionStoreBuilder(root, agent).add(f"agent:{agent}:main", "s-1", exchange("orchard"), chatType="direct")
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=root,
-        redis_url=redis_url,
-        host_id=host,
-        schedule=True,
-        extra="[ingest]\ninterval_s = 3600.0\n",
-    )
-    settings = load_settings(config)
-    notify = NotifySocket(tmp_path / "notify.sock")
     # The live loop fails each time it would enqueue a sweep (at the watch's first report).
-    env = {FAILPOINTS_ENV: "live.enqueue"}
-    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log", env=env).start()
+    settings, notify, daemon = _started(tmp_path, root, redis_url, host, env={FAILPOINTS_ENV: "live.enqueue"})
     try:
         notify.wait_for("READY=1", timeout_s=60)
         await until(lambda: "starting it again" in daemon.log(), "the loop's one line", 20)
@@ -133,9 +136,7 @@ async def test_a_loop_that_fails_unexpectedly_starts_again_and_the_daemon_serves
             job = await client.submit(ingest_sweep.OP, {"agent": agent})
             report = await client.wait(job.job_id, timeout_s=30)
             assert report.state == "complete", report
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait(30) == 0, daemon.log()
-        assert "Traceback" not in daemon.log(), daemon.log()
+        _stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [agent])
@@ -154,18 +155,7 @@ async def test_an_agent_whose_store_cannot_open_waits_alone_and_is_served_once_i
     broken = tmp_path / "state" / "agents" / bad / "memory.sqlite"
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"not a database, " * 512)
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=root,
-        redis_url=redis_url,
-        host_id=host,
-        schedule=True,
-        extra="[ingest]\ninterval_s = 3600.0\n",
-    )
-    settings = load_settings(config)
-    notify = NotifySocket(tmp_path / "notify.sock")
-    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    settings, notify, daemon = _started(tmp_path, root, redis_url, host)
     try:
         assert "serving 1 agent(s)" in notify.wait_for("READY=1", timeout_s=60)
         lines = [ln for ln in daemon.log().splitlines() if bad in ln and "not served" in ln]
@@ -185,9 +175,7 @@ async def test_an_agent_whose_store_cannot_open_waits_alone_and_is_served_once_i
         await until(
             lambda: "lighthouse" in _staged(settings, bad), "the agent served once its store opens", 20
         )
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait(30) == 0, daemon.log()
-        assert "Traceback" not in daemon.log(), daemon.log()
+        _stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [good, bad])
@@ -203,18 +191,7 @@ async def test_a_daemon_that_started_with_no_agent_watches_the_first_one_found(
     root = tmp_path / "sessions"
     (root / "agents").mkdir(parents=True)
     agent = f"first{unique}"
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=root,
-        redis_url=redis_url,
-        host_id=host,
-        schedule=True,
-        extra="[ingest]\ninterval_s = 3600.0\n",
-    )
-    settings = load_settings(config)
-    notify = NotifySocket(tmp_path / "notify.sock")
-    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    settings, notify, daemon = _started(tmp_path, root, redis_url, host)
     try:
         assert "serving 0 agent(s)" in notify.wait_for("READY=1", timeout_s=60)
         SessionStoreBuilder(root, agent).add(
@@ -224,8 +201,7 @@ async def test_a_daemon_that_started_with_no_agent_watches_the_first_one_found(
             lambda: "orchard" in _staged(settings, agent), "the first agent staged live", 4 * HEARTBEAT_S
         )
         assert "not served yet" not in daemon.log(), daemon.log()
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait(30) == 0, daemon.log()
+        _stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [agent])
