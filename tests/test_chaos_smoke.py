@@ -8,11 +8,14 @@ import gc
 import os
 import random
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tools.chaos import main
+from tools.chaos_files import Tmpfs
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 
@@ -405,8 +408,6 @@ def test_the_new_invariant_checks_catch_what_is_planted(tmp_path):
 
 
 def test_the_campaign_refuses_a_tmpfs_without_root_in_one_line(monkeypatch):
-    from tools.chaos_files import Tmpfs
-
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     assert Tmpfs.refusal() == (
         "--tmpfs-mb needs root (it mounts a tmpfs on the state directory); running without the disk-full fault"
@@ -559,14 +560,11 @@ def test_a_cli_command_on_a_full_disk_prints_one_line(tmp_path, redis_url):
     tracebacks after it."""
     from tests.daemon_harness import run_cli
     from tools.chaos import AGENT, World, write_config
-    from tools.chaos_files import Tmpfs
 
     world = World(tmp_path / "world", random.Random(1))
     config = tmp_path / "memoryd.toml"
     write_config(config, tmp_path / "state", world.sessions_root, redis_url)
-    disk = Tmpfs(tmp_path / "state", 16)
-    disk.mount()
-    try:
+    with _small_disk(tmp_path / "state") as disk:
         assert run_cli(config, "ingest", "--agent", AGENT).returncode == 0
         world.append("s01", 2)
         disk.fill()
@@ -576,9 +574,6 @@ def test_a_cli_command_on_a_full_disk_prints_one_line(tmp_path, redis_url):
             assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
             # The line says what to do, however SQLite put it ("disk I/O error" on a full tmpfs).
             assert "free space" in done.stderr, done.stderr
-    finally:
-        disk.free()
-        disk.unmount()
 
 
 @pytest.mark.slow
@@ -637,12 +632,9 @@ async def test_a_store_open_that_fails_on_a_full_disk_leaves_no_file_of_it_open(
     leaked one: "disk I/O error" or "malformed" on open, and commits into a deleted WAL."""
     from daemon.errors import OperationFailed
     from daemon.store.db import Store
-    from tools.chaos_files import Tmpfs
 
-    disk = Tmpfs(tmp_path / "state", 16)
-    disk.mount()
     db = tmp_path / "state" / "memory.sqlite"
-    try:
+    with _small_disk(tmp_path / "state") as disk:
         store = await Store.open(db)
         await store.close()
         disk.fill()
@@ -665,9 +657,6 @@ async def test_a_store_open_that_fails_on_a_full_disk_leaves_no_file_of_it_open(
         finally:
             gc.enable()
         assert held == [], held
-    finally:
-        disk.free()
-        disk.unmount()
 
 
 def _fd_target(fd: str) -> str | None:
@@ -675,3 +664,15 @@ def _fd_target(fd: str) -> str | None:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return None
+
+
+@contextmanager
+def _small_disk(path: Path) -> Iterator[Tmpfs]:
+    """A 16 MiB tmpfs mounted on `path` (root only), freed and unmounted afterwards."""
+    disk = Tmpfs(path, 16)
+    disk.mount()
+    try:
+        yield disk
+    finally:
+        disk.free()
+        disk.unmount()
