@@ -1,0 +1,104 @@
+"""Publishing batches as they are prepared, in one transaction for as many as fit.
+
+    await publish_streamed(store, batches, ctx, fence, on_commit)
+
+The event loop iterates `batches` (their preparation: a worker process or a thread) and hands
+each to the store's thread, where `publish_stream` (publish.py) writes it inside a transaction
+that stays open for the next one. A run's batches then share one commit and one FTS5 flush
+instead of one each, and the first batch is written while the next ones are still prepared. A
+transaction ends when its batches hold `max_chunks` chunks (the next one takes the rest) or
+the batches end.
+
+`batches` must not use the store: its thread waits in the open transaction for them. (A run
+with an embedder reads the embedding cache between batches, so it publishes batch by batch.)
+
+If iterating the batches fails or is cancelled, the open transaction rolls back: every file is
+still written whole or not at all, and the transactions committed before it stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
+
+import anyio
+
+from daemon.index.publish import PreparedFile, PublishContext, StreamOutcome, publish_stream
+from daemon.store.db import FenceToken, Store
+
+Batch = Sequence[PreparedFile]
+
+
+class StreamStopped(Exception):
+    """The batches stopped before their end (an error or a cancellation of the run)."""
+
+
+_END = object()
+_STOPPED = object()
+
+
+class _Feed:
+    """Batches put by the event loop and taken, blocking, on the store's thread."""
+
+    def __init__(self) -> None:
+        self._items: queue.SimpleQueue[object] = queue.SimpleQueue()
+
+    def put(self, batch: Batch) -> None:
+        self._items.put(batch)
+
+    def end(self) -> None:
+        self._items.put(_END)
+
+    def stop(self) -> None:
+        self._items.put(_STOPPED)
+
+    def take(self) -> Batch | None:
+        item = self._items.get()
+        if item is _STOPPED or item is _END:
+            self._items.put(item)  # for any later take
+        if item is _STOPPED:
+            raise StreamStopped("the index run's batches stopped; its open transaction rolls back")
+        return None if item is _END else item  # type: ignore[return-value]
+
+
+async def publish_streamed(
+    store: Store,
+    batches: AsyncIterator[Batch],
+    ctx: PublishContext,
+    fence: FenceToken,
+    max_chunks: int,
+    on_commit: Callable[[StreamOutcome], None],
+) -> None:
+    """Publish `batches` as they come; `on_commit` hears of each committed transaction."""
+    feed = _Feed()
+
+    def begin(ctx: PublishContext) -> asyncio.Task[StreamOutcome]:
+        return asyncio.ensure_future(store.write(publish_stream, feed.take, ctx, max_chunks, fence=fence))
+
+    def committed(result: StreamOutcome, ctx: PublishContext) -> PublishContext:
+        on_commit(result)
+        if ctx.rebuild_revision is None:
+            return ctx
+        return replace(ctx, rebuild_revision=result.revision)  # the next transaction's fence
+
+    write = begin(ctx)
+    try:
+        async for batch in batches:
+            feed.put(batch)
+            if write.done():  # it took its share: the next transaction takes the rest
+                ctx = committed(write.result(), ctx)
+                write = begin(ctx)
+        feed.end()
+        while not (result := await write).ended:
+            ctx = committed(result, ctx)
+            write = begin(ctx)
+        committed(result, ctx)
+    except BaseException:
+        feed.stop()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([write])  # rolled back on the store's thread
+        if not write.cancelled():
+            write.exception()  # retrieved: the error that ends the run is the one raised here
+        raise
