@@ -78,7 +78,7 @@ async def test_a_transaction_closes_at_its_size_and_the_next_takes_the_rest(
     _sessions(sessions_root)
     _, whole = await _index(_settings(tmp_path, sessions_root, unique, "whole"), redis)
     _groups_of_one_transcript(monkeypatch)
-    monkeypatch.setattr(sync, "PUBLISH_BATCH_CHUNKS", 3)  # a transcript or two per transaction
+    monkeypatch.setattr(sync, "STREAM_TXN_CHUNKS", 3)  # a transcript or two per transaction
     seen: list[tuple[str, int, int]] = []
     settings = _settings(tmp_path, sessions_root, unique, "small-txns")
     async with agent_runtime(settings, AGENT, redis=redis) as rt:

@@ -69,6 +69,10 @@ REASON_SOURCES = "index.sources does not include sessions"
 # segment), small enough that the lock is released and re-checked rows stay few.
 PUBLISH_BATCH_FILES = 256
 PUBLISH_BATCH_CHUNKS = 20_000
+# Chunks per transaction of groups that share one (streaming.py): past a few FTS5 flushes'
+# worth, another commit costs little, and the WAL, which an open transaction cannot
+# checkpoint, stays near 25 MB.
+STREAM_TXN_CHUNKS = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,9 +476,7 @@ async def _publish(
                 report.discarded += [_note(f, discard) for f in batch]
         elif streamed:
             async with aclosing(_counted(batches, tally)) as counted:
-                await publish_streamed(
-                    store, counted, ctx, lease.fence, PUBLISH_BATCH_CHUNKS, tally.committed
-                )
+                await publish_streamed(store, counted, ctx, lease.fence, STREAM_TXN_CHUNKS, tally.committed)
         else:
             async for batch in batches:
                 outcome = await store.write(publish_files, batch, ctx, fence=lease.fence)
