@@ -155,16 +155,17 @@ async def test_a_worker_killed_mid_run_costs_a_warning_and_no_row(
     assert rows == here
 
 
+@PROVIDERS
 async def test_a_worker_that_hangs_is_given_up_and_its_groups_prepared_here(
-    tmp_path, sessions_root, unique, redis, monkeypatch
+    tmp_path, sessions_root, unique, redis, monkeypatch, provider
 ) -> None:
     _sessions(sessions_root)
-    _, here = await _index(_settings(tmp_path, sessions_root, unique, "here"), redis)
+    _, here = await _index(_settings(tmp_path, sessions_root, unique, "here", provider), redis)
     _small_groups(monkeypatch)
     monkeypatch.setattr(prepare_worker, "WORKER_STALL_S", 0.5)
     monkeypatch.setenv(STOP_ENV_VAR, WORKER)  # stopped, it never sends a group
     with anyio.fail_after(60):
-        report, rows = await _index(_settings(tmp_path, sessions_root, unique, "hung"), redis)
+        report, rows = await _index(_settings(tmp_path, sessions_root, unique, "hung", provider), redis)
     assert report.ok and len(report.warnings) == 1
     assert "no group for" in report.warnings[0] and "prepared in the main process" in report.warnings[0]
     assert rows == here
