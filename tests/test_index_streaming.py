@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from daemon.agent_runtime import agent_runtime
-from daemon.index import prepare_worker, sync
+from daemon.index import prepare_worker, publish, streaming, sync
 from daemon.index.sync import run_index_sync
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import index_settings
@@ -147,3 +147,34 @@ async def test_a_run_cancelled_mid_stream_rolls_back_and_leaves_the_store_usable
         monkeypatch.setattr(prepare_worker, "_prepare", prepare)
         report = await run_index_sync(rt)
     assert report.ok and report.files.indexed == SESSIONS
+
+
+async def test_preparation_waits_while_publication_lags(
+    tmp_path, sessions_root, unique, redis, monkeypatch
+) -> None:
+    """At most MAX_WAITING groups wait for the store's thread: a large first sync does not hold
+    most of its prepared text in memory while publication catches up."""
+    _sessions(sessions_root)
+    _groups_of_one_transcript(monkeypatch)
+    monkeypatch.setattr(streaming, "MAX_WAITING", 1)
+    prepared: list[int] = []
+    published: list[int] = []
+    lead: list[int] = []
+    prepare, publish_batch = prepare_worker._prepare, publish._publish_batch
+
+    def counting_prepare(work, group, on_file=None):
+        lead.append(len(prepared) - len(published))
+        prepared.append(1)
+        return prepare(work, group, on_file)
+
+    def slow_publish(conn, batch, ctx):
+        time.sleep(0.03)  # on the store's thread: publication lags preparation
+        published.append(1)
+        return publish_batch(conn, batch, ctx)
+
+    monkeypatch.setattr(prepare_worker, "_prepare", counting_prepare)
+    monkeypatch.setattr(publish, "_publish_batch", slow_publish)
+    report, _ = await _index(_settings(tmp_path, sessions_root, unique, "lagging"), redis)
+    assert report.ok and len(prepared) == SESSIONS
+    # One group published, one waiting, one in the event loop's hand: never all ten ahead.
+    assert max(lead) <= 3, lead

@@ -12,6 +12,10 @@ the batches end.
 `batches` must not use the store: its thread waits in the open transaction for them. (A run
 with an embedder reads the embedding cache between batches, so it publishes batch by batch.)
 
+At most MAX_WAITING batches wait for the store's thread: while publication is slower than
+preparation, the event loop stops taking batches, and the worker waits on its pipe, instead of
+a large first sync holding most of its prepared text in memory at once.
+
 If iterating the batches fails or is cancelled, the open transaction rolls back: every file is
 still written whole or not at all, and the transactions committed before it stay.
 """
@@ -22,6 +26,7 @@ import asyncio
 import queue
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import anyio
 
@@ -29,6 +34,7 @@ from daemon.index.publish import PreparedFile, PublishContext, StreamOutcome, pu
 from daemon.store.db import FenceToken, Store
 
 Batch = Sequence[PreparedFile]
+MAX_WAITING = 8  # batches handed over and not yet taken (groups of 256 KiB of transcript)
 
 
 class StreamStopped(Exception):
@@ -42,11 +48,24 @@ _STOPPED = object()
 class _Feed:
     """Batches put by the event loop and taken, blocking, on the store's thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._items: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._loop = loop
+        self._room: asyncio.Future[None] | None = None  # set when the store's thread takes one
 
     def put(self, batch: Batch) -> None:
         self._items.put(batch)
+
+    async def room(self, write: asyncio.Task[StreamOutcome]) -> None:
+        """Until fewer than MAX_WAITING batches wait, or `write` ended (it takes no more)."""
+        while self._items.qsize() >= MAX_WAITING and not write.done():
+            self._room = self._loop.create_future()
+            either: list[asyncio.Future[Any]] = [write, self._room]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+
+    def _made_room(self) -> None:
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
 
     def end(self) -> None:
         self._items.put(_END)
@@ -60,7 +79,10 @@ class _Feed:
             self._items.put(item)  # for any later take
         if item is _STOPPED:
             raise StreamStopped("the index run's batches stopped; its open transaction rolls back")
-        return None if item is _END else item  # type: ignore[return-value]
+        if item is _END:
+            return None
+        self._loop.call_soon_threadsafe(self._made_room)
+        return item  # type: ignore[return-value]
 
 
 async def publish_streamed(
@@ -72,7 +94,7 @@ async def publish_streamed(
     on_commit: Callable[[StreamOutcome], None],
 ) -> None:
     """Publish `batches` as they come; `on_commit` hears of each committed transaction."""
-    feed = _Feed()
+    feed = _Feed(asyncio.get_running_loop())
 
     def begin(ctx: PublishContext) -> asyncio.Task[StreamOutcome]:
         return asyncio.ensure_future(store.write(publish_stream, feed.take, ctx, max_chunks, fence=fence))
@@ -86,10 +108,11 @@ async def publish_streamed(
     write = begin(ctx)
     try:
         async for batch in batches:
-            feed.put(batch)
+            await feed.room(write)
             if write.done():  # it took its share: the next transaction takes the rest
                 ctx = committed(write.result(), ctx)
                 write = begin(ctx)
+            feed.put(batch)
         feed.end()
         while not (result := await write).ended:
             ctx = committed(result, ctx)
