@@ -52,6 +52,7 @@ class _Feed:
         self._items: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._loop = loop
         self._room: asyncio.Future[None] | None = None  # set when the store's thread takes one
+        self._stopped = False  # the batches still waiting are not published
 
     def put(self, batch: Batch) -> None:
         self._items.put(batch)
@@ -71,17 +72,21 @@ class _Feed:
         self._items.put(_END)
 
     def stop(self) -> None:
-        self._items.put(_STOPPED)
+        self._stopped = True
+        self._items.put(_STOPPED)  # wakes a take that waits
 
     def take(self) -> Batch | None:
         item = self._items.get()
-        if item is _STOPPED or item is _END:
-            self._items.put(item)  # for any later take
-        if item is _STOPPED:
+        if self._stopped or item is _STOPPED:
+            self._items.put(_STOPPED)  # for any later take
             raise StreamStopped("the index run's batches stopped; its open transaction rolls back")
         if item is _END:
+            self._items.put(item)
             return None
-        self._loop.call_soon_threadsafe(self._made_room)
+        try:
+            self._loop.call_soon_threadsafe(self._made_room)
+        except RuntimeError:
+            pass  # the event loop has closed: nobody waits for room any more
         return item  # type: ignore[return-value]
 
 
