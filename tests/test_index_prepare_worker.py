@@ -32,19 +32,24 @@ def _sessions(root: Path) -> None:
         builder.add(f"agent:main:s{i}", f"sess-{i}", conversation(f"orchard{i}", f"sess-{i}", n=12))
 
 
-def _settings(tmp_path: Path, root: Path, unique: str, name: str):
+def _settings(tmp_path: Path, root: Path, unique: str, name: str, provider: str = "hashing"):
     return index_settings(
         tmp_path / name,
         root,
         unique,
         sources=["memory", "sessions"],
-        embedding={"provider": "hashing", "dims": 32},
+        embedding={"provider": provider, "dims": 32},
     )
 
 
 def _small_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     """Groups of one or two transcripts: a test-sized run is large enough for the worker."""
     monkeypatch.setattr(sync, "GROUP_BYTES", 2_000)
+    monkeypatch.setattr(sync, "STREAMED_GROUP_BYTES", 2_000)
+
+
+# With an embedder the groups publish one transaction each; FTS only, they share one.
+PROVIDERS = pytest.mark.parametrize("provider", ["hashing", "none"])
 
 
 def _rows(conn) -> dict[str, list]:
@@ -84,17 +89,18 @@ async def _index(settings, redis):
     return report, rows
 
 
+@PROVIDERS
 async def test_a_large_run_prepares_in_a_worker_process_and_publishes_the_same_rows(
-    tmp_path, sessions_root, unique, redis, monkeypatch
+    tmp_path, sessions_root, unique, redis, monkeypatch, provider
 ) -> None:
     _sessions(sessions_root)
     trace = tmp_path / "trace"
     monkeypatch.setenv(TRACE_ENV_VAR, str(trace))
-    here_report, here = await _index(_settings(tmp_path, sessions_root, unique, "here"), redis)
+    here_report, here = await _index(_settings(tmp_path, sessions_root, unique, "here", provider), redis)
     assert _pids(trace) == set()  # one group: nothing to overlap, no worker
 
     _small_groups(monkeypatch)
-    report, rows = await _index(_settings(tmp_path, sessions_root, unique, "worker"), redis)
+    report, rows = await _index(_settings(tmp_path, sessions_root, unique, "worker", provider), redis)
     pids = _pids(trace)
     assert pids and os.getpid() not in pids, "the groups were not prepared in another process"
     assert report.ok and report.warnings == []
@@ -122,11 +128,12 @@ async def test_a_small_live_run_stays_in_process(tmp_path, sessions_root, unique
     assert _pids(trace) == started  # one changed transcript: prepared in this process
 
 
+@PROVIDERS
 async def test_a_worker_killed_mid_run_costs_a_warning_and_no_row(
-    tmp_path, sessions_root, unique, redis, monkeypatch
+    tmp_path, sessions_root, unique, redis, monkeypatch, provider
 ) -> None:
     _sessions(sessions_root)
-    _, here = await _index(_settings(tmp_path, sessions_root, unique, "here"), redis)
+    _, here = await _index(_settings(tmp_path, sessions_root, unique, "here", provider), redis)
     _small_groups(monkeypatch)
     trace = tmp_path / "trace"
     monkeypatch.setenv(TRACE_ENV_VAR, str(trace))
@@ -141,23 +148,24 @@ async def test_a_worker_killed_mid_run_costs_a_warning_and_no_row(
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
             tg.start_soon(kill_the_worker)
-            report, rows = await _index(_settings(tmp_path, sessions_root, unique, "killed"), redis)
+            report, rows = await _index(_settings(tmp_path, sessions_root, unique, "killed", provider), redis)
     assert report.ok
     assert len(report.warnings) == 1 and "index preparation worker" in report.warnings[0]
     assert "exit code -9" in report.warnings[0] and "prepared in the main process" in report.warnings[0]
     assert rows == here
 
 
+@PROVIDERS
 async def test_a_worker_that_hangs_is_given_up_and_its_groups_prepared_here(
-    tmp_path, sessions_root, unique, redis, monkeypatch
+    tmp_path, sessions_root, unique, redis, monkeypatch, provider
 ) -> None:
     _sessions(sessions_root)
-    _, here = await _index(_settings(tmp_path, sessions_root, unique, "here"), redis)
+    _, here = await _index(_settings(tmp_path, sessions_root, unique, "here", provider), redis)
     _small_groups(monkeypatch)
     monkeypatch.setattr(prepare_worker, "WORKER_STALL_S", 0.5)
     monkeypatch.setenv(STOP_ENV_VAR, WORKER)  # stopped, it never sends a group
     with anyio.fail_after(60):
-        report, rows = await _index(_settings(tmp_path, sessions_root, unique, "hung"), redis)
+        report, rows = await _index(_settings(tmp_path, sessions_root, unique, "hung", provider), redis)
     assert report.ok and len(report.warnings) == 1
     assert "no group for" in report.warnings[0] and "prepared in the main process" in report.warnings[0]
     assert rows == here
@@ -186,12 +194,13 @@ async def test_the_worker_leaves_no_file_behind(tmp_path, sessions_root, unique,
     assert files(worker.state_dir) == files(here.state_dir)
 
 
+@PROVIDERS
 async def test_a_forget_after_a_worker_run_removes_every_row_of_the_session(
-    tmp_path, sessions_root, unique, redis, monkeypatch
+    tmp_path, sessions_root, unique, redis, monkeypatch, provider
 ) -> None:
     _sessions(sessions_root)
     _small_groups(monkeypatch)
-    settings = _settings(tmp_path, sessions_root, unique, "forget")
+    settings = _settings(tmp_path, sessions_root, unique, "forget", provider)
     _, rows = await _index(settings, redis)
     target = "sess-3"
     assert any(r[8] == target for r in rows["chunks"])

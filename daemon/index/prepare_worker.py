@@ -43,8 +43,10 @@ from daemon.index.sources import MemoryFile, SessionRef
 
 # Transcript bytes per group: small enough that publication starts soon after the run does
 # (the first group is the only one nothing overlaps), large enough that a group's commit and
-# FTS segment are amortised.
+# FTS segment are amortised. Groups that share a transaction (index/streaming.py) cost no
+# commit of their own, so they are smaller: publication starts after a quarter of the wait.
 GROUP_BYTES = 1024 * 1024
+STREAMED_GROUP_BYTES = 256 * 1024
 PIPE_BYTES = 1024 * 1024
 WORKER_STALL_S = 120.0  # far above a group's preparation (about 40 ms per MiB here)
 STALLED = f"no group for {WORKER_STALL_S:.0f} s"
@@ -112,10 +114,12 @@ def _receive(recv: Connection, remaining: int) -> list[object]:
             return items
 
 
-def worth_a_worker(groups: Sequence[Group]) -> bool:
-    """A run of one group stays in-process (a live sync of a few changed sessions is one):
-    publication would wait for that group whole, so nothing overlaps and the fork is lost."""
-    return len(groups) > 1 and (os.cpu_count() or 1) > 1
+def worth_a_worker(groups: Sequence[Group], min_bytes: int) -> bool:
+    """A run of one group, or of at most `min_bytes` of transcript, stays in-process (a live
+    sync of a few changed sessions is one): publication would wait for little else than the
+    first group, so nothing overlaps and the fork is lost."""
+    size = sum(ref.stat.size for g in groups for ref in g.sessions)
+    return len(groups) > 1 and size > min_bytes and (os.cpu_count() or 1) > 1
 
 
 def _prepare(work: PrepareWork, group: Group, on_file: FileDone | None = None) -> PreparedGroup:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -108,15 +108,73 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
     transaction because FTS5 writes a new index segment per transaction, and a commit per
     small transcript made publication ~10x slower than the FTS insert itself.
     """
+    outcome, sources = _publish_batch(conn, batch, ctx)
+    return replace(outcome, revision=_record_sources(conn, sources))
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOutcome:
+    batches: tuple[BatchOutcome, ...]
+    revision: int  # after the transaction
+    ended: bool  # the stream had no batch left
+
+
+def publish_stream(
+    conn: Connection,
+    next_batch: Callable[[], Sequence[PreparedFile] | None],
+    ctx: PublishContext,
+    max_chunks: int,
+) -> StreamOutcome:
+    """Publish the batches `next_batch` returns (it blocks until one is ready; None: the stream
+    ended) in the caller's transaction, until the batches taken hold `max_chunks` chunks.
+
+    Each batch is checked and written as by publish_files. One transaction for batches that
+    arrive one by one: a commit per batch, and FTS5's segment per commit, cost more than the
+    insert itself once a run has more than a few (FTS5 then merges the segments it just
+    wrote); the source rows, whose revision triggers make FTS5 flush, are written once at the
+    end for every batch.
+    """
+    batches: list[BatchOutcome] = []
+    sources: list[SourceRecord] = []
+    chunks = 0
+    ended = False
+    while chunks < max_chunks:
+        batch = next_batch()
+        if batch is None:
+            ended = True
+            break
+        outcome, records = _publish_batch(conn, batch, ctx)
+        if ctx.rebuild_revision is not None:  # the next batch is fenced against this one's writes
+            ctx = replace(ctx, rebuild_revision=outcome.revision)
+        batches.append(outcome)
+        sources += records
+        chunks += sum(len(f.chunks) for f in batch)
+    return StreamOutcome(tuple(batches), _record_sources(conn, sources), ended)
+
+
+def _record_sources(conn: Connection, sources: Sequence[SourceRecord]) -> int:
+    """Upsert the published files' source rows and bump the revision; the revision after."""
+    if not sources:
+        return current_revision(conn)
+    # Source rows last: their revision triggers open a statement savepoint, which makes FTS5
+    # flush its pending rows; one flush for the transaction instead of one per file.
+    upsert_sources(conn, sources)
+    return bump_revision(conn)
+
+
+def _publish_batch(
+    conn: Connection, batch: Sequence[PreparedFile], ctx: PublishContext
+) -> tuple[BatchOutcome, list[SourceRecord]]:
+    """Check and write a batch, all but its source rows; the outcome (revision: the current
+    one) and the source rows of the files published."""
     revision = current_revision(conn)
     if ctx.rebuild_revision is not None and revision != ctx.rebuild_revision:
         reason = (
             f"index revision moved from {ctx.rebuild_revision} to {revision} while the rebuild was "
             "prepared (a purge ran); rebuild discarded, rerun it"
         )
-        return BatchOutcome(
-            revision, tuple(FileOutcome(f.path, f.source, f.session_id, "fenced", reason) for f in batch)
-        )
+        fenced = tuple(FileOutcome(f.path, f.source, f.session_id, "fenced", reason) for f in batch)
+        return BatchOutcome(revision, fenced), []
     forgotten = forgotten_ids(
         conn, [f.session_id for f in batch if f.source == "sessions" and f.session_id], ctx.secret
     )
@@ -151,14 +209,11 @@ def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishC
     if stale:  # a first index run has nothing to clear
         removed += purge_chunks(conn, stale)
     written, cache_rows = _write_chunks(conn, accepted, ctx, keep)
-    # Source rows last: their revision triggers open a statement savepoint, which makes FTS5
-    # flush its pending rows; one flush for the batch instead of one per file.
-    upsert_sources(
-        conn,
-        [SourceRecord(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted],
-    )
-    revision = bump_revision(conn) if accepted else current_revision(conn)
-    return BatchOutcome(revision, tuple(outcomes), written, removed, cache_rows)
+    sources = [
+        SourceRecord(f.path, f.source, f.hash, f.mtime, f.size, f.session_id, ctx.model) for f in accepted
+    ]
+    outcome = BatchOutcome(current_revision(conn), tuple(outcomes), written, removed, cache_rows)
+    return outcome, sources
 
 
 def _kept(

@@ -11,9 +11,11 @@ the revision fence. `--force` also removes the rows of forgotten and internal se
 without reindexing them.
 
 `run_index_sync` streams: it plans, then publishes each group of files as soon as it is
-prepared. A run of several groups prepares them in a worker process (prepare_worker.py), so
-the lock, taken once planning is done, is held while the later groups are still prepared; the
-pre-publish checks run per file as before, so what is published is what the lock allows.
+prepared. A run of more than a group's worth of transcript prepares in a worker process
+(prepare_worker.py), so the lock, taken once planning is done, is held while the later groups
+are still prepared; the pre-publish checks run per file as before, so what is published is
+what the lock allows. FTS only, the groups are small and share a transaction (streaming.py);
+with an embedder, which reads the embedding cache between groups, each group commits alone.
 """
 
 from __future__ import annotations
@@ -31,15 +33,24 @@ from daemon.index.plan import REASON_GONE, IndexedSource, Note, plan_sync
 from daemon.index.prepare import FileDone, PreparedGroup, PrepareWork
 from daemon.index.prepare_worker import (
     GROUP_BYTES,
+    STREAMED_GROUP_BYTES,
     Group,
     WorkerOutcome,
     plan_groups,
     prepared_groups,
     worth_a_worker,
 )
-from daemon.index.publish import PreparedFile, PublishContext, apply_removals, publish_files
+from daemon.index.publish import (
+    BatchOutcome,
+    PreparedFile,
+    PublishContext,
+    StreamOutcome,
+    apply_removals,
+    publish_files,
+)
 from daemon.index.report import IndexReport, SourceNote
 from daemon.index.sources import MemoryFile, SessionRef, list_session_refs, read_memory_files
+from daemon.index.streaming import publish_streamed
 from daemon.index.vectors import backend_for, to_blob
 from daemon.markers import promotion_keys_in
 from daemon.sessions.admission import policy_of
@@ -58,6 +69,10 @@ REASON_SOURCES = "index.sources does not include sessions"
 # segment), small enough that the lock is released and re-checked rows stay few.
 PUBLISH_BATCH_FILES = 256
 PUBLISH_BATCH_CHUNKS = 20_000
+# Chunks per transaction of groups that share one (streaming.py): past a few FTS5 flushes'
+# worth, another commit costs little, and the WAL, which an open transaction cannot
+# checkpoint, stays near 25 MB.
+STREAM_TXN_CHUNKS = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,7 +392,7 @@ async def publish_index(
     report.embeddings_computed = prepared.embeddings_computed
     report.embeddings_cached = prepared.embeddings_cached
     async with aclosing(batches()) as stream:
-        await _publish(rt, head, report, stream, lambda: prepared.sessions_revision, progress)
+        await _publish(rt, head, report, stream, lambda: prepared.sessions_revision, progress, streamed=True)
     return _finish(rt, report)
 
 
@@ -419,9 +434,11 @@ async def _publish(
     batches: AsyncIterator[tuple[PreparedFile, ...]],
     sessions_revision: Callable[[], str | None],
     progress: ProgressFn | None,
+    streamed: bool,
 ) -> None:
     """Publish the batches as they come, under the workspace lock; `sessions_revision` is read
-    once every batch is in (preparation decides whether every transcript was read)."""
+    once every batch is in (preparation decides whether every transcript was read).
+    `streamed`: the batches never use the store, so they share transactions (streaming.py)."""
     store = rt.require_store()
     ctx = PublishContext(
         head.model,
@@ -431,7 +448,7 @@ async def _publish(
         int(time.time() * 1000),
         head.revision if head.force else None,
     )
-    needs_rerun: list[str] = []
+    tally = _Tally(report, progress)
     async with rt.lock().hold() as lease:
         revision = head.revision
         discard = ""
@@ -445,43 +462,75 @@ async def _publish(
                     f"index revision moved from {head.revision} to {revision} while the rebuild was "
                     "prepared (a purge ran); rebuild discarded, rerun it"
                 )
-                needs_rerun.append(discard)
+                tally.needs_rerun.append(discard)
             else:
                 report.removed = [_note(n) for n in head.removals]
                 report.files.removed = counts.sources
                 report.chunks_removed += counts.chunks
                 if ctx.rebuild_revision is not None:
                     ctx = replace(ctx, rebuild_revision=revision)
-        done = 0
         if progress:
             progress("publish", 0, 0)
-        async for batch in batches:
-            if discard:
+        if discard:
+            async for batch in batches:
                 report.discarded += [_note(f, discard) for f in batch]
-                continue
-            outcome = await store.write(publish_files, batch, ctx, fence=lease.fence)
-            report.chunks_removed += outcome.removed.chunks
-            report.chunks_written += outcome.chunks_written
-            if ctx.rebuild_revision is not None:
-                ctx = replace(ctx, rebuild_revision=outcome.revision)
-            for f in outcome.files:
-                if f.status == "published":
-                    report.files.indexed += 1
-                    continue
-                report.discarded.append(
-                    SourceNote(path=f.path, source=f.source, session_id=f.session_id, reason=f.reason)
-                )
-                if f.status != "forgotten":
-                    needs_rerun.append(f.reason)
-            done += sum(len(f.chunks) for f in batch)
-            if progress:
-                progress("publish", done, 0)
+        elif streamed:
+            async with aclosing(_counted(batches, tally)) as counted:
+                await publish_streamed(store, counted, ctx, lease.fence, STREAM_TXN_CHUNKS, tally.committed)
+        else:
+            async for batch in batches:
+                outcome = await store.write(publish_files, batch, ctx, fence=lease.fence)
+                if ctx.rebuild_revision is not None:
+                    ctx = replace(ctx, rebuild_revision=outcome.revision)
+                tally.published(outcome, sum(len(f.chunks) for f in batch))
+        needs_rerun = tally.needs_rerun
         dirty = f"{len(needs_rerun)} file(s) not indexed: {needs_rerun[0]}" if needs_rerun else None
         if dirty is None and head.partial:  # work left undone elsewhere is still undone
             dirty = await store.read(read_dirty)
         await store.write(record_run, dirty, sessions_revision(), fence=lease.fence)
         report.revision_after = await store.read(current_revision)
         report.vector_backend = await store.read(backend_for) if head.provider != "none" else None
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What the published batches tell the report, and publication progress."""
+
+    report: IndexReport
+    progress: ProgressFn | None
+    needs_rerun: list[str] = field(default_factory=list)
+    done: int = 0  # chunks of the batches published
+    handed: list[int] = field(default_factory=list)  # chunks of each streamed batch not yet committed
+
+    def published(self, outcome: BatchOutcome, chunks: int) -> None:
+        report = self.report
+        report.chunks_removed += outcome.removed.chunks
+        report.chunks_written += outcome.chunks_written
+        for f in outcome.files:
+            if f.status == "published":
+                report.files.indexed += 1
+                continue
+            report.discarded.append(
+                SourceNote(path=f.path, source=f.source, session_id=f.session_id, reason=f.reason)
+            )
+            if f.status != "forgotten":
+                self.needs_rerun.append(f.reason)
+        self.done += chunks
+        if self.progress:
+            self.progress("publish", self.done, 0)
+
+    def committed(self, result: StreamOutcome) -> None:
+        for outcome in result.batches:
+            self.published(outcome, self.handed.pop(0))
+
+
+async def _counted(
+    batches: AsyncIterator[tuple[PreparedFile, ...]], tally: _Tally
+) -> AsyncGenerator[tuple[PreparedFile, ...], None]:
+    """The batches, each one's chunks noted for progress once its transaction commits."""
+    async for batch in batches:
+        tally.handed.append(sum(len(f.chunks) for f in batch))
+        yield batch
 
 
 def _finish(rt: AgentRuntime, report: IndexReport) -> IndexReport:
@@ -518,8 +567,10 @@ async def run_index_sync(
     report = _report(rt, head, planned.skipped, planned.warnings)
     stream = _Stream()
     worker = WorkerOutcome()
-    groups = plan_groups(planned.memory, planned.sessions, GROUP_BYTES)
-    use_worker = worth_a_worker(groups)
+    # An embedder reads the embedding cache between batches: they publish one by one, then.
+    streamed = planned.embedder is None
+    groups = plan_groups(planned.memory, planned.sessions, STREAMED_GROUP_BYTES if streamed else GROUP_BYTES)
+    use_worker = worth_a_worker(groups, GROUP_BYTES)
     async with (
         prepared_groups(
             planned.work,
@@ -537,6 +588,7 @@ async def run_index_sync(
             batches,
             lambda: planned.sessions_revision if not stream.unreadable else None,
             progress,
+            streamed,
         )
     report.skipped += [_note(n) for n in stream.skipped]
     report.files.skipped += len(stream.skipped)

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from daemon.allocator import MMAP_THRESHOLD_BYTES
 from daemon.constants import MAX_TRANSCRIPT_LINE_BYTES
 from daemon.sessions.model import OversizedLine
 
-_CHUNK = 1 << 20
+# Below glibc's mmap threshold (daemon/allocator.py): a read of the threshold itself allocates a
+# buffer just over it, mapped and unmapped with its page faults for every transcript (345 small
+# transcripts: 23 ms instead of 7 ms).
+_CHUNK = MMAP_THRESHOLD_BYTES // 2
 
 
 def iter_lines(fh: BinaryIO, *, max_line_bytes: int = MAX_TRANSCRIPT_LINE_BYTES) -> Iterator[bytes]:
