@@ -79,6 +79,12 @@ def run(ctx: Context) -> list[Row]:
     ]
     if former:
         rows.append(
-            info(NAME, figure + ": the former regular expression of the snippets alone, text and bytes", "s", former[0], new)
+            info(
+                NAME,
+                figure + ": the former regular expression of the snippets alone, text and bytes",
+                "s",
+                former[0],
+                new,
+            )
         )
     return rows
