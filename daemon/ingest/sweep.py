@@ -10,7 +10,8 @@
    checkpoints of the changed ones are read in one go. A live sweep may be handed the sessions
    to consider (those the watcher saw change): it stats only those of the admitted ones.
 4. Stream the changed ones from their cursors, outside the lock, within the per-sweep and
-   per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages.
+   per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages. A run of small sessions
+   is read in one worker-thread hand-off, not one each (a first sweep reads hundreds).
 5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
    meanwhile is dropped, never staged), append corpus lines, then one fenced transaction with
    origins, staged entries, the sessions' participants (metadata and message senders), seen
@@ -221,8 +222,7 @@ def _namespace_json(namespace: dict[str, Any]) -> str:
 
 
 class _Reading:
-    """A scanner read in worker threads: opened by the first take, so a session whose messages
-    fit one take costs one thread hand-off, not two."""
+    """A scanner read in worker threads, opened by its first take."""
 
     def __init__(self, scanner: TranscriptScanner):
         self.scanner = scanner
@@ -234,6 +234,20 @@ class _Reading:
             failpoint("ingest.scan.open")  # the transcript is open (tests swap it for a FIFO here)
             self.opened = True
         return self.scanner.take(limit)
+
+
+@dataclass
+class _FirstTake:
+    """A session's first take, read with the sessions before and after it in one thread hop
+    (`_Sweep._first_takes`): most transcripts are read whole by it."""
+
+    session: SessionInfo
+    fp: Fingerprint
+    plan: ScanPlan
+    reading: _Reading
+    cap: int  # the session's message cap
+    found: list[Candidate] = field(default_factory=list)
+    error: MemorydError | OSError | None = None  # the take failed (nothing of it was kept)
 
 
 class _Sweep:
@@ -432,22 +446,74 @@ class _Sweep:
             seen_sets = await self.store.read(
                 load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group]
             )
-            for session, fp, plan in group:
+            while group:
                 if remaining <= 0:
-                    self.report.sessions_deferred += 1
-                    continue
+                    self.report.sessions_deferred += len(group)
+                    break
+                room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
+                firsts = await anyio.to_thread.run_sync(
+                    self._first_takes, group, seen_sets, per_file, remaining, room
+                )
+                group = group[len(firsts) :]
+                try:
+                    for first in firsts:
+                        taken, batch = await self._scan_one(first, batch)
+                        remaining -= taken
+                finally:
+                    for first in firsts:  # any left open by a failure in between
+                        first.reading.scanner.close()
+        return batch
+
+    def _first_takes(
+        self,
+        group: list[tuple[SessionInfo, Fingerprint, ScanPlan]],
+        seen_sets: dict[str, set[str]],
+        per_file: int,
+        remaining: int,
+        room: int,
+    ) -> list[_FirstTake]:
+        """On a worker thread: the first take of each session of `group` in turn, with the limits
+        the sweep would give it, until one is left unfinished, the batch is full, the sweep's cap
+        is reached or INGEST_TAKE_CHUNK messages were read. One hand-off for a run of small
+        sessions instead of one each; `_scan_one` goes on from each take in order."""
+        firsts: list[_FirstTake] = []
+        budget = INGEST_TAKE_CHUNK
+        try:
+            for session, fp, plan in group:
+                if firsts and (remaining <= 0 or room <= 0 or budget <= 0):
+                    break
                 scope = seen_scope(self.agent, session.session_id)
-                taken, batch = await self._scan_one(
+                scanner = TranscriptScanner(
+                    self.rt.sessions,
                     session,
-                    fp,
                     plan,
+                    fp,
                     scope,
                     seen_sets.pop(scope, set()),
-                    file_cap(per_file, remaining),
-                    batch,
+                    self.day_of,
+                    self.report.lines_skipped,
+                    self.erased.test_for(session.session_id),
                 )
-                remaining -= taken
-        return batch
+                first = _FirstTake(session, fp, plan, _Reading(scanner), file_cap(per_file, remaining))
+                firsts.append(first)
+                try:
+                    first.found = first.reading.take(min(first.cap, room, INGEST_TAKE_CHUNK))
+                except (MemorydError, OSError) as exc:
+                    first.error = exc
+                    scanner.close()
+                    continue
+                n = len(first.found)
+                remaining -= n
+                room -= n
+                budget -= n
+                if not (scanner.finished or n >= first.cap):
+                    break  # more to read of it: `_scan_one` takes the rest
+                scanner.close()  # read to its end or its cap: only the last one stays open
+        except BaseException:
+            for first in firsts:
+                first.reading.scanner.close()
+            raise
+        return firsts
 
     async def _scan_in_workers(
         self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], workers: int, batch: _Batch
@@ -483,40 +549,21 @@ class _Sweep:
         if self._done is not None:
             await self._done.wait()
 
-    async def _scan_one(
-        self,
-        session: SessionInfo,
-        fp: Fingerprint,
-        plan: ScanPlan,
-        scope: str,
-        seen: set[str],
-        cap: int,
-        batch: _Batch,
-    ) -> tuple[int, _Batch]:
-        scanner = TranscriptScanner(
-            self.rt.sessions,
-            session,
-            plan,
-            fp,
-            scope,
-            seen,
-            self.day_of,
-            self.report.lines_skipped,
-            self.erased.test_for(session.session_id),
-        )
+    async def _scan_one(self, first: _FirstTake, batch: _Batch) -> tuple[int, _Batch]:
+        """A session from its first take on: the rest of its takes, in worker threads (opening
+        and reading are file I/O and parsing, kept off the event loop), each added to the batch."""
+        session, reading, cap = first.session, first.reading, first.cap
+        scanner = reading.scanner
         taken = 0
-        # Opening and reading are file I/O (and parsing): in worker threads, off the event loop.
-        reading = _Reading(scanner)
+        found = first.found
         try:
+            if first.error is not None:
+                raise first.error
             while True:
-                room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
-                found = await anyio.to_thread.run_sync(
-                    reading.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
-                )
                 taken += len(found)
                 self._progress_messages(len(found))
                 batch.candidates.extend(found)
-                batch.cursors[session.session_id] = (session, fp, scanner.cursor())
+                batch.cursors[session.session_id] = (session, first.fp, scanner.cursor())
                 if scanner.senders:
                     batch.senders.setdefault(session.session_id, {}).update(scanner.take_senders())
                 if scanner.finished or taken >= cap:
@@ -526,13 +573,17 @@ class _Sweep:
                     batch = _Batch()
                 else:
                     await anyio.lowlevel.checkpoint()  # let a background commit move on
+                room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
+                found = await anyio.to_thread.run_sync(
+                    reading.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
+                )
         except (MemorydError, OSError) as exc:
             # The last recorded cursor matches the candidates kept, so nothing is half-staged.
             self.report.errors.append(f"session {session.session_id}: {exc}")
         finally:
             scanner.close()
         self.report.sessions_scanned += reading.opened
-        if scanner.rewritten or plan.rewrite:
+        if scanner.rewritten or first.plan.rewrite:
             self.report.sessions_rewritten += 1
         if taken >= cap and not scanner.finished:
             self.report.sessions_capped += 1
@@ -541,8 +592,6 @@ class _Sweep:
         if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
             await self._submit(batch)
             batch = _Batch()
-        else:
-            await anyio.lowlevel.checkpoint()
         return taken, batch
 
     def _progress_messages(self, n: int) -> None:

@@ -26,13 +26,23 @@ def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:
 
 def seen_among(conn: Connection, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
     """Which (scope, hash) pairs are seen already (primary-key lookups): lines another sweep
-    staged since this one read them."""
-    out: set[tuple[str, str]] = set()
+    staged since this one read them. A scope with no hash at all (every session of a first
+    sweep) costs one lookup, not one per message."""
+    by_scope: dict[str, list[str]] = {}
     for scope, digest in pairs:
-        if conn.execute(
-            "SELECT 1 FROM ingest_seen_hashes WHERE scope = ? AND hash = ?", (scope, digest)
-        ).fetchone():
-            out.add((scope, digest))
+        by_scope.setdefault(scope, []).append(digest)
+    out: set[tuple[str, str]] = set()
+    for scope, digests in by_scope.items():
+        if (
+            conn.execute("SELECT 1 FROM ingest_seen_hashes WHERE scope = ? LIMIT 1", (scope,)).fetchone()
+            is None
+        ):
+            continue
+        for digest in digests:
+            if conn.execute(
+                "SELECT 1 FROM ingest_seen_hashes WHERE scope = ? AND hash = ?", (scope, digest)
+            ).fetchone():
+                out.add((scope, digest))
     return out
 
 
