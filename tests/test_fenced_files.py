@@ -147,3 +147,47 @@ async def test_an_ingest_killed_between_its_append_and_its_commit_leaves_no_dupl
     lines = _corpus_text(settings.workspace_for(agent)).splitlines()
     assert lines and len(lines) == len(set(lines)), lines
     assert any("orchard" in line for line in lines) and any("lighthouse" in line for line in lines)
+
+
+DAILY_NOTE = """# 2026-11-30
+
+- Session ID: s-gone; lighthouse planning
+  - the lighthouse rota
+- Session ID: s-kept; orchard planning
+  - the orchard budget
+"""
+
+
+@pytest.mark.slow
+async def test_a_forget_stopped_past_its_lease_before_a_daily_note_write_writes_nothing(world, tmp_path):
+    """The daily-note write the fault campaign cannot reach (its workspace has no daily note):
+    a forget stopped right before rewriting one, past its lease, while another forget took the
+    lock and the agent added to the note, must not write its stale copy over them."""
+    agent, config, settings = world
+    note = settings.workspace_for(agent) / "memory" / "2026-11-30.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(DAILY_NOTE)
+    trace = FailpointTrace(tmp_path / "trace")
+    env = {TRACE_ENV_VAR: str(trace.path), STOP_ENV_VAR: "file.commit.daily_note"}
+    stale = start_cli(config, "forget", "--agent", agent, "--session", "s-gone", env=env)
+    try:
+        await trace.wait_for("file.commit.daily_note", {stale.pid}, timeout_s=60)
+        # Its lease (1.5 s) expires while it is stopped; another forget takes the lock.
+        other = run_cli(config, "forget", "--agent", agent, "--session", "s-kept")
+        assert other.returncode == 0, other.stderr
+        with note.open("a") as fh:  # and the agent goes on writing its daily note
+            fh.write("- Session ID: s-later; quartermaster notes\n  - the quartermaster list\n")
+        stale.send_signal(signal.SIGCONT)
+        out, err = stale.communicate(timeout=60)
+    finally:
+        if stale.poll() is None:
+            stale.kill()
+    assert stale.returncode != 0, out  # it lost its lease: refused, in one line
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "lock" in err
+    assert "quartermaster" in note.read_text()  # its stale copy was not written
+
+    again = run_cli(config, "forget", "--agent", agent, "--session", "s-gone")
+    assert again.returncode == 0, again.stderr
+    text = note.read_text()
+    assert "lighthouse" not in text and "orchard" not in text and "quartermaster" in text
