@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -38,6 +39,7 @@ TRACE_ENV_VAR = "MEMORYD_FAILPOINT_TRACE"
 # The process stops itself (SIGSTOP) at these steps, the first time each is reached, after the
 # trace line: a test holds it there for as long as it likes (past its lease) and sends SIGCONT.
 STOP_ENV_VAR = "MEMORYD_FAILPOINT_STOP"
+STOP_SETTLE_S = 0.05  # far longer than the kernel takes to stop every thread of the process
 
 # Steps awaited with `held(name)` wait there, each time they are reached, until the file named
 # by RELEASE_ENV_VAR exists; the event loop runs on, so a test can hold one job of a daemon.
@@ -62,6 +64,9 @@ def failpoint(name: str) -> None:
     if stops and name in (names := [n.strip() for n in stops.split(",")]):
         os.environ[STOP_ENV_VAR] = ",".join(n for n in names if n != name)
         os.kill(os.getpid(), signal.SIGSTOP)
+        # The stop reaches this thread only at some later point: it was seen to go on past the
+        # step into the lease check right after it. Waiting here makes it stop at the step.
+        time.sleep(STOP_SETTLE_S)
     armed = os.environ.get(ENV_VAR)
     if armed and name in {n.strip() for n in armed.split(",")}:
         raise FailpointTriggered(f"failpoint {name} triggered ({ENV_VAR})")

@@ -159,11 +159,6 @@ DAILY_NOTE = """# 2026-11-30
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="open (issue 18): in about 1 run of 6 the resumed forget still writes its stale copy; "
-    "the cause is not found yet",
-    strict=False,
-)
 async def test_a_forget_stopped_past_its_lease_before_a_daily_note_write_writes_nothing(world, tmp_path):
     """The daily-note write the fault campaign cannot reach (its workspace has no daily note):
     a forget stopped right before rewriting one, past its lease, while another forget took the
