@@ -19,11 +19,10 @@ from __future__ import annotations
 import ctypes
 import os
 
+from daemon.constants import MMAP_THRESHOLD_BYTES
+
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers
 M_MMAP_THRESHOLD = -3
-# 1 MiB: as low an RSS peak as glibc's 128 KiB default (211 vs 212 MB for 1.16M messages), without
-# an mmap/munmap pair for every few-hundred-KiB block (the index sync ran ~8% slower at 128 KiB).
-MMAP_THRESHOLD_BYTES = 1024 * 1024
 TRIM_THRESHOLD_BYTES = 2 * MMAP_THRESHOLD_BYTES  # what the adjustment itself would pair with it
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from daemon.constants import DIR_MODE, FILE_MODE
+from daemon.constants import DIR_MODE, FILE_MODE, READ_CHUNK_BYTES
 from daemon.errors import OperationFailed, UsageError, WriteConflict
 from daemon.failpoints import failpoint
 
@@ -114,7 +114,7 @@ def read_bytes_nofollow(path: Path) -> bytes | None:
             raise UsageError(f"{path}: not a regular file")
         chunks = []
         while True:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, READ_CHUNK_BYTES)
             if not chunk:
                 break
             chunks.append(chunk)

@@ -160,15 +160,15 @@ def _reference_lines(data: bytes, cap: int) -> list[tuple[str, object]]:
 )
 def test_lines_split_across_reads_come_out_whole(parts: list[bytes], chunk: int, cap: int) -> None:
     data = b"".join(parts)
-    original = lines._CHUNK
-    lines._CHUNK = chunk  # small reads put line ends on every possible boundary
+    original = lines.READ_CHUNK_BYTES
+    lines.READ_CHUNK_BYTES = chunk  # small reads put line ends on every possible boundary
     try:
         got = [
             ("oversized", x.size) if isinstance(x, OversizedLine) else ("line", bytes(x))
             for x in lines.iter_lines(io.BytesIO(data), max_line_bytes=cap)
         ]
     finally:
-        lines._CHUNK = original
+        lines.READ_CHUNK_BYTES = original
     assert got == _reference_lines(data, cap)
 
 

@@ -27,13 +27,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, RENDERED_LINE_MAX_CHARS
+from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, READ_CHUNK_BYTES, RENDERED_LINE_MAX_CHARS
 from daemon.errors import OperationFailed, UsageError
 from daemon.failpoints import failpoint
 from daemon.fileio import check_no_symlinks, check_write_allowed, ensure_dir, fsync_dir
 from daemon.utf16 import truncate_utf16
-
-_COUNT_CHUNK = 1 << 20
 
 
 def corpus_relative_path(day: str) -> str:
@@ -236,7 +234,7 @@ class CorpusAppender:
         newlines = 0
         last = b""
         with open(path, "rb") as fh:
-            while chunk := fh.read(_COUNT_CHUNK):
+            while chunk := fh.read(READ_CHUNK_BYTES):
                 newlines += chunk.count(b"\n")
                 last = chunk[-1:]
         if last != b"\n":

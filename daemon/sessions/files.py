@@ -18,11 +18,11 @@ import os
 import stat
 from pathlib import Path
 
+from daemon.constants import READ_CHUNK_BYTES
 from daemon.errors import OperationFailed
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_READ_CHUNK = 1 << 20
 
 
 class UnsafeFile(OperationFailed):
@@ -131,7 +131,7 @@ def read_regular(root: Path, path: Path | str, max_bytes: int) -> tuple[bytes, o
         chunks: list[bytes] = []
         total = 0
         while True:
-            chunk = os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total))
+            chunk = os.read(fd, min(READ_CHUNK_BYTES, max_bytes + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)
