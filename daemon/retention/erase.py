@@ -397,15 +397,18 @@ async def _purge_and_verify(
     forget's report lists its sessions): while the redis check finds any, purge and look again."""
     from daemon.retention.verify import recheck_redis, run_verify
 
-    needles = compile_needles(subject)
+    # Compiled once, off the event loop: the sets hold every snippet of the erased sessions.
+    needles = await anyio.to_thread.run_sync(compile_needles, subject)
     purged = await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
     failpoint("erase.verify")
-    verification = await run_verify(settings, redis, subject, embedder=embedder) if verify else None
+    verification = (
+        await run_verify(settings, redis, subject, embedder=embedder, needles=needles) if verify else None
+    )
     for _ in range(REDIS_PURGE_ROUNDS):
         if verification is None or next(c for c in verification.checks if c.name == "redis").passed:
             break
         purged += await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
-        verification = await recheck_redis(redis, subject, verification)
+        verification = await recheck_redis(redis, needles, verification)
     return purged, verification
 
 

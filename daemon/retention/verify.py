@@ -267,10 +267,10 @@ async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> N
 REDIS_NOTE = "memoryd's and arq's keys"
 
 
-async def recheck_redis(redis: Redis, subject: VerifySubject, verification: Verification) -> Verification:
+async def recheck_redis(redis: Redis, needles: Needles, verification: Verification) -> Verification:
     """`verification` with its redis check run again now (after another purge by the erasure)."""
     findings = _Findings()
-    await _check_redis(redis, compile_needles(subject), findings)
+    await _check_redis(redis, needles, findings)
     fresh = _check("redis", findings.redis, note=REDIS_NOTE)
     checks = [fresh if c.name == "redis" else c for c in verification.checks]
     return verification.model_copy(update={"checks": checks, "verified": all(c.passed for c in checks)})
@@ -316,6 +316,7 @@ async def run_verify(
     embedder: Embedder | None,
     receipt_id: str | None = None,
     agents: Sequence[str] | None = None,
+    needles: Needles | None = None,
 ) -> Verification:
     """Run every check; `verified` is true only when all pass.
 
@@ -323,12 +324,14 @@ async def run_verify(
     provenance invariant, compaction and stale index rows; derivability, embeddings and redis
     are `skipped`. The receipt of an erasure carries the full run made with its subject.
     `agents`: only these agents' stores and workspaces (forget is per agent; another agent's
-    data is not its residue), and not retention.sqlite.
+    data is not its residue), and not retention.sqlite. `needles`: the subject's, compiled
+    already by the caller.
     """
     if receipt_id is not None:
         await _receipt_exists(settings, receipt_id)
     subject = subject or VerifySubject()
-    needles = compile_needles(subject)
+    if needles is None:
+        needles = await anyio.to_thread.run_sync(compile_needles, subject)
     findings = _Findings()
     probes, embed_note = (
         (None, NO_SUBJECT) if subject.empty else await _probe_vectors(settings, subject, embedder)
