@@ -87,7 +87,8 @@ FTS_DDL = "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_
 
 
 def fts5_insert(db_path: Path, chunks: list[str]) -> int:
-    """One executemany into a fresh FTS5 table (the product's layout), one txn."""
+    """One executemany into a fresh FTS5 table that keeps its own content (the product's tokenizer;
+    the product's table reads its content from the chunk rows), one txn."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     build_fts(db_path, chunks)

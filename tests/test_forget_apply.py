@@ -153,7 +153,7 @@ async def test_index_chunks_fts_vectors_sources_and_embedding_cache_are_purged(w
     await purge(world, redis, sessions=["target"])
     paths = {p for (p,) in await world.query("SELECT path FROM memory_index_chunks")}
     assert paths == {"USER.md", "sessions/main/other", "sessions/main/prefix-survivor"}
-    fts = await world.query("SELECT count(*) FROM memory_index_chunks_fts")
+    fts = await world.query("SELECT count(*) FROM memory_index_chunks_fts_docsize")
     assert fts == [(3,)]
     # no FTS row survives for a purged chunk: full-text search cannot find the forgotten words
     assert (

@@ -48,7 +48,7 @@ ZERO = {
 STATE_SQL = {
     "origins": "SELECT entry_key, session_id FROM memory_entry_origins ORDER BY 1, 2",
     "chunks": "SELECT path FROM memory_index_chunks ORDER BY 1",
-    "fts": "SELECT rowid FROM memory_index_chunks_fts ORDER BY 1",
+    "fts": "SELECT id FROM memory_index_chunks_fts_docsize ORDER BY 1",  # the index's rows
     "vectors": "SELECT chunk_rowid FROM memory_index_vectors ORDER BY 1",
     "sources": "SELECT path, source FROM memory_index_sources ORDER BY 1, 2",
     "cache": "SELECT count(*) FROM memory_embedding_cache",

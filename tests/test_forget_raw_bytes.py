@@ -207,7 +207,8 @@ def test_the_chunks_moved_off_a_purged_chunks_pages_keep_their_full_text_index_e
 ) -> None:
     """The neighbours of a purged chunk are moved, not re-indexed: the index segments of their
     terms stay byte for byte (re-indexing them with secure-delete cost seconds per forget); the
-    rows holding their text, in the chunk table and the full-text content table, are rebuilt."""
+    rows holding their text, in the chunk table, are rebuilt, and the text the full-text table
+    reads from them stays the same."""
     rng = random.Random(2)
     path = tmp_path / "memory.sqlite"
     conn = connect(str(path), readonly=False)
@@ -232,7 +233,7 @@ def test_the_chunks_moved_off_a_purged_chunks_pages_keep_their_full_text_index_e
         return conn.execute("SELECT id, block FROM memory_index_chunks_fts_data ORDER BY id").fetchall()
 
     def content() -> list[tuple[int, str]]:
-        return conn.execute("SELECT id, c0 FROM memory_index_chunks_fts_content ORDER BY id").fetchall()
+        return conn.execute("SELECT chunk_rowid, text FROM memory_index_chunks_search ORDER BY 1").fetchall()
 
     before_segments, before_content = segments(), content()
     conn.execute("BEGIN IMMEDIATE")

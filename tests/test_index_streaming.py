@@ -38,7 +38,7 @@ def _rows(conn) -> dict[str, list]:
             "SELECT rowid, id, path, source, start_line, end_line, hash, model, text, session_id "
             "FROM memory_index_chunks ORDER BY rowid"
         ).fetchall(),
-        "fts": conn.execute("SELECT rowid, text FROM memory_index_chunks_fts ORDER BY rowid").fetchall(),
+        "fts": conn.execute("SELECT id, sz FROM memory_index_chunks_fts_docsize ORDER BY id").fetchall(),
         "provenance": conn.execute(
             "SELECT * FROM memory_index_chunk_provenance ORDER BY chunk_id"
         ).fetchall(),

@@ -46,7 +46,7 @@ def _counts(conn, where: str = "1=1", args: tuple = ()) -> dict[str, int]:
     return {
         "chunks": conn.execute(f"SELECT count(*) FROM memory_index_chunks WHERE {where}", args).fetchone()[0],
         "fts": conn.execute(
-            f"SELECT count(*) FROM memory_index_chunks_fts WHERE rowid IN ({rowids})", args
+            f"SELECT count(*) FROM memory_index_chunks_fts_docsize WHERE id IN ({rowids})", args
         ).fetchone()[0],
         "vectors": conn.execute(
             f"SELECT count(*) FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})", args
@@ -97,6 +97,29 @@ async def test_memory_files_are_published_with_every_row_kind(redis, tmp_path, s
             lambda c: sorted(c.execute("SELECT path, source, model FROM memory_index_sources").fetchall())
         ) == [("MEMORY.md", "memory", "hashing-v1-d64"), ("memory/2026-11-20.md", "memory", "hashing-v1-d64")]
         assert report.revision_after > report.revision_before
+
+
+async def test_a_chunks_text_is_stored_once_and_its_marker_lines_are_not_searched(
+    redis, tmp_path, sessions_root, unique
+) -> None:
+    """The full-text table reads the searched text from the chunks (agent migration 8): the
+    text's bytes are in the database file once, not once more in the index's own content."""
+    settings = index_settings(tmp_path, sessions_root, unique)
+    _write(tmp_path / "ws", "MEMORY.md", MEMORY + "- The quayside ledger is kept in blue ink.\n")
+    async with _runtime(settings, redis) as rt:
+        store = rt.require_store()
+        assert (await run_index_sync(rt)).ok
+        assert await store.read(_fts_hits, "lighthouse") == 1
+        assert await store.read(_fts_hits, "promotion") == 0  # the marker line is not memory
+        searched = await store.read(
+            lambda c: c.execute(
+                "SELECT search_text FROM memory_index_chunks WHERE text LIKE '%lighthouse%'"
+            ).fetchone()
+        )
+        assert "lighthouse" in searched[0] and "memoryd-promotion" not in searched[0]
+    db = settings.state_dir / "agents" / AGENT / "memory.sqlite"
+    data = b"".join(p.read_bytes() for p in db.parent.glob("memory.sqlite*"))  # closed: checkpointed
+    assert data.count(b"quayside ledger") == 1
 
 
 async def test_unchanged_files_are_not_rewritten_and_changed_ones_replace_their_rows(

@@ -42,6 +42,7 @@ RELEASED = {
     "agent/0005_erased_senders.sql": "f81e9be52d",
     "agent/0006_fts_own_content.sql": "0d6c3bdd21",
     "agent/0007_corpus_appends.sql": "a71459750d",
+    "agent/0008_fts_external_content.sql": "380eab4c4e",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",
@@ -170,6 +171,44 @@ def test_a_store_at_every_step_of_this_memoryd_migrates_to_what_a_fresh_one_has(
         assert conn.execute("PRAGMA user_version").fetchone()[0] == version
         assert migrate_connection(conn, schema) == latest_version(schema)
         assert _schema(conn) == fresh, version
+
+
+def test_an_index_of_version_7_keeps_its_searched_text_and_its_terms_leave_with_a_delete(
+    tmp_path: Path,
+) -> None:
+    """Step 8 moves the searched text out of the full-text table's own content: a chunk whose
+    searched text differs from its text (marker lines removed) is still found by its searched
+    words only, and deleting it removes its terms from the index segments."""
+    conn = _at_step(tmp_path / "agent-at-7.sqlite", AGENT, 7)
+    conn.execute("PRAGMA secure_delete = ON")
+    chunks = {
+        1: ("alpha bravo\n<!-- memoryd:marker kilo -->", "alpha bravo"),
+        2: ("charlie delta", "charlie delta"),
+    }
+    for rowid, (text, searched) in chunks.items():
+        conn.execute(
+            "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, "
+            "model, text, updated_at) VALUES (?, ?, 'MEMORY.md', 'memory', 1, 2, 'h', 'fts-only', ?, 0)",
+            (rowid, f"c{rowid}", text),
+        )
+        conn.execute("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", (rowid, searched))
+    assert migrate_connection(conn, AGENT) == latest_version(AGENT)
+
+    def found(word: str) -> list[int]:
+        sql = "SELECT rowid FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ? ORDER BY rowid"
+        return [r[0] for r in conn.execute(sql, (word,))]
+
+    assert (found("alpha"), found("charlie"), found("kilo"), found("marker")) == ([1], [2], [], [])
+    assert conn.execute("SELECT rowid, search_text FROM memory_index_chunks ORDER BY rowid").fetchall() == [
+        (1, "alpha bravo"),
+        (2, None),
+    ]
+    assert "memory_index_chunks_fts_content" not in _tables(conn)
+    conn.execute("INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts) VALUES ('integrity-check')")
+    conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, memory_index_chunks_fts, instance)")
+    conn.execute("DELETE FROM memory_index_chunks_fts WHERE rowid = 1")
+    conn.execute("DELETE FROM memory_index_chunks WHERE rowid = 1")
+    assert conn.execute("SELECT DISTINCT doc FROM temp.terms").fetchall() == [(2,)]
 
 
 def test_a_failing_step_leaves_neither_its_objects_nor_its_version(
@@ -307,7 +346,8 @@ def test_step_6_of_agent_replaces_the_tombstoning_fts_table_and_empties_the_inde
     )
     revision = conn.execute("SELECT revision FROM memory_index_state").fetchone()[0]
 
-    assert migrate_connection(conn, AGENT) == latest_version(AGENT)
+    migrate._run_step(conn, steps(AGENT)[5])  # step 8 replaces this table again
+    assert conn.execute("PRAGMA user_version").fetchone() == (6,)
     counts = [
         conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
         for t in ("memory_index_sources", "memory_index_chunks")

@@ -64,3 +64,21 @@ def test_last_sweep_is_the_last_sweep_even_when_it_changed_nothing(
     _ingest(config)  # nothing changed: it writes no checkpoint
     last = datetime.fromisoformat(_status(capsys, config)["lastSweepAt"]).timestamp()
     assert last >= before_quiet_sweep > first
+
+
+def test_two_sweeps_of_one_agent_ending_at_once_both_record_their_time(tmp_path: Path) -> None:
+    """Two sweeps of one agent (a live one and a requested one) end in the same daemon process,
+    each writing the last-sweep file from a worker thread: neither write may fail."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from daemon.ingest.last_sweep import last_sweep_ms, record_sweep
+
+    def writes(start: int) -> None:
+        for at_ms in range(start, start + 300):
+            record_sweep(tmp_path, at_ms)
+
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(writes, 0), pool.submit(writes, 1000)]:
+            done.result()
+    assert last_sweep_ms(tmp_path) in (299, 1299)
+    assert [p.name for p in tmp_path.iterdir()] == ["last-sweep"]  # no temporary file left

@@ -179,6 +179,25 @@ async def _plant_index_row(w: World) -> Callable[[], Awaitable[None]]:
     return lambda: w.agent_sql("DELETE FROM memory_index_chunks WHERE id = 'c-plant'")
 
 
+async def _plant_searched_text(w: World) -> Callable[[], Awaitable[None]]:
+    # A chunk whose searched text (its text without marker lines) holds the erased words, with
+    # its FTS row: the undo deletes the FTS row first, as forget does, while FTS5 can still read
+    # the terms it must remove.
+    await w.agent_sql(
+        "INSERT INTO memory_index_chunks(rowid, id, path, start_line, end_line, hash, model, text, "
+        "search_text, updated_at) VALUES (987653, 'c-plant', 'MEMORY.md', 1, 2, 'h', 'fts-only', "
+        "'<!-- marker -->', ?, 1)",
+        SECRET,
+    )
+    await w.agent_sql("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (987653, ?)", SECRET)
+
+    async def undo() -> None:
+        await w.agent_sql("DELETE FROM memory_index_chunks_fts WHERE rowid = 987653")
+        await w.agent_sql("DELETE FROM memory_index_chunks WHERE id = 'c-plant'")
+
+    return undo
+
+
 async def _plant_cache_row(w: World) -> Callable[[], Awaitable[None]]:
     # The embedding cache is keyed by sha256 of the chunk text: the key alone confirms the text.
     await w.agent_sql(
@@ -237,6 +256,7 @@ PLANTS = {
     "staged_entry": (_plant_staged_entry, "derivability", "agent main:short_term_entries.snippet"),
     "staged_claim_hash": (_plant_claim_hash, "derivability", "agent main:short_term_entries.claim_hash"),
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
+    "searched_text": (_plant_searched_text, "derivability", "agent main:memory_index_chunks.search_text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
     "preimage": (_plant_preimage, "derivability", "agent main:memory_backups.content"),
     "erased_sender": (_plant_erased_sender, "derivability", "agent main:erased_senders.sender_ref"),
@@ -376,7 +396,12 @@ async def test_the_fts_check_sees_index_rows_whose_chunk_is_gone(world: World, r
     assert "agent main:memory_index_chunks_fts: index rows without a chunk" in _failing(
         failed, "fts_segments"
     )
-    await world.agent_sql("DELETE FROM memory_index_chunks_fts WHERE rowid = 987654")
+    # FTS5 reads a deleted row's terms from the chunks, which have none for this row: the
+    # 'delete' command gives them.
+    await world.agent_sql(
+        "INSERT INTO memory_index_chunks_fts(memory_index_chunks_fts, rowid, text) VALUES ('delete', 987654, ?)",
+        NORA_TEXT,
+    )
     assert (await run_verify(world.settings, redis, world.subject)).verified
 
 

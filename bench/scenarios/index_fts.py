@@ -103,7 +103,7 @@ def run(ctx: Context) -> list[Row]:
                 note=f"the hashing sync stored {vectors} vectors for {len(chunks)} chunks",
             )
         ]
-    where = f"agent {', '.join(agents)}; baseline: executemany into a fresh FTS5 table (the product's layout), one txn"
+    where = f"agent {', '.join(agents)}; baseline: executemany into a fresh FTS5 table (its own content, the product's tokenizer), one txn"
     return [
         at_least(
             NAME,

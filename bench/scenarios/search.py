@@ -79,7 +79,7 @@ def build_store(ctx: Context, n: int) -> tuple[Any, Path]:
             batch = []
     _insert(conn, batch)
     conn.execute(
-        "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT rowid, text FROM memory_index_chunks"
+        "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT chunk_rowid, text FROM memory_index_chunks_search"
     )
     conn.execute("COMMIT")
     return conn, db_path

@@ -30,7 +30,6 @@ from daemon.store.db import Connection
 from daemon.store.embedding_cache import CacheValues, cache_embeddings
 from daemon.store.index_chunks import (
     ChunkValues,
-    FtsValues,
     ProvenanceValues,
     RecallValues,
     VectorValues,
@@ -240,7 +239,6 @@ def _write_chunks(
     chunks: list[ChunkValues] = []
     provenance: list[ProvenanceValues] = []
     recall: list[RecallValues] = []
-    fts: list[FtsValues] = []
     vectors: list[VectorValues] = []
     cache: list[CacheValues] = []
     kept_provenance: list[ProvenanceValues] = []
@@ -282,6 +280,7 @@ def _write_chunks(
                     c.hash,
                     ctx.model,
                     c.text,
+                    c.search_text if c.search_text != c.text else None,
                     prepared.session_id,
                     ctx.now_ms,
                 )
@@ -292,14 +291,13 @@ def _write_chunks(
                 recall.append(
                     (cid, a.importance, json.dumps(list(a.triggers)) if a.triggers else None, a.project_key)
                 )
-            fts.append((rowid, c.search_text))
             if item.vector is not None:
                 dims = len(item.vector) // 4
                 vectors.append((rowid, ctx.model, dims, item.vector))
                 cache.append(
                     (ctx.provider, ctx.model, ctx.provider_key, c.hash, item.vector, dims, ctx.now_ms)
                 )
-    insert_chunks(conn, chunks, provenance, recall, fts, vectors)
+    insert_chunks(conn, chunks, provenance, recall, vectors)
     if kept_provenance:
         refresh_kept(conn, kept_provenance, kept_recall, kept_vectors)
     # Written in the same transaction as the chunks: a prepared batch that is refused above

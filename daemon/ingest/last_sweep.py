@@ -4,6 +4,7 @@ changed) writes no checkpoint, so the checkpoints cannot tell. A time, never mem
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from daemon.failpoints import failpoint
@@ -15,7 +16,9 @@ FILE_NAME = "last-sweep"
 def record_sweep(agent_state_dir: Path, at_ms: int) -> None:
     make_private_dirs(agent_state_dir)
     path = agent_state_dir / FILE_NAME
-    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}")
+    # One temporary file per writing thread: two sweeps of an agent can end at once in one
+    # process (a live one and a requested one), and a shared name let one rename the other's.
+    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(f"{at_ms}\n", encoding="ascii")
     failpoint("ingest.last_sweep.write")
     os.replace(tmp, path)  # a reader sees the old time or the new one, never half of one

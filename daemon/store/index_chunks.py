@@ -2,10 +2,12 @@
 their provenance and recall metadata, their FTS5 rows and their vectors. Written and purged
 together, set-based (perf-limits §5–6: one statement per table, never per row).
 
-The FTS5 table keeps its own copy of the searched text (the chunk's without marker lines) and
-has secure-delete on, so a deleted row's terms leave the index segments (a contentless table
-could only tombstone them: migration 6). It is keyed by the chunk's rowid, as are the vectors
-(store/index_vectors.py).
+The FTS5 table reads its content from the chunks (migration 8): the view
+`memory_index_chunks_search` gives each chunk's searched text, the chunk's without marker lines,
+kept in `search_text` when it differs from `text`. It has secure-delete on, so a deleted row's
+terms leave the index segments (a contentless table could only tombstone them: migration 6);
+FTS5 reads those terms from the view, so a chunk's FTS row is deleted before the chunk. It is
+keyed by the chunk's rowid, as are the vectors (store/index_vectors.py).
 
 Each function runs inside the caller's transaction.
 """
@@ -25,13 +27,13 @@ from daemon.store.pages import rows_sharing_pages
 INTERNAL_KINDS = ("cron", "heartbeat")
 
 # Row values as the INSERTs below bind them (plain tuples: one of each per chunk, built fast).
-ChunkValues = tuple[int, str, str, str, int, int, str, str, str, str | None, int]
-# rowid, id, path, source, start_line, end_line, hash, model, text, session_id, updated_at
+ChunkValues = tuple[int, str, str, str, int, int, str, str, str, str | None, str | None, int]
+# rowid, id, path, source, start_line, end_line, hash, model, text, search_text (None: the same
+# as text), session_id, updated_at
 ProvenanceValues = tuple[str, str, str, int, str | None]
 # chunk_id, origin_class, session_kind, observed_at, supersedes_key
 RecallValues = tuple[str, int | None, str | None, str | None]
 # chunk_id, importance, triggers (JSON), project_key
-FtsValues = tuple[int, str]  # chunk rowid, search text
 VectorValues = tuple[int, str, int, bytes]  # chunk rowid, model, dims, little-endian float32
 
 
@@ -85,13 +87,14 @@ def insert_chunks(
     chunks: Sequence[ChunkValues],
     provenance: Sequence[ProvenanceValues],
     recall: Sequence[RecallValues],
-    fts: Sequence[FtsValues],
     vectors: Sequence[VectorValues],
 ) -> None:
-    """Chunks first, then the rows that reference them: one statement per table."""
+    """Chunks first, then the rows that reference them: one statement per table. `chunks` hold
+    consecutive new rowids; their FTS rows are indexed from the view, so the index holds exactly
+    the text FTS5 reads back when it deletes a row."""
     conn.executemany(
         "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
-        "session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "search_text, session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         chunks,
     )
     conn.executemany(
@@ -104,7 +107,12 @@ def insert_chunks(
         "VALUES (?, ?, ?, ?)",
         recall,
     )
-    conn.executemany("INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)", fts)
+    if chunks:
+        conn.execute(
+            "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT chunk_rowid, text "
+            "FROM memory_index_chunks_search WHERE chunk_rowid BETWEEN ? AND ?",
+            (chunks[0][0], chunks[-1][0]),
+        )
     conn.executemany(
         "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors
     )
@@ -179,10 +187,10 @@ def _load_ids(conn: Connection, chunk_ids: Iterable[str]) -> int:
 def delete_chunks(
     conn: Connection, chunk_ids: Iterable[str], *, rebuild_segments: bool = False
 ) -> ChunksRemoved:
-    """Delete these chunks and every row derived from them: the FTS rows (by chunk rowid; the
-    table keeps its content and has secure-delete on, so their terms leave the segments:
-    migration 6), vectors, provenance and recall
-    rows, then the chunks. The ids go through a temporary table: one statement per table.
+    """Delete these chunks and every row derived from them: the FTS rows first (by chunk rowid;
+    FTS5 reads their terms from the chunks, and with secure-delete on the terms leave the
+    segments: migrations 6 and 8), then vectors, provenance and recall rows, then the chunks.
+    The ids go through a temporary table: one statement per table.
     With `rebuild_segments`, the terms leave the segments by a merge of the whole index
     instead (_delete_fts_rebuilding)."""
     if not _load_ids(conn, chunk_ids):
@@ -236,7 +244,10 @@ def fts_shape(conn: Connection) -> FtsShape:
 
 
 # A chunk's stored text (a lower bound of its cell size; daemon/store/pages.py).
-_CHUNK_BYTES = "length(id) + length(path) + length(source) + length(hash) + length(model) + length(text)"
+_CHUNK_BYTES = (
+    "length(id) + length(path) + length(source) + length(hash) + length(model) + length(text) "
+    "+ coalesce(length(search_text), 0)"
+)
 # Copies of the rewritten chunks and of every row derived from them, in the same column order
 # (temp_store is memory: they never reach a file).
 _COPIES = {
@@ -248,10 +259,6 @@ _COPIES = {
     "memory_index_vectors": "SELECT * FROM memory_index_vectors WHERE chunk_rowid IN ({rowids})",
 }
 _REWRITE_IDS = "temp.memory_index_rewrite_rowids"
-# The full-text table's content table (FTS5 keeps its own content, agent migration 6): one row
-# per chunk rowid (`id`), the searched text in `c0`. Rewritten as rows, never through FTS5.
-_FTS_CONTENT = "memory_index_chunks_fts_content"
-_FTS_CONTENT_BYTES = "length(CAST(c0 AS BLOB))"
 
 
 def rowids_of_chunks(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
@@ -263,12 +270,11 @@ def rowids_of_chunks(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
 
 def rewrite_chunk_pages(conn: Connection, purged: Sequence[int]) -> int:
     """Delete and reinsert, unchanged, the chunks that shared the purged chunks' pages, with
-    every row derived from them, and the full-text content rows that shared the purged rows'
-    content pages, so no older copy of a purged chunk stays in a page's free gap
-    (daemon/store/pages.py). The number of chunks rewritten; the cost follows the purged
-    chunks, not the index."""
+    every row derived from them, so no older copy of a purged chunk stays in a page's free gap
+    (daemon/store/pages.py). The full-text table keeps no copy of the text (migration 8), and
+    its index does not change: the rewritten chunks come back with the same rowid and text.
+    The number of chunks rewritten; the cost follows the purged chunks, not the index."""
     around = rows_sharing_pages(conn, "memory_index_chunks", _CHUNK_BYTES, purged)
-    _rewrite_fts_content(conn, purged)
     if not around:
         return 0
     _set_rewrite_ids(conn, around)
@@ -290,27 +296,6 @@ def _set_rewrite_ids(conn: Connection, rowids: Sequence[int]) -> None:
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_REWRITE_IDS.split('.')[1]} (rid INTEGER PRIMARY KEY)")
     conn.execute(f"DELETE FROM {_REWRITE_IDS}")
     conn.executemany(f"INSERT INTO {_REWRITE_IDS}(rid) VALUES (?)", ((r,) for r in rowids))
-
-
-def _rewrite_fts_content(conn: Connection, purged: Sequence[int]) -> None:
-    """The same for the full-text table's own copy of the searched text: the rows of its content
-    table that shared the purged rows' pages, deleted and reinserted unchanged. Its index
-    segments are left alone: their terms do not change, and deleting the rows through the
-    full-text table would re-index every neighbour (secure-delete rewrites each term's doclist,
-    seconds per forget at a few thousand chunks); a purged row's terms went with its delete."""
-    around = rows_sharing_pages(conn, _FTS_CONTENT, _FTS_CONTENT_BYTES, purged)
-    if not around:
-        return
-    _set_rewrite_ids(conn, around)
-    conn.execute("DROP TABLE IF EXISTS temp.rewrite_fts_content")
-    conn.execute(
-        f"CREATE TEMP TABLE rewrite_fts_content AS SELECT * FROM {_FTS_CONTENT} "
-        f"WHERE id IN (SELECT rid FROM {_REWRITE_IDS})"
-    )
-    conn.execute(f"DELETE FROM {_FTS_CONTENT} WHERE id IN (SELECT rid FROM {_REWRITE_IDS})")
-    conn.execute(f"INSERT INTO {_FTS_CONTENT} SELECT * FROM temp.rewrite_fts_content ORDER BY id")
-    conn.execute("DROP TABLE temp.rewrite_fts_content")
-    conn.execute(f"DELETE FROM {_REWRITE_IDS}")
 
 
 # --- reads ----------------------------------------------------------------------------------------
@@ -374,7 +359,7 @@ def hit_rows(conn: Connection, rowids: Sequence[int]) -> dict[int, HitRow]:
 
 
 _FACTS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.origin_class, p.session_kind,
-  EXISTS (SELECT 1 FROM memory_index_chunks_fts f WHERE f.rowid = c.rowid),
+  EXISTS (SELECT 1 FROM memory_index_chunks_fts_docsize f WHERE f.id = c.rowid),
   EXISTS (SELECT 1 FROM memory_index_vectors v WHERE v.chunk_rowid = c.rowid)"""
 _FACTS_FROM = """SELECT {facts}
 FROM memory_index_chunks c LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id"""
