@@ -89,9 +89,9 @@ def insert_chunks(
     recall: Sequence[RecallValues],
     vectors: Sequence[VectorValues],
 ) -> None:
-    """Chunks first, then the rows that reference them: one statement per table. `chunks` hold
-    consecutive new rowids; their FTS rows are indexed from the view, so the index holds exactly
-    the text FTS5 reads back when it deletes a row."""
+    """Chunks first, then the rows that reference them: one statement per table. Each FTS row
+    must be the text the view gives for its chunk (coalesce(search_text, text)): FTS5 reads
+    that text back to delete the row's terms."""
     conn.executemany(
         "INSERT INTO memory_index_chunks(rowid, id, path, source, start_line, end_line, hash, model, text, "
         "search_text, session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -107,12 +107,13 @@ def insert_chunks(
         "VALUES (?, ?, ?, ?)",
         recall,
     )
-    if chunks:
-        conn.execute(
-            "INSERT INTO memory_index_chunks_fts(rowid, text) SELECT chunk_rowid, text "
-            "FROM memory_index_chunks_search WHERE chunk_rowid BETWEEN ? AND ?",
-            (chunks[0][0], chunks[-1][0]),
-        )
+    # Row by row, not INSERT … SELECT from the view: a statement of several rows opens a
+    # statement savepoint, at which FTS5 flushes its pending terms into a segment of their own
+    # (one per batch, then merged: 25% more time for a first sync).
+    conn.executemany(
+        "INSERT INTO memory_index_chunks_fts(rowid, text) VALUES (?, ?)",
+        ((c[0], c[9] if c[9] is not None else c[8]) for c in chunks),
+    )
     conn.executemany(
         "INSERT INTO memory_index_vectors(chunk_rowid, model, dims, embedding) VALUES (?, ?, ?, ?)", vectors
     )
