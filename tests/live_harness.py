@@ -121,6 +121,8 @@ class World:
     def cleanup(self) -> None:
         if self.daemon is not None:
             self.daemon.kill()
+            # Captured: pytest shows it with a failing test's report, and drops it otherwise.
+            print(f"--- daemon log ---\n{self.daemon.log()}")
         r = sync_redis.Redis.from_url(self.redis_url)
         try:
             ids = {
