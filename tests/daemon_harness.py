@@ -19,7 +19,7 @@ from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY
 from daemon.failpoints import TRACE_ENV_VAR
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.wire import queue_name
-from daemon.settings import Settings
+from daemon.settings import Settings, load_settings
 from daemon.store.tombstones import is_forgotten
 from tests.polling import until
 
@@ -160,6 +160,35 @@ class DaemonProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def start_daemon(
+    tmp_path: Path,
+    sessions_root: Path,
+    redis_url: str,
+    host_id: str,
+    *,
+    env: dict[str, str] | None = None,
+    **config: Any,
+) -> tuple[Settings, NotifySocket, DaemonProcess]:
+    """A daemon over `sessions_root`, started: its config (write_config's keywords), state,
+    notify socket and log in `tmp_path`."""
+    path = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=redis_url,
+        host_id=host_id,
+        **config,
+    )
+    notify = NotifySocket(tmp_path / "notify.sock")
+    return load_settings(path), notify, DaemonProcess(path, notify, tmp_path / "daemon.log", env=env).start()
+
+
+def stop_cleanly(daemon: DaemonProcess) -> None:
+    """SIGTERM: the daemon exits 0 and its log holds no traceback."""
+    assert daemon.stop() == 0, daemon.log()
+    assert "Traceback" not in daemon.log(), daemon.log()
 
 
 def cleanup_redis(redis_url: str, host_ids: list[str], agents: list[str], job_ids: list[str] = ()) -> None:  # type: ignore[assignment]

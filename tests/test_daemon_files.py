@@ -8,7 +8,6 @@ keeps serving the other agents and stops on SIGTERM."""
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,10 +15,9 @@ import pytest
 
 from daemon.ops import ingest_sweep
 from daemon.runtime.client import MemorydClient
-from daemon.settings import load_settings
 from daemon.store.short_term import COLUMNS
 from tests.builders import SessionStoreBuilder, exchange
-from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, write_config
+from tests.daemon_harness import cleanup_redis, start_daemon, stop_cleanly
 from tests.polling import until
 
 pytestmark = pytest.mark.slow  # a daemon process
@@ -110,16 +108,7 @@ async def test_agents_with_unreadable_files_fail_alone_and_the_daemon_keeps_serv
     linked = f"linked{unique}"
     os.symlink(_outside_sessions(outside, linked).parent, root / "agents" / linked)
 
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=root,
-        redis_url=redis_url,
-        host_id=host,
-    )
-    settings = load_settings(config)
-    notify = NotifySocket(tmp_path / "notify.sock")
-    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    settings, notify, daemon = start_daemon(tmp_path, root, redis_url, host)
     agents = [good, linked, *bad.values()]
     try:
         ready = notify.wait_for("READY=1", timeout_s=60)
@@ -142,9 +131,7 @@ async def test_agents_with_unreadable_files_fail_alone_and_the_daemon_keeps_serv
             await until(
                 lambda a=agent: f"agent {a}: 1 file(s)" in daemon.log(), f"the gauge line of {agent}", 30
             )
-        daemon.signal(signal.SIGTERM)
-        assert daemon.wait(30) == 0, daemon.log()
-        assert "Traceback" not in daemon.log(), daemon.log()
+        stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], agents)

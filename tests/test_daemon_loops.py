@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,17 @@ from daemon.constants import HEARTBEAT_S
 from daemon.failpoints import ENV_VAR as FAILPOINTS_ENV
 from daemon.ops import ingest_sweep
 from daemon.runtime.client import MemorydClient
-from daemon.settings import Settings, load_settings
+from daemon.settings import Settings
 from daemon.store.short_term import COLUMNS
 from tests.builders import SessionStoreBuilder, exchange
-from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
+from tests.daemon_harness import (
+    DaemonProcess,
+    NotifySocket,
+    cleanup_redis,
+    host_record,
+    start_daemon,
+    stop_cleanly,
+)
 from tests.polling import until
 
 pytestmark = pytest.mark.slow  # a daemon process
@@ -46,27 +52,9 @@ def _started(
 ) -> tuple[Settings, NotifySocket, DaemonProcess]:
     """A daemon over `root` with the scheduler on and sweeps an hour apart: what it stages comes
     from its live sweeps (the watch), not from an interval sweep."""
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=root,
-        redis_url=redis_url,
-        host_id=host,
-        schedule=True,
-        extra="[ingest]\ninterval_s = 3600.0\n",
+    return start_daemon(
+        tmp_path, root, redis_url, host, env=env, schedule=True, extra="[ingest]\ninterval_s = 3600.0\n"
     )
-    notify = NotifySocket(tmp_path / "notify.sock")
-    return (
-        load_settings(config),
-        notify,
-        DaemonProcess(config, notify, tmp_path / "daemon.log", env=env).start(),
-    )
-
-
-def _stop_cleanly(daemon: DaemonProcess) -> None:
-    daemon.signal(signal.SIGTERM)
-    assert daemon.wait(30) == 0, daemon.log()
-    assert "Traceback" not in daemon.log(), daemon.log()
 
 
 async def test_agents_that_appear_after_the_start_are_served_without_a_restart(
@@ -111,7 +99,7 @@ async def test_agents_that_appear_after_the_start_are_served_without_a_restart(
                 assert report.state == "complete", (agent, report)
         log = daemon.log()
         assert f"agent {later}: found under sessions_root; served from now on" in log, log
-        _stop_cleanly(daemon)
+        stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [first, later, restored])
@@ -136,7 +124,7 @@ async def test_a_loop_that_fails_unexpectedly_starts_again_and_the_daemon_serves
             job = await client.submit(ingest_sweep.OP, {"agent": agent})
             report = await client.wait(job.job_id, timeout_s=30)
             assert report.state == "complete", report
-        _stop_cleanly(daemon)
+        stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [agent])
@@ -175,7 +163,7 @@ async def test_an_agent_whose_store_cannot_open_waits_alone_and_is_served_once_i
         await until(
             lambda: "lighthouse" in _staged(settings, bad), "the agent served once its store opens", 20
         )
-        _stop_cleanly(daemon)
+        stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [good, bad])
@@ -201,7 +189,7 @@ async def test_a_daemon_that_started_with_no_agent_watches_the_first_one_found(
             lambda: "orchard" in _staged(settings, agent), "the first agent staged live", 4 * HEARTBEAT_S
         )
         assert "not served yet" not in daemon.log(), daemon.log()
-        _stop_cleanly(daemon)
+        stop_cleanly(daemon)
     finally:
         daemon.kill()
         cleanup_redis(redis_url, [host], [agent])

@@ -32,7 +32,7 @@ from daemon.runtime.worker import worker_kwargs
 from daemon.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
-from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, write_config
+from tests.daemon_harness import cleanup_redis, start_daemon
 
 FORGET = forget_op.OP.name
 
@@ -169,17 +169,7 @@ async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_pat
         ],
         participants=[{"actorId": secret_actor}],
     )
-    config = write_config(
-        tmp_path / "memoryd.toml",
-        state_dir=tmp_path / "state",
-        sessions_root=sessions_root,
-        redis_url=redis_url,
-        host_id=host,
-        grace_s=0.5,
-    )
-    s = load_settings(config)
-    notify = NotifySocket(tmp_path / "notify.sock")
-    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    s, notify, daemon = start_daemon(tmp_path, sessions_root, redis_url, host, grace_s=0.5)
     job_ids = []
     try:
         notify.wait_for("READY=1")
