@@ -25,8 +25,6 @@ SNIPPET_MAX_CHARS = 280
 RENDERED_LINE_MAX_CHARS = 344
 MAX_TRACKED_MESSAGES_PER_SESSION = 4096  # seen hashes kept per scope
 MAX_TRACKED_SESSION_SCOPES = 2048
-# A transcript line longer than this is skipped and counted instead of parsed: one line is
-# one message, and a message this size is almost certainly a pasted blob, not memory.
 # glibc's mmap threshold as daemon/allocator.py sets it. 1 MiB: as low an RSS peak as glibc's
 # 128 KiB default (211 vs 212 MB for 1.16M messages), without an mmap/munmap pair for every
 # few-hundred-KiB block (the index sync ran ~8% slower at 128 KiB).
@@ -35,6 +33,8 @@ MMAP_THRESHOLD_BYTES = 1024 * 1024
 # allocates a buffer just over it, mapped and unmapped with its page faults for every small file
 # (345 files of 7 KB: 15 ms instead of 3.5 ms).
 READ_CHUNK_BYTES = MMAP_THRESHOLD_BYTES // 2
+# A transcript line longer than this is skipped and counted instead of parsed: one line is
+# one message, and a message this size is almost certainly a pasted blob, not memory.
 MAX_TRANSCRIPT_LINE_BYTES = 4 * 1024 * 1024
 
 # --- Forget (reference §7) --------------------------------------------------------------------

@@ -262,8 +262,8 @@ class Service:
                 log.warning(
                     "agent %s: not served until its store opens (tried at every heartbeat): %s", agent, why
                 )
-        self._refused = dict(refused)
-        self.ctx["refused"] = dict(refused)  # the worker's refusals of their jobs say why
+        # The same map in the worker's context: its refusals of their jobs say why.
+        self._refused = self.ctx["refused"] = dict(refused)
 
     def _note_elsewhere(self, elsewhere: dict[str, str]) -> None:
         """One line per agent when another live host is found serving it (not at every beat)."""
