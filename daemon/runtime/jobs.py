@@ -95,9 +95,14 @@ async def pooled_runtime(
 def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:
     served = ctx.get("agents")
     if served is not None and agent not in served:
+        host = ctx.get("host_id")
         why = ctx.get("refused", {}).get(agent)  # the service's: its store could not be opened
-        until = f" until its store opens: {why}" if why else ""
-        raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {ctx.get('host_id')!r}{until}")
+        # Two whole messages, not one with an optional tail: docs/errors.md lists each as written.
+        if why:
+            raise AgentNotServed(
+                f"{job}: agent {agent!r} is not served by host {host!r} until its store opens: {why}"
+            )
+        raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {host!r}")
 
 
 def dump(report: BaseModel) -> dict[str, Any]:
