@@ -71,7 +71,6 @@ VERIFY_SNIPPET_MIN_CHARS = 12  # as CORPUS_SNIPPET_MIN_CHARS: shorter text is no
 VERIFY_SNIPPET_MAX_CHARS = 64  # needles are windows of at most this many chars per line
 VERIFY_HASH_PREFIX_CHARS = 12  # truncated hashes count too (seed; staging keeps 12-hex sha1 claim hashes)
 VERIFY_TERM_MIN_CHARS = 5  # full-text terms of erased snippets looked for in FTS5 segments
-VERIFY_MAX_MESSAGES_PER_SESSION = 4096  # snippet needles taken from an erased session's transcript
 VERIFY_EMBEDDING_MIN_COSINE = 0.9999  # a stored vector this close to an erased snippet's is its embedding
 
 # --- OpenClaw agent database as a session source (reference: openclaw-session-store.md) -------
@@ -96,6 +95,9 @@ INGEST_FLUSH_MESSAGES = 5_000
 INGEST_TAKE_CHUNK = 2_048
 # Seen-hash sets are fetched for this many upcoming sessions per store read (one hop, not one each).
 INGEST_SEEN_PREFETCH_SESSIONS = 256
+# A sweep or backfill during which a purge commits reads again under the new exclusion set (one
+# retry is the usual case; a run of purges can take a few). Past this, the run reports it.
+EXCLUSION_STALE_RETRIES = 3
 # Parallel scan (ingest.workers): worker processes read, export and hash whole sessions and
 # build their rows in scratch SQLite files under the agent's state directory, merged by the
 # main process. A pool only pays for a large read: below this many transcript bytes to read a

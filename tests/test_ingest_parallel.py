@@ -157,17 +157,16 @@ async def test_workers_stage_the_same_rows_corpus_and_checkpoints_as_the_serial_
 
 def test_small_or_capped_sweeps_stay_serial() -> None:
     big = [600_000, 700_000]
-    assert use_workers(2, big, 10**9, 10**9, path_source=True, erased_senders=False)
-    assert not use_workers(1, big, 10**9, 10**9, path_source=True, erased_senders=False)
-    assert not use_workers(2, [4_000, 3_000], 10**9, 10**9, path_source=True, erased_senders=False)
+    assert use_workers(2, big, 10**9, 10**9, path_source=True)
+    assert not use_workers(1, big, 10**9, 10**9, path_source=True)
+    assert not use_workers(2, [4_000, 3_000], 10**9, 10**9, path_source=True)
     # A cap that could cut a session short (the reference's 80 per file, 240 per sweep) keeps it serial.
-    assert not use_workers(2, big, 80, 240, path_source=True, erased_senders=False)
-    assert not use_workers(2, big, 10**9, 100_000, path_source=True, erased_senders=False)
-    assert not use_workers(2, big, 50_000, 10**9, path_source=True, erased_senders=False)
+    assert not use_workers(2, big, 80, 240, path_source=True)
+    assert not use_workers(2, big, 10**9, 100_000, path_source=True)
+    assert not use_workers(2, big, 50_000, 10**9, path_source=True)
     # A cap no session can reach (a candidate needs 12 bytes of its line) does not.
-    assert use_workers(2, big, 700_000 // 12 + 2, 1_300_000 // 12 + 3, path_source=True, erased_senders=False)
-    assert not use_workers(2, big, 10**9, 10**9, path_source=False, erased_senders=False)
-    assert not use_workers(2, big, 10**9, 10**9, path_source=True, erased_senders=True)
+    assert use_workers(2, big, 700_000 // 12 + 2, 1_300_000 // 12 + 3, path_source=True)
+    assert not use_workers(2, big, 10**9, 10**9, path_source=False)
 
 
 def test_tasks_are_consecutive_runs_covering_every_session() -> None:

@@ -17,6 +17,7 @@ records, and it never resurrects an entry forget removed in the meantime.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
     BACKFILL_DEFAULT_LIMIT_DAYS,
     DREAM_COMMIT_ATTEMPTS,
+    EXCLUSION_STALE_RETRIES,
     SESSION_INGESTION_SCORE,
     SNIPPET_MAX_CHARS,
     SNIPPET_MIN_CHARS,
@@ -47,7 +49,7 @@ from daemon.dreaming.memory_file import commit_memory, marker_keys, read_memory_
 from daemon.dreaming.report import BackfillDay, BackfillReport
 from daemon.dreaming.staged import TRUSTED_ORIGINS
 from daemon.dreaming.text import normalize_snippet
-from daemon.errors import UsageError, WriteConflict
+from daemon.errors import OperationFailed, UsageError, WriteConflict
 from daemon.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
 from daemon.ingest.corpus import corpus_relative_path, render_line
 from daemon.ingest.scan import DayOf
@@ -67,6 +69,7 @@ from daemon.store.backfill_journal import (
 from daemon.store.corpus_files import record_corpus_files
 from daemon.store.db import Connection
 from daemon.store.erased_senders import ErasedSenders, SenderTest, load_erased_senders
+from daemon.store.exclusions import ExclusionsChanged, check_exclusions, exclusion_generation
 from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
 from daemon.store.phase_signals import delete_signals
 from daemon.store.short_term import (
@@ -79,6 +82,8 @@ from daemon.store.short_term import (
 )
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
 from daemon.utf16 import truncate_utf16
+
+log = logging.getLogger("memoryd.backfill")
 
 BLOCK, HEADING = "backfill", "Session Backfill"
 DEFAULT_LIMIT_DAYS = BACKFILL_DEFAULT_LIMIT_DAYS
@@ -182,6 +187,19 @@ def staged_key(claim: Claim) -> str:
 
 
 async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillReport:
+    """Preview, stage or roll back (module doc). A purge that commits between the scan and the
+    publication changes what may be read: the whole run starts again under the new set."""
+    for _ in range(EXCLUSION_STALE_RETRIES):
+        try:
+            return await _run_backfill(rt, request)
+        except ExclusionsChanged:
+            log.info("backfill %s: a purge committed during the scan; scanning again", rt.agent_id)
+    raise OperationFailed(
+        f"agent {rt.agent_id}: purges kept committing while backfill scanned; nothing was published, run it again"
+    )
+
+
+async def _run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillReport:
     if request.agent != rt.agent_id:
         raise UsageError(f"agent: request is for {request.agent!r}, runtime is {rt.agent_id!r}")
     report = BackfillReport(
@@ -195,7 +213,9 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     forgotten: set[str] = set()
     processed: set[str] = set()
     erased = ErasedSenders(secret)
+    generation = 0
     if store is not None:
+        generation = await store.read(exclusion_generation)  # before the set it stands for
         forgotten = await store.read(_tombstones)
         processed = await store.read(processed_days)
         erased = await store.read(load_erased_senders, secret)
@@ -207,7 +227,7 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     _summarize(report, scan, days, claims)
     if request.mode == "preview" or not claims:
         return report
-    return await _apply(rt, request, report, claims, days)
+    return await _apply(rt, request, report, claims, days, generation)
 
 
 def _summarize(report: BackfillReport, scan: Scan, days: list[str], claims: list[Claim]) -> None:
@@ -241,9 +261,12 @@ def _begin_run(
     claims: Sequence[Claim],
     diary_existed: bool,
     secret: bytes | None,
+    generation: int,
 ) -> tuple[int, set[str], int]:
-    """Under the lock, before anything is published: re-check forgotten records, open the run's
-    journal and reserve the lineage of every staged claim and diary line it will write."""
+    """Under the lock, before anything is published: re-check the exclusion set (moved on since
+    the scan: ExclusionsChanged) and forgotten records, open the run's journal and reserve the
+    lineage of every staged claim and diary line it will write."""
+    check_exclusions(conn, generation)
     origins = [o for c in claims for o in c.diary_line().origins]
     if request.mode == "apply":
         origins += [o for c in claims for o in c.origins(staged_key(c))]
@@ -326,7 +349,12 @@ def _stage(
 
 
 async def _apply(
-    rt: AgentRuntime, request: BackfillRequest, report: BackfillReport, claims: list[Claim], days: list[str]
+    rt: AgentRuntime,
+    request: BackfillRequest,
+    report: BackfillReport,
+    claims: list[Claim],
+    days: list[str],
+    generation: int,
 ) -> BackfillReport:
     store = rt.require_store()
     secret = rt.secret()
@@ -336,7 +364,16 @@ async def _apply(
         diary = read_diary(rt.paths.workspace)
         diary_existed = diary.content_hash != ABSENT
         run_id, gone, added = await store.write(
-            _begin_run, rt.agent_id, request, now_ms, days, claims, diary_existed, secret, fence=lease.fence
+            _begin_run,
+            rt.agent_id,
+            request,
+            now_ms,
+            days,
+            claims,
+            diary_existed,
+            secret,
+            generation,
+            fence=lease.fence,
         )
         while gone:  # a session was forgotten after the scan: drop its messages and re-plan
             claims = coalesce([m for c in claims for m in c.messages if m.session_id not in gone])
@@ -349,6 +386,7 @@ async def _apply(
                 claims,
                 diary_existed,
                 secret,
+                generation,
                 fence=lease.fence,
             )
         report.run_id = run_id

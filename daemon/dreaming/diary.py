@@ -23,6 +23,7 @@ from daemon.errors import WriteConflict
 from daemon.lock import Lease
 from daemon.markers import promotion_keys_in, promotion_marker
 from daemon.store.db import Connection
+from daemon.store.exclusions import check_exclusions
 from daemon.store.origins import EntryOrigin, delete_origins_for_entries
 from daemon.store.tombstones import forgotten_ids
 
@@ -121,8 +122,10 @@ def render_items(items: Sequence[BlockItem]) -> list[str]:
 
 
 def _reserve(
-    conn: Connection, agent_id: str, rows: Sequence[EntryOrigin], secret: bytes | None
+    conn: Connection, agent_id: str, rows: Sequence[EntryOrigin], secret: bytes | None, exclusions: int | None
 ) -> tuple[set[str], list[EntryOrigin]]:
+    if exclusions is not None:
+        check_exclusions(conn, exclusions)
     gone = forgotten_ids(conn, {o.session_id for o in rows}, secret)
     if gone:
         return gone, []
@@ -134,12 +137,20 @@ def _prune(conn: Connection, agent_id: str, keys: Sequence[str]) -> int:
 
 
 async def publish_block(
-    rt: AgentRuntime, lease: Lease, name: str, heading: str, items: Sequence[BlockItem]
+    rt: AgentRuntime,
+    lease: Lease,
+    name: str,
+    heading: str,
+    items: Sequence[BlockItem],
+    exclusions: int | None = None,
 ) -> tuple[int, list[EntryOrigin], list[str]]:
     """Rewrite one managed block under the held lock.
 
     Returns (diary lines written, origin rows added, warnings). Lines quoting a session that
-    was forgotten meanwhile are dropped before anything is published.
+    was forgotten meanwhile are dropped before anything is published. `exclusions`: the
+    exclusion set's generation the items were read under; if a purge has moved it since,
+    ExclusionsChanged is raised and nothing is written (the caller reads again). None: the
+    items were read under the lock held now.
     """
     store = rt.require_store()
     secret = rt.secret()
@@ -154,7 +165,7 @@ async def publish_block(
         new_text = replace_block(text, name, heading, render_items(current))
         lines = [i.line for i in current if i.line is not None]
         rows = [replace(o, entry_key=ln.key) for ln in lines for o in ln.origins]
-        gone, added = await store.write(_reserve, rt.agent_id, rows, secret, fence=lease.fence)
+        gone, added = await store.write(_reserve, rt.agent_id, rows, secret, exclusions, fence=lease.fence)
         if gone:
             current = [
                 i for i in current if i.line is None or not any(o.session_id in gone for o in i.line.origins)

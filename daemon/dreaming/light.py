@@ -12,7 +12,7 @@ import anyio
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.dreaming.pool import read_pool
+from daemon.dreaming.pool import read_pool, rerun_if_purged
 from daemon.dreaming.report import LightReport
 from daemon.dreaming.selection import Group, group_similar
 from daemon.dreaming.staged import StagedEntry
@@ -43,10 +43,15 @@ def light_line(group: Group, day: str) -> DiaryLine:
 async def run_light(
     rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int
 ) -> tuple[LightReport, list[str]]:
+    """The light phase; read again when a purge commits while it groups (ExclusionsChanged)."""
+    return await rerun_if_purged(rt, "light", lambda: _light(rt, now_ms, day, day_start_ms))
+
+
+async def _light(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) -> tuple[LightReport, list[str]]:
     settings = rt.settings.dreaming
     store = rt.require_store()
     report = LightReport()
-    pool = await read_pool(rt, now_ms)
+    generation, pool = await read_pool(rt, now_ms)
     report.considered = len(pool)
     await held("dream.select")  # the grouping starts (tests time a forget against it)
     groups = (
@@ -59,7 +64,7 @@ async def run_light(
     if not items:
         items = [BlockItem(plain="_No new candidates._")]
     async with rt.lock().hold() as lease:
-        written, _rows, warnings = await publish_block(rt, lease, BLOCK, HEADING, items)
+        written, _rows, warnings = await publish_block(rt, lease, BLOCK, HEADING, items, generation)
         report.diary_lines = written
         keys = [k for g in groups for k in g.keys]
         if keys and written:

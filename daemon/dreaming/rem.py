@@ -16,7 +16,7 @@ import anyio
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.dreaming.pool import read_pool
+from daemon.dreaming.pool import read_pool, rerun_if_purged
 from daemon.dreaming.report import RemReport
 from daemon.dreaming.selection import Group, group_similar
 from daemon.dreaming.staged import StagedEntry
@@ -123,10 +123,15 @@ def rem_items(found_themes: list[Theme], found_truths: list[Truth], day: str) ->
 
 
 async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) -> tuple[RemReport, list[str]]:
+    """The REM phase; read again when a purge commits while it reflects (ExclusionsChanged)."""
+    return await rerun_if_purged(rt, "rem", lambda: _rem(rt, now_ms, day, day_start_ms))
+
+
+async def _rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) -> tuple[RemReport, list[str]]:
     settings = rt.settings.dreaming
     store = rt.require_store()
     report = RemReport()
-    pool = await read_pool(rt, now_ms)
+    generation, pool = await read_pool(rt, now_ms)
     report.considered = len(pool)
     found_themes, found_truths = await anyio.to_thread.run_sync(reflect, pool, settings)
     report.themes = [t.tag for t in found_themes]
@@ -134,7 +139,7 @@ async def run_rem(rt: AgentRuntime, now_ms: int, day: str, day_start_ms: int) ->
     # Publication drops the lines quoting a session forgotten since the pool was read.
     async with rt.lock().hold() as lease:
         written, _rows, warnings = await publish_block(
-            rt, lease, BLOCK, HEADING, rem_items(found_themes, found_truths, day)
+            rt, lease, BLOCK, HEADING, rem_items(found_themes, found_truths, day), generation
         )
         report.diary_lines = written
         keys = [k for t in found_truths for k in t.group.keys]

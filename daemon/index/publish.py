@@ -28,6 +28,7 @@ from daemon.index.purge import PurgeCounts, purge_chunks, remove_sources
 from daemon.index.sources import file_hash
 from daemon.store.db import Connection
 from daemon.store.embedding_cache import CacheValues, cache_embeddings
+from daemon.store.exclusions import exclusion_generation
 from daemon.store.index_chunks import (
     ChunkValues,
     ProvenanceValues,
@@ -68,6 +69,7 @@ class PublishContext:
     provider_key: str
     secret: bytes | None
     now_ms: int
+    exclusions: int  # the exclusion set's generation the files were prepared under
     rebuild_revision: int | None = None  # set for --force: the revision it was prepared at
 
 
@@ -93,6 +95,7 @@ class BatchOutcome:
 
 
 REASON_CHANGED = "memory source changed while indexing; retried on the next run"
+REASON_EXCLUSIONS = "a purge committed while this transcript was indexed; retried on the next run"
 
 
 def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
@@ -177,6 +180,9 @@ def _publish_batch(
     forgotten = forgotten_ids(
         conn, [f.session_id for f in batch if f.source == "sessions" and f.session_id], ctx.secret
     )
+    # Transcripts were read under an exclusion set a purge has changed since (an erased sender's
+    # turns may be in them): none is published; the next run reads them under the new set.
+    excluded_since = exclusion_generation(conn) != ctx.exclusions
     outcomes: list[FileOutcome] = []
     accepted: list[PreparedFile] = []
     stale_keys: list[tuple[str, str]] = []
@@ -194,6 +200,8 @@ def _publish_batch(
                     f"session {f.session_id} was forgotten while indexing; nothing of it was published",
                 )
             )
+        elif f.source == "sessions" and excluded_since:
+            outcomes.append(FileOutcome(f.path, f.source, f.session_id, "changed", REASON_EXCLUSIONS))
         else:
             accepted.append(f)
             outcomes.append(FileOutcome(f.path, f.source, f.session_id, "published"))

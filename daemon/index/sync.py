@@ -57,6 +57,7 @@ from daemon.sessions.admission import policy_of
 from daemon.store.db import Connection
 from daemon.store.embedding_cache import cached_embeddings
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
+from daemon.store.exclusions import exclusion_generation
 from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
 from daemon.store.index_state import current_revision, read_dirty, record_run
@@ -83,6 +84,7 @@ class PreparedIndex:
     provider_key: str
     model: str
     revision: int  # the index revision the run was prepared at (the rebuild fence)
+    exclusions: int  # the exclusion set's generation it was prepared under (store/exclusions.py)
     files: tuple[PreparedFile, ...]
     removals: tuple[Note, ...]
     skipped: tuple[Note, ...]
@@ -100,6 +102,7 @@ class PreparedIndex:
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     revision: int
+    exclusions: int
     indexed: dict[tuple[str, str], IndexedSource]
     orphans: list[tuple[str, str, str | None]]
     forgotten: set[str]
@@ -115,6 +118,7 @@ def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | Non
     ids |= {sid for _, _, sid in orphans if sid}
     return _Snapshot(
         current_revision(conn),
+        exclusion_generation(conn),  # read before the set itself: a later purge moves it
         indexed,
         orphans,
         forgotten_ids(conn, sorted(ids), secret),
@@ -167,6 +171,7 @@ class _Planned:
     embedder: Embedder | None
     model: str
     revision: int
+    exclusions: int
     memory: tuple[MemoryFile, ...]
     sessions: tuple[SessionRef, ...]
     removals: tuple[Note, ...]
@@ -231,6 +236,7 @@ async def _plan(
         embedder,
         model,
         snap.revision,
+        snap.exclusions,
         plan.memory,
         plan.sessions,
         tuple(removals),
@@ -330,6 +336,7 @@ async def prepare_index(
         planned.provider_key,
         planned.model,
         planned.revision,
+        planned.exclusions,
         tuple(files),
         planned.removals,
         planned.skipped + tuple(stream.skipped),
@@ -383,6 +390,7 @@ async def publish_index(
         prepared.provider_key,
         prepared.model,
         prepared.revision,
+        prepared.exclusions,
         prepared.removals,
         prepared.scanned,
         prepared.unchanged,
@@ -405,6 +413,7 @@ class _Head:
     provider_key: str
     model: str
     revision: int
+    exclusions: int
     removals: tuple[Note, ...]
     scanned: int
     unchanged: int
@@ -446,6 +455,7 @@ async def _publish(
         head.provider_key,
         rt.secret(),
         int(time.time() * 1000),
+        head.exclusions,
         head.revision if head.force else None,
     )
     tally = _Tally(report, progress)
@@ -559,6 +569,7 @@ async def run_index_sync(
         planned.provider_key,
         planned.model,
         planned.revision,
+        planned.exclusions,
         planned.removals,
         planned.scanned,
         planned.unchanged,

@@ -2,8 +2,7 @@
 how the workers' results become the serial sweep's batches.
 
 * **When.** Only when it cannot change what is staged and pays: more than one worker, a
-  sessions.json source (workers open transcripts by path), no session with senders an erasure
-  removed (their test needs the store's secret), at least INGEST_PARALLEL_MIN_BYTES to read,
+  sessions.json source (workers open transcripts by path), at least INGEST_PARALLEL_MIN_BYTES to read,
   and caps that cannot cut any session short (a candidate is a line holding at least
   SNIPPET_MIN_CHARS bytes of its text, so a session yields at most its size over that, plus
   one: below its per-file cap, and all of them together below the per-sweep cap). A live sweep
@@ -66,10 +65,9 @@ def use_workers(
     per_sweep_cap: int,
     *,
     path_source: bool,
-    erased_senders: bool,
 ) -> bool:
     """Whether a sweep with transcripts of these byte sizes to read is scanned by the pool. Pure."""
-    if workers <= 1 or not path_source or erased_senders or sum(sizes) < INGEST_PARALLEL_MIN_BYTES:
+    if workers <= 1 or not path_source or sum(sizes) < INGEST_PARALLEL_MIN_BYTES:
         return False
     # A candidate is one line whose text has at least SNIPPET_MIN_CHARS characters, each at least
     # one byte there (JSON escapes and the text parts' own keys only add bytes).
@@ -227,6 +225,7 @@ async def scan_with_workers(
             str(sweep.scratch_dir),
             os.getpid(),
             token,
+            sweep.erased,
             tuple(
                 SessionJob(
                     i,

@@ -27,6 +27,7 @@ from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
 from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, query_hash, session_query
 from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.model import Fingerprint, SessionInfo
+from daemon.store.erased_senders import ErasedSenders
 from daemon.store.scratch import CandRow, scratch_name, write_rows
 
 
@@ -49,6 +50,7 @@ class ScanTask:
     scratch_dir: str
     sweep_pid: int
     token: str
+    erased: ErasedSenders  # the sweep's erased senders: the same skip as a serial scan
     sessions: tuple[SessionJob, ...]
 
 
@@ -97,7 +99,7 @@ def run_task(task: ScanTask) -> TaskResult:
     day_counts: dict[str, int] = {}
     day_facts: dict[str, tuple[str, str]] = {}  # day -> (corpus path, query hash)
     for job in task.sessions:
-        result, found = _scan_session(source, job, task.agent_id, day_of, skipped)
+        result, found = _scan_session(source, job, task.agent_id, day_of, skipped, task.erased)
         results.append(result)
         _rows_of(task, job.session, found, rows, day_counts, day_facts)
     if not rows:
@@ -108,7 +110,12 @@ def run_task(task: ScanTask) -> TaskResult:
 
 
 def _scan_session(
-    source: JsonSessionSource, job: SessionJob, agent_id: str, day_of: DayOf, skipped: dict[str, int]
+    source: JsonSessionSource,
+    job: SessionJob,
+    agent_id: str,
+    day_of: DayOf,
+    skipped: dict[str, int],
+    erased: ErasedSenders,
 ) -> tuple[SessionResult, list[Candidate]]:
     session = job.session
     scanner = TranscriptScanner(
@@ -120,7 +127,7 @@ def _scan_session(
         set(job.seen),
         day_of,
         skipped,
-        None,  # sessions with senders an erasure removed are scanned by the sweep itself
+        erased.test_for(session.session_id),
     )
     found: list[Candidate] = []
     cursor: Cursor | None = None

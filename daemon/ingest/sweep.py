@@ -40,6 +40,7 @@ import anyio.lowlevel
 import orjson
 
 from daemon.constants import (
+    EXCLUSION_STALE_RETRIES,
     INGEST_FLUSH_MESSAGES,
     INGEST_SCRATCH_RECLAIM_BYTES,
     INGEST_SEEN_PREFETCH_SESSIONS,
@@ -75,6 +76,7 @@ from daemon.store.checkpoints import (
 )
 from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
+from daemon.store.exclusions import exclusion_generation
 from daemon.store.participants import ParticipantRow
 from daemon.store.scratch import Part, ensure_scratch_dir, remove_scratch, remove_sweep_scratch
 from daemon.store.seen_hashes import load_seen, seen_among
@@ -161,8 +163,10 @@ def _load_state(
     agent_id: str,
     session_ids: list[str],
     secret: bytes | None,
-) -> tuple[set[str], StampSet, ErasedSenders]:
+) -> tuple[int, set[str], StampSet, ErasedSenders]:
+    """The exclusion set (with its generation, read first) and the checkpoint stamps."""
     return (
+        exclusion_generation(conn),
         _forgotten(conn, session_ids, secret),
         load_stamp_set(conn, stamps, db_path, agent_id),
         load_erased_senders(conn, secret),
@@ -178,16 +182,17 @@ def _forgotten(conn: Connection, session_ids: list[str], secret: bytes | None) -
 
 def _forgotten_under_lock(
     conn: Connection, touched: list[str], checkpoint_ids: list[str], secret: bytes | None
-) -> tuple[set[str], set[str]]:
-    """(touched sessions forgotten meanwhile, checkpoint sessions whose record is hashed only).
-    An erased session keeps only an `hmac:` record: a checkpoint would write its id back in clear."""
+) -> tuple[int, set[str], set[str]]:
+    """(the exclusion generation, touched sessions forgotten meanwhile, checkpoint sessions whose
+    record is hashed only). An erased session keeps only an `hmac:` record: a checkpoint would
+    write its id back in clear."""
     gone = forgotten_ids(conn, touched, secret) if touched else set()
     erased = (
         forgotten_ids(conn, checkpoint_ids, secret) - forgotten_ids(conn, checkpoint_ids)
         if checkpoint_ids and secret is not None
         else set()
     )
-    return gone, erased
+    return exclusion_generation(conn), gone, erased
 
 
 def _participant_rows(
@@ -269,6 +274,10 @@ class _Sweep:
         self.corpus = CorpusAppender(rt.paths.workspace)
         self.secret = rt.secret()
         self.erased = ErasedSenders(self.secret)  # read with the forgotten records
+        self.generation = 0  # the exclusion set's generation they were read at
+        # A purge committed while this sweep read (the generation moved): nothing more of it is
+        # committed, and run_ingest_sweep reads again under the new exclusion set.
+        self.stale = False
         self.paths_by_id: dict[str, str] = {}  # of the sessions to read
         self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -284,7 +293,7 @@ class _Sweep:
     async def run(self) -> IngestReport:
         # The listing and the stat of every transcript are file I/O: off the event loop.
         decided = await anyio.to_thread.run_sync(self._decide)
-        forgotten, (stamps, settled), self.erased = await self.store.read(
+        self.generation, forgotten, (stamps, settled), self.erased = await self.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
             str(self.store.path),
@@ -435,7 +444,6 @@ class _Sweep:
             per_file,
             remaining,
             path_source=isinstance(self.rt.sessions, JsonSessionSource),
-            erased_senders=any(self.erased.test_for(s.session_id) for s, _, _ in to_scan),
         ):
             return await self._scan_in_workers(to_scan, workers, batch)
         for start in range(0, len(to_scan), INGEST_SEEN_PREFETCH_SESSIONS):
@@ -609,7 +617,12 @@ class _Sweep:
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list({**batch.part_sessions, **batch.cursors})
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
-            gone, erased = await store.read(_forgotten_under_lock, touched, ids, self.secret)
+            generation, gone, erased = await store.read(_forgotten_under_lock, touched, ids, self.secret)
+            if self.stale or generation != self.generation:
+                # Read under an exclusion set that a purge has changed since: publish nothing
+                # of it (the new set may exclude any sender or session in it).
+                self.stale = True
+                return
             checkpoints = list(batch.checkpoints.values())
             for sid in gone:
                 cursor = batch.cursors.pop(sid, None)
@@ -758,4 +771,15 @@ async def run_ingest_sweep(
     """One sweep of `rt`'s agent: stage new messages of admitted sessions; see the module docstring.
     `progress` hears ("sessions", read, to read) and ("messages", read, 0) as reading goes on.
     `consider`: the session ids to look at (step 3); None, every admitted session."""
-    return await _Sweep(rt, progress, consider).run()
+    for _ in range(EXCLUSION_STALE_RETRIES):
+        sweep = _Sweep(rt, progress, consider)
+        report = await sweep.run()
+        if not sweep.stale:
+            break
+        log.info("ingest %s: a purge committed during the sweep; reading again under it", rt.agent_id)
+    else:
+        report.errors.append(
+            "purges kept committing while this sweep read; what it read after the first was not staged "
+            "and the next sweep reads it again"
+        )
+    return report

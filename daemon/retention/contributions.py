@@ -2,73 +2,107 @@
 shared session's subject can be told apart from its other participants.
 
 A shared session can be *separated* when it is live (the source still lists it: ingestion will
-read it again) and every user turn of its transcript names its sender (`__openclaw.senderId`).
-Then the subject's contributions are exactly their own turns and the assistant's replies to
-them; the rest belongs to the other participants. Otherwise the whole transcript is the
-subject's as far as an erasure knows.
+read it again) and every user turn of its whole transcript, read to its end, names its sender
+(the one rule of daemon/sessions/attribution.py). Then the subject's contributions are exactly
+what ingestion skips once the subject is an erased sender: their turns and the assistant's
+replies to them; the rest belongs to the other participants. A transcript that cannot be read
+whole, or with one unattributed user turn anywhere, is not separable: its derived memory is
+removed whole.
+
+Lines are read by the exporter ingestion and the index use (`iter_exported`), so the text looked
+for is the text memoryd derives, in the form it derives it.
 
 `contributions_of` is pure (raw transcript lines in); `read_contributions` opens the sources.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import orjson
 
-from daemon.constants import VERIFY_MAX_MESSAGES_PER_SESSION
 from daemon.retention.plan import SessionTarget
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
+from daemon.sessions.transcript import Carry, iter_exported
 from daemon.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
 class Contributions:
-    texts: tuple[str, ...]  # every message's text
-    subject_texts: tuple[str, ...]  # the given user's turns and the replies to them
+    texts: tuple[str, ...]  # every exported message's text (whitespace collapsed, as exported)
+    subject_texts: tuple[str, ...]  # the messages skipped once `user` is an erased sender
     attributed: bool  # every user turn names its sender
+    senders: frozenset[str]  # every sender named
 
 
-def _message(line: bytes) -> tuple[str | None, str | None, list[str]]:
-    """(role, sender, texts) of one transcript line; (None, None, []) for anything else."""
+def contributions_of(lines: Sequence[bytes], user: str | None) -> Contributions:
+    carry = Carry()
+    everything = list(iter_exported(lines, {}, carry))
+    senders = frozenset(line.sender for line in everything if line.sender is not None)
+    subject: list[str] = []
+    if user is not None and user in senders:
+        kept = {line.line_number for line in iter_exported(lines, {}, erased=user.__eq__)}
+        subject = [_body(line.text) for line in everything if line.line_number not in kept]
+    texts = tuple(_body(line.text) for line in everything)
+    return Contributions(texts, tuple(subject), carry.unattributed == 0, senders)
+
+
+def _body(text: str) -> str:
+    """An exported line's message text without its "User: " / "Assistant: " prefix: the verifier
+    derives every form memoryd stores from the message text itself."""
+    return text.partition(": ")[2]
+
+
+def _sender_needles(user: str) -> tuple[bytes, ...]:
+    """Byte strings one of which every transcript line naming `user` as a sender holds: the id
+    as JSON writes it (raw UTF-8, or ASCII-escaped), or a `\\u` escape, which can spell any
+    character (such a line is parsed whatever it holds)."""
+    forms = [json.dumps(user)[1:-1].encode("ascii"), b"\\u"]
     try:
-        event = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None, None, []
-    message = event.get("message") if isinstance(event, dict) else None
-    if not isinstance(message, dict):
-        return None, None, []
-    meta = message.get("__openclaw")
-    sender = meta.get("senderId") if isinstance(meta, dict) else None
-    content = message.get("content")
-    if isinstance(content, str):
-        texts = [content]
-    elif isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    else:
-        texts = []
-    role = message.get("role")
-    return (role if isinstance(role, str) else None), (sender if isinstance(sender, str) else None), texts
+        forms.append(orjson.dumps(user)[1:-1])
+    except TypeError:  # a lone surrogate: only the escaped form can spell it
+        pass
+    return tuple(dict.fromkeys(forms))
 
 
-def contributions_of(lines: Iterable[bytes], user: str | None) -> Contributions:
-    texts: list[str] = []
-    own: list[str] = []
-    attributed = True
-    theirs = False  # the current turn is the user's
-    for count, line in enumerate(lines):
-        if count >= VERIFY_MAX_MESSAGES_PER_SESSION:
-            break
-        role, sender, found = _message(bytes(line))
-        if role == "user":
-            attributed = attributed and sender is not None
-            theirs = user is not None and sender == user
-        texts += found
-        if theirs and role in ("user", "assistant"):
-            own += found
-    return Contributions(tuple(texts), tuple(own), attributed)
+def names_sender(lines: Iterable[bytes], user: str) -> bool:
+    """Whether a transcript names `user` as the sender of a turn. Lines that cannot hold the id
+    as a sender are not parsed (a memchr-speed test per line)."""
+    needles = _sender_needles(user)
+    for line in lines:
+        if any(n in line for n in needles) and any(
+            e.sender == user for e in iter_exported([line], {}, Carry())
+        ):
+            return True
+    return False
+
+
+def senders_of(lines: Iterable[bytes]) -> frozenset[str]:
+    """Every sender a transcript names."""
+    return frozenset(e.sender for e in iter_exported(lines, {}, Carry()) if e.sender is not None)
+
+
+def spoken_in(settings: Settings, agent: str, user: str) -> dict[str, frozenset[str]]:
+    """The sessions of `agent`, live or archived, in whose transcripts `user` is the sender of a
+    turn, with every sender each names (transcripts read whole: a backlog ingestion has not
+    reached yet counts). A transcript that cannot be read is passed over: nothing was derived
+    of what cannot be read."""
+    source = session_source_for(settings, agent)
+    windows: list[SessionInfo | ArchiveInfo] = [*source.list_sessions().sessions, *source.list_archives()]
+    found: dict[str, set[str]] = {}
+    for where in windows:
+        try:
+            with source.open_transcript(where) as lines:
+                if not names_sender(lines, user):
+                    continue
+            with source.open_transcript(where) as lines:
+                found.setdefault(where.session_id, set()).update(senders_of(lines))
+        except Exception:  # noqa: BLE001 - unreadable: nothing of it was ingested either
+            continue
+    return {sid: frozenset(senders) for sid, senders in found.items()}
 
 
 def _sources(
@@ -84,13 +118,13 @@ def _sources(
 
 
 def _read(settings: Settings, where: SessionInfo | ArchiveInfo, user: str | None) -> Contributions | None:
+    """The transcript's contributions, read whole; None when it cannot be read whole (a missing
+    or unreadable transcript: what was derived of it cannot be told apart)."""
     source = session_source_for(settings, where.agent_id)
     try:
         with source.open_transcript(where) as lines:
-            return contributions_of(lines, user)
-    except OSError:
-        return None  # no transcript: nothing of it can have been derived
-    except Exception:  # an unreadable transcript hides text, never data: judge it unseparable
+            return contributions_of(list(lines), user)
+    except Exception:  # noqa: BLE001 - any failure to read it whole makes it unseparable
         return None
 
 
@@ -111,8 +145,10 @@ def read_contributions(
             *([live[t.session_id]] if t.session_id in live else []),
             *archived.get(t.session_id, []),
         ]
-        read = [c for c in (_read(settings, w, user) for w in windows) if c is not None]
-        separable = t.shared and t.session_id in live and bool(read) and all(c.attributed for c in read)
+        found = [_read(settings, w, user) for w in windows]
+        read = [c for c in found if c is not None]
+        whole = bool(found) and len(read) == len(found)  # every window of it read to its end
+        separable = t.shared and t.session_id in live and whole and all(c.attributed for c in read)
         out.append(replace(t, separable=separable))
         for c in read:
             texts += c.subject_texts if separable else c.texts

@@ -38,6 +38,7 @@ import anyio
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
+from daemon.agents import agents_with_state
 from daemon.constants import DAY_MS
 from daemon.failpoints import failpoint
 from daemon.lock import Lease
@@ -64,7 +65,7 @@ from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.curated_writes import delete_writes_of_sessions
 from daemon.store.db import Connection, FenceToken, Store, truncate_wal
-from daemon.store.erased_senders import load_erased_senders, record_erased_senders
+from daemon.store.erased_senders import load_erased_senders, record_erased_senders, record_erased_subject
 from daemon.store.participants import participants_of_sessions
 from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
@@ -155,13 +156,17 @@ def _record_erasure(
     separated: list[str],
     user: str | None,
     day_ms: int,
+    agent_wide: bool,
 ) -> tuple[int, int, int]:
     """In one transaction, after the purge: the plain forgotten records of the erased sessions
     are swapped for keyed-hash ones (admission checks both forms, so one is always found; the
     time is the day's: a precise one would be tied to the session), except for separated
     sessions, which lose their record and get the subject as an erased sender instead: they are
-    read again without the subject's turns. Returns (records hashed, sessions separated,
-    observed-write rows removed)."""
+    read again without the subject's turns. With `agent_wide` (a user's erasure) the subject is
+    an erased sender of every session of the agent too, read or not yet read. Returns (records
+    hashed, sessions separated, observed-write rows removed)."""
+    if agent_wide and user is not None:
+        record_erased_subject(conn, secret, user, day_ms)
     apart = set(separated)
     whole = [hashed_session_ref(secret, s) for s in session_ids if s not in apart]
     added = record_tombstones(conn, agent_id, whole, day_ms, reason=REASON_ERASED)
@@ -194,7 +199,7 @@ def _state_before(
     plain = forgotten_ids(conn, ids)
     hashed = forgotten_ids(conn, ids, secret) - plain
     erased = load_erased_senders(conn, secret)
-    apart = {s for s in ids if user and (test := erased.test_for(s)) is not None and test(user)}
+    apart = {s for s in ids if user and erased.separated(s, user)}
     return plain, hashed, apart
 
 
@@ -204,6 +209,7 @@ async def _erase_agent_sessions(
     user: str | None,
     day_ms: int,
     purge_sessions: PurgeSessions,
+    agent_wide: bool,
 ) -> SessionsErased:
     done = SessionsErased()
     secret = rt.secret()
@@ -220,11 +226,12 @@ async def _erase_agent_sessions(
         ids = sorted({t.session_id for t in targets})
         # A session forgotten before (a plain record) stays forgotten: it is never separated.
         separate = sorted(t.session_id for t in targets if t.separable and t.session_id not in plain | hashed)
-        recorded = len(await store.read(participants_of_sessions, ids))
-        done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
+        recorded = len(await store.read(participants_of_sessions, ids)) if ids else 0
+        if ids:
+            done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
         failpoint("erase.hash_records")
         added, split, curated = await store.write(
-            _record_erasure, rt.agent_id, secret, ids, separate, user, day_ms, fence=lease.fence
+            _record_erasure, rt.agent_id, secret, ids, separate, user, day_ms, agent_wide, fence=lease.fence
         )
         await store.run(truncate_wal)  # the plain records' frames go with them
     new = {s for s in ids if s not in hashed}
@@ -243,17 +250,23 @@ async def forget_sessions(
     now: int,
     purge_sessions: PurgeSessions,
     user: str | None = None,
+    agent_wide: bool = False,
 ) -> SessionsErased:
     """Each agent's erased sessions through its forget pipeline, then their records: hashed
-    forgotten records, or, for a separated shared session, the subject as an erased sender."""
+    forgotten records, or, for a separated shared session, the subject as an erased sender.
+    `agent_wide` (a user's erasure): every agent with state on this host records the user as
+    an erased sender, sessions or not, so what it has not read yet is skipped when it is."""
     by_agent: dict[str, list[SessionTarget]] = defaultdict(list)
     for s in sessions:
         by_agent[s.agent_id].append(s)
+    if agent_wide and user is not None:
+        for agent in agents_with_state(settings):
+            by_agent.setdefault(agent, [])
     done = SessionsErased()
     day_ms = now // DAY_MS * DAY_MS
     for agent, targets in sorted(by_agent.items()):
         async with agent_runtime(settings, agent, redis=redis) as rt:
-            part = await _erase_agent_sessions(rt, targets, user, day_ms, purge_sessions)
+            part = await _erase_agent_sessions(rt, targets, user, day_ms, purge_sessions, agent_wide)
         done.sessions += part.sessions
         done.scopes |= part.scopes
         done.shared += part.shared
@@ -437,6 +450,12 @@ async def run_erase(
         plan, subject = await _prepare(settings, store, request, pending.sessions if pending else ())
         if plan.state == "not_found" and pending is not None:
             plan = replace(plan, state="complete")  # all was done before the crash: verify, then receipt
+        scope = parse_scope(request.scope)
+        user = dict(scope.parts).get("user")
+        agent_wide = scope.level == "user" and plan.state != "refused"
+        if plan.state == "not_found" and agent_wide:
+            # Nothing of the user is here yet: what arrives later is still theirs to keep out.
+            await forget_sessions(settings, redis, (), ts, purge_sessions, user, agent_wide)
         if plan.state in ("refused", "not_found"):
             receipt = build_receipt(plan, request, ts, NO_ARTIFACTS, None, resumed=resumed)
             await store.write(_store_receipt, receipt, fence=lease.fence)
@@ -450,9 +469,10 @@ async def run_erase(
         )
         await store.run(truncate_wal)  # frames of the deleted rows leave the WAL now
         done = SessionsErased()
-        if plan.forget_sessions:
-            user = dict(parse_scope(request.scope).parts).get("user")
-            done = await forget_sessions(settings, redis, plan.forget_sessions, ts, purge_sessions, user)
+        if plan.forget_sessions or agent_wide:
+            done = await forget_sessions(
+                settings, redis, plan.forget_sessions, ts, purge_sessions, user, agent_wide
+            )
         purged, verification = await _purge_and_verify(settings, redis, pending.subject, embedder, verify)
         if pending.needles_lost:
             verification = with_lost_needles(verification)

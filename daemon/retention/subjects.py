@@ -3,7 +3,10 @@
 A user's data is everywhere the user appears: every session, of every agent, live or archived,
 in which they are any participant — named in its metadata, or the sender of one of its
 messages. The sources say who is in a live session; the participants recorded at ingestion
-(store/participants.py) say it for archives and for sessions whose metadata is gone.
+(store/participants.py) say it for archives and for sessions whose metadata is gone; and every
+transcript is read whole for turns the user sent (retention/contributions.py `spoken_in`), so
+a session whose metadata never named them, or whose part with their turns ingestion has not
+reached yet, is found too, with every sender it names.
 
 * `tenant:<t>` reaches every session of every agent (when `t` is `retention.tenant`);
 * `tenant:<t>:user:<u>` every session in which `u` takes part;
@@ -23,12 +26,13 @@ never reached: the subject does not take part in them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
 
 from daemon.agents import agent_paths, agents_with_state
+from daemon.retention.contributions import spoken_in
 from daemon.retention.mapping import agent_kinds, is_agent, users_of
 from daemon.retention.plan import SessionTarget
 from daemon.retention.scopes import Scope, parse_scope
@@ -98,11 +102,15 @@ def combine(
     archived_ids: Iterable[str],
     recorded: Sequence[ParticipantRow],
     kinds: frozenset[str],
+    spoken: Mapping[str, frozenset[str]] | None = None,
 ) -> list[SessionFacts]:
-    """One agent's sessions with their users from live metadata and recorded rows (pure)."""
+    """One agent's sessions with their users from live metadata, recorded rows and the senders
+    their transcripts name (`spoken`: session id -> senders) (pure)."""
     users: dict[str, set[str]] = {s.session_id: set(users_of(s.participants, agent_id, kinds)) for s in live}
     for sid, found in _recorded_users(recorded, agent_id, kinds).items():
         users.setdefault(sid, set()).update(found)
+    for sid, senders in (spoken or {}).items():
+        users.setdefault(sid, set()).update(a for a in senders if not is_agent(a, {}, agent_id, kinds))
     for sid in archived_ids:
         users.setdefault(sid, set())
     return [SessionFacts(agent_id, sid, frozenset(u)) for sid, u in users.items()]
@@ -147,14 +155,18 @@ async def gather_sessions(settings: Settings, target: str, *, migrate: bool) -> 
     for agent in agents_with_state(settings):
         live, archived = await anyio.to_thread.run_sync(_listing, settings, agent)
         users_live = {s.session_id: users_of(s.participants, agent, kinds) for s in live}
-        candidates = [sid for sid, users in users_live.items() if user is None or user in users]
+        spoken = await anyio.to_thread.run_sync(spoken_in, settings, agent, user) if user is not None else {}
+        candidates = [
+            sid for sid, users in users_live.items() if user is None or user in users or sid in spoken
+        ]
         recorded = await _recorded_rows(settings, agent, user, candidates, migrate=migrate)
-        relevant = {sid for sid in candidates} | {r.session_id for r in recorded}
+        relevant = set(candidates) | {r.session_id for r in recorded} | set(spoken)
         facts += combine(
             agent,
             [s for s in live if s.session_id in relevant],
             archived if user is None else [],
             recorded,
             kinds,
+            spoken,
         )
     return subject_sessions(target, tenant_id, facts)

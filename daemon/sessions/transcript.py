@@ -25,6 +25,7 @@ from typing import Any, Literal, NamedTuple
 import orjson
 
 from daemon.sessions import json_text
+from daemon.sessions.attribution import sender_of
 from daemon.sessions.model import OversizedLine
 
 OriginClass = Literal["owner", "agent", "untrusted", "system"]
@@ -73,14 +74,17 @@ class ExportedLine(NamedTuple):
 
 class Carry:
     """Provenance state between lines: the class of the last user turn, taint, and whether that
-    turn was an erased sender's (its replies are skipped with it)."""
+    turn was an erased sender's (its replies are skipped with it). `unattributed` counts the
+    user turns read through it that name no sender (daemon/sessions/attribution.py); it is a
+    tally of one reading, not state a checkpoint keeps."""
 
-    __slots__ = ("last_user", "tainted", "skipping")
+    __slots__ = ("last_user", "tainted", "skipping", "unattributed")
 
     def __init__(self, last_user: OriginClass | None = None, tainted: bool = False, skipping: bool = False):
         self.last_user = last_user
         self.tainted = tainted
         self.skipping = skipping
+        self.unattributed = 0
 
     def encode(self) -> str:
         return f"{self.last_user or ''}{'+tainted' if self.tainted else ''}{'+skip' if self.skipping else ''}"
@@ -191,7 +195,9 @@ def export_line(
     origin: OriginClass
     sender = None
     if role == "user":
-        sender = _sender_of(meta)
+        sender = sender_of(meta)
+        if sender is None:
+            carry.unattributed += 1
         carry.skipping = erased is not None and sender is not None and erased(sender)
         if carry.skipping:
             return None
@@ -216,11 +222,6 @@ def export_line(
     return ExportedLine(
         line_number, prefix + body, origin, _timestamp_ms(message, entry), sender, meta.get("senderIdentity")
     )
-
-
-def _sender_of(meta: dict[str, Any]) -> str | None:
-    sender = meta.get("senderId")
-    return sender if type(sender) is str and sender else None
 
 
 def _body(content: Any, max_chars: int | None) -> str:

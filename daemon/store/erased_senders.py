@@ -1,6 +1,15 @@
-"""Erased senders (`erased_senders`): who an erasure removed from a shared session that stays,
-as keyed hashes. `ErasedSenders` is the table as one agent's readers need it: for a session,
-a test of a message's sender (None when the session lost nobody).
+"""Erased senders (`erased_senders`), as keyed hashes: who an erasure removed from the agent.
+
+Two kinds of row:
+* per session: the subject was separated from this shared session (its other participants'
+  turns are read again); a rerun of the erasure knows the session is done;
+* agent-wide (`session_ref` = AGENT_WIDE): the subject's turns are skipped in every session of
+  the agent, read or not yet read — an unread backlog, a tail written later, an archive found
+  later. An erased subject's later turns are never admitted again by this agent.
+
+`ErasedSenders` is the table as one agent's readers need it: for a session, a test of a
+message's sender (None when nobody is erased from it). Writing either kind bumps the
+exclusion generation (store/exclusions.py), which every producer re-checks before it publishes.
 
 Each function runs inside the caller's transaction.
 """
@@ -13,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from daemon.store.engine import Connection
+from daemon.store.exclusions import bump_exclusions
 from daemon.store.tombstones import HASHED_PREFIX
 
 SenderTest = Callable[[str], bool]  # True: this sender's turns are skipped
@@ -30,6 +40,28 @@ def sender_ref(secret: bytes, session_id: str, sender: str) -> str:
     return HASHED_PREFIX + hmac.new(secret, b"erased-sender\0" + message, hashlib.sha256).hexdigest()
 
 
+# The session_ref of an agent-wide row: no session's keyed hash has this form.
+AGENT_WIDE = "*"
+
+
+def subject_ref(secret: bytes, sender: str) -> str:
+    """The keyed hash of an agent-wide erased sender (another domain than `sender_ref`)."""
+    return HASHED_PREFIX + hmac.new(secret, b"erased-subject\0" + sender.encode(), hashlib.sha256).hexdigest()
+
+
+def record_erased_subject(conn: Connection, secret: bytes, sender: str, day_ms: int) -> int:
+    """Record `sender` as erased agent-wide; 1 if newly recorded."""
+    before = conn.total_changes
+    conn.execute(
+        "INSERT OR IGNORE INTO erased_senders(session_ref, sender_ref, created_at) VALUES (?, ?, ?)",
+        (AGENT_WIDE, subject_ref(secret, sender), day_ms),
+    )
+    added = conn.total_changes - before
+    if added:
+        bump_exclusions(conn)
+    return added
+
+
 def record_erased_senders(
     conn: Connection, secret: bytes, pairs: Iterable[tuple[str, str]], day_ms: int
 ) -> int:
@@ -39,19 +71,25 @@ def record_erased_senders(
     conn.executemany(
         "INSERT OR IGNORE INTO erased_senders(session_ref, sender_ref, created_at) VALUES (?, ?, ?)", rows
     )
-    return conn.total_changes - before
+    added = conn.total_changes - before
+    if added:
+        bump_exclusions(conn)
+    return added
 
 
 @dataclass(frozen=True, slots=True)
 class ErasedSenders:
     secret: bytes | None
     by_session: dict[str, frozenset[str]] = field(default_factory=dict)  # session ref -> sender refs
+    agent_wide: frozenset[str] = frozenset()  # subject refs
 
     def test_for(self, session_id: str) -> SenderTest | None:
-        if not self.by_session or self.secret is None:
+        """The test of a sender of this session: erased from it, or from the whole agent."""
+        if self.secret is None or not (self.by_session or self.agent_wide):
             return None
-        refs = self.by_session.get(session_ref(self.secret, session_id))
-        if not refs:
+        refs = self.by_session.get(session_ref(self.secret, session_id)) if self.by_session else None
+        subjects = self.agent_wide
+        if not refs and not subjects:
             return None
         secret = self.secret
         known: dict[str, bool] = {}
@@ -59,15 +97,26 @@ class ErasedSenders:
         def skips(sender: str) -> bool:
             found = known.get(sender)
             if found is None:
-                found = known[sender] = sender_ref(secret, session_id, sender) in refs
+                found = known[sender] = bool(
+                    (subjects and subject_ref(secret, sender) in subjects)
+                    or (refs and sender_ref(secret, session_id, sender) in refs)
+                )
             return found
 
         return skips
 
+    def separated(self, session_id: str, sender: str) -> bool:
+        """Whether an erasure already separated `sender` from this one session."""
+        if self.secret is None or not self.by_session:
+            return False
+        refs = self.by_session.get(session_ref(self.secret, session_id), frozenset())
+        return sender_ref(self.secret, session_id, sender) in refs
+
 
 def load_erased_senders(conn: Connection, secret: bytes | None) -> ErasedSenders:
-    """The whole table (a few rows per erasure of a group member), for one reader's run."""
+    """The whole table (a row per erased subject, a few per separated session), for one reader's run."""
     by_session: dict[str, set[str]] = {}
     for s_ref, a_ref in conn.execute("SELECT session_ref, sender_ref FROM erased_senders"):
         by_session.setdefault(s_ref, set()).add(a_ref)
-    return ErasedSenders(secret, {k: frozenset(v) for k, v in by_session.items()})
+    subjects = frozenset(by_session.pop(AGENT_WIDE, ()))
+    return ErasedSenders(secret, {k: frozenset(v) for k, v in by_session.items()}, subjects)

@@ -18,6 +18,7 @@ from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import make_private_dirs
 from daemon.store.batched import execute_in, select_in
 from daemon.store.engine import Connection
+from daemon.store.exclusions import bump_exclusions
 from daemon.store.index_state import bump_revision
 
 REASON_FORGOTTEN = "forgotten"
@@ -107,6 +108,8 @@ def record_tombstones(
         )
         inserted += conn.total_changes - before
     bump_revision(conn)
+    if inserted:
+        bump_exclusions(conn)
     return inserted
 
 
@@ -117,9 +120,12 @@ def any_tombstone(conn: Connection) -> bool:
 
 def delete_tombstones(conn: Connection, session_refs: Sequence[str]) -> int:
     """Remove these records (plain ids or `hmac:` refs); rows removed."""
-    return execute_in(
+    removed = execute_in(
         conn, "DELETE FROM memory_session_tombstones WHERE session_id IN ({marks})", session_refs
     )
+    if removed:
+        bump_exclusions(conn)
+    return removed
 
 
 def count_tombstones(conn: Connection, session_refs: Sequence[str]) -> int:
