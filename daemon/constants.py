@@ -53,6 +53,10 @@ FOREIGN_LINEAGE_MARKER_PREFIX = "openclaw-memory-lineage:"
 # --- Files ------------------------------------------------------------------------------------
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+# Random bytes in an atomic write's temp name (daemon/fileio.py), beside the writer's pid: two
+# writes of one file in one process (threads) never share a temp, nor does a crashed earlier
+# process that had the same pid.
+TEMP_NONCE_BYTES = 4
 
 # --- Retention and erasure (seed 001, DESIGN §5) -----------------------------------------------
 DAY_MS = 86_400_000  # provenance times of rewritten edges are coarsened to this (seed: no sub-day time)
