@@ -66,7 +66,6 @@ RETENTION_KEY_NAME = "retention.key"  # host key: keyed hashes of erased scopes 
 ERASURE_JOURNAL_DIR = "erasure-journal"  # one key file per pending erasure, deleted at its receipt
 TOMBSTONE_REF_PREFIX = "TOMBSTONE:"  # opaque provenance parent after erasure; random per edge
 TOMBSTONE_REF_RANDOM_BYTES = 8  # as the seed's token_hex(8): unlinkable across edges
-SCOPE_COMPONENT_MAX_CHARS = 256  # scope parts become SQL keys and CLI arguments
 MEMORY_OBJECT_MAX_CHARS = 64 * 1024  # a memory-tool object is a note, not a document
 SQL_IN_BATCH = 500  # ids per `IN (...)` statement (SQLite's default variable limit is 32766)
 LINEAGE_MAX_DEPTH = 32  # provenance chains are followed this far (and never round a cycle)
