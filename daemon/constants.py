@@ -57,6 +57,9 @@ DIR_MODE = 0o700
 # writes of one file in one process (threads) never share a temp, nor does a crashed earlier
 # process that had the same pid.
 TEMP_NONCE_BYTES = 4
+# A temp file last written this long before a live process with its pid started is a leftover
+# (the pid was reused): the boot time that process start times count from is read to a second.
+PID_START_MARGIN_S = 2.0
 
 # --- Retention and erasure (seed 001, DESIGN §5) -----------------------------------------------
 DAY_MS = 86_400_000  # provenance times of rewritten edges are coarsened to this (seed: no sub-day time)

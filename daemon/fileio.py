@@ -13,13 +13,14 @@ Temp files of atomic writes are an artifact kind: a crash between the write of t
 its rename leaves a copy of the new content (memory text) under a hidden name. Every atomic
 write of memoryd (here, and the store, key and last-sweep files) names its temp with
 `atomic_temp`, the one form `.<name>.tmp-<pid>-<8 hex>`. A leftover is a temp of that form
-whose writer is gone: its pid is not a live process, or it is this process's pid and no write
+whose writer is gone: its pid is not a live process; or it is this process's pid and no write
 of this process has it in flight (a pid reused by a later memoryd, often the same small pid in
-a container). A temp whose pid is another live process is kept: that process may be writing
-it. Leftovers are removed by the next write of the same file, by every purge (forget and
-erasure) and at daemon start, and the erasure verifier reads them until then. A leftover whose
-pid a live unrelated process reuses is kept until that process ends, and the verifier reports
-it: it fails closed, never quietly.
+a container); or that process started after the temp was last written (Linux's /proc says
+when), so it reused the pid. Any other temp is kept: its process may be writing it. Leftovers
+are removed by the next write of the same file, by every purge (forget and erasure) and at
+daemon start, and the erasure verifier reads them until then. Where a process's start cannot
+be read, a leftover whose pid a live process reuses stays until that process ends, and the
+verifier reports it: it fails closed, never quietly.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from daemon.constants import DIR_MODE, FILE_MODE, READ_CHUNK_BYTES, TEMP_NONCE_BYTES
+from daemon.constants import DIR_MODE, FILE_MODE, PID_START_MARGIN_S, READ_CHUNK_BYTES, TEMP_NONCE_BYTES
 from daemon.errors import OperationFailed, UsageError, WriteConflict
 from daemon.failpoints import failpoint
 
@@ -275,16 +276,25 @@ def atomic_temp(path: Path) -> Iterator[Path]:
                 _in_flight.discard(tmp.name)
 
 
-def is_leftover_temp(name: str) -> bool:
-    """Whether `name` is the temp of an atomic write whose writer is gone (see the module doc)."""
-    found = temp_target(name)
+def is_leftover_temp(path: Path) -> bool:
+    """Whether `path` is the temp of an atomic write whose writer is gone (see the module doc)."""
+    found = temp_target(path.name)
     if found is None:
         return False
     pid = found[1]
     if pid == os.getpid():
         with _in_flight_lock:
-            return name not in _in_flight
-    return not _pid_alive(pid)
+            return path.name not in _in_flight
+    if not _pid_alive(pid):
+        return True
+    try:
+        changed = os.lstat(path).st_mtime
+    except FileNotFoundError:
+        return False
+    started = _process_start(pid)
+    # A process that started after the temp was last written cannot be its writer: the pid was
+    # reused. Clocks are read to a second (the boot time), hence the margin.
+    return started is not None and changed < started - PID_START_MARGIN_S
 
 
 def _pid_alive(pid: int) -> bool:
@@ -299,6 +309,23 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _process_start(pid: int) -> float | None:
+    """When process `pid` started (Unix seconds), from Linux's /proc; None where it cannot tell."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        # Fields after the command name (which may hold spaces and parentheses); starttime is
+        # field 22 of the whole line, in clock ticks since boot.
+        ticks = int(stat_line[stat_line.rindex(")") + 2 :].split()[19])
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def remove_leftover_temps(directory: Path, *, of: str | None = None) -> int:
     """Remove the leftover temps in `directory` (only those of the file named `of`, if given);
     how many were removed. A symlink or directory with a temp's name is not a temp: left alone."""
@@ -310,7 +337,7 @@ def remove_leftover_temps(directory: Path, *, of: str | None = None) -> int:
         return 0
     for name in names:
         found = temp_target(name)
-        if found is None or (of is not None and found[0] != of) or not is_leftover_temp(name):
+        if found is None or (of is not None and found[0] != of) or not is_leftover_temp(directory / name):
             continue
         try:
             os.unlink(directory / name)

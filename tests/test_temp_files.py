@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,19 +88,21 @@ def test_every_temp_name_parses_back_to_its_target_and_writer(target: str, pid: 
     ],
 )
 def test_names_of_another_form_are_not_temps(name: str) -> None:
-    assert temp_target(name) is None and not is_leftover_temp(name)
+    assert temp_target(name) is None and not is_leftover_temp(Path(name))
 
 
 @dataclass(frozen=True)
 class Planted:
     rel: str
     leftover: bool
+    written_before_its_pid_started: bool = False
 
 
 @st.composite
 def planted_files(draw: st.DrawFn, live_pid: int) -> list[Planted]:
     """Files at random depths: temps of dead writers, of this process (not in flight), of a live
-    other process, and files whose names only look like temps."""
+    other process (written since it started, or before: its pid was reused), and files whose
+    names only look like temps."""
     out: list[Planted] = []
     for i in range(draw(st.integers(1, 12))):
         depth = draw(
@@ -107,13 +110,16 @@ def planted_files(draw: st.DrawFn, live_pid: int) -> list[Planted]:
         )
         target = f"{i}-{draw(target_names)}"  # distinct for each file
         nonce = draw(st.binary(min_size=4, max_size=4)).hex()
-        kind = draw(st.sampled_from(["dead", "this process", "live other", "look-alike"]))
+        kind = draw(st.sampled_from(["dead", "this process", "live other", "reused pid", "look-alike"]))
         if kind == "dead":
             name, leftover = temp_name(target, draw(st.integers(_dead_pid(), 9_999_999_999)), nonce), True
         elif kind == "this process":
             name, leftover = temp_name(target, os.getpid(), nonce), True
         elif kind == "live other":
             name, leftover = temp_name(target, live_pid, nonce), False
+        elif kind == "reused pid":
+            out.append(Planted("/".join([*depth, temp_name(target, live_pid, nonce)]), True, True))
+            continue
         else:
             name = draw(
                 st.sampled_from(
@@ -150,6 +156,8 @@ def test_only_the_temps_whose_writer_is_gone_are_removed_wherever_they_are(
     for p in planted:
         (root / p.rel).parent.mkdir(parents=True, exist_ok=True)
         (root / p.rel).write_text(NADIA_TEXT)
+        if p.written_before_its_pid_started:
+            os.utime(root / p.rel, (time.time() - 3600, time.time() - 3600))
 
     removed = remove_leftover_temps_under(root)
 
@@ -175,8 +183,8 @@ def test_a_temp_of_this_process_in_flight_is_kept_and_the_write_commits(tmp_path
 
 def test_a_temp_of_this_process_whose_write_ended_is_a_leftover(tmp_path: Path) -> None:
     with atomic_temp(tmp_path / "MEMORY.md") as tmp:
-        assert not is_leftover_temp(tmp.name)
-    assert is_leftover_temp(tmp.name)  # the same name found later: a pid reused by a new process
+        assert not is_leftover_temp(tmp)
+    assert is_leftover_temp(tmp)  # the same name found later: a pid reused by a new process
 
 
 # --- a real `memoryd dream` killed between the temp and its rename -------------------------------
