@@ -90,6 +90,12 @@ def encode_component(value: str) -> str:
     """The scope form of any id (module doc); `decode_component` inverts it."""
     if not value:
         return EMPTY_ID
+    if (
+        value[0] not in _EDGE_WHITESPACE
+        and value[-1] not in _EDGE_WHITESPACE
+        and _ENCODED_ANYWHERE.search(value) is None
+    ):
+        return value  # most ids: nothing to encode
     start, end = 0, len(value)
     while start < end and value[start] in _EDGE_WHITESPACE:
         start += 1
@@ -101,6 +107,8 @@ def encode_component(value: str) -> str:
 
 def decode_component(raw: str) -> str:
     """The id a scope part names; ValueError (its reason) when `raw` is not an encoding."""
+    if "%" not in raw:
+        return raw
     if raw == EMPTY_ID:
         return ""
     if "%" in _PERCENT_RUN.sub("", raw):
