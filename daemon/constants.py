@@ -53,6 +53,13 @@ FOREIGN_LINEAGE_MARKER_PREFIX = "openclaw-memory-lineage:"
 # --- Files ------------------------------------------------------------------------------------
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+# Random bytes in an atomic write's temp name (daemon/fileio.py), beside the writer's pid: two
+# writes of one file in one process (threads) never share a temp, nor does a crashed earlier
+# process that had the same pid.
+TEMP_NONCE_BYTES = 4
+# A temp file last written this long before a live process with its pid started is a leftover
+# (the pid was reused): the boot time that process start times count from is read to a second.
+PID_START_MARGIN_S = 2.0
 
 # --- Retention and erasure (seed 001, DESIGN §5) -----------------------------------------------
 DAY_MS = 86_400_000  # provenance times of rewritten edges are coarsened to this (seed: no sub-day time)
@@ -62,7 +69,6 @@ RETENTION_KEY_NAME = "retention.key"  # host key: keyed hashes of erased scopes 
 ERASURE_JOURNAL_DIR = "erasure-journal"  # one key file per pending erasure, deleted at its receipt
 TOMBSTONE_REF_PREFIX = "TOMBSTONE:"  # opaque provenance parent after erasure; random per edge
 TOMBSTONE_REF_RANDOM_BYTES = 8  # as the seed's token_hex(8): unlinkable across edges
-SCOPE_COMPONENT_MAX_CHARS = 256  # scope parts become SQL keys and CLI arguments
 MEMORY_OBJECT_MAX_CHARS = 64 * 1024  # a memory-tool object is a note, not a document
 SQL_IN_BATCH = 500  # ids per `IN (...)` statement (SQLite's default variable limit is 32766)
 LINEAGE_MAX_DEPTH = 32  # provenance chains are followed this far (and never round a cycle)

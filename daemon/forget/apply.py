@@ -8,7 +8,8 @@ Order, and why:
 3. derived state: phase signals first (they are derived from staged entries), staged
    entries, checkpoints, seen hashes, backfill journal rows, then rewrite preimages;
 4. memory files and diaries;
-5. corpus files, then origin rows, corpus-file records and recorded participants last: while
+5. corpus files, and the leftover temp files of crashed atomic writes anywhere in the workspace
+   (daemon/fileio.py), then origin rows, corpus-file records and recorded participants last: while
    they remain they still identify the remaining work, so a rerun after any failure finds it.
 
 Every transaction re-reads the lineage first; if another writer changed it, nothing in that
@@ -26,7 +27,7 @@ import anyio
 
 from daemon.errors import MemorydError, OperationFailed
 from daemon.failpoints import failpoint
-from daemon.fileio import commit_file
+from daemon.fileio import commit_file, remove_leftover_temps_under
 from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.forget.refs import references_session
@@ -207,6 +208,8 @@ async def apply_plan(
     # fsync-heavy file commits run off the event loop, so the lease keeps renewing.
     await anyio.to_thread.run_sync(_commit_files, workspace, plan.memory_rewrites, "forget.memory_files")
     await anyio.to_thread.run_sync(_commit_files, workspace, plan.corpus_rewrites, "forget.corpus")
+    # A crashed write's temp may hold a copy of what was just scrubbed: every purge ends them.
+    await anyio.to_thread.run_sync(remove_leftover_temps_under, workspace)
     try:
         await _write(store, "origin purge", _purge_origins, plan, fence=fence)
     except LineageChanged:

@@ -4,11 +4,10 @@ changed) writes no checkpoint, so the checkpoints cannot tell. A time, never mem
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 from daemon.failpoints import failpoint
-from daemon.fileio import make_private_dirs
+from daemon.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
 
 FILE_NAME = "last-sweep"
 
@@ -16,12 +15,13 @@ FILE_NAME = "last-sweep"
 def record_sweep(agent_state_dir: Path, at_ms: int) -> None:
     make_private_dirs(agent_state_dir)
     path = agent_state_dir / FILE_NAME
-    # One temporary file per writing thread: two sweeps of an agent can end at once in one
-    # process (a live one and a requested one), and a shared name let one rename the other's.
-    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(f"{at_ms}\n", encoding="ascii")
-    failpoint("ingest.last_sweep.write")
-    os.replace(tmp, path)  # a reader sees the old time or the new one, never half of one
+    # One temporary file per write: two sweeps of an agent can end at once in one process (a
+    # live one and a requested one), and a shared name let one rename the other's.
+    remove_leftover_temps(agent_state_dir, of=FILE_NAME)
+    with atomic_temp(path) as tmp:
+        tmp.write_text(f"{at_ms}\n", encoding="ascii")
+        failpoint("ingest.last_sweep.write")
+        os.replace(tmp, path)  # a reader sees the old time or the new one, never half of one
 
 
 def last_sweep_ms(agent_state_dir: Path) -> int | None:

@@ -3,6 +3,8 @@
     run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1"), purge_sessions=…) -> ErasureReceipt
 
 Under the retention lease:
+0. the leftover temp files of crashed atomic writes in every workspace are removed (a copy of
+   the subject's words may sit in one; daemon/fileio.py says which temps are leftovers);
 1. snapshot (one read transaction) + the ingested sessions the scope reaches: every session
    the user takes part in, live or archived (retention/subjects.py);
 2. plan (pure, `plan.py`); refused → a `refused` receipt, nothing else changes;
@@ -38,9 +40,10 @@ import anyio
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.agents import agents_with_state
+from daemon.agents import agent_paths, agents_with_state
 from daemon.constants import DAY_MS
 from daemon.failpoints import failpoint
+from daemon.fileio import remove_leftover_temps_under
 from daemon.lock import Lease
 from daemon.redis_values import purge_naming
 from daemon.retention import journal
@@ -276,6 +279,15 @@ async def forget_sessions(
     return done
 
 
+def remove_leftover_temps_in_workspaces(settings: Settings) -> int:
+    """The leftover temp files of atomic writes (daemon/fileio.py) in every workspace the
+    verifier reads, whether or not the erasure reaches a session there."""
+    return sum(
+        remove_leftover_temps_under(agent_paths(settings, agent).workspace)
+        for agent in agents_with_state(settings)
+    )
+
+
 # --- receipts -------------------------------------------------------------------------------------
 
 
@@ -445,6 +457,8 @@ async def run_erase(
     assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
         await journal.drop_orphan_keys(settings, store, lease.fence)
+        # A crashed atomic write's temp may hold the subject's words; the verifier reads them.
+        await anyio.to_thread.run_sync(remove_leftover_temps_in_workspaces, settings)
         pending = await journal.load(settings, store, request.scope)
         resumed = pending is not None
         plan, subject = await _prepare(settings, store, request, pending.sessions if pending else ())

@@ -1,8 +1,21 @@
 """Scopes: `tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]]` (pure; no I/O).
 
-Nesting is structural: B is under A when B starts with A + ':'. A component that itself
-contains ':' or '%' is percent-encoded (`%3A`, `%25`), so `user:tg%3A2002` is actor `tg:2002`
-and the prefix rule stays exact.
+Nesting is structural: B is under A when B starts with A + ':'.
+
+A scope can name any id memoryd stores: ids are opaque data (an actor id from session metadata
+may hold a trailing space, a tab, a newline or 300 characters), so an odd id never makes a scope
+fail, and never blocks anyone's erasure. Inside an id, each character the grammar or a shell
+cannot carry as is is percent-encoded, one `%XX` (upper-case hex) per UTF-8 byte:
+* `%` and `:` anywhere (`%25`, `%3A`): `user:tg%3A2002` is actor `tg:2002`, and the prefix rule
+  stays exact;
+* control characters anywhere: C0 (tab `%09`, newline `%0A` …), DEL `%7F`, C1 (`%C2%80` …
+  `%C2%9F`), and lone surrogates (`%ED%A0%80` …);
+* whitespace at either end (`nadia%20` is "nadia "; `%C2%A0` a no-break space);
+* the empty id is a lone `%` (an empty part is refused: it is more often an unset variable).
+Everything else stands for itself (inner spaces, any other non-ASCII character), so the keys of
+the ids earlier versions accepted are unchanged (but for C1 controls, which they took as is). There is one way to write each scope: another
+encoding of the same id (`%41` for `A`, `%3a`) is refused with the canonical form to use.
+No length cap: an id of any length the store holds is named by its encoding (operator guide §7).
 """
 
 from __future__ import annotations
@@ -12,11 +25,21 @@ import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
-from daemon.constants import DAY_MS, SCOPE_COMPONENT_MAX_CHARS
+from daemon.constants import DAY_MS
 from daemon.errors import UsageError
 
 LEVELS: tuple[str, ...] = ("tenant", "user", "session", "object")
-_ESCAPE_RE = re.compile(r"%(3A|25)")
+# Encoded wherever they stand: the grammar's own characters, control characters (C0, DEL, C1)
+# and lone surrogates (not UTF-8 text: no terminal or argv carries them). Fixed ranges, not the
+# running Python's Unicode tables, so a key never changes with the interpreter.
+_ENCODED_ANYWHERE = re.compile("[%:\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Encoded at either end of an id: what `str.strip()` removes (the Unicode White_Space set).
+_EDGE_WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_PERCENT_RUN = re.compile("(?:%[0-9A-F]{2})+")
+EMPTY_ID = "%"  # how the empty id is written
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +82,44 @@ class Scope:
         return self.key
 
 
+def _percent(chars: str) -> str:
+    return "".join(f"%{b:02X}" for b in chars.encode("utf-8", "surrogatepass"))
+
+
 def encode_component(value: str) -> str:
-    return value.replace("%", "%25").replace(":", "%3A")
+    """The scope form of any id (module doc); `decode_component` inverts it."""
+    if not value:
+        return EMPTY_ID
+    if (
+        value[0] not in _EDGE_WHITESPACE
+        and value[-1] not in _EDGE_WHITESPACE
+        and _ENCODED_ANYWHERE.search(value) is None
+    ):
+        return value  # most ids: nothing to encode
+    start, end = 0, len(value)
+    while start < end and value[start] in _EDGE_WHITESPACE:
+        start += 1
+    while end > start and value[end - 1] in _EDGE_WHITESPACE:
+        end -= 1
+    middle = _ENCODED_ANYWHERE.sub(lambda m: _percent(m.group()), value[start:end])
+    return _percent(value[:start]) + middle + _percent(value[end:])
 
 
-def decode_component(value: str) -> str:
-    # One pass, so an encoded '%' followed by "3A" never decodes as ':'.
-    return _ESCAPE_RE.sub(lambda m: ":" if m.group(1) == "3A" else "%", value)
+def decode_component(raw: str) -> str:
+    """The id a scope part names; ValueError (its reason) when `raw` is not an encoding."""
+    if "%" not in raw:
+        return raw
+    if raw == EMPTY_ID:
+        return ""
+    if "%" in _PERCENT_RUN.sub("", raw):
+        raise ValueError("contains '%' that is not followed by two upper-case hex digits (write '%' as %25)")
+    try:
+        # One run at a time, so an encoded '%' followed by "3A" never decodes as ':'.
+        return _PERCENT_RUN.sub(
+            lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "surrogatepass"), raw
+        )
+    except UnicodeDecodeError:
+        raise ValueError("is not percent-encoded UTF-8") from None
 
 
 @functools.lru_cache(maxsize=65536)  # batches parse the same parents thousands of times
@@ -85,30 +139,32 @@ def parse_scope(text: str, *, field: str = "scope") -> Scope:
         if level != expected:
             want = f"{expected!r}" if expected else "nothing (object is the deepest level)"
             raise UsageError(f"{field}: {text!r}: level {i // 2 + 1} must be {want}, got {level!r}")
-        value = decode_component(raw)
-        problem = _component_problem(raw, value)
-        if problem:
-            raise UsageError(f"{field}: {text!r}: {level} id {problem}")
-        parts.append((level, value))
+        if not raw:
+            raise UsageError(f"{field}: {text!r}: {level} id is empty (the empty id is written {EMPTY_ID})")
+        try:
+            parts.append((level, decode_component(raw)))
+        except ValueError as bad:
+            problem = str(bad)
+            raise UsageError(f"{field}: {text!r}: {level} id {problem}") from None
     scope = Scope(tuple(parts))
     if scope.key != text:
-        # Non-canonical encodings (e.g. '%3a') would let one scope have two keys.
-        raise UsageError(f"{field}: {text!r} is not canonical; write it as {scope.key!r}")
+        # Another encoding of the same ids would let one scope have two keys.
+        level, raw = next(
+            (lv, r) for (lv, v), r in zip(parts, pieces[1::2], strict=True) if encode_component(v) != r
+        )
+        problem = _not_canonical(raw)
+        raise UsageError(f"{field}: {text!r}: {level} id {problem}; write the scope as {scope.key!r}")
     return scope
 
 
-def _component_problem(raw: str, value: str) -> str | None:
-    if not raw:
-        return "is empty"
-    if len(value) > SCOPE_COMPONENT_MAX_CHARS:
-        return f"is longer than {SCOPE_COMPONENT_MAX_CHARS} characters"
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+def _not_canonical(raw: str) -> str:
+    if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in raw):
         return "contains a control character"
-    if value != value.strip():
+    if raw[0] in _EDGE_WHITESPACE or raw[-1] in _EDGE_WHITESPACE:
         return "has surrounding spaces"
-    if "%" in raw.replace("%3A", "").replace("%25", ""):
-        return "contains '%' that is not %3A or %25"
-    return None
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in raw):
+        return "contains a lone surrogate"
+    return "percent-encodes a character that is written as itself"
 
 
 def is_within(scope: str, root: str) -> bool:

@@ -58,7 +58,7 @@ from daemon.constants import (
     STATUS_REFRESH_S,
 )
 from daemon.errors import MemorydError, OperationFailed
-from daemon.fileio import make_private_dirs
+from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
@@ -110,8 +110,9 @@ async def migrate_store(path: Path, schema: Schema) -> None:
 
 
 async def prepare_agents(settings: Settings, agents: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Before an agent is served: its store migrated, and the scratch files a killed sweep left
-    behind removed (they hold memory text: they go before any job runs). Returns the agents
+    """Before an agent is served: its store migrated, and the scratch files and the temp files
+    of atomic writes a killed process left behind removed, in its state directory and its
+    workspace (they hold memory text: they go before any job runs). Returns the agents
     ready, and why each other one is not (its store cannot be opened: damaged, or a full disk):
     one agent's store never keeps the others from being served."""
     ready: list[str] = []
@@ -124,6 +125,8 @@ async def prepare_agents(settings: Settings, agents: list[str]) -> tuple[list[st
             refused[agent] = str(exc)
             continue
         remove_scratch(paths.scratch_dir, only_orphans=True)
+        for root in (paths.state_dir, paths.workspace):
+            await anyio.to_thread.run_sync(remove_leftover_temps_under, root)
         ready.append(agent)
     return ready, refused
 
@@ -132,6 +135,7 @@ async def migrate_retention_store(settings: Settings) -> None:
     """The host's retention store, if it exists, migrated now; if it cannot be opened, the
     erasures that need it fail in one line each (they open it themselves), nothing else."""
     path = retention_db_path(settings)
+    remove_leftover_temps(path.parent, of=path.name)
     if not path.exists():
         return
     try:

@@ -14,7 +14,6 @@ the schema steps are `migrate.py` and the SQL files under `migrations/`.
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -24,7 +23,7 @@ import anyio
 
 from daemon.constants import FILE_MODE
 from daemon.errors import FencedOut, OperationFailed
-from daemon.fileio import fsync_dir, make_private_dirs
+from daemon.fileio import atomic_temp, fsync_dir, make_private_dirs, remove_leftover_temps
 from daemon.store.engine import (
     ANY_SQLITE_ERROR,
     SQLITE_SOFT_HEAP_LIMIT_BYTES,
@@ -197,10 +196,10 @@ def _create(path: Path, schema: Schema) -> None:
     place: the name appears with the whole schema or not at all (a reader racing the first writer
     never sees an empty database). A link, not a rename, so a store another opener created first
     is never replaced; the temporary name goes either way."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
-    os.close(fd)
-    try:
+    remove_leftover_temps(path.parent, of=path.name)
+    with atomic_temp(path) as tmp:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
+        os.close(fd)
         conn: Connection = sqlite3.connect(str(tmp), isolation_level=None)
         try:
             # A private file: no journal to roll back to (a failed build is thrown away) and no
@@ -220,8 +219,6 @@ def _create(path: Path, schema: Schema) -> None:
         except FileExistsError:
             pass
         fsync_dir(path.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class FenceToken:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
-from daemon.fileio import make_private_dirs
+from daemon.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
 from daemon.store.batched import execute_in, select_in
 from daemon.store.engine import Connection
 from daemon.store.exclusions import bump_exclusions
@@ -43,19 +43,18 @@ def load_or_create_secret(path: Path) -> bytes:
         pass
     make_private_dirs(path.parent)
     key = secrets.token_bytes(32)
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        os.write(fd, key)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)  # never replace a key another process created first
-    except FileExistsError:
-        pass
-    finally:
-        os.unlink(tmp)
+    remove_leftover_temps(path.parent, of=path.name)
+    with atomic_temp(path) as tmp:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            os.write(fd, key)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # never replace a key another process created first
+        except FileExistsError:
+            pass
     return path.read_bytes()
 
 
