@@ -30,7 +30,7 @@ from daemon.index.sync import run_index_sync
 from daemon.ingest.sweep import run_ingest_sweep
 from daemon.ops import erasure
 from daemon.retention.api import EraseRequest
-from daemon.settings import Settings
+from daemon.settings import Settings, load_settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL, make_settings
 
@@ -337,3 +337,83 @@ async def test_a_dreaming_phase_that_read_its_pool_before_the_erasure_publishes_
 
     assert erased.is_set()
     assert _leaks(settings, ["kayak1zq"]) == []  # the phase read its pool again after the erasure
+
+
+# --- live: a daemon with its watcher, turns arriving while the erasure runs ---------------------
+
+
+@pytest.mark.slow
+async def test_an_erasure_enqueued_while_turns_arrive_leaves_nothing_of_her_in_a_live_daemon(
+    tmp_path, unique
+) -> None:
+    from tests.daemon_harness import (
+        DaemonProcess,
+        NotifySocket,
+        cleanup_redis,
+        run_cli,
+        write_config,
+    )
+    from daemon.runtime.wire import queue_name
+    from tests.polling import until
+
+    sessions_root = tmp_path / "sessions"
+    host = f"h{unique}"
+    b = SessionStoreBuilder(sessions_root, "main")
+    first = _turn("olga", _theirs("olga", 0)) + _turn("nadia", _hers(0))
+    b.add(GROUP_KEY, "sess-live", first, participants=[{"actorId": "olga"}, {"actorId": "nadia"}])
+    config = write_config(
+        tmp_path / "memoryd.toml",
+        state_dir=tmp_path / "state",
+        sessions_root=sessions_root,
+        redis_url=REDIS_URL,
+        host_id=host,
+        schedule=True,
+        extra='[index]\nsources = ["memory", "sessions"]\n[dreaming]\nenabled = false\n',
+    )
+    settings_ = load_settings(config)
+    notify = NotifySocket(tmp_path / "n.sock")
+    daemon = DaemonProcess(config, notify, tmp_path / "daemon.log").start()
+    stop = threading.Event()
+    written = {"n": len(first)}
+
+    def writer() -> None:  # olga and nadia keep talking in the group
+        i = 1
+        while not stop.is_set():
+            b.append("sess-live", _turn("olga", _theirs("olga", i)) + _turn("nadia", _hers(i)), written["n"])
+            written["n"] += 4
+            i += 1
+            stop.wait(0.05)
+
+    try:
+        notify.wait_for("READY=1", timeout_s=30)
+        feeding = threading.Thread(target=writer)
+        feeding.start()
+        try:
+            await anyio.sleep(1.0)
+            done = await anyio.to_thread.run_sync(
+                lambda: run_cli(
+                    config,
+                    "enqueue",
+                    "erase",
+                    "--scope",
+                    NADIA,
+                    "--queue",
+                    queue_name(host),
+                    "--wait",
+                    timeout=120,
+                )
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            await anyio.sleep(1.0)  # her later turns arrive too
+        finally:
+            stop.set()
+            feeding.join()
+        last = f"harbor{(written['n'] - len(first)) // 4}wv"
+        await until(lambda: bool(_leaks(settings_, [last])), "olga's last turn staged", 60)
+        assert daemon.stop() == 0
+        hers = [f"kayak{i}zq" for i in range(written["n"] // 4 + 1)]
+        assert _leaks(settings_, hers) == [], daemon.log()
+    finally:
+        daemon.kill()
+        notify.close()
+        cleanup_redis(REDIS_URL, [host], ["main"])
