@@ -96,7 +96,7 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
         await redis.hset("memoryd:agents", agent, queue)
         # The host is alive (a restarted daemon beats); the worker that took the job is not.
         await redis.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
-        job = await client.enqueue_ingest(agent, request_id="dead-worker")
+        job = await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")
         # What a worker SIGKILLed mid-job leaves: its record, its expired liveness, the job
         # in the queue and its in-progress key.
         dead = f"{host}:999999:dead"
@@ -105,14 +105,14 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
         await redis.set(f"arq:in-progress:{job.job_id}", b"1", px=3_600_000)
         assert (await client.job(job.job_id, queue)).state == "running"
 
-        again = await client.enqueue_ingest(agent, request_id="dead-worker")
+        again = await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")
         assert again.deduplicated and again.job_id == job.job_id
         assert (await client.job(job.job_id, queue)).state == "queued"  # the next worker runs it
 
         # A worker that is alive keeps its job.
         await redis.set(WORKER_ALIVE_KEY.format(instance=dead), b"1", px=60_000)
         await redis.set(f"arq:in-progress:{job.job_id}", b"1", px=3_600_000)
-        await client.enqueue_ingest(agent, request_id="dead-worker")
+        await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")
         assert (await client.job(job.job_id, queue)).state == "running"
     await redis.hdel(HEARTBEATS_KEY, host)
     await redis.delete(

@@ -35,6 +35,7 @@ from daemon.constants import (
     JOB_DONE_TTL_S,
     QUEUE_BELL_BLOCK_S,
     QUEUE_BELL_KEY,
+    REQUEST_KEY,
 )
 from daemon.errors import JobRecordError, UsageError
 from daemon.ops.op import Op
@@ -42,7 +43,7 @@ from daemon.ops.registry import OPS, op_named
 from daemon.runtime import interrupted
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
-from daemon.runtime.wire import deserialize, job_name_of, serialize
+from daemon.runtime.wire import REQUEST, deserialize, job_name_of, parse_job_id, serialize
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")
@@ -341,13 +342,13 @@ class MemorydWorker(Worker):
             if result is not None:
                 pipe.set(result_key_prefix.encode() + member, result, px=int(ttl_s * 1000), nx=True)
             await pipe.execute()
-        await self._wake_waiters(job_id)
+        await self._ended(job_id)
 
     async def _after_job_end(self, ctx: dict[str, Any]) -> None:
         # arq calls after_job_end once finish_job's transaction has stored the result. A job
         # that went back to the queue (a drain cancelled it) rings too: a waiting client reads
         # it still queued and waits on.
-        await self._wake_waiters(ctx["job_id"])
+        await self._ended(ctx["job_id"])
 
     # Override: a job arq gives up on before running it (too many tries, expired, unknown
     # function) ends here, and no hook runs on that path: its result gets the subject TTL and
@@ -358,6 +359,18 @@ class MemorydWorker(Worker):
         if op is not None and op.payload_names_subject:
             ttl_s = op.result_ttl_s(self.ctx["settings"])
             await self.pool.pexpire(result_key_prefix + job_id, ttl_s * 1000)
+        await self._ended(job_id)
+
+    async def _ended(self, job_id: str) -> None:
+        """A job has a result: its request id's record lives as long as the result (until now it
+        lived while the job waited and ran), then waiting clients are woken."""
+        if parse_job_id(job_id).kind == REQUEST:
+            op = _op_of(job_id)
+            ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
+            try:
+                await self.pool.pexpire(REQUEST_KEY.format(job_id=job_id), int(ttl_s * 1000))
+            except (RedisError, OSError) as exc:
+                log.warning("job %s: request record kept without expiry (%s)", job_id, type(exc).__name__)
         await self._wake_waiters(job_id)
 
     async def _wake_waiters(self, job_id: str) -> None:
