@@ -8,7 +8,9 @@ a queued job's arguments, may still name a subject. Two uses:
 * `scan_values` — every value under memoryd's and arq's prefixes, for the verifier;
 * `purge_naming` — delete earlier job arguments and results that name a subject (an erasure's
   needles), except erasure requests themselves (they must name their subject to run, and
-  their stored results drop the arguments: daemon/runtime/wire.py).
+  their stored results drop the arguments: daemon/runtime/wire.py), and except every pending
+  purge's job record (a queued, deferred or running forget, erase or expire, on any host's
+  queue): it names what it is still to purge, and deleting it would drop that purge.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from daemon.errors import OperationFailed
 PREFIXES = ("arq:", REDIS_PREFIX)
 PURGEABLE = (job_key_prefix, result_key_prefix)
 ERASE_FAMILY = "erase"  # the erase job family's name (daemon/ops/erase.py)
+# The purge families (Op.purge in daemon/ops/): this layer cannot import the registry, and
+# tests/test_pending_purges.py holds the two equal.
+PURGE_FAMILIES = frozenset({"forget", ERASE_FAMILY, "expire", "retention_sweep"})
 SCAN_COUNT = 500
 
 
@@ -49,6 +54,18 @@ def family_of(key: str) -> str:
 
 def is_erasure_request(key: str) -> bool:
     return any(key.startswith(f"{prefix}{ERASE_FAMILY}:") for prefix in PURGEABLE)
+
+
+def is_pending_purge(key: str, parts: list[bytes]) -> bool:
+    """A job record (`arq:job:<id>`: the job is queued, deferred or running) of a purge. Read
+    from the record's function (`f`), not its id: another tool names its jobs as it likes."""
+    if not key.startswith(job_key_prefix) or len(parts) != 1:
+        return False
+    try:
+        record = orjson.loads(parts[0])
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and record.get("f") in PURGE_FAMILIES
 
 
 def _strings(raw: bytes) -> list[str]:
@@ -176,7 +193,8 @@ async def keys_naming(
     return [
         key
         for key, parts in zip(keys, fetched, strict=True)
-        if (may_hold is None or may_hold(_raw_text(key, parts)))
+        if not is_pending_purge(key, parts)
+        and (may_hold is None or may_hold(_raw_text(key, parts)))
         and any(names_subject(s) for s in _strings_of(key, parts))
     ]
 
@@ -189,7 +207,8 @@ async def purge_naming(
     spare_running: bool = False,
 ) -> int:
     """Delete job arguments and results any of whose strings `names_subject` (erasure requests
-    aside, and with `spare_running` the arguments of jobs being run); the number deleted.
+    and pending purges aside, and with `spare_running` the arguments of jobs being run); the
+    number deleted.
     `may_hold` skips values that cannot (a cheap superset test)."""
     with _outage():
         doomed = await keys_naming(redis, names_subject, may_hold, spare_running=spare_running)
