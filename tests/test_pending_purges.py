@@ -139,3 +139,51 @@ async def test_a_purge_for_a_queue_no_live_host_serves_is_refused_naming_the_liv
         assert await redis.pttl(f"arq:job:{kept.stdout.split()[0]}") == -1
     finally:
         await redis.hdel(HEARTBEATS_KEY, alive)
+
+
+async def test_a_purge_waiting_on_a_stopped_host_shows_in_jobs_and_status(
+    tmp_path, settings, owned, redis, redis_url
+):
+    queue, builder, job_ids = owned
+    host = settings.daemon.host_id
+    cfg = write_config(
+        tmp_path / "c.toml",
+        state_dir=settings.state_dir,
+        sessions_root=settings.sessions_root,
+        redis_url=redis_url,
+        host_id=host,
+    )
+    await redis.hset(HEARTBEATS_KEY, host, f"stopped {time.time() - 30:.3f}")
+    kept = run_cli(cfg, "enqueue", "forget", "--agent", AGENT, "--session", "s1", "--queue-anyway")
+    assert kept.returncode == 0, kept.stderr
+    job_ids.append(kept.stdout.split()[0])
+
+    jobs = run_cli(cfg, "jobs")
+    assert jobs.returncode == 0, jobs.stderr
+    [row] = [line for line in jobs.stdout.splitlines() if kept.stdout.split()[0] in line]
+    assert "queued" in row and f"waiting: its host '{host}' stopped 3" in row
+    status = run_cli(cfg, "status")
+    assert status.returncode == 0, status.stderr
+    assert "purges waiting on a host that is not alive:" in status.stdout
+    assert f"1 purge(s) waiting on queue {queue} (forget 1): its host '{host}' stopped 3" in status.stdout
+    as_json = orjson.loads(run_cli(cfg, "status", "--json").stdout)
+    assert {"queue": queue, "host": host, "purges": {"forget": 1}}.items() <= as_json["stalledPurges"][
+        0
+    ].items()
+
+
+def test_only_queues_of_hosts_not_alive_with_purges_are_stalled():
+    from daemon.runtime.stalled import stalled
+
+    now = 1_000_000.0
+    queues = {
+        "memoryd:queue:up": ["forget"],
+        "memoryd:queue:down": ["forget", "erase", "forget"],
+        "memoryd:queue:never": ["expire"],
+        "memoryd:queue:idle": [],
+    }
+    beats = {"up": f"{now - 1:.3f}", "down": f"stopped {now - 600:.3f}", "idle": f"stopped {now:.3f}"}
+    found = {s.host: s for s in stalled(queues, beats, now)}
+    assert set(found) == {"down", "never"}
+    assert found["down"].purges == {"forget": 2, "erase": 1} and found["down"].total == 3
+    assert found["never"].host_state == "its host 'never' has never sent a heartbeat"

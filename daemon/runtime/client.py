@@ -138,6 +138,8 @@ class JobReport(_Model):
     finished_at: str | None
     error: str | None  # "<ErrorClass>: <message>" when the job failed
     result: dict[str, Any] | None  # the domain's report, as the CLI prints it
+    # A queued job whose host is not alive: why it waits ("its host 'h1' stopped 3 min ago").
+    waiting_on: str | None = None
 
     @property
     def done(self) -> bool:
@@ -562,6 +564,12 @@ class MemorydClient:
         # A member that is not UTF-8 is shown escaped (the worker fails it when it comes up).
         pending = [m.decode(errors="backslashreplace") for m in await self.redis.zrange(queue, 0, -1)]
         out = [await self.job(job_id, queue) for job_id in pending]
+        host = host_of_queue(queue)
+        heartbeat = parse_heartbeat(host, await self.redis.hget(HEARTBEATS_KEY, host))  # type: ignore[misc]
+        now = time.time()
+        if not heartbeat.alive(now):  # nothing runs them until the host is back: say so
+            why = heartbeat.silence(now)
+            out = [r.model_copy(update={"waiting_on": why}) if not r.done else r for r in out]
         finished: list[JobReport] = []
         # SCAN, not arq's all_job_results (KEYS over the whole keyspace, failing on a result
         # that expires meanwhile); each result is read through arq's Job.

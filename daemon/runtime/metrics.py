@@ -139,6 +139,12 @@ PURGES = Counter(
     ["family", "outcome"],
     registry=REGISTRY,
 )
+PURGES_WAITING = Gauge(
+    "memoryd_purges_waiting",
+    "Purge jobs waiting on a queue whose host is not alive (every daemon reports every queue).",
+    ["host"],
+    registry=REGISTRY,
+)
 PURGED_ARTIFACTS = Counter(
     "memoryd_purged_artifacts_total",
     "Artifacts removed by purges, by kind.",
