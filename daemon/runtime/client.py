@@ -37,7 +37,7 @@ from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.asyncio import ConnectionPool
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 from daemon.constants import (
     AGENT_OWNER_KEY,
@@ -208,7 +208,9 @@ def _not_found(job_id: str, queue: str | None) -> JobReport:
     )
 
 
-def _unreadable(job_id: str, queue: str | None) -> JobReport:
+def _unreadable(
+    job_id: str, queue: str | None, problem: str = "job record unreadable (not a job arq can run)"
+) -> JobReport:
     return JobReport(
         job_id=job_id,
         function=job_name_of(job_id),
@@ -218,9 +220,16 @@ def _unreadable(job_id: str, queue: str | None) -> JobReport:
         enqueued_at=None,
         started_at=None,
         finished_at=None,
-        error="JobRecordError: job record unreadable (not a job arq can run)",
+        error=f"JobRecordError: {problem}",
         result=None,
     )
+
+
+def _wrong_type(exc: ResponseError) -> str:
+    """A job or result key that is not a string (WRONGTYPE): what `memoryd jobs` says of it."""
+    if "WRONGTYPE" in str(exc):
+        return "job record unreadable (its key holds another Redis type, not a job value)"
+    return f"job record unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
 
 
 def _error_text(result: Any) -> str:
@@ -461,6 +470,8 @@ class MemorydClient:
             # Another tool (or a fault) left a record arq cannot read; the worker fails it
             # when it comes up. Reported, not raised: one bad record must not hide the others.
             return _unreadable(job_id, queue)
+        except ResponseError as exc:
+            return _unreadable(job_id, queue, _wrong_type(exc))
         status = None if info is None else await handle.status()
         if info is None or status is JobStatus.complete:
             # It may have finished since its result was looked for (its job record goes as its
@@ -470,6 +481,8 @@ class MemorydClient:
                 done = await handle.result_info()
             except DeserializationError:
                 return _unreadable(job_id, queue)
+            except ResponseError as exc:
+                return _unreadable(job_id, queue, _wrong_type(exc))
             if done is not None:
                 return _finished(job_id, done)
             return _not_found(job_id, queue)
@@ -571,6 +584,7 @@ class MemorydClient:
             why = heartbeat.silence(now)
             out = [r.model_copy(update={"waiting_on": why}) if not r.done else r for r in out]
         finished: list[JobReport] = []
+        broken: list[JobReport] = []  # result keys of the wrong type, whatever queue they were for
         # SCAN, not arq's all_job_results (KEYS over the whole keyspace, failing on a result
         # that expires meanwhile); each result is read through arq's Job.
         async for key in self.redis.scan_iter(match=result_key_prefix + "*", count=500):
@@ -581,7 +595,10 @@ class MemorydClient:
                 done = await self._handle(job_id, queue).result_info()
             except DeserializationError:
                 continue  # not a result arq can read: not a job of ours
+            except ResponseError as exc:  # not even a string (a hash, a list): one line, then the rest
+                broken.append(_unreadable(job_id, None, _wrong_type(exc)))
+                continue
             if done is not None and done.queue_name == queue:
                 finished.append(_finished(job_id, done))
         finished.sort(key=lambda report: report.finished_at or "", reverse=True)
-        return out + finished[:finished_limit]
+        return out + finished[:finished_limit] + broken[:finished_limit]

@@ -23,6 +23,7 @@ import time
 from contextlib import suppress
 from typing import Any
 
+import orjson
 from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
 from arq.jobs import serialize_result
 from arq.worker import Function, Worker, func
@@ -40,7 +41,7 @@ from daemon.constants import (
 from daemon.errors import JobRecordError, UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
-from daemon.runtime import interrupted
+from daemon.runtime import interrupted, metrics
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
 from daemon.runtime.wire import REQUEST, deserialize, job_name_of, parse_job_id, serialize
@@ -92,6 +93,20 @@ def _op_of(job_id: str) -> Op[Any] | None:
 def _is_background(job_id: str) -> bool:
     op = _op_of(job_id)
     return op is not None and op.background
+
+
+def _error_class(result_data: bytes | None) -> str:
+    """The error class a given-up job's stored result names (daemon/runtime/wire.py's form)."""
+    try:
+        error = orjson.loads(result_data or b"null").get("r", {}).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return "unknown"
+    return error if isinstance(error, str) and error.isidentifier() and len(error) <= 64 else "unknown"
+
+
+def _count_not_run(job_id: str, error: str) -> None:
+    op = _op_of(job_id)  # a family label only for memoryd's own names: labels stay bounded
+    metrics.JOBS_NOT_RUN.labels(family=op.name if op is not None else "other", reason=error).inc()
 
 
 def _member_problem(member: bytes, score: float | None) -> str | None:
@@ -317,6 +332,7 @@ class MemorydWorker(Worker):
         job, try and in-progress keys; a result a run already stored is kept."""
         job_id = member.decode(errors="backslashreplace")
         log.error("job %s: %s; failed and removed from the queue", job_id, problem)
+        _count_not_run(job_id, JobRecordError.__name__)
         now_ms = int(time.time() * 1000)
         result = serialize_result(
             job_name_of(job_id),
@@ -355,6 +371,7 @@ class MemorydWorker(Worker):
     # its doorbell rings here.
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
+        _count_not_run(job_id, _error_class(result_data))
         op = _op_of(job_id)
         if op is not None and op.payload_names_subject:
             ttl_s = op.result_ttl_s(self.ctx["settings"])
