@@ -5,7 +5,8 @@ a forget's session ids, an erasure's scope) and their results (`arq:result:<id>`
 the CLI prints). A result is content-free by contract; one kept from before that contract, or
 a queued job's arguments, may still name a subject. Two uses:
 
-* `scan_values` — every value under memoryd's and arq's prefixes, for the verifier;
+* `scan_values` — every value under memoryd's and arq's prefixes, for the verifier (pending
+  purges' job records aside: see below);
 * `purge_naming` — delete earlier job arguments and results that name a subject (an erasure's
   needles), except erasure requests themselves (they must name their subject to run, and
   their stored results drop the arguments: daemon/runtime/wire.py), and except every pending
@@ -217,14 +218,21 @@ MayHold = Callable[[str], bool]  # a cheap test of a value's raw text: False = s
 
 
 def _opened(batch: list[_Value], may_hold: MayHold | None) -> list[tuple[str, list[str]]]:
-    """(name, strings) of the values `may_hold` lets through; run on a worker thread."""
-    return [(v.name, v.strings()) for v in batch if may_hold is None or may_hold(v.raw_text())]
+    """(name, strings) of the values `may_hold` lets through, pending purges aside; run on a
+    worker thread."""
+    return [
+        (v.name, v.strings())
+        for v in batch
+        if not is_pending_purge(v.key, v.parts) and (may_hold is None or may_hold(v.raw_text()))
+    ]
 
 
 async def scan_values(redis: Redis, may_hold: MayHold | None = None) -> AsyncIterator[tuple[str, list[str]]]:
     """(key, the strings it holds: its name, and every member, field and value, JSON opened)
     under memoryd's and arq's prefixes; with `may_hold`, only the values it lets through. Every
-    value is read, however large (the verifier's coverage), a batch at a time."""
+    value is read, however large (the verifier's coverage), a batch at a time. A pending purge's
+    job record is not residue, as an erasure request is not: it must name what it is still to
+    purge, and arq deletes it when the purge has run (its result keeps no arguments)."""
     reader = _Reader(redis, PREFIXES, cap=None)
     with _outage():
         async for batch in reader.batches():

@@ -59,7 +59,7 @@ async def test_a_forget_killed_mid_run_is_retried_at_restart_before_any_sweep(wo
             # The test holds the workspace lease: the forget is running but cannot get past it.
             lock = WorkspaceLock(redis, settings.workspace_for(agent), wait_s=5)
             async with lock.hold():
-                job = await client.enqueue_forget(request)
+                job = await client.enqueue_forget(request, request_id=f"killed-{host}")
                 await wait_state(client, job.job_id, "running")
                 first.kill()  # SIGKILL: no drain, no finally
             assert (await client.job(job.job_id)).state == "running"  # its in-progress key stays
@@ -69,7 +69,8 @@ async def test_a_forget_killed_mid_run_is_retried_at_restart_before_any_sweep(wo
             second = DaemonProcess(config, notify2, tmp_path / "d2.log").start()
             try:
                 notify2.wait_for("READY=1")
-                again = await client.enqueue_forget(request)  # the same request, sent again
+                # The same request, sent again under its request id: the same job, run by the new worker.
+                again = await client.enqueue_forget(request, request_id=f"killed-{host}")
                 assert again.job_id == job.job_id
                 started = time.monotonic()
                 done = await client.wait(job.job_id, timeout_s=60)

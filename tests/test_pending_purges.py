@@ -187,3 +187,24 @@ def test_only_queues_of_hosts_not_alive_with_purges_are_stalled():
     assert set(found) == {"down", "never"}
     assert found["down"].purges == {"forget": 2, "erase": 1} and found["down"].total == 3
     assert found["never"].host_state == "its host 'never' has never sent a heartbeat"
+
+
+async def test_the_verifiers_scan_leaves_out_a_pending_purge_and_sees_any_other_job_naming_the_subject(
+    redis, unique
+):
+    """A queued forget naming an erased subject's session must stay (it is still to run) and is
+    not residue; a queued sweep naming it is."""
+    from daemon.redis_values import scan_values
+
+    needle = f"sess-{unique}"
+    keys = {}
+    for family in ("forget", "ingest_sweep"):
+        key = f"arq:job:scan-{family}-{unique}"
+        record = {"t": 1, "f": family, "a": [{"agent": AGENT, "sessions": [needle]}], "k": {}, "et": 1}
+        await redis.set(key, orjson.dumps(record), px=600_000)
+        keys[family] = key
+    try:
+        seen = {key async for key, strings in scan_values(redis) if needle in strings}
+    finally:
+        await redis.delete(*keys.values())
+    assert seen == {keys["ingest_sweep"]}

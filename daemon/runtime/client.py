@@ -433,14 +433,25 @@ class MemorydClient:
         return await self.enqueue(op.name, op.payload(req), queue=queue, request_id=request_id)
 
     async def enqueue_forget(
-        self, request: BaseModel | dict[str, Any], *, request_id: str | None = None
+        self,
+        request: BaseModel | dict[str, Any],
+        *,
+        request_id: str | None = None,
+        queue_anyway: bool = False,
     ) -> EnqueuedJob:
-        return await self.submit(forget_op.OP, request, request_id=request_id)
+        return await self.submit(forget_op.OP, request, request_id=request_id, queue_anyway=queue_anyway)
 
     async def enqueue_erase(
-        self, request: BaseModel | dict[str, Any], *, queue: str | None = None, request_id: str | None = None
+        self,
+        request: BaseModel | dict[str, Any],
+        *,
+        queue: str | None = None,
+        request_id: str | None = None,
+        queue_anyway: bool = False,
     ) -> EnqueuedJob:
-        return await self.submit(erase_op.OP, request, queue=queue, request_id=request_id)
+        return await self.submit(
+            erase_op.OP, request, queue=queue, request_id=request_id, queue_anyway=queue_anyway
+        )
 
     async def enqueue_ingest(self, agent: str, *, request_id: str | None = None) -> EnqueuedJob:
         return await self.submit(ingest_op.OP, {"agent": agent}, request_id=request_id)
