@@ -33,6 +33,7 @@ from daemon.runtime.wire import (
     scheduled_job_id,
 )
 from tests.builders import Msg, SessionStoreBuilder
+from tests.conftest import REDIS_URL
 from tests.daemon_harness import cleanup_redis, forgotten, run_cli, write_config
 from tests.worker_harness import run_jobs
 
@@ -248,3 +249,29 @@ async def test_arqs_own_client_with_the_documented_json_settings_gets_a_forget_r
     finally:
         await redis.aclose()
     assert result["dryRun"] is True and result["sessionIds"] == []
+
+
+async def test_a_request_sent_again_after_a_failover_runs_on_the_live_host(settings, owned, redis, unique):
+    """Before: the retry was answered by the job stuck on the dead host's queue, which nothing ran."""
+    queue, builder, job_ids = owned
+    _omar_session(builder, "omar-1")
+    dead_host = f"dead-{unique}"
+    dead = queue_name(dead_host)
+    await redis.hset(HEARTBEATS_KEY, dead_host, f"stopped {time.time() - 60:.3f}")
+    await redis.hset(AGENT_OWNER_KEY, AGENT, dead)
+    request = {"agent": AGENT, "sessions": ["omar-1"]}
+    try:
+        async with MemorydClient.connect(settings) as client:
+            first = await client.enqueue_forget(request, request_id=f"fo-{unique}", queue_anyway=True)
+            job_ids.append(first.job_id)
+            assert first.queue == dead
+            await redis.hset(AGENT_OWNER_KEY, AGENT, queue)  # the agent's route moves to a live host
+            again = await client.enqueue_forget(request, request_id=f"fo-{unique}")
+            assert again.job_id == first.job_id and again.queue == queue
+            assert await redis.zscore(queue, first.job_id) is not None
+            assert await redis.zscore(dead, first.job_id) is None
+            await run_jobs(settings, queue)
+            assert (await client.wait(first.job_id, queue=queue, timeout_s=30)).state == "complete"
+    finally:
+        cleanup_redis(REDIS_URL, [dead_host], [])
+    assert await forgotten(settings, AGENT, "omar-1")

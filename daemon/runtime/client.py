@@ -32,12 +32,18 @@ from typing import Any, Literal
 
 import anyio
 from arq.connections import ArqRedis
-from arq.constants import default_queue_name, job_key_prefix, result_key_prefix, retry_key_prefix
+from arq.constants import (
+    default_queue_name,
+    in_progress_key_prefix,
+    job_key_prefix,
+    result_key_prefix,
+    retry_key_prefix,
+)
 from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.asyncio import ConnectionPool
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError, ResponseError, WatchError
 
 from daemon.constants import (
     AGENT_OWNER_KEY,
@@ -49,6 +55,7 @@ from daemon.constants import (
     PURGE_JOB_EXPIRES_S,
     QUEUE_BELL_KEY,
     QUEUE_BELL_TTL_S,
+    QUEUE_PREFIX,
     REQUEST_ID_MAX_CHARS,
     REQUEST_KEY,
 )
@@ -375,10 +382,43 @@ class MemorydClient:
                 return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=False)
             if (await self.job(job_id, queue)).state == "failed":
                 continue  # it failed between the two reads: run it again
-            if await interrupted.release_if_orphaned(self.redis, queue, job_id):
+            if await self._take_over(job_id, queue) or await interrupted.release_if_orphaned(
+                self.redis, queue, job_id
+            ):
                 await self._ring(queue)
             return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=True)
         raise OperationFailed(f"request id {request_id!r}: its job kept changing state; send it again")
+
+    async def _take_over(self, job_id: str, queue: str) -> bool:
+        """The request's job waits, not started, on another queue whose host is not alive (the
+        agent's route moved, a failover): move it to `queue`, where it runs, instead of answering
+        the request with a job nothing runs. True when it moved."""
+        if await self.redis.zscore(queue, job_id) is not None:
+            return False
+        now = time.time()
+        beats = await self.redis.hgetall(HEARTBEATS_KEY)  # type: ignore[misc]
+        async for raw in self.redis.scan_iter(match=QUEUE_PREFIX + "*", count=500, _type="zset"):
+            other = raw.decode(errors="replace")
+            if other == queue or await self.redis.zscore(other, job_id) is None:
+                continue
+            host = host_of_queue(other)
+            if parse_heartbeat(host, beats.get(host.encode())).alive(now):
+                return False  # a live host will run it where it is
+            async with self.redis.pipeline(transaction=True) as pipe:
+                # Not if a worker of the old queue starts it meanwhile (its in-progress key).
+                await pipe.watch(in_progress_key_prefix + job_id)
+                if await pipe.exists(in_progress_key_prefix + job_id):
+                    await pipe.reset()
+                    return False
+                pipe.multi()
+                pipe.zrem(other, job_id)
+                pipe.zadd(queue, {job_id: int(now * 1000)})
+                try:
+                    await pipe.execute()
+                except WatchError:
+                    return False
+            return True
+        return False
 
     async def _put(self, function: str, payload: dict[str, Any], queue: str, job_id: str) -> Job | None:
         """arq's enqueue; a purge's job record is kept until it runs (arq expires it in a day)."""
