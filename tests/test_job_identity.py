@@ -275,3 +275,21 @@ async def test_a_request_sent_again_after_a_failover_runs_on_the_live_host(setti
     finally:
         cleanup_redis(REDIS_URL, [dead_host], [])
     assert await forgotten(settings, AGENT, "omar-1")
+
+
+async def test_a_request_ids_record_lives_while_its_job_waits_then_as_long_as_its_result(
+    settings, owned, redis, unique
+):
+    queue, builder, job_ids = owned
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue_forget(
+            {"agent": AGENT, "sessions": ["s1"], "dry_run": True}, request_id=f"l-{unique}"
+        )
+        job_ids.append(job.job_id)
+        record = REQUEST_KEY.format(job_id=job.job_id)
+        assert await redis.pttl(record) == -1  # no expiry while it waits
+        await run_jobs(settings, queue)
+        assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+    result_ttl = await redis.pttl(f"arq:result:{job.job_id}")
+    assert 0 < await redis.pttl(record) <= settings.daemon.keep_result_s * 1000
+    assert abs(await redis.pttl(record) - result_ttl) < 5_000

@@ -385,7 +385,9 @@ class MemorydWorker(Worker):
             op = _op_of(job_id)
             ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
             try:
-                await self.pool.pexpire(REQUEST_KEY.format(job_id=job_id), int(ttl_s * 1000))
+                # A job a drain sent back to the queue has no result yet: its record stays.
+                if await self.pool.exists(result_key_prefix + job_id):
+                    await self.pool.pexpire(REQUEST_KEY.format(job_id=job_id), int(ttl_s * 1000))
             except (RedisError, OSError) as exc:
                 log.warning("job %s: request record kept without expiry (%s)", job_id, type(exc).__name__)
         await self._wake_waiters(job_id)
