@@ -202,3 +202,13 @@ QUEUE_BELL_BLOCK_S = 5
 # --- Request limits (issue: a 100,001-id forget held the lock for seconds) -------------------
 MAX_PAYLOAD_BYTES = 1 << 20  # a job's payload as canonical JSON; larger ones are refused unread
 MAX_SELECTORS = 10_000  # session, participant and hook-source selectors of one forget, together
+
+# --- Request ids (client) ------------------------------------------------------------------------
+# A request id's job keeps the HMAC of its payload here (daemon/runtime/wire.py), so the same
+# request id with another payload is refused. It lives while the job waits and runs, then as long
+# as the job's result (the worker sets its TTL when the job ends).
+REQUEST_KEY = REDIS_PREFIX + "request:{job_id}"
+REQUEST_ID_MAX_CHARS = 128  # a caller's reference (a UUID is 36), not a document
+# A purge's job record must not expire before it runs (arq's default is a day): it is enqueued
+# with this expiry, then made persistent. A century is "never" in the one atomic step arq allows.
+PURGE_JOB_EXPIRES_S = 100 * 365 * 86_400

@@ -179,7 +179,11 @@ class RetentionSettings:
     expired_purge_after_days: int | None = setting(
         None, ge=0, description="Purge expired data this many days after expiry; unset = never."
     )
-    erase_result_ttl_s: int = setting(300, ge=1, description="Erase job arguments/results kept in Redis.")
+    erase_result_ttl_s: int = setting(
+        300,
+        ge=1,
+        description="Seconds an erase job's result stays in Redis (the job itself waits until it runs).",
+    )
     agent_participant_kinds: list[str] = setting(
         ["agent", "bot", "assistant"],
         description="Participant senderKind/type values that mark an agent, not a user, when a session "

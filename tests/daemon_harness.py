@@ -15,7 +15,7 @@ from typing import Any
 import redis as sync_redis
 
 from daemon.agent_runtime import agent_runtime
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY, REQUEST_KEY
 from daemon.failpoints import TRACE_ENV_VAR
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.wire import queue_name
@@ -206,6 +206,7 @@ def cleanup_redis(redis_url: str, host_ids: list[str], agents: list[str], job_id
                 f"arq:result:{job_id}",
                 f"arq:retry:{job_id}",
                 f"arq:in-progress:{job_id}",
+                REQUEST_KEY.format(job_id=job_id),
             )
     finally:
         r.close()

@@ -50,19 +50,22 @@ async def test_an_unknown_agent_fails_clearly_naming_the_served_agents(settings,
     assert await redis.zcard(queue) == 0
 
 
-async def test_identical_requests_are_one_job_and_a_request_id_makes_another(settings, routed, redis):
+async def test_identical_requests_are_two_jobs_and_a_request_id_makes_them_one(settings, routed, redis):
     agent, queue, job_ids = routed
     async with MemorydClient.connect(settings) as client:
         first = await client.enqueue_forget({"agent": agent, "participants": ["omar"], "sessions": ["s1"]})
-        # Field order does not matter: the id hashes the validated, canonical payload.
         second = await client.enqueue_forget({"sessions": ["s1"], "participants": ["omar"], "agent": agent})
+        # Field order does not matter: the request id's record keys the validated, canonical payload.
         third = await client.enqueue_forget(
-            {"agent": agent, "participants": ["omar"], "sessions": ["s1"]}, request_id="again"
+            {"agent": agent, "participants": ["omar"], "sessions": ["s1"]}, request_id=f"again-{agent}"
         )
-        job_ids.extend([first.job_id, third.job_id])
-    assert second.job_id == first.job_id and second.deduplicated
-    assert third.job_id != first.job_id and not third.deduplicated
-    assert await redis.zcard(queue) == 2
+        fourth = await client.enqueue_forget(
+            {"sessions": ["s1"], "participants": ["omar"], "agent": agent}, request_id=f"again-{agent}"
+        )
+        job_ids.extend([first.job_id, second.job_id, third.job_id])
+    assert second.job_id != first.job_id and not second.deduplicated
+    assert fourth.job_id == third.job_id and fourth.deduplicated
+    assert await redis.zcard(queue) == 3
 
 
 async def test_a_bad_request_is_refused_by_the_client_before_enqueue(settings, routed, redis):
@@ -144,7 +147,9 @@ def test_status_json_works_without_a_daemon(tmp_path, redis_url, unique):
     assert row["lastSweepAt"] is None and row["lockHolder"] is None and row["queue"] is None
 
 
-async def test_an_erase_is_validated_before_enqueue_and_its_payload_expires(settings, routed, redis):
+async def test_an_erase_is_validated_before_enqueue_and_its_job_record_waits_until_it_runs(
+    settings, routed, redis
+):
     agent, queue, job_ids = routed
     async with MemorydClient.connect(settings) as client:
         with pytest.raises(UsageError, match="scope: 'no-such-kind:x'"):
@@ -152,7 +157,7 @@ async def test_an_erase_is_validated_before_enqueue_and_its_payload_expires(sett
         job = await client.enqueue_erase({"scope": "tenant:t:user:u1", "dry_run": True}, queue=queue)
         job_ids.append(job.job_id)
     assert job.queue == queue
-    assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= settings.retention.erase_result_ttl_s * 1000
+    assert await redis.pttl(f"arq:job:{job.job_id}") == -1  # a purge never expires unrun
 
 
 async def test_an_erase_refused_by_a_hold_exits_3_whether_run_directly_or_enqueued_and_waited_for(
@@ -182,7 +187,18 @@ async def test_an_erase_refused_by_a_hold_exits_3_whether_run_directly_or_enqueu
     assert "erasure refused: 1 item(s) under legal hold" in direct.stderr
 
     waiting = start_cli(
-        cfg, "enqueue", "erase", "--scope", scope, "--queue", queue, "--wait", "--timeout", "60", "--json"
+        cfg,
+        "enqueue",
+        "erase",
+        "--scope",
+        scope,
+        "--queue",
+        queue,
+        "--queue-anyway",  # no daemon: the jobs are run below, in this process
+        "--wait",
+        "--timeout",
+        "60",
+        "--json",
     )
     r = Redis.from_url(redis_url)
     try:
@@ -330,21 +346,25 @@ async def test_a_deduplicated_request_says_how_long_the_earlier_one_stands_and_h
         redis_url=redis_url,
         host_id=settings.daemon.host_id,
     )
-    first = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    send = ("enqueue", "ingest", "--agent", agent, "--request-id", f"r-{agent}")
+    first = run_cli(cfg, *send)
     job_ids.append(first.stdout.strip())
-    queued = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    queued = run_cli(cfg, *send)
     assert queued.returncode == 0
     assert queued.stdout.startswith(
-        f"{first.stdout.strip()} (deduplicated: an identical request is still queued"
+        f"{first.stdout.strip()} (deduplicated: this request id's job is still queued or running"
     )
-    assert "pass --request-id ID to run it again" in queued.stdout
     await run_jobs(settings, queue, agents=frozenset({agent}))
-    done = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
+    done = run_cli(cfg, *send)
     assert (
-        "(deduplicated: an identical request ran already; its result stands for another 23 h 59 min"
+        "(deduplicated: this request id's job ran already; its result stands for another 23 h 59 min"
         in (done.stdout)
         or "stands for another 24 h" in done.stdout
     ), done.stdout
+    assert "pass a new --request-id to run it again" in done.stdout
+    other = run_cli(cfg, "enqueue", "ingest", "--agent", agent)  # no request id: a job of its own
+    assert other.returncode == 0 and "deduplicated" not in other.stdout
+    job_ids.append(other.stdout.strip())
 
 
 async def test_a_job_for_an_agent_whose_host_is_silent_is_refused_unless_queued_anyway(

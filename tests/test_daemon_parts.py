@@ -179,10 +179,10 @@ def test_watchdog_pings_at_half_the_configured_interval(monkeypatch):
     assert watchdog_interval_s() is None
 
 
-def test_job_ids_are_deterministic_and_payloads_plain_json():
-    a = request_job_id("forget", {"agent": "m", "sessions": ["x"]})
-    assert a == request_job_id("forget", {"sessions": ["x"], "agent": "m"})
-    assert a != request_job_id("forget", {"agent": "m", "sessions": ["y"]})
+def test_a_request_ids_job_id_is_one_per_request_id_and_payloads_plain_json():
+    a = request_job_id("forget", "r-1")
+    assert a == request_job_id("forget", "r-1")
+    assert a != request_job_id("forget", "r-2") and a != request_job_id("ingest_sweep", "r-1")
     raw = serialize({"r": ValueError("payload.x: unknown field"), "a": ({"k": 1},)})
     # A result keeps no arguments (they may name sessions or people); a job keeps them to run.
     assert orjson.loads(raw) == {

@@ -80,6 +80,7 @@ async def test_preview_reports_every_artifact_kind_in_reference_order(world: For
         "curatedWrites",
         "artifacts",
         "refusals",
+        "counts",
     ]
     assert data["artifacts"] == EXPECTED_ARTIFACTS
     assert list(data["artifacts"]) == list(EXPECTED_ARTIFACTS)
@@ -124,7 +125,9 @@ async def test_dry_run_on_an_existing_store_changes_no_row_and_no_revision(world
 async def test_preview_then_apply_on_unchanged_state_gives_the_same_report_but_dry_run(world, redis):
     previewed = await preview(world, sessions=["target"])
     applied = await purge(world, redis, sessions=["target"])
-    assert applied.model_dump() == {**previewed.model_dump(), "dryRun": False}
+    expected = previewed.model_dump()
+    expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
+    assert applied.model_dump() == {**expected, "dryRun": False}
 
 
 async def test_promoted_entries_and_session_sections_are_removed_from_memory_files(world, redis):

@@ -67,7 +67,7 @@ def test_forget_verify_reports_verified_after_purging_an_ingested_promoted_index
 
     out = run(capsys, config, "forget", "--agent", "main", "--session", "sess-nora-1", "--verify")
 
-    assert list(out)[-2:] == ["refusals", "verification"]
+    assert list(out)[-3:] == ["refusals", "counts", "verification"]
     a = out["artifacts"]
     assert a["memoryEntries"] >= 1 and a["indexChunks"] >= 1 and a["shortTermEntries"] >= 1
     assert a["sessionCorpusLines"] >= 1
@@ -100,7 +100,7 @@ def test_forget_without_verify_keeps_the_reference_fields_only(
 ) -> None:
     run(capsys, config, "ingest", "--agent", "main")
     out = run(capsys, config, "forget", "--agent", "main", "--session", "sess-nora-1")
-    assert list(out)[-1] == "refusals" and "verification" not in out
+    assert list(out)[-2:] == ["refusals", "counts"] and "verification" not in out
 
 
 def test_verify_with_dry_run_is_a_usage_error_and_changes_nothing(

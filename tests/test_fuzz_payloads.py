@@ -16,7 +16,7 @@ from daemon.errors import JobPayloadError, UsageError
 from daemon.ids import session_id_problem, validate_agent_id
 from daemon.ops import forget
 from daemon.ops.registry import OPS, op_named
-from daemon.runtime.wire import deserialize, request_job_id, serialize
+from daemon.runtime.wire import canonical_json, deserialize, serialize
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -93,7 +93,7 @@ payloads = st.one_of(
 
 def _check_accepted(job: str, request) -> None:
     data = request.model_dump(mode="json")
-    request_job_id(job, data)  # JSON-serializable: no surrogates, no huge ints orjson refuses
+    canonical_json([job, data])  # JSON-serializable: no surrogates, no huge ints orjson refuses
     serialize({"a": [data]})
     agent = data.get("agent")
     if agent is not None:

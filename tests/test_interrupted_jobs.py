@@ -59,7 +59,7 @@ async def test_a_forget_killed_mid_run_is_retried_at_restart_before_any_sweep(wo
             # The test holds the workspace lease: the forget is running but cannot get past it.
             lock = WorkspaceLock(redis, settings.workspace_for(agent), wait_s=5)
             async with lock.hold():
-                job = await client.enqueue_forget(request)
+                job = await client.enqueue_forget(request, request_id=f"killed-{host}")
                 await wait_state(client, job.job_id, "running")
                 first.kill()  # SIGKILL: no drain, no finally
             assert (await client.job(job.job_id)).state == "running"  # its in-progress key stays
@@ -69,7 +69,8 @@ async def test_a_forget_killed_mid_run_is_retried_at_restart_before_any_sweep(wo
             second = DaemonProcess(config, notify2, tmp_path / "d2.log").start()
             try:
                 notify2.wait_for("READY=1")
-                again = await client.enqueue_forget(request)  # the same request, sent again
+                # The same request, sent again under its request id: the same job, run by the new worker.
+                again = await client.enqueue_forget(request, request_id=f"killed-{host}")
                 assert again.job_id == job.job_id
                 started = time.monotonic()
                 done = await client.wait(job.job_id, timeout_s=60)
@@ -96,7 +97,7 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
         await redis.hset("memoryd:agents", agent, queue)
         # The host is alive (a restarted daemon beats); the worker that took the job is not.
         await redis.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
-        job = await client.enqueue_ingest(agent, request_id="dead-worker")
+        job = await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")
         # What a worker SIGKILLed mid-job leaves: its record, its expired liveness, the job
         # in the queue and its in-progress key.
         dead = f"{host}:999999:dead"
@@ -105,14 +106,14 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
         await redis.set(f"arq:in-progress:{job.job_id}", b"1", px=3_600_000)
         assert (await client.job(job.job_id, queue)).state == "running"
 
-        again = await client.enqueue_ingest(agent, request_id="dead-worker")
+        again = await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")
         assert again.deduplicated and again.job_id == job.job_id
         assert (await client.job(job.job_id, queue)).state == "queued"  # the next worker runs it
 
         # A worker that is alive keeps its job.
         await redis.set(WORKER_ALIVE_KEY.format(instance=dead), b"1", px=60_000)
         await redis.set(f"arq:in-progress:{job.job_id}", b"1", px=3_600_000)
-        await client.enqueue_ingest(agent, request_id="dead-worker")
+        await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")
         assert (await client.job(job.job_id, queue)).state == "running"
     await redis.hdel(HEARTBEATS_KEY, host)
     await redis.delete(

@@ -38,7 +38,7 @@ async def test_dry_runs_and_refused_payloads_are_not_counted_as_purges(
             {"agent": "main", "sessions": ["direct-1"], "noSuchField": 1},  # refused by the model
             {"agent": "elsewhere", "sessions": ["direct-1"]},  # not an agent of this host
         ):
-            job = await client.enqueue("forget", payload, queue=queue, request_id=unique)
+            job = await client.enqueue("forget", payload, queue=queue)
             assert not job.deduplicated
     await run_jobs(settings, queue)
     assert _purges() == before

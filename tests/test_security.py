@@ -147,8 +147,9 @@ def test_a_redis_password_never_survives_redaction(password, user, form, scheme)
 
 def test_metric_labels_name_only_agents_families_states_and_reasons():
     # reason values are policy rule names the operator configured (hookExternalContentSource:gmail);
-    # loop values are the daemon's own background loops (worker, scheduler, …)
-    allowed = {"agent", "family", "state", "outcome", "reason", "artifact", "decision", "loop"}
+    # loop values are the daemon's own background loops (worker, scheduler, …); host values are
+    # the operator's daemon.host_id names (memoryd_purges_waiting)
+    allowed = {"agent", "family", "state", "outcome", "reason", "artifact", "decision", "loop", "host"}
     for collector in metrics.REGISTRY._collector_to_names:  # noqa: SLF001 - every registered metric
         labels = set(getattr(collector, "_labelnames", ()))
         assert labels <= allowed, f"{collector}: {labels - allowed}"

@@ -57,9 +57,7 @@ class Served:
 
     async def run(self, function: str, payload: dict[str, Any]) -> JobReport:
         async with MemorydClient.connect(self.settings) as client:
-            job = await client.enqueue(
-                function, payload, queue=self.queue, request_id=f"r{len(self.job_ids)}"
-            )
+            job = await client.enqueue(function, payload, queue=self.queue)
             self.job_ids.append(job.job_id)
             report = await client.wait(job.job_id, timeout_s=60)
         assert report.state == "complete", report.error

@@ -19,7 +19,7 @@ from daemon.ops import forget as forget_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.service import arq_pool
-from daemon.runtime.wire import queue_name, request_job_id
+from daemon.runtime.wire import queue_name, random_job_id
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
@@ -116,7 +116,7 @@ async def test_a_rerun_of_the_same_forget_converges(world):
     settings, queue, job_ids = world
     payload = {"agent": "main", "sessions": ["s-one"]}
     first = await enqueue_and_run(settings, queue, job_ids, FORGET, payload)
-    again = await enqueue_and_run(settings, queue, job_ids, FORGET, payload, request_id="rerun")
+    again = await enqueue_and_run(settings, queue, job_ids, FORGET, payload)
     assert first.state == again.state == "complete"
     assert first.result is not None and again.result is not None
     # A stored result names no session (daemon/stored_form.py): the counts say what each did.
@@ -140,16 +140,14 @@ async def test_jobs_travel_as_json_never_pickle(world, redis):
     assert result["s"] is True and result["r"]["dryRun"] is True
 
 
-async def test_erase_arguments_and_results_expire_with_the_erase_ttl(world, redis):
+async def test_an_erase_waits_unexpired_until_it_runs_and_its_result_keeps_the_erase_ttl(world, redis):
     settings, queue, job_ids = world
     ttl_ms = settings.retention.erase_result_ttl_s * 1000
     payload = {"scope": f"user:u-{settings.daemon.host_id}", "dry_run": True}
     async with MemorydClient.connect(settings) as client:
-        job = await client.enqueue(
-            ERASE, payload, queue=queue, expires_s=settings.retention.erase_result_ttl_s
-        )
+        job = await client.enqueue(ERASE, payload, queue=queue)
         job_ids.append(job.job_id)
-        assert 0 < await redis.pttl(f"arq:job:{job.job_id}") <= ttl_ms
+        assert await redis.pttl(f"arq:job:{job.job_id}") == -1  # a purge never expires unrun
         await run_jobs(settings, queue)
         report = await client.job(job.job_id)
     assert report.state in ("complete", "failed")
@@ -160,7 +158,7 @@ async def test_erase_arguments_and_results_expire_with_the_erase_ttl(world, redi
 async def test_an_erase_given_up_before_running_keeps_its_result_only_for_the_erase_ttl(world, redis):
     settings, queue, job_ids = world
     payload = {"scope": "user:u-given-up"}
-    job_id = request_job_id(ERASE, payload)
+    job_id = random_job_id(ERASE)
     job_ids.append(job_id)
     async with MemorydClient.connect(settings) as client:
         await client.redis.enqueue_job(ERASE, payload, _job_id=job_id, _queue_name=queue, _job_try=99)
@@ -177,19 +175,14 @@ async def test_a_finished_job_rings_its_done_bell_after_its_result_is_stored(wor
     from daemon.constants import JOB_DONE_KEY
 
     settings, queue, job_ids = world
-    # Own request ids: other tests run the same payloads (deterministic job ids) and ring too.
-    rid = settings.daemon.host_id
     ok = await enqueue_and_run(
         settings,
         queue,
         job_ids,
         FORGET,
         {"agent": "main", "sessions": ["s-one"], "dry_run": True},
-        request_id=rid,
     )
-    bad = await enqueue_and_run(
-        settings, queue, job_ids, FORGET, {"agent": "main", "bogus": 1}, request_id=rid
-    )
+    bad = await enqueue_and_run(settings, queue, job_ids, FORGET, {"agent": "main", "bogus": 1})
     try:
         assert ok.state == "complete" and bad.state == "failed"
         for report in (ok, bad):  # failed jobs ring too: a waiting client must see the failure
@@ -212,7 +205,6 @@ async def test_wait_is_woken_by_the_done_bell_not_by_its_poll(world, redis):
             FORGET,
             {"agent": "main", "sessions": ["s-one"], "dry_run": True},
             queue=queue,
-            request_id=settings.daemon.host_id,
         )
         job_ids.append(job.job_id)
         got = []
@@ -247,7 +239,6 @@ async def test_wait_still_completes_by_polling_when_no_bell_rings(world, redis):
             FORGET,
             {"agent": "main", "sessions": ["s-one"], "dry_run": True},
             queue=queue,
-            request_id=settings.daemon.host_id,
         )
         job_ids.append(job.job_id)
         got = []
@@ -292,7 +283,6 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
                 FORGET,
                 {"agent": "main", "sessions": ["s-one"], "dry_run": True},
                 queue=queue,
-                request_id=settings.daemon.host_id,
             )
             job_ids.append(job.job_id)
             with anyio.fail_after(20):
@@ -324,7 +314,7 @@ async def test_arqs_own_command_runs_the_registrys_jobs_from_the_worker_settings
     )
     async with MemorydClient.connect(settings) as client:
         job = await client.enqueue(
-            FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue, request_id="arq"
+            FORGET, {"agent": "main", "sessions": ["s-one"], "dry_run": True}, queue=queue
         )
         job_ids.append(job.job_id)
         ran = await anyio.to_thread.run_sync(
@@ -356,7 +346,6 @@ async def test_the_job_list_shows_finished_jobs_through_arqs_job_api_and_skips_w
             job_ids,
             FORGET,
             {"agent": "main", "sessions": ["s-one"], "dry_run": True},
-            request_id="listed",
         )
         async with MemorydClient.connect(settings) as client:
             listed = await client.list_jobs(queue)
@@ -404,7 +393,7 @@ async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
     reports: dict[str, dict[str, Any]] = {}
     async with MemorydClient.connect(settings) as client:
         for name, payload in [*payloads.items(), ("forget", {"agent": "main", "participants": ["nora"]})]:
-            job = await client.enqueue(name, payload, queue=queue, request_id=f"text-{len(raw)}")
+            job = await client.enqueue(name, payload, queue=queue)
             job_ids.append(job.job_id)
             await run_jobs(settings, queue)
             report = await client.job(job.job_id)

@@ -1000,12 +1000,11 @@ async def poll_pending(
                 if name not in TRANSIENT_ERRORS | also_transient and not _disk_full(report.error or ""):
                     tally.violations.append(f"{job.kind} {job.request} failed unexpectedly: {report.error}")
                 job.attempt += 1
-            retry_id = f"retry-{job.attempt}" if job.attempt else None
-            try:
+            try:  # each send is a job of its own (a random id): the retry runs, whatever came before
                 if job.erase:
-                    enq = await client.enqueue_erase(job.request, queue=queue, request_id=retry_id)
+                    enq = await client.enqueue_erase(job.request, queue=queue, queue_anyway=True)
                 else:
-                    enq = await client.enqueue(forget.OP.name, job.request, queue=queue, request_id=retry_id)
+                    enq = await client.enqueue(forget.OP.name, job.request, queue=queue)
             except (RedisError, OSError):
                 still.append(job)
                 continue
@@ -1113,7 +1112,7 @@ class Run:
         if self.rng.random() < self.erase_rate:
             request, targets = self.world.random_erase()
             try:
-                enq = await client.enqueue_erase(request, queue=self.queue)
+                enq = await client.enqueue_erase(request, queue=self.queue, queue_anyway=True)
                 self.pending.append(Pending(request, targets, enq.job_id, erase=True))
                 self.tally.erase_enqueued += 1
             except (RedisError, OSError, MemorydError):
@@ -1277,7 +1276,7 @@ class Run:
         if what == "erasure journal key":  # an erasure to run up to its journal
             request, targets = self.world.random_erase()
             try:
-                enq = await client.enqueue_erase(request, queue=self.queue)
+                enq = await client.enqueue_erase(request, queue=self.queue, queue_anyway=True)
                 self.pending.append(Pending(request, targets, enq.job_id, erase=True))
                 self.tally.erase_enqueued += 1
             except (RedisError, OSError, MemorydError):

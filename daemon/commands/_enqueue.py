@@ -32,13 +32,16 @@ timeout_option = click.option(
 request_id_option = click.option(
     "--request-id",
     default=None,
-    help="Distinguish this request from an identical earlier one (else deduplicated).",
+    help=(
+        "Your unguessable reference for this request (a UUID; never a subject's id): sent again, "
+        "it is answered by its queued, running or successful run; a failed one runs again."
+    ),
 )
 queue_option = click.option("--queue", default=None, help="Target queue when several hosts share Redis.")
 queue_anyway_option = click.option(
     "--queue-anyway",
     is_flag=True,
-    help="Queue the job even though the agent's host sends no heartbeat (it runs when the host is back).",
+    help="Queue the job even though its host sends no heartbeat (it runs when the host is back).",
 )
 
 
@@ -64,13 +67,16 @@ def _duration(seconds: float) -> str:
 
 
 def _dedup_note(stands_s: float | None) -> str:
-    """What a deduplicated request means: which earlier job answers it, for how long, and
-    how to run a new one."""
+    """What a deduplicated request means: which earlier run of its request id answers it, and
+    for how long."""
     if stands_s is None:
-        earlier = "an identical request is still queued or running; its report answers this one"
-    else:
-        earlier = f"an identical request ran already; its result stands for another {_duration(stands_s)}"
-    return f" (deduplicated: {earlier}; pass --request-id ID to run it again)"
+        return (
+            " (deduplicated: this request id's job is still queued or running; its report answers this one)"
+        )
+    return (
+        f" (deduplicated: this request id's job ran already; its result stands for another "
+        f"{_duration(stands_s)}; pass a new --request-id to run it again)"
+    )
 
 
 def _refuse_unrouted(state: CliState, exc: UnroutedAgent) -> NoReturn:
@@ -137,8 +143,8 @@ def register_enqueue(
     """`memoryd enqueue <op's command>`: `options` are the direct command's flags, `fields`
     turns them into the request's fields, `human` is the direct command's rendering of the
     report (what `--wait` prints without `--json`). A request whose model has no `request_id`
-    of its own gets `--request-id` (a new job for an identical request); a host-wide one gets
-    `--queue`."""
+    of its own gets `--request-id` (what makes a request sent again one job); a host-wide one gets
+    `--queue`; each gets `--queue-anyway` (queued for a host that is not alive)."""
 
     def render(result: dict[str, Any]) -> str:
         from pydantic import ValidationError
@@ -175,7 +181,8 @@ def register_enqueue(
     decorated: Callable[..., Any] = pass_state(enqueue_cmd)
     extra = [
         *([request_id_option] if own_request_id else []),
-        *([queue_option] if host_wide else [queue_anyway_option]),
+        *([queue_option] if host_wide else []),
+        queue_anyway_option,
     ]
     for option in reversed([*options, *extra, wait_option, timeout_option, json_option]):
         decorated = option(decorated)

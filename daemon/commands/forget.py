@@ -88,9 +88,9 @@ def _count(n: int, noun: str) -> str:
 
 def _done(report: Mapping[str, Any]) -> str:
     """One line saying what an applied forget did (a preview says so itself)."""
-    a = report["artifacts"]
+    a, c = report["artifacts"], report["counts"]  # counts: a stored result keeps no lists
     removed = [
-        _count(len(report["entryKeys"]), "memory entry").replace("entrys", "entries"),
+        _count(c["entriesRemoved"], "memory entry").replace("entrys", "entries"),
         _count(a["sessionCorpusLines"], "session-corpus line"),
         _count(a["indexChunks"], "index chunk"),
         _count(a["vectorRows"], "vector row"),
@@ -98,7 +98,7 @@ def _done(report: Mapping[str, Any]) -> str:
         _count(a["originRows"], "origin row"),
     ]
     return (
-        f"Done: recorded {_count(len(report['sessionIds']), 'session')} as forgotten; removed "
+        f"Done: recorded {_count(c['sessionsRecordedForgotten'], 'session')} as forgotten; removed "
         + ", ".join(removed)
         + "; transcripts and archives untouched"
     )

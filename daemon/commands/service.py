@@ -30,7 +30,12 @@ def _status_human(report: Any) -> str:
     ]
     body = table(["agent", "last sweep", "sessions", "admitted", "excluded", "lag", "queued", "lock"], rows)
     errors = [f"  {a.agent}: {e}" for a in report.agents for e in a.errors]
-    return "\n".join([head, body] + (["problems:"] + errors if errors else []))
+    waiting = [f"  {s.line()}" for s in report.stalled_purges]
+    return "\n".join(
+        [head, body]
+        + (["problems:"] + errors if errors else [])
+        + (["purges waiting on a host that is not alive:"] + waiting if waiting else [])
+    )
 
 
 def _jobs_human(jobs: list[Any]) -> str:
@@ -41,7 +46,7 @@ def _jobs_human(jobs: list[Any]) -> str:
             j.tries or "-",
             j.enqueued_at or "-",
             j.finished_at or "-",
-            j.error or ("report" if j.result else "-"),
+            j.error or ("report" if j.result else f"waiting: {j.waiting_on}" if j.waiting_on else "-"),
         ]
         for j in jobs
     ]

@@ -52,6 +52,19 @@ class Artifacts(_Model):
     originRows: int = 0  # origin rows of the selected keys, every session
 
 
+class Counts(_Model):
+    """What the report's lists hold, as numbers: kept in a stored result, which empties the lists."""
+
+    sessionsMatched: int  # sessions the selectors resolved to (live, archived or unresolved)
+    sessionsRecordedForgotten: int  # forgotten-session records written (0 for a dry run)
+    entriesRemoved: int  # memory entries deleted (a dry run: that it would delete)
+    mixedLineageEntriesRemoved: int
+    untargetableEntries: int
+    curatedWritesRetained: int
+    participantsMatched: int
+    refusals: int
+
+
 class ForgetReport(_Model):
     agentId: str
     dryRun: bool
@@ -66,6 +79,7 @@ class ForgetReport(_Model):
     curatedWrites: Annotated[list[CuratedWriteModel], Content]
     artifacts: Artifacts
     refusals: Annotated[list[str], Content]
+    counts: Counts  # memoryd's: the reference's fields above, then these numbers
 
 
 def build_report(plan: ForgetPlan, *, dry_run: bool) -> ForgetReport:

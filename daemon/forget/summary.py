@@ -6,7 +6,10 @@ and their order here are the JSON emission order.
 Lists are sorted in UTF-16 code-unit order (JavaScript's default `toSorted()`); the fields
 the reference sorts with `localeCompare` (sessionResolutions by sessionId, curatedWrites by
 relativePath) use the same code-unit order, so output does not depend on the host's locale.
-The report describes the plan and is computed before any write.
+The report describes the plan and is computed before any write; a purge returns it only once
+the plan is applied. `counts` repeats, as numbers, what the lists hold: a job's stored result
+empties the lists (they name sessions, people and content hashes) and keeps the counts, so a
+caller can tell "matched nothing" from "matched sessions with no memory".
 """
 
 from __future__ import annotations
@@ -73,22 +76,34 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
             "originRows": plan.lineage.origin_rows,
         },
         "refusals": list(plan.refusals),
+        "counts": {
+            "sessionsMatched": len(targets),
+            # Written in the purge's first transaction; a report is returned only once it is complete.
+            "sessionsRecordedForgotten": 0 if dry_run else len(plan.session_ids),
+            "entriesRemoved": len(plan.lineage.entry_keys),
+            "mixedLineageEntriesRemoved": len(plan.lineage.mixed_entry_keys),
+            "untargetableEntries": len(plan.untargetable_keys),
+            "curatedWritesRetained": len(plan.curated_writes),
+            "participantsMatched": len(plan.selection.participant_matches),
+            "refusals": len(plan.refusals),
+        },
     }
 
 
 def render_human(report: Mapping[str, Any]) -> str:
     """A readable summary of the report's JSON form (the reference's human output, §7.8)."""
     a = report["artifacts"]
+    c = report["counts"]  # a stored result (Redis) keeps these, not the lists they count
     title = "Memory Deletion Preview" if report["dryRun"] else f"Memory Deletion ({report['agentId']})"
     lines = [
         title,
         f"Agent: {report['agentId']}",
-        f"Source sessions: {len(report['sessionIds'])}",
+        f"Source sessions: {c['sessionsMatched']}",
         "Source transcripts retained: yes (forget never deletes transcripts or archives)",
-        f"Deleted entries: {len(report['entryKeys'])}",
-        f"Mixed-lineage entries deleted whole: {len(report['mixedLineageEntryKeys'])}",
-        f"Entries without targetable provenance: {len(report['untargetableEntryKeys'])}",
-        f"Curated writes retained: {len(report['curatedWrites'])}",
+        f"Deleted entries: {c['entriesRemoved']}",
+        f"Mixed-lineage entries deleted whole: {c['mixedLineageEntriesRemoved']}",
+        f"Entries without targetable provenance: {c['untargetableEntries']}",
+        f"Curated writes retained: {c['curatedWritesRetained']}",
         f"Memory artifacts: {a['memoryFiles']} files, {a['memoryEntries']} entries, {a['memoryLines']} quoted lines",
         f"Session corpus: {a['sessionCorpusFiles']} files, {a['sessionCorpusLines']} lines",
         f"Index artifacts: {a['indexChunks']} chunks, {a['indexSources']} sources, {a['ftsRows']} full-text rows, "

@@ -96,10 +96,10 @@ class Op(Generic[R]):
     result: Callable[[], type[BaseModel]]  # the report model (the job's result, the CLI's --json)
     routing: Routing
     lock: Callable[[R], LockPolicy]  # may depend on the request (a dry run takes no lock)
-    # How long Redis keeps the result (and a payload naming a subject, see below).
+    # How long Redis keeps the result.
     result_ttl_s: Callable[[Settings], int] = keep_result_s
-    # The payload names a data subject: its job key expires after result_ttl_s if not
-    # delivered, and a job given up before it ran keeps its result no longer either.
+    # The payload names a data subject: a job given up before it ran keeps its result no longer
+    # than result_ttl_s either. (A purge's job record itself never expires before it runs.)
     payload_names_subject: bool = False
     # Whether its report may quote memory text. A result is stored in Redis, outside what
     # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
@@ -115,7 +115,9 @@ class Op(Generic[R]):
     command: str | None = None
     # The scheduler's interval for it (None: not scheduled with these settings).
     interval_s: Callable[[Settings], float | None] | None = None
-    purge: bool = False  # deletes data: counted in the purge metrics and alerts
+    # Deletes data: counted in the purge metrics and alerts; its job record is kept until it runs,
+    # no other purge deletes it, and it is refused for a queue no live host serves.
+    purge: bool = False
     sweep: bool = False  # a sweep: its duration and last success are exported per agent (or host)
     sessions_scanned_field: str | None = None  # result field counted in memoryd_sessions_scanned_total
     # Long background work (minutes on a large history): a worker runs such jobs in at most
@@ -141,7 +143,7 @@ class Op(Generic[R]):
             raise JobPayloadError(f"{self.name}: {exc}") from None
 
     def payload(self, request: R) -> dict[str, Any]:
-        """The request as JSON, the job's single argument (and what its id hashes)."""
+        """The request as JSON, the job's single argument."""
         return request.model_dump(mode="json")
 
     def scheduled(self, settings: Settings) -> float | None:

@@ -8,9 +8,11 @@
   for an agent goes to its owner's queue. An agent nobody serves is a UsageError.
 * Requests are validated by their operation (daemon.ops: `Op.parse`), as the CLI and the job
   validate them, before anything is enqueued; a bad one is one JobPayloadError line.
-* Job ids are deterministic (daemon.runtime.wire): the same request enqueued twice is one job, and
-  the second enqueue reports `deduplicated`. Pass `request_id` to run an identical request
-  again while the first one's result is still kept.
+* Job ids are random (daemon.runtime.wire): each request runs. With a `request_id`, the same
+  request sent again is answered by its queued, running or successful run (`deduplicated`); a
+  failed run runs again; another payload under the same request id is refused. A purge's job
+  record does not expire before it runs, and a purge for a host that is not alive is refused
+  unless the caller asks to leave it queued.
 * Pickup is pushed: after enqueuing, the client RPUSHes the queue's bell (QUEUE_BELL_KEY) and
   the worker, blocked on it between polls, starts the job at once.
 * Completion is pushed: the worker RPUSHes the job's doorbell (JOB_DONE_KEY) after arq has
@@ -30,12 +32,18 @@ from typing import Any, Literal
 
 import anyio
 from arq.connections import ArqRedis
-from arq.constants import default_queue_name, result_key_prefix, retry_key_prefix
+from arq.constants import (
+    default_queue_name,
+    in_progress_key_prefix,
+    job_key_prefix,
+    result_key_prefix,
+    retry_key_prefix,
+)
 from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.asyncio import ConnectionPool
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError, WatchError
 
 from daemon.constants import (
     AGENT_OWNER_KEY,
@@ -44,8 +52,12 @@ from daemon.constants import (
     JOB_DONE_KEY,
     JOB_DONE_TTL_S,
     MAX_AGENTS_NAMED,
+    PURGE_JOB_EXPIRES_S,
     QUEUE_BELL_KEY,
     QUEUE_BELL_TTL_S,
+    QUEUE_PREFIX,
+    REQUEST_ID_MAX_CHARS,
+    REQUEST_KEY,
 )
 from daemon.errors import MemorydError, OperationFailed, UsageError, exit_code_of
 from daemon.failpoints import failpoint
@@ -58,8 +70,18 @@ from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
 from daemon.runtime import interrupted
 from daemon.runtime.hosts import host_of_queue, parse_heartbeat
-from daemon.runtime.wire import deserialize, job_name_of, random_job_id, request_job_id, serialize
+from daemon.runtime.wire import (
+    deserialize,
+    job_name_of,
+    random_job_id,
+    request_fingerprint,
+    request_job_id,
+    serialize,
+)
 from daemon.settings import Settings
+
+# Rounds of a request-id enqueue racing other clients of the same request id (see _enqueue_request).
+REQUEST_ROUNDS = 5
 
 JobState = Literal["queued", "deferred", "running", "complete", "failed", "not_found"]
 
@@ -70,6 +92,27 @@ def _names(names: list[str]) -> str:
     shown = ", ".join(names[:MAX_AGENTS_NAMED])
     more = len(names) - MAX_AGENTS_NAMED
     return f"{shown}, and {more} more" if more > 0 else shown
+
+
+def check_request_id(request_id: str) -> None:
+    """A request id is a caller's reference: 1 to REQUEST_ID_MAX_CHARS printable characters."""
+    if (
+        not isinstance(request_id, str)
+        or not 0 < len(request_id) <= REQUEST_ID_MAX_CHARS
+        or request_id != request_id.strip()
+        or any(ord(c) < 32 or ord(c) == 127 for c in request_id)
+    ):
+        raise UsageError(
+            f"request id {request_id!r}: must be 1-{REQUEST_ID_MAX_CHARS} printable characters "
+            "(an unguessable reference such as a UUID, never a subject's id)"
+        )
+
+
+def _is_purge(function: str) -> bool:
+    try:
+        return op_named(function).purge
+    except UsageError:
+        return False  # another tool's function: arq's defaults
 
 
 class UnroutedAgent(UsageError):
@@ -88,7 +131,7 @@ class EnqueuedJob(_Model):
     job_id: str
     function: str
     queue: str
-    deduplicated: bool  # an identical request was already queued, running or finished
+    deduplicated: bool  # its request id's queued, running or successful run answers it
 
 
 class JobReport(_Model):
@@ -102,6 +145,8 @@ class JobReport(_Model):
     finished_at: str | None
     error: str | None  # "<ErrorClass>: <message>" when the job failed
     result: dict[str, Any] | None  # the domain's report, as the CLI prints it
+    # A queued job whose host is not alive: why it waits ("its host 'h1' stopped 3 min ago").
+    waiting_on: str | None = None
 
     @property
     def done(self) -> bool:
@@ -170,7 +215,9 @@ def _not_found(job_id: str, queue: str | None) -> JobReport:
     )
 
 
-def _unreadable(job_id: str, queue: str | None) -> JobReport:
+def _unreadable(
+    job_id: str, queue: str | None, problem: str = "job record unreadable (not a job arq can run)"
+) -> JobReport:
     return JobReport(
         job_id=job_id,
         function=job_name_of(job_id),
@@ -180,9 +227,16 @@ def _unreadable(job_id: str, queue: str | None) -> JobReport:
         enqueued_at=None,
         started_at=None,
         finished_at=None,
-        error="JobRecordError: job record unreadable (not a job arq can run)",
+        error=f"JobRecordError: {problem}",
         result=None,
     )
+
+
+def _wrong_type(exc: ResponseError) -> str:
+    """A job or result key that is not a string (WRONGTYPE): what `memoryd jobs` says of it."""
+    if "WRONGTYPE" in str(exc):
+        return "job record unreadable (its key holds another Redis type, not a job value)"
+    return f"job record unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
 
 
 def _error_text(result: Any) -> str:
@@ -227,8 +281,8 @@ class MemorydClient:
 
     async def queue_for(self, agent: str, *, queue_anyway: bool = False) -> str:
         """The queue of the host that owns `agent`. A job for an owner that is not alive would
-        wait unseen: refused (OperationFailed, naming the host and its silence) unless
-        `queue_anyway`, which queues it for when the host is back."""
+        wait unseen: refused (OperationFailed, naming the host, its silence and the hosts that
+        are alive) unless `queue_anyway`, which queues it for when the host is back."""
         raw = await self.redis.hget(AGENT_OWNER_KEY, agent)  # type: ignore[misc]
         if raw is None:
             served = _names(sorted(k.decode() for k in await self.redis.hkeys(AGENT_OWNER_KEY)))  # type: ignore[misc]
@@ -239,15 +293,28 @@ class MemorydClient:
             )
         queue = raw.decode() if isinstance(raw, bytes) else str(raw)
         if not queue_anyway:
-            host = host_of_queue(queue)
-            heartbeat = parse_heartbeat(host, await self.redis.hget(HEARTBEATS_KEY, host))  # type: ignore[misc]
-            now = time.time()
-            if not heartbeat.alive(now):
-                raise OperationFailed(
-                    f"agent {agent!r}: {heartbeat.silence(now)}; start `memoryd run` there, or pass "
-                    "--queue-anyway to queue the job for when it is back"
-                )
+            await self.require_live(queue, f"agent {agent!r}")
         return queue
+
+    async def require_live(self, queue: str, what: str) -> None:
+        """OperationFailed unless a live host serves `queue`: the refusal names the hosts alive."""
+        host = host_of_queue(queue)
+        beats = await self.redis.hgetall(HEARTBEATS_KEY)  # type: ignore[misc]
+        now = time.time()
+        heartbeat = parse_heartbeat(host, beats.get(host.encode()))
+        if heartbeat.alive(now):
+            return
+        alive_hosts = _names(
+            sorted(
+                name
+                for raw_name, value in beats.items()
+                if parse_heartbeat(name := raw_name.decode(errors="replace"), value).alive(now)
+            )
+        )
+        raise OperationFailed(
+            f"{what}: {heartbeat.silence(now)} (hosts alive: {alive_hosts}); start `memoryd run` "
+            "there, or pass --queue-anyway to queue the job for when it is back"
+        )
 
     async def default_queue(self) -> str:
         """The only host's queue, for jobs that name no agent (erase); ambiguous → UsageError."""
@@ -270,35 +337,114 @@ class MemorydClient:
         *,
         queue: str,
         request_id: str | None = None,
-        expires_s: float | None = None,
-        names_subject: bool = False,
         job_id: str | None = None,
     ) -> EnqueuedJob:
-        """`job_id`: the caller's own unique id (the daemon's live sweeps name their agent)."""
-        # A payload naming a data subject gets a random id: one hashed from it would confirm a
-        # guessed subject to anyone who can list Redis keys (and every such request runs anew).
-        if job_id is None:
-            job_id = (
-                random_job_id(function) if names_subject else request_job_id(function, payload, request_id)
-            )
-        job = await self.redis.enqueue_job(
-            function, payload, _job_id=job_id, _queue_name=queue, _expires=expires_s
-        )
+        """Enqueue `payload` for `function` on `queue`. Its job id is random; with the caller's
+        `request_id`, the request id's (daemon.runtime.wire): a queued, running or successful run
+        of the same payload under it answers this request (`deduplicated`), a failed one runs
+        again, and another payload under it is refused (UsageError). `job_id`: the caller's
+        own unique id (the daemon's live sweeps name their agent)."""
+        if job_id is None and request_id is not None:
+            return await self._enqueue_request(function, payload, queue, request_id)
+        job_id = random_job_id(function) if job_id is None else job_id
+        job = await self._put(function, payload, queue, job_id)
         # The same request again while its job's only worker is dead: the job runs anew.
         released = job is None and await interrupted.release_if_orphaned(self.redis, queue, job_id)
-        if (
-            job is not None or released
-        ):  # ring the queue's bell: the worker starts it now, not at its next poll
-            bell = QUEUE_BELL_KEY.format(queue=queue)
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.rpush(bell, 1)
-                pipe.expire(bell, QUEUE_BELL_TTL_S)
-                await pipe.execute()
+        if job is not None or released:
+            await self._ring(queue)
         return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=job is None)
 
+    async def _enqueue_request(
+        self, function: str, payload: dict[str, Any], queue: str, request_id: str
+    ) -> EnqueuedJob:
+        check_request_id(request_id)
+        job_id = request_job_id(function, request_id)
+        fingerprint = request_fingerprint(request_id, function, payload).encode()
+        record = REQUEST_KEY.format(job_id=job_id)
+        # Bounded: each round either enqueues, answers, or clears a failed run a racing client
+        # had not yet cleared.
+        for _ in range(REQUEST_ROUNDS):
+            if not await self.redis.set(record, fingerprint, nx=True):
+                stored = await self.redis.get(record)
+                if stored is None:
+                    continue  # expired meanwhile: claim it again
+                if stored != fingerprint:
+                    raise UsageError(
+                        f"request id {request_id!r}: already used for another {function} request; "
+                        "give each different request its own request id"
+                    )
+            if (await self.job(job_id, queue)).state == "failed":
+                # A failure never answers a request: the same request id runs again.
+                await self.redis.delete(result_key_prefix + job_id)
+            job = await self._put(function, payload, queue, job_id)
+            if job is not None:
+                await self._ring(queue)
+                return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=False)
+            if (await self.job(job_id, queue)).state == "failed":
+                continue  # it failed between the two reads: run it again
+            if await self._take_over(job_id, queue) or await interrupted.release_if_orphaned(
+                self.redis, queue, job_id
+            ):
+                await self._ring(queue)
+            return EnqueuedJob(job_id=job_id, function=function, queue=queue, deduplicated=True)
+        raise OperationFailed(f"request id {request_id!r}: its job kept changing state; send it again")
+
+    async def _take_over(self, job_id: str, queue: str) -> bool:
+        """The request's job waits, not started, on another queue whose host is not alive (the
+        agent's route moved, a failover): move it to `queue`, where it runs, instead of answering
+        the request with a job nothing runs. True when it moved."""
+        if await self.redis.zscore(queue, job_id) is not None:
+            return False
+        now = time.time()
+        beats = await self.redis.hgetall(HEARTBEATS_KEY)  # type: ignore[misc]
+        async for raw in self.redis.scan_iter(match=QUEUE_PREFIX + "*", count=500, _type="zset"):
+            other = raw.decode(errors="replace")
+            if other == queue or await self.redis.zscore(other, job_id) is None:
+                continue
+            host = host_of_queue(other)
+            if parse_heartbeat(host, beats.get(host.encode())).alive(now):
+                return False  # a live host will run it where it is
+            async with self.redis.pipeline(transaction=True) as pipe:
+                # Not if a worker of the old queue starts it meanwhile (its in-progress key).
+                await pipe.watch(in_progress_key_prefix + job_id)
+                if await pipe.exists(in_progress_key_prefix + job_id):
+                    await pipe.reset()
+                    return False
+                pipe.multi()
+                pipe.zrem(other, job_id)
+                pipe.zadd(queue, {job_id: int(now * 1000)})
+                try:
+                    await pipe.execute()
+                except WatchError:
+                    return False
+            return True
+        return False
+
+    async def _put(self, function: str, payload: dict[str, Any], queue: str, job_id: str) -> Job | None:
+        """arq's enqueue; a purge's job record is kept until it runs (arq expires it in a day)."""
+        purge = _is_purge(function)
+        job = await self.redis.enqueue_job(
+            function,
+            payload,
+            _job_id=job_id,
+            _queue_name=queue,
+            _expires=PURGE_JOB_EXPIRES_S if purge else None,
+        )
+        if job is not None and purge:
+            await self.redis.persist(job_key_prefix + job_id)
+        return job
+
+    async def _ring(self, queue: str) -> None:
+        """Ring the queue's bell: the worker starts the job now, not at its next poll."""
+        bell = QUEUE_BELL_KEY.format(queue=queue)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(bell, 1)
+            pipe.expire(bell, QUEUE_BELL_TTL_S)
+            await pipe.execute()
+
     async def result_stands_s(self, job_id: str) -> float | None:
-        """How long the finished result of `job_id` stays in Redis (an identical request is
-        deduplicated to it until then); None while the job is still queued or running."""
+        """How long the finished result of `job_id` stays in Redis (a request sent again under
+        its request id is answered by it until then); None while the job is still queued or running."""
         ttl_ms = await self.redis.pttl(result_key_prefix + job_id)
         return ttl_ms / 1000 if ttl_ms is not None and ttl_ms > 0 else None
 
@@ -312,33 +458,40 @@ class MemorydClient:
         queue_anyway: bool = False,
     ) -> EnqueuedJob:
         """Validate `request` as `op` does and enqueue it on the queue its routing names (or
-        `queue`). A payload naming a data subject expires if it is not delivered in time."""
+        `queue`). A purge for a queue no live host serves is refused (OperationFailed naming
+        the hosts alive) unless `queue_anyway`: it would wait unseen."""
         req = op.parse(request)
-        if queue is None:
-            queue = (
-                await self.queue_for(agent_of(req), queue_anyway=queue_anyway)
-                if op.routing is Routing.AGENT
-                else await self.default_queue()
-            )
-        expires_s = op.result_ttl_s(self.settings) if op.payload_names_subject else None
-        return await self.enqueue(
-            op.name,
-            op.payload(req),
-            queue=queue,
-            request_id=request_id,
-            expires_s=expires_s,
-            names_subject=op.payload_names_subject,
-        )
+        if request_id is not None:
+            check_request_id(request_id)
+        if queue is None and op.routing is Routing.AGENT:
+            queue = await self.queue_for(agent_of(req), queue_anyway=queue_anyway)  # checks its host
+        elif op.purge and not queue_anyway:
+            queue = queue if queue is not None else await self.default_queue()
+            await self.require_live(queue, f"{op.name} for queue {queue!r}")
+        elif queue is None:
+            queue = await self.default_queue()
+        return await self.enqueue(op.name, op.payload(req), queue=queue, request_id=request_id)
 
     async def enqueue_forget(
-        self, request: BaseModel | dict[str, Any], *, request_id: str | None = None
+        self,
+        request: BaseModel | dict[str, Any],
+        *,
+        request_id: str | None = None,
+        queue_anyway: bool = False,
     ) -> EnqueuedJob:
-        return await self.submit(forget_op.OP, request, request_id=request_id)
+        return await self.submit(forget_op.OP, request, request_id=request_id, queue_anyway=queue_anyway)
 
     async def enqueue_erase(
-        self, request: BaseModel | dict[str, Any], *, queue: str | None = None, request_id: str | None = None
+        self,
+        request: BaseModel | dict[str, Any],
+        *,
+        queue: str | None = None,
+        request_id: str | None = None,
+        queue_anyway: bool = False,
     ) -> EnqueuedJob:
-        return await self.submit(erase_op.OP, request, queue=queue, request_id=request_id)
+        return await self.submit(
+            erase_op.OP, request, queue=queue, request_id=request_id, queue_anyway=queue_anyway
+        )
 
     async def enqueue_ingest(self, agent: str, *, request_id: str | None = None) -> EnqueuedJob:
         return await self.submit(ingest_op.OP, {"agent": agent}, request_id=request_id)
@@ -368,6 +521,8 @@ class MemorydClient:
             # Another tool (or a fault) left a record arq cannot read; the worker fails it
             # when it comes up. Reported, not raised: one bad record must not hide the others.
             return _unreadable(job_id, queue)
+        except ResponseError as exc:
+            return _unreadable(job_id, queue, _wrong_type(exc))
         status = None if info is None else await handle.status()
         if info is None or status is JobStatus.complete:
             # It may have finished since its result was looked for (its job record goes as its
@@ -377,6 +532,8 @@ class MemorydClient:
                 done = await handle.result_info()
             except DeserializationError:
                 return _unreadable(job_id, queue)
+            except ResponseError as exc:
+                return _unreadable(job_id, queue, _wrong_type(exc))
             if done is not None:
                 return _finished(job_id, done)
             return _not_found(job_id, queue)
@@ -471,7 +628,14 @@ class MemorydClient:
         # A member that is not UTF-8 is shown escaped (the worker fails it when it comes up).
         pending = [m.decode(errors="backslashreplace") for m in await self.redis.zrange(queue, 0, -1)]
         out = [await self.job(job_id, queue) for job_id in pending]
+        host = host_of_queue(queue)
+        heartbeat = parse_heartbeat(host, await self.redis.hget(HEARTBEATS_KEY, host))  # type: ignore[misc]
+        now = time.time()
+        if not heartbeat.alive(now):  # nothing runs them until the host is back: say so
+            why = heartbeat.silence(now)
+            out = [r.model_copy(update={"waiting_on": why}) if not r.done else r for r in out]
         finished: list[JobReport] = []
+        broken: list[JobReport] = []  # result keys of the wrong type, whatever queue they were for
         # SCAN, not arq's all_job_results (KEYS over the whole keyspace, failing on a result
         # that expires meanwhile); each result is read through arq's Job.
         async for key in self.redis.scan_iter(match=result_key_prefix + "*", count=500):
@@ -482,7 +646,10 @@ class MemorydClient:
                 done = await self._handle(job_id, queue).result_info()
             except DeserializationError:
                 continue  # not a result arq can read: not a job of ours
+            except ResponseError as exc:  # not even a string (a hash, a list): one line, then the rest
+                broken.append(_unreadable(job_id, None, _wrong_type(exc)))
+                continue
             if done is not None and done.queue_name == queue:
                 finished.append(_finished(job_id, done))
         finished.sort(key=lambda report: report.finished_at or "", reverse=True)
-        return out + finished[:finished_limit]
+        return out + finished[:finished_limit] + broken[:finished_limit]

@@ -41,7 +41,7 @@ from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime import metrics
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.watch import watch_agent
-from daemon.runtime.wire import job_name_of, live_job_id
+from daemon.runtime.wire import SCHEDULED, job_name_of, live_job_id, parse_job_id
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.live")
@@ -74,9 +74,9 @@ def scheduled_sweep_agents(job_ids: Iterable[str], agents: Iterable[str]) -> lis
     served = set(agents)
     out = []
     for job_id in job_ids:
-        parts = job_id.split(":")
-        if job_name_of(job_id) == ingest_op.OP.name and len(parts) == 4 and parts[1] in served:
-            out.append((parts[1], job_id))
+        parsed = parse_job_id(job_id)
+        if parsed.family == ingest_op.OP.name and parsed.kind == SCHEDULED and parsed.agent in served:
+            out.append((parsed.agent, job_id))
     return out
 
 

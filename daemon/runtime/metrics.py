@@ -139,6 +139,19 @@ PURGES = Counter(
     ["family", "outcome"],
     registry=REGISTRY,
 )
+JOBS_NOT_RUN = Counter(
+    "memoryd_jobs_not_run_total",
+    "Jobs given up without running their function: an unreadable or undeserializable record, "
+    "an unknown function, expired, or out of tries; `reason` is the error class stored as its result.",
+    ["family", "reason"],
+    registry=REGISTRY,
+)
+PURGES_WAITING = Gauge(
+    "memoryd_purges_waiting",
+    "Purge jobs waiting on a queue whose host is not alive (every daemon reports every queue).",
+    ["host"],
+    registry=REGISTRY,
+)
 PURGED_ARTIFACTS = Counter(
     "memoryd_purged_artifacts_total",
     "Artifacts removed by purges, by kind.",

@@ -73,6 +73,7 @@ from daemon.runtime.hosts import (
 from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime.stalled import read_stalled
 from daemon.runtime.status import sweep_summary
 from daemon.runtime.supervise import keep_running
 from daemon.runtime.wire import deserialize, queue_name, serialize
@@ -606,7 +607,20 @@ class Service:
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
+            await self._refresh_stalled_purges()
             await anyio.sleep(STATUS_REFRESH_S)
+
+    async def _refresh_stalled_purges(self) -> None:
+        """memoryd_purges_waiting: purges queued for a host that is not alive (an alert fires)."""
+        if self.pool is None:
+            return
+        try:
+            waiting = await read_stalled(self.pool)
+        except (RedisError, OSError):
+            return  # Redis is away: the reconnect loop reports it; the gauge keeps its last value
+        metrics.PURGES_WAITING.clear()
+        for queue in waiting:
+            metrics.PURGES_WAITING.labels(host=queue.host).set(queue.total)
 
     def _count_problems(self, agent: str, problems: int) -> None:
         """A gauge, and one line when the count changes. The line gives the count only: the

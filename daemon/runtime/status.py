@@ -25,6 +25,7 @@ from daemon.errors import MemorydError
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
+from daemon.runtime.stalled import StalledPurges, read_stalled
 from daemon.runtime.wire import queue_name
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
 from daemon.sessions.json_store import ListingCache
@@ -67,6 +68,8 @@ class DaemonStatus(_Model):
 class StatusReport(_Model):
     daemon: DaemonStatus
     agents: list[AgentStatus]
+    # Purges waiting on a host that is not alive (daemon/runtime/stalled.py); empty without Redis.
+    stalled_purges: list[StalledPurges] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +236,10 @@ async def collect_status(settings: Settings, agents: list[str] | None = None) ->
                     errors=errors,
                 )
             )
-        return StatusReport(daemon=await _daemon_status(settings, redis, redis_state), agents=out)
+        waiting = await read_stalled(redis) if redis is not None else []
+        return StatusReport(
+            daemon=await _daemon_status(settings, redis, redis_state), agents=out, stalled_purges=waiting
+        )
     finally:
         if redis is not None:
             await redis.aclose()

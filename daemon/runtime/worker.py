@@ -23,6 +23,7 @@ import time
 from contextlib import suppress
 from typing import Any
 
+import orjson
 from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_prefix, retry_key_prefix
 from arq.jobs import serialize_result
 from arq.worker import Function, Worker, func
@@ -35,14 +36,15 @@ from daemon.constants import (
     JOB_DONE_TTL_S,
     QUEUE_BELL_BLOCK_S,
     QUEUE_BELL_KEY,
+    REQUEST_KEY,
 )
 from daemon.errors import JobRecordError, UsageError
 from daemon.ops.op import Op
 from daemon.ops.registry import OPS, op_named
-from daemon.runtime import interrupted
+from daemon.runtime import interrupted, metrics
 from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from daemon.runtime.store_pool import StorePool
-from daemon.runtime.wire import deserialize, job_name_of, serialize
+from daemon.runtime.wire import REQUEST, deserialize, job_name_of, parse_job_id, serialize
 from daemon.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")
@@ -91,6 +93,20 @@ def _op_of(job_id: str) -> Op[Any] | None:
 def _is_background(job_id: str) -> bool:
     op = _op_of(job_id)
     return op is not None and op.background
+
+
+def _error_class(result_data: bytes | None) -> str:
+    """The error class a given-up job's stored result names (daemon/runtime/wire.py's form)."""
+    try:
+        error = orjson.loads(result_data or b"null").get("r", {}).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return "unknown"
+    return error if isinstance(error, str) and error.isidentifier() and len(error) <= 64 else "unknown"
+
+
+def _count_not_run(job_id: str, error: str) -> None:
+    op = _op_of(job_id)  # a family label only for memoryd's own names: labels stay bounded
+    metrics.JOBS_NOT_RUN.labels(family=op.name if op is not None else "other", reason=error).inc()
 
 
 def _member_problem(member: bytes, score: float | None) -> str | None:
@@ -316,6 +332,7 @@ class MemorydWorker(Worker):
         job, try and in-progress keys; a result a run already stored is kept."""
         job_id = member.decode(errors="backslashreplace")
         log.error("job %s: %s; failed and removed from the queue", job_id, problem)
+        _count_not_run(job_id, JobRecordError.__name__)
         now_ms = int(time.time() * 1000)
         result = serialize_result(
             job_name_of(job_id),
@@ -341,23 +358,38 @@ class MemorydWorker(Worker):
             if result is not None:
                 pipe.set(result_key_prefix.encode() + member, result, px=int(ttl_s * 1000), nx=True)
             await pipe.execute()
-        await self._wake_waiters(job_id)
+        await self._ended(job_id)
 
     async def _after_job_end(self, ctx: dict[str, Any]) -> None:
         # arq calls after_job_end once finish_job's transaction has stored the result. A job
         # that went back to the queue (a drain cancelled it) rings too: a waiting client reads
         # it still queued and waits on.
-        await self._wake_waiters(ctx["job_id"])
+        await self._ended(ctx["job_id"])
 
     # Override: a job arq gives up on before running it (too many tries, expired, unknown
     # function) ends here, and no hook runs on that path: its result gets the subject TTL and
     # its doorbell rings here.
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
+        _count_not_run(job_id, _error_class(result_data))
         op = _op_of(job_id)
         if op is not None and op.payload_names_subject:
             ttl_s = op.result_ttl_s(self.ctx["settings"])
             await self.pool.pexpire(result_key_prefix + job_id, ttl_s * 1000)
+        await self._ended(job_id)
+
+    async def _ended(self, job_id: str) -> None:
+        """A job has a result: its request id's record lives as long as the result (until now it
+        lived while the job waited and ran), then waiting clients are woken."""
+        if parse_job_id(job_id).kind == REQUEST:
+            op = _op_of(job_id)
+            ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
+            try:
+                # A job a drain sent back to the queue has no result yet: its record stays.
+                if await self.pool.exists(result_key_prefix + job_id):
+                    await self.pool.pexpire(REQUEST_KEY.format(job_id=job_id), int(ttl_s * 1000))
+            except (RedisError, OSError) as exc:
+                log.warning("job %s: request record kept without expiry (%s)", job_id, type(exc).__name__)
         await self._wake_waiters(job_id)
 
     async def _wake_waiters(self, job_id: str) -> None:
