@@ -346,6 +346,7 @@ async def test_a_dreaming_phase_that_read_its_pool_before_the_erasure_publishes_
 async def test_an_erasure_enqueued_while_turns_arrive_leaves_nothing_of_her_in_a_live_daemon(
     tmp_path, unique
 ) -> None:
+    from daemon.runtime.wire import queue_name
     from tests.daemon_harness import (
         DaemonProcess,
         NotifySocket,
@@ -353,7 +354,6 @@ async def test_an_erasure_enqueued_while_turns_arrive_leaves_nothing_of_her_in_a
         run_cli,
         write_config,
     )
-    from daemon.runtime.wire import queue_name
     from tests.polling import until
 
     sessions_root = tmp_path / "sessions"
