@@ -187,6 +187,9 @@ BACKFILL_DEFAULT_LIMIT_DAYS = 92  # the reference's --limit-days default
 # The client still reads the result from arq's key (and polls it if no wake-up comes: a daemon
 # without the hook, or two clients waiting for one job), so the list is only a doorbell.
 JOB_DONE_KEY = REDIS_PREFIX + "done:{job_id}"
+# An erasure sent to every host (daemon/runtime/erasure_fanout.py): hash queue -> job id. No
+# expiry while a host has not run it; then the hosts' results' TTL.
+ERASURE_KEY = REDIS_PREFIX + "erasure:{erasure_id}"
 # A wake-up nobody pops (no client waiting) must not linger; a waiter that starts later reads
 # the stored result directly, so minutes are plenty.
 JOB_DONE_TTL_S = 300

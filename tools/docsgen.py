@@ -53,6 +53,7 @@ CLI_JSON: dict[str, str] = {
     "hold release": "daemon.retention.models:HoldReleased",
     "hold list": "daemon.retention.models:HoldList",
     "receipts": "daemon.retention.receipts:ReceiptList",
+    "erasure": "daemon.retention.receipts:DeploymentReceipt",
     "verify": "daemon.retention.receipts:Verification",
 }
 ENQUEUED_JOB = "daemon.runtime.client:EnqueuedJob"

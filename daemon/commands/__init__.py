@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "retention",
         "Erase a data subject: structural cascade, provenance rewrite, or hold-blocked refusal.",
     ),
+    "erasure": ("retention", "The receipt of an erasure sent to every host, read from their results now."),
     "expire": (
         "retention",
         "Hide scopes past their TTL (held ones excepted); purge old expired data if configured.",
@@ -84,8 +85,8 @@ ENQUEUE_COMMANDS: dict[str, tuple[str, str]] = {
     "dream": ("dream", "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`)."),
     "erase": (
         "retention",
-        "Enqueue an erasure (same flags as `memoryd erase`) under a random job id (each one runs); "
-        "its arguments and result are kept in Redis only retention.erase_result_ttl_s.",
+        "Enqueue an erasure (same flags as `memoryd erase`) on every host that serves an agent on "
+        "this Redis, or on one host's queue with --queue.",
     ),
     "expire": ("retention", "Enqueue an expiry run (as `memoryd expire`) on the host's queue."),
     "forget": ("forget", "Enqueue a forget (same selectors as `memoryd forget`)."),

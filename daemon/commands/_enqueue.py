@@ -139,12 +139,15 @@ def register_enqueue(
     fields: Callable[..., dict[str, Any]],
     help: str,
     human: Callable[[Any], str],
+    everywhere: Callable[[CliState, Any, str | None, bool, bool, float | None, bool], None] | None = None,
 ) -> None:
     """`memoryd enqueue <op's command>`: `options` are the direct command's flags, `fields`
     turns them into the request's fields, `human` is the direct command's rendering of the
     report (what `--wait` prints without `--json`). A request whose model has no `request_id`
     of its own gets `--request-id` (what makes a request sent again one job); a host-wide one gets
-    `--queue`; each gets `--queue-anyway` (queued for a host that is not alive)."""
+    `--queue`; each gets `--queue-anyway` (queued for a host that is not alive). `everywhere`:
+    what a host-wide request without `--queue` does instead of going to the only host's queue
+    (an erasure goes to every host: state, request, request id, queue anyway, wait, timeout, json)."""
 
     def render(result: dict[str, Any]) -> str:
         from pydantic import ValidationError
@@ -168,6 +171,9 @@ def register_enqueue(
         queue_anyway = bool(flags.pop("queue_anyway", False))
         # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
         request = op.parse(fields(**flags))
+        if everywhere is not None and queue is None:
+            everywhere(state, request, request_id, queue_anyway, wait, timeout_s, as_json)
+            return
         enqueue_and_maybe_wait(
             state,
             lambda c: c.submit(op, request, queue=queue, request_id=request_id, queue_anyway=queue_anyway),

@@ -12,6 +12,7 @@ from daemon.commands import (
     CliState,
     command_name,
     emit,
+    emit_json,
     emit_report,
     iso_time,
     json_option,
@@ -22,13 +23,14 @@ from daemon.commands import (
     yes_no,
 )
 from daemon.commands._enqueue import register_enqueue
+from daemon.errors import OperationFailed, RefusedError, UsageError
 from daemon.ops import erase as erase_op
 from daemon.ops import expire as expire_op
 from daemon.ops.verification import run_verify
 from daemon.redis_conn import connect_redis
 from daemon.retention import api
 from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
-from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
+from daemon.retention.receipts import DeploymentReceipt, ErasureReceipt, ReceiptList, Verification
 from daemon.retention.request import ExpireRequest
 from daemon.settings import Settings
 
@@ -167,6 +169,88 @@ def _receipt_human(r: ErasureReceipt) -> str:
     return "\n".join(lines + _verification_lines(r.verification))
 
 
+def _deployment_human(r: DeploymentReceipt) -> str:
+    lines = [
+        f"Erasure {r.erasure_id} on every host: {r.state} "
+        f"({r.hosts_done} of {r.hosts} host(s) done, {r.hosts_pending} pending, {r.hosts_failed} failed)",
+        f"Verified: {'yes' if r.verified else 'NO'}",
+    ]
+    if r.hosts_pending:
+        lines.append(
+            f"It waits for {r.hosts_pending} host(s) that have not run it (stopped, or still running it); "
+            f"`memoryd erasure {r.erasure_id}` shows this receipt as they finish."
+        )
+    if r.hosts_failed:
+        lines.append("A host's erasure failed: send the same request (same --request-id) again.")
+    for i, receipt in enumerate(r.receipts, start=1):
+        lines.append(f"--- host {i} of {r.hosts}")
+        lines.append(_receipt_human(receipt))
+    return "\n".join(lines)
+
+
+def _deployment_outcome(r: DeploymentReceipt) -> None:
+    """The exit code a deployment receipt means: 0 complete, 1 pending or failed on a host, 3
+    refused by a hold, 2 nothing found anywhere (the direct command's codes)."""
+    if r.hosts_pending or r.hosts_failed:
+        raise OperationFailed(
+            f"erasure {r.erasure_id}: not finished on every host ({r.hosts_pending} pending, "
+            f"{r.hosts_failed} failed); `memoryd erasure {r.erasure_id} --wait` follows it"
+        )
+    if r.state == "refused":
+        raise RefusedError(
+            f"erasure {r.erasure_id}: refused by a legal hold on a host; nothing was changed there"
+        )
+    if r.state == "not_found":
+        raise UsageError(
+            f"erasure {r.erasure_id}: no host found anything this scope names; nothing was erased "
+            "(check its spelling: tenant:<t>:user:<u>)"
+        )
+
+
+def _erase_everywhere(
+    state: CliState,
+    request: Any,
+    request_id: str | None,
+    queue_anyway: bool,
+    wait: bool,
+    timeout_s: float | None,
+    as_json: bool,
+) -> None:
+    """`memoryd enqueue erase` without --queue: the erasure on every host (runtime/erasure_fanout)."""
+    from daemon.runtime.client import MemorydClient
+    from daemon.runtime.erasure_fanout import deployment_state, send_everywhere
+
+    ttl = state.settings.retention.erase_result_ttl_s
+
+    async def go() -> tuple[str, DeploymentReceipt | None]:
+        async with MemorydClient.connect(state.settings) as client:
+            sent = await send_everywhere(
+                client, request, request_id=request_id or request.request_id, queue_anyway=queue_anyway
+            )
+            if not wait:
+                return sent.erasure_id, None
+            return sent.erasure_id, await deployment_state(
+                client,
+                sent.erasure_id,
+                wait_s=timeout_s if timeout_s is not None else 3600.0,
+                result_ttl_s=ttl,
+            )
+
+    erasure_id, receipt = run_async(go)
+    if receipt is None:
+        if as_json:
+            emit_json({"erasureId": erasure_id})
+        else:
+            click.echo(erasure_id)
+        return
+    emit(receipt, as_json, _deployment_human)
+    _deployment_outcome(receipt)
+
+
+def _local_receipt_human(r: ErasureReceipt) -> str:
+    return _receipt_human(r) + "\nThis host only: `memoryd enqueue erase` reaches every host on this Redis."
+
+
 def _receipts_human(r: ReceiptList) -> str:
     return table(
         ["receipt", "day", "state", "structural", "rewritten", "blocked", "verified", "request"],
@@ -288,11 +372,14 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Erase a data subject: structural cascade, provenance rewrite, or hold-blocked refusal.
 
+        On this host only: other hosts on the same Redis are not reached (`memoryd enqueue
+        erase` sends the erasure to every host).
+
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
         printed either way.
         """
         request = erase_op.OP.parse(erase_fields(scope, allow_partial, request_id, dry_run))
-        emit_report(erase_op.OP, run_op(state, erase_op.OP, request), as_json, _receipt_human)
+        emit_report(erase_op.OP, run_op(state, erase_op.OP, request), as_json, _local_receipt_human)
 
     register_enqueue(
         cli,
@@ -305,12 +392,48 @@ def register(cli: click.Group) -> None:
     register_enqueue(
         cli,
         erase_op.OP,
-        [erase_options("Your reference, copied to the receipt.")],
+        [
+            erase_options(
+                "Your reference, copied to the receipts; the same reference again joins the same erasure."
+            )
+        ],
         erase_fields,
-        "Enqueue an erasure (same flags as `memoryd erase`) under a random job id (each one runs);\n"
-        "        its arguments and result are kept in Redis only retention.erase_result_ttl_s.",
+        "Enqueue an erasure (same flags as `memoryd erase`) on every host that serves an agent on\n"
+        "        this Redis, or on one host's queue with --queue. Without --queue it prints the\n"
+        "        erasure's id (`memoryd erasure ID` shows its receipt); with --wait the receipt of the\n"
+        "        whole: complete only when every host has erased. A host that is not alive gets it\n"
+        "        when it is back; until then the receipt says partial (exit 1).",
         _receipt_human,
+        _erase_everywhere,
     )
+
+    @cli.command("erasure")
+    @click.argument("erasure_id")
+    @click.option("--wait", is_flag=True, help="Wait for the hosts that are alive to finish it.")
+    @click.option("--timeout", "timeout_s", type=float, default=None, help="Wait at most this many seconds.")
+    @json_option
+    @pass_state
+    def erasure(state: CliState, erasure_id: str, wait: bool, timeout_s: float | None, as_json: bool) -> None:
+        """The receipt of an erasure sent to every host, read from their results now.
+
+        An erasure `memoryd enqueue erase` sent without --queue is complete only when every
+        host has erased; this exits 1 while any has not (a stopped host runs it once it is back).
+        """
+        from daemon.runtime.client import MemorydClient
+        from daemon.runtime.erasure_fanout import deployment_state
+
+        async def go() -> DeploymentReceipt:
+            async with MemorydClient.connect(state.settings) as client:
+                return await deployment_state(
+                    client,
+                    erasure_id,
+                    wait_s=(timeout_s if timeout_s is not None else 3600.0) if wait else None,
+                    result_ttl_s=state.settings.retention.erase_result_ttl_s,
+                )
+
+        receipt = run_async(go)
+        emit(receipt, as_json, _deployment_human)
+        _deployment_outcome(receipt)
 
     @cli.command("receipts")
     @json_option

@@ -126,3 +126,61 @@ def _kind_of(location: str) -> str:
 
 class ReceiptList(_Model):
     receipts: list[ErasureReceipt]
+
+
+DeploymentState = Literal["complete", "partial", "refused", "not_found", "failed"]
+
+
+class DeploymentReceipt(_Model):
+    """An erasure sent to every host of a deployment (`memoryd enqueue erase` without
+    `--queue`): each host's receipt, and the state of the whole. It names no host: counts only.
+
+    `complete` only when every host finished with `complete` (or found nothing); `partial`
+    while any host has not run it yet (its job waits for it, durably) or any host's erasure was
+    partial; `refused` when a legal hold refused it on a host; `failed` when a host's job failed
+    (send it again under the same request id); `not_found` when no host found anything."""
+
+    erasure_id: str
+    state: DeploymentState
+    hosts: int  # hosts the erasure was sent to (every host serving an agent on this Redis)
+    hosts_done: int  # of those, hosts whose erasure finished with a receipt
+    hosts_pending: int  # hosts that have not run it yet: it waits for them
+    hosts_failed: int
+    verified: bool  # every host finished, and every receipt is verified
+    receipts: list[ErasureReceipt]
+
+
+def deployment_receipt(
+    erasure_id: str, receipts: list[ErasureReceipt], pending: int, failed: int
+) -> DeploymentReceipt:
+    """The receipt of the whole from the hosts' receipts (pure)."""
+    states = {r.state for r in receipts}
+    state: DeploymentState
+    if failed:
+        state = "failed"
+    elif "refused" in states:
+        state = "refused"
+    elif pending or "partial" in states:
+        state = "partial"
+    elif states <= {"not_found"}:
+        state = "not_found"
+    else:
+        state = "complete"
+    done = [r for r in receipts if r.state in ("complete", "not_found")]
+    verified = (
+        not pending
+        and not failed
+        and bool(receipts)
+        and all(r.verified or r.state == "not_found" for r in done)
+        and len(done) == len(receipts)
+    )
+    return DeploymentReceipt(
+        erasure_id=erasure_id,
+        state=state,
+        hosts=len(receipts) + pending + failed,
+        hosts_done=len(receipts),
+        hosts_pending=pending,
+        hosts_failed=failed,
+        verified=verified and state == "complete",
+        receipts=receipts,
+    )
