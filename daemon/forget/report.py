@@ -27,7 +27,7 @@ class ParticipantMatchModel(_Model):
 class SessionResolution(_Model):
     sessionId: str
     sessionKey: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    source: Literal["live", "archived", "unresolved"]
+    source: Literal["live", "archived", "recorded", "unresolved"]
 
 
 class CuratedWriteModel(_Model):

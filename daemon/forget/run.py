@@ -46,7 +46,7 @@ def _selectors(request: ForgetRequest) -> Selectors:
 
 async def _resolve(rt: AgentRuntime, selectors: Selectors) -> tuple[SessionCatalog, SessionSelection]:
     catalog = await read_catalog(rt, selectors)
-    return catalog, select_sessions(catalog.sessions, catalog.archives, selectors)
+    return catalog, select_sessions(catalog.sessions, catalog.archives, selectors, catalog.recorded)
 
 
 async def plan_for(

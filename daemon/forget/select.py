@@ -5,6 +5,10 @@
 * hook-source and participant selectors match live metadata only (archives need an id or key);
 * `since` filters after resolution, so a known selector filtered out by it does not become
   "unresolved";
+* what memoryd recorded of a session (`recorded`: the id and key of its checkpoint or entry
+  origins, a forgotten record) completes what the source lists: an archive whose entry is gone
+  gets its recorded key, and a value that names no live window or archive but a recorded id or
+  key resolves as `recorded` (a session the session store deleted, history and all);
 * an explicit value that resolves to nothing is still selected, literally, as a session id:
   it gets a forgotten record on apply (which does not prove the session was ever found).
 """
@@ -18,7 +22,7 @@ from typing import Any, Literal
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.utf16 import utf16_key
 
-Resolution = Literal["live", "archived", "unresolved"]
+Resolution = Literal["live", "archived", "recorded", "unresolved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +71,10 @@ def _identity_items(identity: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 def select_sessions(
-    sessions: Iterable[SessionInfo], archives: Sequence[ArchiveInfo], selectors: Selectors
+    sessions: Iterable[SessionInfo],
+    archives: Sequence[ArchiveInfo],
+    selectors: Selectors,
+    recorded: Sequence[tuple[str, str | None]] = (),
 ) -> SessionSelection:
     wanted = set(selectors.sessions)
     hooks = set(selectors.hook_sources)
@@ -102,25 +109,49 @@ def select_sessions(
                 s.created_at,
                 tuple(tuple(p.identity().items()) for p in s.participants),
             )
-    for a in archives:
-        if not (a.session_id in wanted or (a.session_key is not None and a.session_key in wanted)):
+    recorded_key: dict[str, str] = {}
+    for sid, key in recorded:
+        if key is not None:
+            recorded_key.setdefault(sid, key)
+    _select_archives(archives, recorded_key, wanted, since, resolved, targets)
+    listed = {s.session_id for s in live} | {a.session_id for a in archives}
+    for sid, key in recorded:
+        # Only what the source lists no longer: a listed session was decided above.
+        if sid in listed or sid in targets or not (sid in wanted or (key is not None and key in wanted)):
             continue
-        resolved.add(a.session_id)
-        if a.session_key is not None:
-            resolved.add(a.session_key)
-        if a.session_id in targets or (
-            since is not None and a.created_at is not None and a.created_at < since
-        ):
-            continue
-        targets[a.session_id] = SessionTarget(
-            a.session_id, a.session_key, "archived", created_at=a.created_at
-        )
+        resolved.add(sid)
+        if key is not None:
+            resolved.add(key)
+        targets[sid] = SessionTarget(sid, recorded_key.get(sid), "recorded")
     for value in selectors.sessions:
         if value not in resolved and value not in targets:
             targets[value] = SessionTarget(value, None, "unresolved")
     return SessionSelection(
         tuple(targets.values()), _participant_matches(targets.values(), selectors.participants)
     )
+
+
+def _select_archives(
+    archives: Sequence[ArchiveInfo],
+    recorded_key: dict[str, str],
+    wanted: set[str],
+    since: int | None,
+    resolved: set[str],
+    targets: dict[str, SessionTarget],
+) -> None:
+    """Add the archives an id or key selects (an archive without a key takes the recorded one)."""
+    for a in archives:
+        key = a.session_key if a.session_key is not None else recorded_key.get(a.session_id)
+        if not (a.session_id in wanted or (key is not None and key in wanted)):
+            continue
+        resolved.add(a.session_id)
+        if key is not None:
+            resolved.add(key)
+        if a.session_id in targets or (
+            since is not None and a.created_at is not None and a.created_at < since
+        ):
+            continue
+        targets[a.session_id] = SessionTarget(a.session_id, key, "archived", created_at=a.created_at)
 
 
 def _participant_matches(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -33,6 +33,7 @@ from daemon.forget.select import Selectors, SessionSelection
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.store.checkpoints import checkpoint_keys_of_sessions
+from daemon.store.checkpoints import recorded_session_keys as recorded_checkpoint_keys
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.curated_writes import writes_of_session_keys, writes_of_sessions
 from daemon.store.db import Connection
@@ -46,9 +47,11 @@ from daemon.store.index_chunks import (
 )
 from daemon.store.index_sources import session_sources, sources_at_paths
 from daemon.store.origins import keys_with_origins
+from daemon.store.origins import recorded_session_keys as recorded_origin_keys
 from daemon.store.preimages import preimage_rows
 from daemon.store.seen_hashes import existing_scopes
 from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
+from daemon.store.tombstones import forgotten_ids
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -67,6 +70,9 @@ class SessionCatalog:
 
     sessions: tuple[SessionInfo, ...]
     archives: tuple[ArchiveInfo, ...]
+    # (session id, session key or None) that memoryd recorded for the session selectors, by id
+    # or by key: checkpoints, entry origins, forgotten records (`read_recorded`).
+    recorded: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def excluded_session_ids(self) -> frozenset[str]:
@@ -89,7 +95,22 @@ async def read_catalog(rt: AgentRuntime, selectors: Selectors) -> SessionCatalog
         )
         return SessionCatalog(listing.sessions, tuple(rt.sessions.list_archives()))
 
-    return await anyio.to_thread.run_sync(read)
+    catalog = await anyio.to_thread.run_sync(read)
+    if rt.store is None or not selectors.sessions:
+        return catalog
+    recorded = await rt.store.read(read_recorded, rt.agent_id, selectors.sessions)
+    return replace(catalog, recorded=recorded)
+
+
+def read_recorded(conn: Connection, agent_id: str, refs: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
+    """What memoryd itself recorded of the sessions `refs` name (each read by an index): the
+    id and key of a checkpoint or an entry origin whose id or key is a ref, and a forgotten
+    record of a ref. A session the source no longer lists (an archive whose entry is gone, a
+    history a reset deleted) is still found this way."""
+    refs = list(dict.fromkeys(refs))
+    found = recorded_checkpoint_keys(conn, refs, refs) + recorded_origin_keys(conn, agent_id, refs, refs)
+    found += [(sid, None) for sid in sorted(forgotten_ids(conn, refs))]
+    return tuple(dict.fromkeys(sorted(found, key=lambda r: (r[0], r[1] is None, r[1] or ""))))
 
 
 # --- workspace files -------------------------------------------------------------------------
