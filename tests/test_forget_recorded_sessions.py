@@ -115,9 +115,11 @@ async def test_a_session_whose_history_a_reset_deleted_still_resolves_by_key(
         assert applied.model_dump() == {**preview.model_dump(), "dryRun": False}
         assert "tin whistle" not in (rt.paths.workspace / "MEMORY.md").read_text()
         assert [t.session_id for t in await rt.store.read(list_tombstones)] == ["vanished"]
-        # By id it was always selected (literally); now it says where it was found.
-        again = await _forget(rt, "vanished", True)
-        assert [r.source for r in again.sessionResolutions] == ["recorded"]
+        # The forget removed memoryd's records of it too (the forgotten record keeps its id,
+        # never its key): by key, a rerun finds nothing left and says so.
+        again = await _forget(rt, "agent:main:reset-me", True)
+        assert [u.value for u in again.unmatchedSelectors] == ["agent:main:reset-me"]
+        assert again.sessionIds == ["agent:main:reset-me"] and again.artifacts.originRows == 0
 
 
 _IDS = st.sampled_from(["a", "A", "a.jsonl", "ab", "b", "c"])

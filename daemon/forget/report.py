@@ -30,6 +30,12 @@ class SessionResolution(_Model):
     source: Literal["live", "archived", "recorded", "unresolved"]
 
 
+class UnmatchedSelectorModel(_Model):
+    selector: Literal["session", "participant", "hookSource"]
+    value: str
+    closeMatches: list[str]  # the known values closest to it, most alike first
+
+
 class CuratedWriteModel(_Model):
     relativePath: str
     observedAt: int  # Unix ms
@@ -66,6 +72,11 @@ class ForgetReport(_Model):
     curatedWrites: Annotated[list[CuratedWriteModel], Content]
     artifacts: Artifacts
     refusals: Annotated[list[str], Content]
+    # Beyond the reference, and only when there is one: selectors that matched nothing, so a
+    # typo is not silent.
+    unmatchedSelectors: Annotated[list[UnmatchedSelectorModel], Content] = Field(
+        default_factory=list, exclude_if=lambda v: not v
+    )
 
 
 def build_report(plan: ForgetPlan, *, dry_run: bool) -> ForgetReport:

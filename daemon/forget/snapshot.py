@@ -51,7 +51,6 @@ from daemon.store.origins import recorded_session_keys as recorded_origin_keys
 from daemon.store.preimages import preimage_rows
 from daemon.store.seen_hashes import existing_scopes
 from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
-from daemon.store.tombstones import forgotten_ids
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -71,7 +70,7 @@ class SessionCatalog:
     sessions: tuple[SessionInfo, ...]
     archives: tuple[ArchiveInfo, ...]
     # (session id, session key or None) that memoryd recorded for the session selectors, by id
-    # or by key: checkpoints, entry origins, forgotten records (`read_recorded`).
+    # or by key: checkpoints, entry origins (`read_recorded`).
     recorded: tuple[tuple[str, str | None], ...] = ()
 
     @property
@@ -104,12 +103,12 @@ async def read_catalog(rt: AgentRuntime, selectors: Selectors) -> SessionCatalog
 
 def read_recorded(conn: Connection, agent_id: str, refs: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
     """What memoryd itself recorded of the sessions `refs` name (each read by an index): the
-    id and key of a checkpoint or an entry origin whose id or key is a ref, and a forgotten
-    record of a ref. A session the source no longer lists (an archive whose entry is gone, a
-    history a reset deleted) is still found this way."""
+    id and key of a checkpoint or an entry origin whose id or key is a ref. A session the source
+    no longer lists (an archive whose entry is gone, a history a reset deleted) is still found
+    this way. (A forgotten record is not a record of the session: a rerun of a forget reports
+    the same resolutions as the first run, as the reference's.)"""
     refs = list(dict.fromkeys(refs))
     found = recorded_checkpoint_keys(conn, refs, refs) + recorded_origin_keys(conn, agent_id, refs, refs)
-    found += [(sid, None) for sid in sorted(forgotten_ids(conn, refs))]
     return tuple(dict.fromkeys(sorted(found, key=lambda r: (r[0], r[1] is None, r[1] or ""))))
 
 

@@ -37,7 +37,7 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
     """The report of `plan`, as the JSON document `forget --json` prints."""
     targets = plan.selection.targets
     idx = plan.index
-    return {
+    data: dict[str, Any] = {
         "agentId": plan.agent_id,
         "dryRun": dry_run,
         "sessionIds": _sorted(t.session_id for t in targets),
@@ -74,6 +74,29 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
         },
         "refusals": list(plan.refusals),
     }
+    if plan.selection.unmatched:  # beyond the reference, and only when there is one
+        data["unmatchedSelectors"] = [
+            {"selector": u.selector, "value": u.value, "closeMatches": list(u.close_matches)}
+            for u in plan.selection.unmatched
+        ]
+    return data
+
+
+def _unmatched_line(agent: str, u: Mapping[str, Any], dry_run: bool) -> str:
+    what = {"session": "session id or key", "participant": "participant", "hookSource": "hook source"}
+    if u["selector"] == "session":
+        done = "would be recorded" if dry_run else "is recorded"
+        line = (
+            f"No session {u['value']!r} is known to agent {agent} (no live session, archive or record "
+            f"of it); it {done} as forgotten as written."
+        )
+    else:
+        line = (
+            f"No session of agent {agent} has the {what[u['selector']]} {u['value']!r}; it selects nothing."
+        )
+    if u["closeMatches"]:
+        line += " Did you mean: " + ", ".join(repr(m) for m in u["closeMatches"]) + "?"
+    return line
 
 
 def render_human(report: Mapping[str, Any]) -> str:
@@ -112,6 +135,9 @@ def render_human(report: Mapping[str, Any]) -> str:
         when = datetime.fromtimestamp(w["observedAt"] / 1000, UTC).isoformat().replace("+00:00", "Z")
         lines.append(f"Curated write retained: {w['relativePath']} ({when})")
     lines += [f"Refused: {r}" for r in report["refusals"]]
+    lines += [
+        _unmatched_line(report["agentId"], u, report["dryRun"]) for u in report.get("unmatchedSelectors", ())
+    ]
     if report["dryRun"]:
         lines.append("Dry run: no memory files, index rows, or plugin state were changed.")
     return "\n".join(lines)
