@@ -127,12 +127,14 @@ def ineligibility_reason(session: SessionInfo) -> str | None:
         return SESSION_KIND_REASON_PREFIX + session.session_kind
     if is_cron_key(session.session_key):
         return REASON_CRON  # recorded as interactive, but a cron job's session all the same
+    return REASON_CHECKPOINT_TWIN if _is_checkpoint_twin(session) else None
+
+
+def _is_checkpoint_twin(session: SessionInfo) -> bool:
     if ".checkpoint." not in session.session_id.lower() and ".checkpoint." not in session.locator.lower():
-        return None  # the common case, without a regex per session
+        return False  # the common case, without a regex per session
     name = session.locator.rsplit("/", 1)[-1] if session.locator else f"{session.session_id}.jsonl"
-    if CHECKPOINT_TWIN_RE.search(name) or CHECKPOINT_TWIN_RE.search(f"{session.session_id}.jsonl"):
-        return REASON_CHECKPOINT_TWIN
-    return None
+    return bool(CHECKPOINT_TWIN_RE.search(name) or CHECKPOINT_TWIN_RE.search(f"{session.session_id}.jsonl"))
 
 
 def admission_reason(
@@ -142,3 +144,79 @@ def admission_reason(
     if session.session_id in forgotten:
         return REASON_FORGOTTEN
     return ineligibility_reason(session) or exclusion_reason(session, policy, forgotten)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleCheck:
+    """One admission rule as checked for one session: what the session has, and the reason it
+    gives when it keeps the session out (None: it lets the session through)."""
+
+    rule: str
+    value: str | None  # what the session has for the rule ("-" when it has nothing)
+    reason: str | None
+
+
+def explain_admission(
+    session: SessionInfo, policy: AdmissionPolicy | None, forgotten: Collection[str]
+) -> tuple[RuleCheck, ...]:
+    """Every rule `admission_reason` applies, in its order, each with its outcome. The first
+    reason in the list is the decision (`admission_reason` gives the same, faster)."""
+    key = session.session_key
+    p = policy or AdmissionPolicy()
+    hook, channel, chat = session.hook_source, session.channel, session.chat_type
+    pattern = next((pat for pat in p.session_keys if key and fnmatchcase(key, pat)), None)
+    kind = session.session_kind
+    return (
+        RuleCheck(
+            "forgotten",
+            "yes" if session.session_id in forgotten else "no",
+            _if(session.session_id in forgotten, REASON_FORGOTTEN),
+        ),
+        RuleCheck("incognito", key or "-", _if(is_incognito_key(key), REASON_INCOGNITO)),
+        RuleCheck(
+            "dreamingNarrative",
+            "yes" if session.generated_by_narrative else "no",
+            _if(session.generated_by_narrative, REASON_DREAMING_NARRATIVE),
+        ),
+        RuleCheck("sessionKind", kind, _if(kind != "interactive", SESSION_KIND_REASON_PREFIX + kind)),
+        RuleCheck("cronSession", key or "-", _if(is_cron_key(key), REASON_CRON)),
+        RuleCheck(
+            "checkpointTwin",
+            session.locator.rsplit("/", 1)[-1] or session.session_id,
+            _if(_is_checkpoint_twin(session), REASON_CHECKPOINT_TWIN),
+        ),
+        RuleCheck(
+            "hookExternalContentSource",
+            hook or "-",
+            _if(bool(hook) and hook in p.hook_external_content_sources, f"hookExternalContentSource:{hook}"),
+        ),
+        RuleCheck(
+            "channel", channel or "-", _if(bool(channel) and channel in p.channels, f"channel:{channel}")
+        ),
+        RuleCheck("chatType", chat or "-", _if(bool(chat) and chat in p.chat_types, f"chatType:{chat}")),
+        RuleCheck("sessionKey", key or "-", None if pattern is None else SESSION_KEY_REASON_PREFIX + pattern),
+    )
+
+
+def explain_key(
+    session_id: str, key: str | None, policy: AdmissionPolicy | None, forgotten: Collection[str]
+) -> tuple[RuleCheck, ...]:
+    """The rules that apply to a session known by its id and key alone (an archive, a session
+    the source no longer lists): the forgotten record and the key's own rules."""
+    pattern = next(
+        (pat for pat in (policy or AdmissionPolicy()).session_keys if key and fnmatchcase(key, pat)), None
+    )
+    return (
+        RuleCheck(
+            "forgotten",
+            "yes" if session_id in forgotten else "no",
+            _if(session_id in forgotten, REASON_FORGOTTEN),
+        ),
+        RuleCheck("incognito", key or "-", _if(is_incognito_key(key), REASON_INCOGNITO)),
+        RuleCheck("cronSession", key or "-", _if(is_cron_key(key), REASON_CRON)),
+        RuleCheck("sessionKey", key or "-", None if pattern is None else SESSION_KEY_REASON_PREFIX + pattern),
+    )
+
+
+def _if(condition: bool, reason: str) -> str | None:
+    return reason if condition else None
