@@ -43,6 +43,7 @@ from daemon.store.index_chunks import (
     memory_chunk_facts,
     path_chunk_facts,
     session_chunk_facts,
+    session_chunk_facts_with_text,
     stale_internal_chunk_facts,
 )
 from daemon.store.index_sources import session_sources, sources_at_paths
@@ -321,16 +322,34 @@ def session_path_candidates(
 
 
 def _chunk_rows(
-    conn: Connection, session_ids: Sequence[str], excluded: Sequence[str], paths: Sequence[str]
+    conn: Connection,
+    agent_id: str,
+    session_ids: Sequence[str],
+    excluded: Sequence[str],
+    paths: Sequence[str],
+    orphans: Sequence[str],
 ) -> list[ChunkRow]:
     rows: dict[int, ChunkFacts] = {c.rowid: c for c in memory_chunk_facts(conn)}
     if session_ids:
-        found = session_chunk_facts(conn, sorted(set(session_ids) | set(excluded)))
+        # An orphan archive's chunks come with their text: the plan removes those that quote a
+        # selected snippet. Only orphans that memoryd has no record of either are read.
+        known = {sid for sid, key in recorded_checkpoint_keys(conn, orphans, ()) if key}
+        known |= {sid for sid, key in recorded_origin_keys(conn, agent_id, orphans, ()) if key}
+        found = session_chunk_facts_with_text(conn, sorted(set(orphans) - known - set(session_ids)))
+        found += session_chunk_facts(conn, sorted(set(session_ids) | set(excluded)))
         found += path_chunk_facts(conn, sorted(paths))
         found += stale_internal_chunk_facts(conn)
         for c in found:
             rows.setdefault(c.rowid, c)
     return [ChunkRow(*rows[rowid]) for rowid in sorted(rows)]
+
+
+def orphan_archive_ids(catalog: SessionCatalog) -> list[str]:
+    """Archives no session names: no key in the source and no live window of their id."""
+    live = {s.session_id for s in catalog.sessions}
+    return sorted(
+        {a.session_id for a in catalog.archives if a.session_key is None and a.session_id not in live}
+    )
 
 
 def read_store_rows(
@@ -342,6 +361,7 @@ def read_store_rows(
     corpus_paths: Sequence[str],
     excluded: Collection[str],
     archives: Sequence[ArchiveInfo],
+    orphans: Sequence[str] = (),
 ) -> StoreRows:
     sids = sorted(selection.session_ids)
     lineage = read_lineage(conn, agent_id, sids, carried_keys)
@@ -379,7 +399,7 @@ def read_store_rows(
     observed += writes_of_session_keys(conn, sorted(selection.session_keys))
 
     paths = session_path_candidates(agent_id, sids, archives)
-    chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
+    chunks = _chunk_rows(conn, agent_id, sids, sorted(excluded), sorted(paths), orphans)
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
     sources = {r.id: r for r in sources_at_paths(conn, source_paths)}
     for r in session_sources(conn, sids):
@@ -428,6 +448,7 @@ async def read_snapshot(
             corpus_paths,
             excluded,
             catalog.archives,
+            orphan_archive_ids(catalog),
         )
     from_transcripts = await anyio.to_thread.run_sync(read_transcript_writes, rt, catalog, selection)
     return ForgetSnapshot(
