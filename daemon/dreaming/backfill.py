@@ -162,19 +162,23 @@ def forgotten_hashed(session_id: str, forgotten: set[str], secret: bytes) -> boo
 
 
 def plan_claims(
-    scan: Scan, processed: set[str], request: BackfillRequest, staged: set[tuple[str, str]]
-) -> tuple[list[str], list[Claim]]:
-    """Days to do and their claims, leaving out messages already staged from the same session."""
-    days = select_days(
-        (m.day for m in scan.messages), processed, request.from_day, request.to_day, request.limit_days
-    )
+    scan: Scan, processed: set[tuple[str, str]], request: BackfillRequest, staged: set[tuple[str, str]]
+) -> tuple[list[str], list[Claim], list[tuple[str, str]]]:
+    """Days to do, their claims (leaving out messages already staged from the same session),
+    and the (day, session) pairs the run marks done. The cursor is per day and session, so a
+    session that appears after its day was done is still read."""
+    pending = [
+        m for m in scan.messages if (m.day, "") not in processed and (m.day, m.session_id) not in processed
+    ]
+    days = select_days((m.day for m in pending), set(), request.from_day, request.to_day, request.limit_days)
     chosen = set(days)
     fresh = [
         m
-        for m in scan.messages
+        for m in pending
         if m.day in chosen and (CLAIM_KEY_PREFIX + claim_hash(m.snippet), m.session_id) not in staged
     ]
-    return days, coalesce(fresh)
+    done = sorted({(m.day, m.session_id) for m in pending if m.day in chosen})
+    return days, coalesce(fresh), done
 
 
 def staged_key(claim: Claim) -> str:
@@ -193,7 +197,7 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     # Without a store nothing was ever forgotten; asking for the key would create it.
     secret = rt.secret() if store is not None else None
     forgotten: set[str] = set()
-    processed: set[str] = set()
+    processed: set[tuple[str, str]] = set()
     erased = ErasedSenders(secret)
     if store is not None:
         forgotten = await store.read(_tombstones)
@@ -203,11 +207,11 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     scan = await anyio.to_thread.run_sync(scan_sessions, rt, forgotten, secret, erased)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
-    days, claims = plan_claims(scan, processed, request, staged)
+    days, claims, done = plan_claims(scan, processed, request, staged)
     _summarize(report, scan, days, claims)
     if request.mode == "preview" or not claims:
         return report
-    return await _apply(rt, request, report, claims, days)
+    return await _apply(rt, request, report, claims, done)
 
 
 def _summarize(report: BackfillReport, scan: Scan, days: list[str], claims: list[Claim]) -> None:
@@ -237,7 +241,7 @@ def _begin_run(
     agent_id: str,
     request: BackfillRequest,
     now_ms: int,
-    days: Sequence[str],
+    done: Sequence[tuple[str, str]],
     claims: Sequence[Claim],
     diary_existed: bool,
     secret: bytes | None,
@@ -252,7 +256,7 @@ def _begin_run(
         return 0, gone, 0
     run_id = begin_run(conn, now_ms, request.mode, request.from_day, request.to_day)
     added = record_origins(conn, agent_id, origins)
-    rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, "") for d in days]
+    rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, sid) for d, sid in done]
     rows += [("diary_key", c.diary_line().key, "") for c in claims]
     if not diary_existed:
         rows.append(("diary_created", "DREAMS.md", ""))
@@ -326,7 +330,11 @@ def _stage(
 
 
 async def _apply(
-    rt: AgentRuntime, request: BackfillRequest, report: BackfillReport, claims: list[Claim], days: list[str]
+    rt: AgentRuntime,
+    request: BackfillRequest,
+    report: BackfillReport,
+    claims: list[Claim],
+    done: list[tuple[str, str]],
 ) -> BackfillReport:
     store = rt.require_store()
     secret = rt.secret()
@@ -336,16 +344,17 @@ async def _apply(
         diary = read_diary(rt.paths.workspace)
         diary_existed = diary.content_hash != ABSENT
         run_id, gone, added = await store.write(
-            _begin_run, rt.agent_id, request, now_ms, days, claims, diary_existed, secret, fence=lease.fence
+            _begin_run, rt.agent_id, request, now_ms, done, claims, diary_existed, secret, fence=lease.fence
         )
         while gone:  # a session was forgotten after the scan: drop its messages and re-plan
             claims = coalesce([m for c in claims for m in c.messages if m.session_id not in gone])
+            done = [(d, sid) for d, sid in done if sid not in gone]
             run_id, gone, added = await store.write(
                 _begin_run,
                 rt.agent_id,
                 request,
                 now_ms,
-                days,
+                done,
                 claims,
                 diary_existed,
                 secret,

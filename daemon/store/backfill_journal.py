@@ -42,12 +42,13 @@ def add_journal_rows(conn: Connection, run_id: int, rows: Sequence[tuple[str, st
     )
 
 
-def processed_days(conn: Connection) -> set[str]:
-    """Days a run that is not rolled back has processed (the backfill cursor)."""
+def processed_days(conn: Connection) -> set[tuple[str, str]]:
+    """(day, session id) that a run not rolled back has processed (the backfill cursor). A
+    session id of '' (rows of older runs) stands for every session of that day."""
     return {
-        d
-        for (d,) in conn.execute(
-            "SELECT j.key FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
+        (d, sid)
+        for d, sid in conn.execute(
+            "SELECT j.key, j.payload FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
             "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
         )
     }
@@ -81,8 +82,11 @@ def mark_rolled_back(conn: Connection, run_ids: Iterable[int], now_ms: int) -> N
 
 
 def delete_origin_rows_of_sessions(conn: Connection, session_ids: Sequence[str]) -> int:
+    """The rows naming these sessions: their origins, and the days the cursor marked for them."""
     return execute_in(
-        conn, "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})", session_ids
+        conn,
+        "DELETE FROM backfill_journal WHERE kind IN ('origin', 'day') AND payload IN ({marks})",
+        session_ids,
     )
 
 
