@@ -19,11 +19,16 @@ from daemon.sessions.admission import (
     key_reason,
     policy_of,
 )
+from daemon.sessions.model import SessionInfo
 from daemon.settings import ExcludeSessions
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime
-from tests.test_admission import session
+
+
+def session(key: str, *, kind: str = "interactive", chat: str | None = None) -> SessionInfo:
+    return SessionInfo("main", "s1", key, kind, chat_type=chat, locator="/x/s1.jsonl")  # type: ignore[arg-type]
+
 
 INCOGNITO = "agent:main:dashboard:incognito-3f2b9c1e-7a4d-4e0b-9c55-2d1f8e6a0b77"
 EVERY_POLICY = AdmissionPolicy(

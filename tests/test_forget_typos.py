@@ -12,7 +12,8 @@ import pytest
 from daemon.cli import main
 from daemon.forget.select import Selectors, UnmatchedSelector, select_sessions, suggest_close
 from daemon.sessions.model import Participant, SessionInfo
-from tests.test_cli_forget_preview import config  # noqa: F401  (the fixture: an ingested store)
+from tests.builders import SessionStoreBuilder, conversation
+from tests.conftest import REDIS_URL
 
 
 def _info(sid: str, key: str, *, hook: str | None = None, actors: tuple[str, ...] = ()) -> SessionInfo:
@@ -48,13 +49,37 @@ def test_a_selector_that_matches_is_never_listed() -> None:
     assert select_sessions(SESSIONS, [], selectors).unmatched == ()
 
 
-def _run(capsys: pytest.CaptureFixture[str], config: Path, *args: str) -> tuple[int, str]:  # noqa: F811
+@pytest.fixture
+def config(tmp_path: Path, sessions_root: Path, store_builder: SessionStoreBuilder, unique: str) -> Path:
+    store_builder.add("agent:main:telegram:direct:nora", "tg-nora", conversation("orchard", "tg-nora"))
+    store_builder.add(
+        "agent:main:slack:group:launch",
+        "slack-launch",
+        conversation("lighthouse", "slack-launch"),
+        participants=[{"actorId": "nora"}, {"actorId": "omar"}],
+    )
+    store_builder.add(
+        "hook:gmail:inv-1",
+        "gmail-inv",
+        conversation("invoice", "gmail-inv"),
+        hookExternalContentSource="gmail",
+    )
+    path = tmp_path / "memoryd.toml"
+    path.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{REDIS_URL}"\n[retention]\ntenant = "t{unique}"\n'
+    )
+    assert main(["--config", str(path), "ingest", "--agent", "main"]) == 0
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], config: Path, *args: str) -> tuple[int, str]:
     code = main(["--config", str(config), "forget", "--agent", "main", *args])
     return code, capsys.readouterr().out
 
 
 def test_the_cli_says_an_unknown_session_is_unknown_and_names_the_close_ones(
-    config: Path,  # noqa: F811
+    config: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out = _run(capsys, config, "--session", "tg-nroa", "--dry-run")
