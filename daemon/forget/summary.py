@@ -5,7 +5,8 @@ and their order here are the JSON emission order.
 
 Lists are sorted in UTF-16 code-unit order (JavaScript's default `toSorted()`); the fields
 the reference sorts with `localeCompare` (sessionResolutions by sessionId, curatedWrites by
-relativePath) use the same code-unit order, so output does not depend on the host's locale.
+relativePath) use `locale_key`, the root locale's order computed here, so output does not
+depend on the host's locale.
 The report describes the plan and is computed before any write.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 import orjson
 
 from daemon.forget.plan import ForgetPlan
-from daemon.utf16 import utf16_key
+from daemon.utf16 import locale_key, utf16_key
 
 
 def _sorted(values: Any) -> list[str]:
@@ -47,14 +48,14 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
         ],
         "sessionResolutions": [
             _resolution(t.session_id, t.session_key, t.resolution)
-            for t in sorted(targets, key=lambda t: utf16_key(t.session_id))
+            for t in sorted(targets, key=lambda t: locale_key(t.session_id))
         ],
         "entryKeys": _sorted(plan.lineage.entry_keys),
         "mixedLineageEntryKeys": _sorted(plan.lineage.mixed_entry_keys),
         "untargetableEntryKeys": _sorted(plan.untargetable_keys),
         "curatedWrites": [
             {"relativePath": w.relative_path, "observedAt": w.observed_at}
-            for w in sorted(plan.curated_writes, key=lambda w: utf16_key(w.relative_path))
+            for w in sorted(plan.curated_writes, key=lambda w: locale_key(w.relative_path))
         ],
         "artifacts": {
             "memoryFiles": len(plan.memory_rewrites),
