@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -161,14 +162,30 @@ def forgotten_hashed(session_id: str, forgotten: set[str], secret: bytes) -> boo
     return hashed_session_ref(secret, session_id) in forgotten
 
 
+Cursor = dict[tuple[str, str], int]  # (day, session id) -> last line read; session '' = all
+
+
+def read_cursor(rows: Iterable[tuple[str, str]]) -> Cursor:
+    """The backfill cursor from its journal rows (`processed_days`)."""
+    cursor: Cursor = {}
+    for key, sid in rows:
+        day, _, line = key.partition("#")
+        last = int(line) if line.isdigit() else sys.maxsize  # an older run's row: the whole day
+        cursor[(day, sid)] = max(cursor.get((day, sid), 0), last)
+    return cursor
+
+
 def plan_claims(
-    scan: Scan, processed: set[tuple[str, str]], request: BackfillRequest, staged: set[tuple[str, str]]
+    scan: Scan, cursor: Cursor, request: BackfillRequest, staged: set[tuple[str, str]]
 ) -> tuple[list[str], list[Claim], list[tuple[str, str]]]:
     """Days to do, their claims (leaving out messages already staged from the same session),
-    and the (day, session) pairs the run marks done. The cursor is per day and session, so a
-    session that appears after its day was done is still read."""
+    and the cursor rows the run adds: `(<day>#<last line read>, session id)`. The cursor is per
+    day and session and remembers the last line read, so a session that appears, or a message
+    appended, after its day was done is still read."""
     pending = [
-        m for m in scan.messages if (m.day, "") not in processed and (m.day, m.session_id) not in processed
+        m
+        for m in scan.messages
+        if (m.day, "") not in cursor and m.line_number > cursor.get((m.day, m.session_id), 0)
     ]
     days = select_days((m.day for m in pending), set(), request.from_day, request.to_day, request.limit_days)
     chosen = set(days)
@@ -177,7 +194,11 @@ def plan_claims(
         for m in pending
         if m.day in chosen and (CLAIM_KEY_PREFIX + claim_hash(m.snippet), m.session_id) not in staged
     ]
-    done = sorted({(m.day, m.session_id) for m in pending if m.day in chosen})
+    last: dict[tuple[str, str], int] = {}
+    for m in pending:
+        if m.day in chosen:
+            last[(m.day, m.session_id)] = max(last.get((m.day, m.session_id), 0), m.line_number)
+    done = sorted((f"{day}#{line}", sid) for (day, sid), line in last.items())
     return days, coalesce(fresh), done
 
 
@@ -197,17 +218,17 @@ async def run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillRe
     # Without a store nothing was ever forgotten; asking for the key would create it.
     secret = rt.secret() if store is not None else None
     forgotten: set[str] = set()
-    processed: set[tuple[str, str]] = set()
+    cursor: Cursor = {}
     erased = ErasedSenders(secret)
     if store is not None:
         forgotten = await store.read(_tombstones)
-        processed = await store.read(processed_days)
+        cursor = read_cursor(await store.read(processed_days))
         erased = await store.read(load_erased_senders, secret)
     # Reads every admitted transcript: in a worker thread, so the event loop keeps serving.
     scan = await anyio.to_thread.run_sync(scan_sessions, rt, forgotten, secret, erased)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
-    days, claims, done = plan_claims(scan, processed, request, staged)
+    days, claims, done = plan_claims(scan, cursor, request, staged)
     _summarize(report, scan, days, claims)
     if request.mode == "preview" or not claims:
         return report
@@ -256,7 +277,7 @@ def _begin_run(
         return 0, gone, 0
     run_id = begin_run(conn, now_ms, request.mode, request.from_day, request.to_day)
     added = record_origins(conn, agent_id, origins)
-    rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, sid) for d, sid in done]
+    rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", key, sid) for key, sid in done]
     rows += [("diary_key", c.diary_line().key, "") for c in claims]
     if not diary_existed:
         rows.append(("diary_created", "DREAMS.md", ""))
@@ -348,7 +369,7 @@ async def _apply(
         )
         while gone:  # a session was forgotten after the scan: drop its messages and re-plan
             claims = coalesce([m for c in claims for m in c.messages if m.session_id not in gone])
-            done = [(d, sid) for d, sid in done if sid not in gone]
+            done = [(key, sid) for key, sid in done if sid not in gone]
             run_id, gone, added = await store.write(
                 _begin_run,
                 rt.agent_id,

@@ -42,16 +42,14 @@ def add_journal_rows(conn: Connection, run_id: int, rows: Sequence[tuple[str, st
     )
 
 
-def processed_days(conn: Connection) -> set[tuple[str, str]]:
-    """(day, session id) that a run not rolled back has processed (the backfill cursor). A
-    session id of '' (rows of older runs) stands for every session of that day."""
-    return {
-        (d, sid)
-        for d, sid in conn.execute(
-            "SELECT j.key, j.payload FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
-            "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
-        )
-    }
+def processed_days(conn: Connection) -> list[tuple[str, str]]:
+    """(key, session id) of the cursor rows of runs not rolled back: the key is `<day>#<line>`,
+    the last transcript line of that session the runs read for that day; rows of older runs
+    hold the bare day and no session (the whole day, every session)."""
+    return conn.execute(
+        "SELECT j.key, j.payload FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
+        "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
+    ).fetchall()
 
 
 def active_run_ids(conn: Connection) -> tuple[int, ...]:
