@@ -54,7 +54,7 @@ def _clean_list(values: list[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class ExcludeSessions:
-    """Admission policy lists. Exact, case-sensitive matches against recorded session metadata."""
+    """Admission policy lists. Case-sensitive matches against recorded session metadata."""
 
     hook_external_content_sources: list[str] = setting(
         factory=list, description="Hook sources to keep out (gmail, email, webhook)."
@@ -63,9 +63,14 @@ class ExcludeSessions:
     chat_types: list[str] = setting(
         factory=list, description="Chat types to keep out (direct, group, channel)."
     )
+    session_keys: list[str] = setting(
+        factory=list,
+        description="Session-key patterns to keep out, matched against the whole key: "
+        "* any run, ? one character, [..] a set (agent:*:discord:*). The other lists are exact.",
+    )
 
     def __post_init__(self) -> None:
-        for name in ("hook_external_content_sources", "channels", "chat_types"):
+        for name in ("hook_external_content_sources", "channels", "chat_types", "session_keys"):
             object.__setattr__(self, name, _clean_list(getattr(self, name)))
 
 

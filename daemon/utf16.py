@@ -32,3 +32,32 @@ def utf16_key(text: str) -> bytes:
     code-unit order for both, so the order is the same on every host whatever its locale.
     """
     return text.encode("utf-16-be", "surrogatepass")
+
+
+# Punctuation in the order the root collation of CLDR (what `localeCompare` uses without a
+# locale) gives it; every other ASCII punctuation sorts after these, in code-unit order.
+_PUNCTUATION = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+
+def locale_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...], bytes]:
+    """Sort key close to JavaScript's `localeCompare` in the root locale, for the report fields
+    the reference sorts that way (curatedWrites by path, sessionResolutions by id), and the same
+    on every host: punctuation, then digits, then letters ignoring case; then lower case before
+    upper case; then code units. Exact for ASCII; other characters follow the letters in
+    code-unit order."""
+    primary: list[int] = []
+    tertiary: list[int] = []
+    for ch in text:
+        rank = _PUNCTUATION.find(ch)
+        if rank >= 0:
+            primary.append(rank)
+        elif ch.isascii() and ch.isdigit():
+            primary.append(100 + ord(ch))
+        elif ch.isascii() and ch.isalpha():
+            primary.append(200 + ord(ch.lower()))
+        elif ch.isascii():
+            primary.append(50 + ord(ch))  # the rest of ASCII punctuation and controls
+        else:
+            primary.append(1000 + ord(ch))
+        tertiary.append(1 if ch.isupper() else 0)
+    return tuple(primary), tuple(tertiary), utf16_key(text)

@@ -91,7 +91,8 @@ async def test_preview_reports_every_artifact_kind_in_reference_order(world: For
     assert data["entryKeys"] == ["k-mixed", "k-target"]
     assert data["mixedLineageEntryKeys"] == ["k-mixed"]
     assert data["untargetableEntryKeys"] == ["k-untracked"]
-    assert [w["relativePath"] for w in data["curatedWrites"]] == ["MEMORY.md", "USER.md", "memory/notes.md"]
+    # Sorted as the reference sorts them (localeCompare): case aside, memory/ before USER.md.
+    assert [w["relativePath"] for w in data["curatedWrites"]] == ["MEMORY.md", "memory/notes.md", "USER.md"]
     assert data["curatedWrites"][0]["observedAt"] == 1787738401000
     assert data["refusals"] == []
 

@@ -24,15 +24,25 @@ from daemon.ingest.report import (
     CheckpointRow,
     CheckpointsReport,
     CursorView,
+    ExplainedSession,
     FingerprintView,
     IngestReport,
+    RuleView,
+    SessionExplanation,
     SessionRow,
     SessionsReport,
 )
 from daemon.ops import ingest_sweep as ingest_op
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
+from daemon.sessions.admission import (
+    AdmissionPolicy,
+    RuleCheck,
+    admission_reason,
+    explain_admission,
+    explain_key,
+    policy_of,
+)
 from daemon.settings import Settings
-from daemon.store.checkpoints import load_checkpoints
+from daemon.store.checkpoints import Checkpoint, load_checkpoints
 from daemon.store.tombstones import forgotten_ids
 
 # What the sweep's progress phases count (daemon/ingest/sweep.py).
@@ -86,25 +96,116 @@ async def _sessions(settings: Settings, agent_id: str, limit: int | None) -> Ses
         )
 
 
+def _checkpoint_row(cp: Checkpoint) -> CheckpointRow:
+    return CheckpointRow(
+        session_id=cp.session_id,
+        session_key=cp.session_key,
+        state_key=cp.state_key,
+        fingerprint=FingerprintView(mtime_ms=cp.mtime_ms, size=cp.size, content_hash=cp.content_hash),
+        cursor=CursorView(line_count=cp.line_count, last_content_line=cp.last_content_line, at_end=cp.at_end),
+        excluded_reason=cp.excluded_reason,
+        updated_at=cp.updated_at,
+    )
+
+
+def _views(checks: tuple[RuleCheck, ...]) -> list[RuleView]:
+    return [
+        RuleView(
+            rule=c.rule,
+            value=c.value or "-",
+            result="passes" if c.reason is None else "keeps out",
+            reason=c.reason,
+        )
+        for c in checks
+    ]
+
+
+async def _explain(settings: Settings, agent_id: str, query: str) -> SessionExplanation:
+    """Why a session (by id or key) is in or out: every admission rule, its checkpoint, whether
+    it is forgotten. Metadata and the store only; no transcript is read."""
+    from daemon.forget.select import Selectors, select_sessions, suggest_close
+    from daemon.forget.snapshot import read_recorded
+    from daemon.store.checkpoints import checkpoint_keys_of_sessions, load_checkpoints_by_key
+
+    async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
+        listing = rt.sessions.list_sessions()
+        archives = rt.sessions.list_archives()
+        recorded = await rt.store.read(read_recorded, agent_id, [query]) if rt.store is not None else ()
+        selection = select_sessions(listing.sessions, archives, Selectors((query,), (), ()), recorded)
+        if selection.unmatched:
+            close = suggest_close(selection, listing.sessions, archives, recorded).unmatched[0].close_matches
+            hint = (" Did you mean: " + ", ".join(repr(c) for c in close) + "?") if close else ""
+            raise UsageError(
+                f"sessions --explain: no session {query!r} is known to agent {agent_id} (no live session, "
+                f"archive or ingestion record of it).{hint}"
+            )
+        ids = [t.session_id for t in selection.targets]
+        forgotten: set[str] = set()
+        checkpoints: dict[str, Checkpoint] = {}
+        if rt.store is not None:
+            forgotten = await rt.store.read(forgotten_ids, ids, rt.secret())
+            keys = [k for k, _ in await rt.store.read(checkpoint_keys_of_sessions, ids)]
+            checkpoints = {
+                cp.session_id: cp for cp in (await rt.store.read(load_checkpoints_by_key, keys)).values()
+            }
+        policy = policy_of(settings)
+        live = {s.session_id: s for s in listing.sessions}
+        out: list[ExplainedSession] = []
+        for t in selection.targets:
+            session = live.get(t.session_id)
+            if session is not None:
+                checks = explain_admission(session, policy, forgotten)
+                decision = admission_reason(session, policy, forgotten) or "admitted"
+            else:
+                checks = explain_key(t.session_id, t.session_key, policy, forgotten)
+                decision = next((c.reason for c in checks if c.reason), None) or (
+                    "archive: never ingested" if t.resolution == "archived" else "not listed: nothing to read"
+                )
+            cp = checkpoints.get(t.session_id)
+            out.append(
+                ExplainedSession(
+                    session_id=t.session_id,
+                    session_key=t.session_key,
+                    source=t.resolution,  # type: ignore[arg-type]
+                    decision=decision,
+                    rules=_views(checks),
+                    checkpoint=None if cp is None else _checkpoint_row(cp),
+                    forgotten=t.session_id in forgotten,
+                )
+            )
+        return SessionExplanation(agent_id=agent_id, query=query, sessions=out)
+
+
+def _human_explain(r: SessionExplanation) -> str:
+    parts: list[str] = []
+    for s in r.sessions:
+        lines = [
+            f"session {s.session_id} (key {s.session_key or '-'}; {s.source})",
+            f"decision: {s.decision}",
+            table(
+                ["rule", "session has", "result", "reason"],
+                [[c.rule, c.value, c.result, c.reason or ""] for c in s.rules],
+            ),
+        ]
+        cp = s.checkpoint
+        if cp is None:
+            lines.append("checkpoint: none (never swept)")
+        else:
+            lines.append(
+                f"checkpoint: {cp.cursor.line_count} lines consumed, size {cp.fingerprint.size}, "
+                f"recorded reason {cp.excluded_reason or '-'}, updated {iso_time(cp.updated_at)}"
+            )
+        lines.append(f"forgotten: {'yes' if s.forgotten else 'no'}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
 async def _checkpoints(settings: Settings, agent_id: str) -> CheckpointsReport:
     async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
         found = {}
         if rt.store is not None:
             found = await rt.store.read(load_checkpoints, agent_id)
-        rows = [
-            CheckpointRow(
-                session_id=cp.session_id,
-                session_key=cp.session_key,
-                state_key=cp.state_key,
-                fingerprint=FingerprintView(mtime_ms=cp.mtime_ms, size=cp.size, content_hash=cp.content_hash),
-                cursor=CursorView(
-                    line_count=cp.line_count, last_content_line=cp.last_content_line, at_end=cp.at_end
-                ),
-                excluded_reason=cp.excluded_reason,
-                updated_at=cp.updated_at,
-            )
-            for cp in found.values()
-        ]
+        rows = [_checkpoint_row(cp) for cp in found.values()]
         return CheckpointsReport(agent_id=agent_id, checkpoints=rows)
 
 
@@ -177,10 +278,21 @@ def register(cli: click.Group) -> None:
     @cli.command("sessions")
     @agent_option
     @click.option("--limit", "limit", default="50", show_default=True, help="Sessions to show, or 'all'.")
+    @click.option(
+        "--explain",
+        "explain",
+        default=None,
+        metavar="ID-OR-KEY",
+        help="Why one session (by id or key) is in or out: every admission rule, its checkpoint, "
+        "whether it is forgotten.",
+    )
     @json_option
     @pass_state
-    def sessions(state: CliState, agent_id: str, limit: str, as_json: bool) -> None:
+    def sessions(state: CliState, agent_id: str, limit: str, explain: str | None, as_json: bool) -> None:
         """List an agent's sessions from metadata (no transcript is read) and their admission."""
+        if explain is not None:
+            emit(run_async(_explain, state.settings, agent_id, explain), as_json, _human_explain)
+            return
         report = run_async(_sessions, state.settings, agent_id, _parse_limit(limit))
         emit(report, as_json, _human_sessions)
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -166,20 +167,44 @@ def forgotten_hashed(session_id: str, forgotten: set[str], secret: bytes) -> boo
     return hashed_session_ref(secret, session_id) in forgotten
 
 
+Cursor = dict[tuple[str, str], int]  # (day, session id) -> last line read; session '' = all
+
+
+def read_cursor(rows: Iterable[tuple[str, str]]) -> Cursor:
+    """The backfill cursor from its journal rows (`processed_days`)."""
+    cursor: Cursor = {}
+    for key, sid in rows:
+        day, _, line = key.partition("#")
+        last = int(line) if line.isdigit() else sys.maxsize  # an older run's row: the whole day
+        cursor[(day, sid)] = max(cursor.get((day, sid), 0), last)
+    return cursor
+
+
 def plan_claims(
-    scan: Scan, processed: set[str], request: BackfillRequest, staged: set[tuple[str, str]]
-) -> tuple[list[str], list[Claim]]:
-    """Days to do and their claims, leaving out messages already staged from the same session."""
-    days = select_days(
-        (m.day for m in scan.messages), processed, request.from_day, request.to_day, request.limit_days
-    )
+    scan: Scan, cursor: Cursor, request: BackfillRequest, staged: set[tuple[str, str]]
+) -> tuple[list[str], list[Claim], list[tuple[str, str]]]:
+    """Days to do, their claims (leaving out messages already staged from the same session),
+    and the cursor rows the run adds: `(<day>#<last line read>, session id)`. The cursor is per
+    day and session and remembers the last line read, so a session that appears, or a message
+    appended, after its day was done is still read."""
+    pending = [
+        m
+        for m in scan.messages
+        if (m.day, "") not in cursor and m.line_number > cursor.get((m.day, m.session_id), 0)
+    ]
+    days = select_days((m.day for m in pending), set(), request.from_day, request.to_day, request.limit_days)
     chosen = set(days)
     fresh = [
         m
-        for m in scan.messages
+        for m in pending
         if m.day in chosen and (CLAIM_KEY_PREFIX + claim_hash(m.snippet), m.session_id) not in staged
     ]
-    return days, coalesce(fresh)
+    last: dict[tuple[str, str], int] = {}
+    for m in pending:
+        if m.day in chosen:
+            last[(m.day, m.session_id)] = max(last.get((m.day, m.session_id), 0), m.line_number)
+    done = sorted((f"{day}#{line}", sid) for (day, sid), line in last.items())
+    return days, coalesce(fresh), done
 
 
 def staged_key(claim: Claim) -> str:
@@ -211,23 +236,23 @@ async def _run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillR
     # Without a store nothing was ever forgotten; asking for the key would create it.
     secret = rt.secret() if store is not None else None
     forgotten: set[str] = set()
-    processed: set[str] = set()
+    cursor: Cursor = {}
     erased = ErasedSenders(secret)
     generation = 0
     if store is not None:
         generation = await store.read(exclusion_generation)  # before the set it stands for
         forgotten = await store.read(_tombstones)
-        processed = await store.read(processed_days)
+        cursor = read_cursor(await store.read(processed_days))
         erased = await store.read(load_erased_senders, secret)
     # Reads every admitted transcript: in a worker thread, so the event loop keeps serving.
     scan = await anyio.to_thread.run_sync(scan_sessions, rt, forgotten, secret, erased)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
     staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
-    days, claims = plan_claims(scan, processed, request, staged)
+    days, claims, done = plan_claims(scan, cursor, request, staged)
     _summarize(report, scan, days, claims)
     if request.mode == "preview" or not claims:
         return report
-    return await _apply(rt, request, report, claims, days, generation)
+    return await _apply(rt, request, report, claims, done, generation)
 
 
 def _summarize(report: BackfillReport, scan: Scan, days: list[str], claims: list[Claim]) -> None:
@@ -257,7 +282,7 @@ def _begin_run(
     agent_id: str,
     request: BackfillRequest,
     now_ms: int,
-    days: Sequence[str],
+    done: Sequence[tuple[str, str]],
     claims: Sequence[Claim],
     diary_existed: bool,
     secret: bytes | None,
@@ -275,7 +300,7 @@ def _begin_run(
         return 0, gone, 0
     run_id = begin_run(conn, now_ms, request.mode, request.from_day, request.to_day)
     added = record_origins(conn, agent_id, origins)
-    rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", d, "") for d in days]
+    rows = [("origin", o.entry_key, o.session_id) for o in added] + [("day", key, sid) for key, sid in done]
     rows += [("diary_key", c.diary_line().key, "") for c in claims]
     if not diary_existed:
         rows.append(("diary_created", "DREAMS.md", ""))
@@ -353,7 +378,7 @@ async def _apply(
     request: BackfillRequest,
     report: BackfillReport,
     claims: list[Claim],
-    days: list[str],
+    done: list[tuple[str, str]],
     generation: int,
 ) -> BackfillReport:
     store = rt.require_store()
@@ -368,7 +393,7 @@ async def _apply(
             rt.agent_id,
             request,
             now_ms,
-            days,
+            done,
             claims,
             diary_existed,
             secret,
@@ -377,12 +402,13 @@ async def _apply(
         )
         while gone:  # a session was forgotten after the scan: drop its messages and re-plan
             claims = coalesce([m for c in claims for m in c.messages if m.session_id not in gone])
+            done = [(key, sid) for key, sid in done if sid not in gone]
             run_id, gone, added = await store.write(
                 _begin_run,
                 rt.agent_id,
                 request,
                 now_ms,
-                days,
+                done,
                 claims,
                 diary_existed,
                 secret,

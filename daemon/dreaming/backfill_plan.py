@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key
 from daemon.dreaming.text import claim_identity
+from daemon.markers import promotion_keys_in
 from daemon.store.origins import EntryOrigin
 
 BACKFILL_QUERY_PREFIX = "__dreaming_session_backfill__:"
@@ -92,14 +93,21 @@ def coalesce(messages: Sequence[Message]) -> list[Claim]:
 
 
 def diary_items(existing_block: str | None, claims: Sequence[Claim]) -> list[BlockItem]:
-    """The backfill block: what it already holds, then one `### day` section per new day."""
+    """The backfill block: what it already holds, then one `### day` section per new day. A
+    claim whose line the block holds already is not written again (its new origins are
+    recorded on that line's key all the same)."""
     items: list[BlockItem] = []
+    present: set[str] = set()
     if existing_block:
         items += [BlockItem(plain=ln) for ln in existing_block.strip("\n").split("\n")]
+        present = set(promotion_keys_in(existing_block))
     day = None
     for c in claims:
+        line = c.diary_line()
+        if line.key in present:
+            continue
         if c.day != day:
             day = c.day
             items.append(BlockItem(plain=f"### {day}"))
-        items.append(BlockItem(line=c.diary_line()))
+        items.append(BlockItem(line=line))
     return items

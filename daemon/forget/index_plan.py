@@ -6,7 +6,9 @@ Selected chunks:
   workspace may have scrubbed the file already, yet this agent's snapshot holds the evidence;
 * transcript chunks of the selected sessions (by path reference or recorded session id);
 * when anything is selected, stale transcript chunks that should never have been indexed:
-  system-only provenance, cron/heartbeat sessions, dreaming-narrative sessions.
+  system-only provenance, cron/heartbeat sessions, dreaming-narrative sessions; and the chunks
+  of an orphan archive (one no session names and memoryd has no record of, such as a narrative
+  run's) that quote a selected corpus snippet: nothing else can attribute them.
 Sources removed: corpus files that disappear, and the transcripts whose chunks go.
 Memory-file source rows stay: the changed file hash makes the indexer rebuild them.
 The embedding cache is cleared whole (agent-wide and recomputable; it carries no attribution).
@@ -17,9 +19,13 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from daemon.constants import CORPUS_SNIPPET_MIN_CHARS
 from daemon.forget.refs import references_session
 from daemon.forget.scrub import Selection, scrub_memory
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
+from daemon.utf16 import utf16_len
+
+_ROLES = ("User", "Assistant")  # the role prefix of an exported message line
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +34,7 @@ class ChunkRow:
     id: str
     path: str
     source: str  # "memory" | "sessions"
-    text: str  # "" for transcript chunks (never needed, never copied)
+    text: str  # "" for transcript chunks, except an orphan archive's (read for forgotten quotes)
     session_id: str | None
     origin_class: str | None
     session_kind: str | None
@@ -110,4 +116,17 @@ def _selects_transcript(c: ChunkRow, sel: Selection, any_selected: bool, exclude
         or (c.session_kind or "unknown") in INTERNAL_SESSION_KINDS
         or c.session_id in excluded
         or references_session(c.path, sel.agent_id, excluded)
+        or (bool(c.text) and _quotes(c.text, sel.corpus_snippets))
     )
+
+
+def _quotes(text: str, snippets: Iterable[str]) -> bool:
+    """Whether a transcript chunk quotes a selected corpus snippet (its text, without the role
+    prefix the corpus line gives it), whitespace collapsed on both sides."""
+    flat = " ".join(text.split())
+    for snippet in snippets:
+        _, sep, body = snippet.partition(": ")
+        said = body if sep and snippet.split(":", 1)[0] in _ROLES else snippet
+        if utf16_len(said) >= CORPUS_SNIPPET_MIN_CHARS and " ".join(said.split()) in flat:
+            return True
+    return False

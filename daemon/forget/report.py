@@ -27,7 +27,13 @@ class ParticipantMatchModel(_Model):
 class SessionResolution(_Model):
     sessionId: str
     sessionKey: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    source: Literal["live", "archived", "unresolved"]
+    source: Literal["live", "archived", "recorded", "unresolved"]
+
+
+class UnmatchedSelectorModel(_Model):
+    selector: Literal["session", "participant", "hookSource"]
+    value: str
+    closeMatches: list[str]  # the known values closest to it, most alike first
 
 
 class CuratedWriteModel(_Model):
@@ -80,6 +86,11 @@ class ForgetReport(_Model):
     artifacts: Artifacts
     refusals: Annotated[list[str], Content]
     counts: Counts  # memoryd's: the reference's fields above, then these numbers
+    # Beyond the reference, and only when there is one: selectors that matched nothing, so a
+    # typo is not silent.
+    unmatchedSelectors: Annotated[list[UnmatchedSelectorModel], Content] = Field(
+        default_factory=list, exclude_if=lambda v: not v
+    )
 
 
 def build_report(plan: ForgetPlan, *, dry_run: bool) -> ForgetReport:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
+
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
 from daemon.forget.plan import ForgetPlan, plan_forget
-from daemon.forget.select import Selectors, SessionSelection, select_sessions
+from daemon.forget.select import Selectors, SessionSelection, select_sessions, suggest_close
 from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
 from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.settings import Settings
@@ -46,7 +48,13 @@ def _selectors(request: ForgetRequest) -> Selectors:
 
 async def _resolve(rt: AgentRuntime, selectors: Selectors) -> tuple[SessionCatalog, SessionSelection]:
     catalog = await read_catalog(rt, selectors)
-    return catalog, select_sessions(catalog.sessions, catalog.archives, selectors)
+    selection = select_sessions(catalog.sessions, catalog.archives, selectors, catalog.recorded)
+    if selection.unmatched:
+        # A selector matched nothing (a typo, most likely): the whole listing, read only then,
+        # names the known values closest to it.
+        listing = await anyio.to_thread.run_sync(rt.sessions.list_sessions)
+        selection = suggest_close(selection, listing.sessions, catalog.archives, catalog.recorded)
+    return catalog, selection
 
 
 async def plan_for(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -33,6 +33,7 @@ from daemon.forget.select import Selectors, SessionSelection
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.store.checkpoints import checkpoint_keys_of_sessions
+from daemon.store.checkpoints import recorded_session_keys as recorded_checkpoint_keys
 from daemon.store.corpus_files import corpus_files_by_session
 from daemon.store.curated_writes import writes_of_session_keys, writes_of_sessions
 from daemon.store.db import Connection
@@ -42,10 +43,12 @@ from daemon.store.index_chunks import (
     memory_chunk_facts,
     path_chunk_facts,
     session_chunk_facts,
+    session_chunk_facts_with_text,
     stale_internal_chunk_facts,
 )
 from daemon.store.index_sources import session_sources, sources_at_paths
 from daemon.store.origins import keys_with_origins
+from daemon.store.origins import recorded_session_keys as recorded_origin_keys
 from daemon.store.preimages import preimage_rows
 from daemon.store.seen_hashes import existing_scopes
 from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
@@ -67,6 +70,9 @@ class SessionCatalog:
 
     sessions: tuple[SessionInfo, ...]
     archives: tuple[ArchiveInfo, ...]
+    # (session id, session key or None) that memoryd recorded for the session selectors, by id
+    # or by key: checkpoints, entry origins (`read_recorded`).
+    recorded: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def excluded_session_ids(self) -> frozenset[str]:
@@ -89,7 +95,22 @@ async def read_catalog(rt: AgentRuntime, selectors: Selectors) -> SessionCatalog
         )
         return SessionCatalog(listing.sessions, tuple(rt.sessions.list_archives()))
 
-    return await anyio.to_thread.run_sync(read)
+    catalog = await anyio.to_thread.run_sync(read)
+    if rt.store is None or not selectors.sessions:
+        return catalog
+    recorded = await rt.store.read(read_recorded, rt.agent_id, selectors.sessions)
+    return replace(catalog, recorded=recorded)
+
+
+def read_recorded(conn: Connection, agent_id: str, refs: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
+    """What memoryd itself recorded of the sessions `refs` name (each read by an index): the
+    id and key of a checkpoint or an entry origin whose id or key is a ref. A session the source
+    no longer lists (an archive whose entry is gone, a history a reset deleted) is still found
+    this way. (A forgotten record is not a record of the session: a rerun of a forget reports
+    the same resolutions as the first run, as the reference's.)"""
+    refs = list(dict.fromkeys(refs))
+    found = recorded_checkpoint_keys(conn, refs, refs) + recorded_origin_keys(conn, agent_id, refs, refs)
+    return tuple(dict.fromkeys(sorted(found, key=lambda r: (r[0], r[1] is None, r[1] or ""))))
 
 
 # --- workspace files -------------------------------------------------------------------------
@@ -301,16 +322,34 @@ def session_path_candidates(
 
 
 def _chunk_rows(
-    conn: Connection, session_ids: Sequence[str], excluded: Sequence[str], paths: Sequence[str]
+    conn: Connection,
+    agent_id: str,
+    session_ids: Sequence[str],
+    excluded: Sequence[str],
+    paths: Sequence[str],
+    orphans: Sequence[str],
 ) -> list[ChunkRow]:
     rows: dict[int, ChunkFacts] = {c.rowid: c for c in memory_chunk_facts(conn)}
     if session_ids:
-        found = session_chunk_facts(conn, sorted(set(session_ids) | set(excluded)))
+        # An orphan archive's chunks come with their text: the plan removes those that quote a
+        # selected snippet. Only orphans that memoryd has no record of either are read.
+        known = {sid for sid, key in recorded_checkpoint_keys(conn, orphans, ()) if key}
+        known |= {sid for sid, key in recorded_origin_keys(conn, agent_id, orphans, ()) if key}
+        found = session_chunk_facts_with_text(conn, sorted(set(orphans) - known - set(session_ids)))
+        found += session_chunk_facts(conn, sorted(set(session_ids) | set(excluded)))
         found += path_chunk_facts(conn, sorted(paths))
         found += stale_internal_chunk_facts(conn)
         for c in found:
             rows.setdefault(c.rowid, c)
     return [ChunkRow(*rows[rowid]) for rowid in sorted(rows)]
+
+
+def orphan_archive_ids(catalog: SessionCatalog) -> list[str]:
+    """Archives no session names: no key in the source and no live window of their id."""
+    live = {s.session_id for s in catalog.sessions}
+    return sorted(
+        {a.session_id for a in catalog.archives if a.session_key is None and a.session_id not in live}
+    )
 
 
 def read_store_rows(
@@ -322,6 +361,7 @@ def read_store_rows(
     corpus_paths: Sequence[str],
     excluded: Collection[str],
     archives: Sequence[ArchiveInfo],
+    orphans: Sequence[str] = (),
 ) -> StoreRows:
     sids = sorted(selection.session_ids)
     lineage = read_lineage(conn, agent_id, sids, carried_keys)
@@ -359,7 +399,7 @@ def read_store_rows(
     observed += writes_of_session_keys(conn, sorted(selection.session_keys))
 
     paths = session_path_candidates(agent_id, sids, archives)
-    chunks = _chunk_rows(conn, sids, sorted(excluded), sorted(paths))
+    chunks = _chunk_rows(conn, agent_id, sids, sorted(excluded), sorted(paths), orphans)
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
     sources = {r.id: r for r in sources_at_paths(conn, source_paths)}
     for r in session_sources(conn, sids):
@@ -408,6 +448,7 @@ async def read_snapshot(
             corpus_paths,
             excluded,
             catalog.archives,
+            orphan_archive_ids(catalog),
         )
     from_transcripts = await anyio.to_thread.run_sync(read_transcript_writes, rt, catalog, selection)
     return ForgetSnapshot(

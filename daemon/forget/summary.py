@@ -5,7 +5,8 @@ and their order here are the JSON emission order.
 
 Lists are sorted in UTF-16 code-unit order (JavaScript's default `toSorted()`); the fields
 the reference sorts with `localeCompare` (sessionResolutions by sessionId, curatedWrites by
-relativePath) use the same code-unit order, so output does not depend on the host's locale.
+relativePath) use `locale_key`, the root locale's order computed here, so output does not
+depend on the host's locale.
 The report describes the plan and is computed before any write; a purge returns it only once
 the plan is applied. `counts` repeats, as numbers, what the lists hold: a job's stored result
 empties the lists (they name sessions, people and content hashes) and keeps the counts, so a
@@ -21,7 +22,7 @@ from typing import Any
 import orjson
 
 from daemon.forget.plan import ForgetPlan
-from daemon.utf16 import utf16_key
+from daemon.utf16 import locale_key, utf16_key
 
 
 def _sorted(values: Any) -> list[str]:
@@ -40,7 +41,7 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
     """The report of `plan`, as the JSON document `forget --json` prints."""
     targets = plan.selection.targets
     idx = plan.index
-    return {
+    data: dict[str, Any] = {
         "agentId": plan.agent_id,
         "dryRun": dry_run,
         "sessionIds": _sorted(t.session_id for t in targets),
@@ -50,14 +51,14 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
         ],
         "sessionResolutions": [
             _resolution(t.session_id, t.session_key, t.resolution)
-            for t in sorted(targets, key=lambda t: utf16_key(t.session_id))
+            for t in sorted(targets, key=lambda t: locale_key(t.session_id))
         ],
         "entryKeys": _sorted(plan.lineage.entry_keys),
         "mixedLineageEntryKeys": _sorted(plan.lineage.mixed_entry_keys),
         "untargetableEntryKeys": _sorted(plan.untargetable_keys),
         "curatedWrites": [
             {"relativePath": w.relative_path, "observedAt": w.observed_at}
-            for w in sorted(plan.curated_writes, key=lambda w: utf16_key(w.relative_path))
+            for w in sorted(plan.curated_writes, key=lambda w: locale_key(w.relative_path))
         ],
         "artifacts": {
             "memoryFiles": len(plan.memory_rewrites),
@@ -88,6 +89,29 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
             "refusals": len(plan.refusals),
         },
     }
+    if plan.selection.unmatched:  # beyond the reference, and only when there is one
+        data["unmatchedSelectors"] = [
+            {"selector": u.selector, "value": u.value, "closeMatches": list(u.close_matches)}
+            for u in plan.selection.unmatched
+        ]
+    return data
+
+
+def _unmatched_line(agent: str, u: Mapping[str, Any], dry_run: bool) -> str:
+    what = {"session": "session id or key", "participant": "participant", "hookSource": "hook source"}
+    if u["selector"] == "session":
+        done = "would be recorded" if dry_run else "is recorded"
+        line = (
+            f"No session {u['value']!r} is known to agent {agent} (no live session, archive or record "
+            f"of it); it {done} as forgotten as written."
+        )
+    else:
+        line = (
+            f"No session of agent {agent} has the {what[u['selector']]} {u['value']!r}; it selects nothing."
+        )
+    if u["closeMatches"]:
+        line += " Did you mean: " + ", ".join(repr(m) for m in u["closeMatches"]) + "?"
+    return line
 
 
 def render_human(report: Mapping[str, Any]) -> str:
@@ -127,6 +151,9 @@ def render_human(report: Mapping[str, Any]) -> str:
         when = datetime.fromtimestamp(w["observedAt"] / 1000, UTC).isoformat().replace("+00:00", "Z")
         lines.append(f"Curated write retained: {w['relativePath']} ({when})")
     lines += [f"Refused: {r}" for r in report["refusals"]]
+    lines += [
+        _unmatched_line(report["agentId"], u, report["dryRun"]) for u in report.get("unmatchedSelectors", ())
+    ]
     if report["dryRun"]:
         lines.append("Dry run: no memory files, index rows, or plugin state were changed.")
     return "\n".join(lines)

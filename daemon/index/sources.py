@@ -6,7 +6,8 @@
   reset/delete archives. Internal transcripts (dreaming narrative, cron, heartbeat) and those
   the admission policy excludes are listed with the reason they are never indexed (an archive
   takes the policy's decision for the live session of its key: the archive has no metadata of
-  its own); forgotten ones are decided by the caller against the store. Admission here is a
+  its own; without a live session, its key's own rules: incognito, session-key patterns);
+  forgotten ones are decided by the caller against the store. Admission here is a
   deliberate difference from the reference, whose transcript indexing ignores the policy.
 """
 
@@ -21,7 +22,7 @@ from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
 from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
 from daemon.index.provenance import INTERNAL_SESSION_KINDS
-from daemon.sessions.admission import AdmissionPolicy, exclusion_reason
+from daemon.sessions.admission import AdmissionPolicy, exclusion_reason, key_reason
 from daemon.sessions.json_store import derive_session_kind
 from daemon.sessions.model import ArchiveInfo, SessionInfo, SessionSource
 
@@ -169,7 +170,11 @@ def list_session_refs(
                 archive,
                 _stat_locator(archive.locator, archive.created_at),
                 internal_reason(kind, archive.session_key)
-                or (exclusion_reason(live, policy, ()) if live is not None else None),
+                or (
+                    exclusion_reason(live, policy, ())
+                    if live is not None
+                    else key_reason(archive.session_key, policy)
+                ),
             )
         )
     return refs, list(listing.errors)

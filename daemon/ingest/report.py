@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -80,3 +80,26 @@ class CheckpointRow(_Model):
 class CheckpointsReport(_Model):
     agent_id: str
     checkpoints: list[CheckpointRow]
+
+
+class RuleView(_Model):
+    rule: str
+    value: str  # what the session has for the rule ("-": nothing)
+    result: Literal["keeps out", "passes"]
+    reason: str | None  # the reason recorded when this rule keeps the session out
+
+
+class ExplainedSession(_Model):
+    session_id: str
+    session_key: str | None
+    source: Literal["live", "archived", "recorded"]
+    decision: str  # "admitted", or the reason the session is kept out
+    rules: list[RuleView]  # every rule, in the order admission checks them
+    checkpoint: CheckpointRow | None  # what the last sweep recorded, if anything
+    forgotten: bool
+
+
+class SessionExplanation(_Model):
+    agent_id: str
+    query: str
+    sessions: list[ExplainedSession]

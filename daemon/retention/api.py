@@ -12,7 +12,7 @@ read-only and never create it.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from redis.asyncio import Redis
 
@@ -40,6 +40,7 @@ from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
 from daemon.retention.request import EraseRequest, ExpireRequest
 from daemon.retention.scopes import covering, decide_expiry, parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
+from daemon.sessions.redact import redact_secrets
 from daemon.settings import Settings
 from daemon.store import retention as repo
 from daemon.store.db import Connection
@@ -86,7 +87,8 @@ def _validate(item: ObjectWrite) -> ObjectWrite:
         not isinstance(item.retention_days, int) or item.retention_days < 1
     ):
         raise UsageError(f"retention_days: {item.retention_days!r} must be a whole number of days >= 1")
-    return item
+    # What the memory tool stores obeys the rule transcript text does: no credential kept.
+    return replace(item, content=redact_secrets(item.content))
 
 
 async def write_object(

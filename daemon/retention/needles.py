@@ -25,6 +25,7 @@ from daemon.constants import (
     VERIFY_TERM_MIN_CHARS,
 )
 from daemon.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_overlapping
+from daemon.sessions.redact import redact_secrets
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
 _ID_CHARS = r"A-Za-z0-9_.\-"
@@ -62,7 +63,7 @@ def snippets(contents: Iterable[str]) -> list[str]:
     the head and the tail, at most VERIFY_SNIPPET_MAX_CHARS each, at least the minimum."""
     out: dict[str, None] = {}
     for content in contents:
-        for line in content.splitlines():
+        for line in _stored_forms(content.splitlines()):
             text = _collapse(line)
             if len(text) < VERIFY_SNIPPET_MIN_CHARS:
                 continue
@@ -72,16 +73,22 @@ def snippets(contents: Iterable[str]) -> list[str]:
     return list(out)
 
 
+def _stored_forms(lines: list[str]) -> Iterable[str]:
+    """Each line as read and, where it held a credential, as memoryd stored it (masked)."""
+    for line in lines:
+        yield line
+        masked = redact_secrets(line)
+        if masked != line:
+            yield masked
+
+
 def hash_forms(content: str) -> set[str]:
     """sha256 and sha1 of the forms memoryd hashes: raw, stripped, normalized (strip+lower,
-    the provenance hash), whitespace-collapsed (staging), collapsed and lower-cased."""
-    forms = {
-        content,
-        content.strip(),
-        content.strip().lower(),
-        _collapse(content),
-        _collapse(content).lower(),
-    }
+    the provenance hash), whitespace-collapsed (staging), collapsed and lower-cased; each also
+    with its credentials masked, as memoryd stores it."""
+    forms: set[str] = set()
+    for text in _stored_forms([content]):
+        forms |= {text, text.strip(), text.strip().lower(), _collapse(text), _collapse(text).lower()}
     out: set[str] = set()
     for form in forms:
         data = form.encode("utf-8")

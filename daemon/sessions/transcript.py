@@ -27,6 +27,7 @@ import orjson
 from daemon.sessions import json_text
 from daemon.sessions.attribution import sender_of
 from daemon.sessions.model import OversizedLine
+from daemon.sessions.redact import REDACT_LOOKAHEAD, redact_secrets
 
 OriginClass = Literal["owner", "agent", "untrusted", "system"]
 
@@ -225,14 +226,21 @@ def export_line(
 
 
 def _body(content: Any, max_chars: int | None) -> str:
-    """The message's text on one line ("" when it has none)."""
+    """The message's text on one line ("" when it has none), secrets masked: every path that
+    admits transcript text (ingestion, backfill, the transcript index) takes it from here."""
     text = content if type(content) is str else _text_of(content)
     if not text:
         return ""
-    body = collapse_ws(text, max_chars)
+    # A cut text keeps REDACT_LOOKAHEAD characters past max_chars, so a secret that starts
+    # inside the kept part is seen whole (or long enough to match) before it is masked.
+    body = collapse_ws(text, None if max_chars is None else max_chars + REDACT_LOOKAHEAD)
     if "\x00" in body:  # an escaped NUL inside a string is valid JSON, but never useful text
         body = body.replace("\x00", "")
-    return body
+    clean = redact_secrets(body)
+    if max_chars is not None and len(clean) < len(body) and len(clean) <= max_chars:
+        # Masking shrank a cut text below what the caller keeps: mask the whole message.
+        clean = redact_secrets(collapse_ws(text).replace("\x00", ""))
+    return clean
 
 
 def _entry_of(raw: bytes) -> dict[str, Any] | str | None:

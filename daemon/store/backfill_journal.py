@@ -42,15 +42,14 @@ def add_journal_rows(conn: Connection, run_id: int, rows: Sequence[tuple[str, st
     )
 
 
-def processed_days(conn: Connection) -> set[str]:
-    """Days a run that is not rolled back has processed (the backfill cursor)."""
-    return {
-        d
-        for (d,) in conn.execute(
-            "SELECT j.key FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
-            "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
-        )
-    }
+def processed_days(conn: Connection) -> list[tuple[str, str]]:
+    """(key, session id) of the cursor rows of runs not rolled back: the key is `<day>#<line>`,
+    the last transcript line of that session the runs read for that day; rows of older runs
+    hold the bare day and no session (the whole day, every session)."""
+    return conn.execute(
+        "SELECT j.key, j.payload FROM backfill_journal j JOIN backfill_runs r ON r.id = j.run_id "
+        "WHERE j.kind = 'day' AND r.rolled_back_at IS NULL"
+    ).fetchall()
 
 
 def active_run_ids(conn: Connection) -> tuple[int, ...]:
@@ -81,8 +80,11 @@ def mark_rolled_back(conn: Connection, run_ids: Iterable[int], now_ms: int) -> N
 
 
 def delete_origin_rows_of_sessions(conn: Connection, session_ids: Sequence[str]) -> int:
+    """The rows naming these sessions: their origins, and the days the cursor marked for them."""
     return execute_in(
-        conn, "DELETE FROM backfill_journal WHERE kind = 'origin' AND payload IN ({marks})", session_ids
+        conn,
+        "DELETE FROM backfill_journal WHERE kind IN ('origin', 'day') AND payload IN ({marks})",
+        session_ids,
     )
 
 

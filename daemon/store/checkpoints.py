@@ -136,3 +136,21 @@ def upsert_checkpoints(conn: Connection, checkpoints: Iterable[Checkpoint]) -> N
 
 def delete_checkpoints(conn: Connection, state_keys: Sequence[str]) -> int:
     return execute_in(conn, "DELETE FROM ingest_checkpoints WHERE state_key IN ({marks})", state_keys)
+
+
+def recorded_session_keys(
+    conn: Connection, session_ids: Sequence[str], session_keys: Sequence[str]
+) -> list[tuple[str, str | None]]:
+    """(session id, session key) of the checkpoints of these ids or keys (each by its index):
+    what ingestion recorded of a session, also once the session store has lost it."""
+    rows = select_in(
+        conn,
+        "SELECT session_id, session_key FROM ingest_checkpoints WHERE session_id IN ({marks})",
+        session_ids,
+    )
+    rows += select_in(
+        conn,
+        "SELECT session_id, session_key FROM ingest_checkpoints WHERE session_key IN ({marks})",
+        session_keys,
+    )
+    return [(r[0], r[1]) for r in rows]

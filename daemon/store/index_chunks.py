@@ -391,6 +391,15 @@ def session_chunk_facts(conn: Connection, session_ids: Sequence[str]) -> list[Ch
     return _facts(select_in(conn, _WITHOUT_TEXT + " WHERE c.session_id IN ({marks})", session_ids))
 
 
+def session_chunk_facts_with_text(conn: Connection, session_ids: Sequence[str]) -> list[ChunkFacts]:
+    """Transcript chunks of these sessions (by the session index), with their text."""
+    return _facts(
+        select_in(
+            conn, _WITH_TEXT + " WHERE c.session_id IN ({marks}) AND c.source = 'sessions'", session_ids
+        )
+    )
+
+
 def path_chunk_facts(conn: Connection, paths: Sequence[str]) -> list[ChunkFacts]:
     """Chunks indexed under these paths, without their text."""
     return _facts(select_in(conn, _WITHOUT_TEXT + " WHERE c.path IN ({marks})", paths))

@@ -146,3 +146,25 @@ def delete_origin_rows(conn: Connection, agent_id: str, pairs: Iterable[tuple[st
         [(key, agent_id, sid) for key, sid in pairs],
     )
     return conn.total_changes - before
+
+
+def recorded_session_keys(
+    conn: Connection, agent_id: str, session_ids: Sequence[str], session_keys: Sequence[str]
+) -> list[tuple[str, str | None]]:
+    """Distinct (session id, session key) of the origins of these ids or keys (each by its
+    index): the sessions entries were derived from, also once the session store has lost them."""
+    rows = select_in(
+        conn,
+        "SELECT DISTINCT session_id, session_key FROM memory_entry_origins"
+        " WHERE session_id IN ({marks}) AND agent_id = ?",
+        session_ids,
+        (agent_id,),
+    )
+    rows += select_in(
+        conn,
+        "SELECT DISTINCT session_id, session_key FROM memory_entry_origins"
+        " WHERE session_key IN ({marks}) AND agent_id = ?",
+        session_keys,
+        (agent_id,),
+    )
+    return [(r[0], r[1]) for r in rows]
