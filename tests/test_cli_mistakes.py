@@ -47,6 +47,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "promote": AGENT,
     "reset": AGENT,
     "receipts": [],
+    "erasure": ["0123456789abcdef0123456789abcdef"],
     "run": [],
     "search": [*AGENT, "orchard"],
     "sessions": AGENT,

@@ -90,7 +90,9 @@ async def test_an_archived_only_session_resolves_by_key_and_by_id_from_ingestion
             assert preview.artifacts.originRows == 3
         assert await rt.store.read(list_tombstones) == []  # a dry run writes nothing
         applied = await _forget(rt, "agent:main:archived", False)
-        assert applied.model_dump() == {**preview.model_dump(), "dryRun": False}
+        expected = preview.model_dump()
+        expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
+        assert applied.model_dump() == {**expected, "dryRun": False}
         memory = (rt.paths.workspace / "MEMORY.md").read_text()
         assert "copper kettle" not in memory and "ferry leaves" in memory
         assert "copper kettle" not in (rt.paths.workspace / "DREAMS.md").read_text()
@@ -112,7 +114,9 @@ async def test_a_session_whose_history_a_reset_deleted_still_resolves_by_key(
         ]
         assert preview.artifacts.memoryEntries == 3 and preview.artifacts.sessionCorpusLines == 1
         applied = await _forget(rt, "agent:main:reset-me", False)
-        assert applied.model_dump() == {**preview.model_dump(), "dryRun": False}
+        expected = preview.model_dump()
+        expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
+        assert applied.model_dump() == {**expected, "dryRun": False}
         assert "tin whistle" not in (rt.paths.workspace / "MEMORY.md").read_text()
         assert [t.session_id for t in await rt.store.read(list_tombstones)] == ["vanished"]
         # The forget removed memoryd's records of it too (the forgotten record keeps its id,
