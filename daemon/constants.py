@@ -74,7 +74,13 @@ SQL_IN_BATCH = 500  # ids per `IN (...)` statement (SQLite's default variable li
 LINEAGE_MAX_DEPTH = 32  # provenance chains are followed this far (and never round a cycle)
 VERIFY_ID_MIN_CHARS = 6  # shorter ids are matched only as whole column values (avoids noise hits)
 VERIFY_SNIPPET_MIN_CHARS = 12  # as CORPUS_SNIPPET_MIN_CHARS: shorter text is not evidence
-VERIFY_SNIPPET_MAX_CHARS = 64  # needles are windows of at most this many chars per line
+VERIFY_SNIPPET_MAX_CHARS = 64  # embedding probes: the head and tail of each line, at most this long
+# The coverage rule (retention/pieces.py): no piece of K = VERIFY_PIECE_CHARS characters of an
+# erased message, in any form memoryd writes it, survives. 16 characters are about three words:
+# long enough that two unrelated texts do not share one by chance (12 characters, "the meeting ",
+# often do), short enough that any quotable copy (a phrase, a name with a place) holds one. A
+# message shorter than 16 characters but at least VERIFY_SNIPPET_MIN_CHARS is looked for whole.
+VERIFY_PIECE_CHARS = 16
 VERIFY_HASH_PREFIX_CHARS = 12  # truncated hashes count too (seed; staging keeps 12-hex sha1 claim hashes)
 VERIFY_TERM_MIN_CHARS = 5  # full-text terms of erased snippets looked for in FTS5 segments
 VERIFY_EMBEDDING_MIN_COSINE = 0.9999  # a stored vector this close to an erased snippet's is its embedding

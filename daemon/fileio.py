@@ -26,7 +26,6 @@ verifier reports it: it fails closed, never quietly.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import os
 import re
 import stat
@@ -36,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from daemon.constants import DIR_MODE, FILE_MODE, PID_START_MARGIN_S, READ_CHUNK_BYTES, TEMP_NONCE_BYTES
+from daemon.derivations import bytes_digest
 from daemon.errors import OperationFailed, UsageError, WriteConflict
 from daemon.failpoints import failpoint
 
@@ -63,10 +63,7 @@ def check_write_allowed(path: Path) -> None:
         guard(path)
 
 
-def sha256_hex(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+sha256_hex = bytes_digest  # declared with every other derivation (daemon/derivations.py)
 
 
 def make_private_dirs(path: Path) -> None:

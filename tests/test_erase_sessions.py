@@ -96,13 +96,15 @@ async def test_a_subject_for_forget_verify_ignores_plain_records_only_when_asked
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-        nora = [s for s in rt.sessions.list_sessions().sessions if s.session_id == "sess-nora-1"]
+        every = rt.sessions.list_sessions().sessions
+        nora = [s for s in every if s.session_id == "sess-nora-1"]
+        others = [s for s in every if s.session_id != "sess-nora-1"]  # what they say may stay
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1"]))
     # A plain forget keeps the plain forgotten record by design: content-only subjects pass …
-    content_only = await api.session_subject(settings, nora, include_ids=False)
+    content_only = await api.session_subject(settings, nora, include_ids=False, surviving=others)
     assert (await run_verify(settings, redis, content_only)).verified
     # … while an erasure-grade subject finds the plain id in the forgotten records.
-    with_ids = await api.session_subject(settings, nora, include_ids=True)
+    with_ids = await api.session_subject(settings, nora, include_ids=True, surviving=others)
     failed = await run_verify(settings, redis, with_ids)
     derivability = next(c for c in failed.checks if c.name == "derivability")
     assert derivability.locations == ["agent main:memory_session_tombstones.session_id"]

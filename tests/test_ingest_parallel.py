@@ -180,6 +180,7 @@ def test_tasks_are_consecutive_runs_covering_every_session() -> None:
 # --- scratch files are an artifact forget, erase and the verifier reach --------------------------
 
 NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
+OMAR_TEXTS = tuple(str(m.text) for m in conversation("orchard", "omar"))
 
 
 def plant_scratch(settings: Settings, text: str, pid: int) -> Path:
@@ -223,7 +224,8 @@ async def test_a_forget_removes_scratch_files_left_behind_and_verifies(
     verification = await run_verify(
         nora_settings,
         redis,
-        VerifySubject(contents=(NORA_TEXT,)),
+        # Omar's session survives and says "Remember that the …" too: not residue of Nora's.
+        VerifySubject(contents=(NORA_TEXT,), shared=OMAR_TEXTS),
         embedder=None,
         agents=["main"],
     )
@@ -247,7 +249,7 @@ async def test_the_verifier_finds_forgotten_text_in_a_scratch_file(
     await sweep(nora_settings, redis)
     async with agent_runtime(nora_settings, "main", redis=redis) as rt:
         await run_forget(rt, ForgetRequest(agent="main", sessions=["sess-nora-1"]))
-    subject = VerifySubject(contents=(NORA_TEXT,))
+    subject = VerifySubject(contents=(NORA_TEXT,), shared=OMAR_TEXTS)  # Omar's session survives
     assert (await run_verify(nora_settings, redis, subject, embedder=None, agents=["main"])).verified
 
     planted = plant_scratch(nora_settings, NORA_TEXT, os.getpid())  # written after the purge

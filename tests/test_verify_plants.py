@@ -346,7 +346,7 @@ async def test_an_erasure_leaves_no_erased_byte_in_the_raw_files_even_with_a_rea
         verification = await run_verify(settings, redis, subject)
 
         physical = next(c for c in verification.checks if c.name == "physical")
-        assert physical.passed and physical.count == 0 and "snippets searched" in physical.note
+        assert physical.passed and physical.count == 0 and "hash prefixes searched" in physical.note
         assert verification.verified
     finally:
         reader.close()

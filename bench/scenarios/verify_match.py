@@ -56,7 +56,7 @@ def _matching(contents: list[str], text: str, data: bytes) -> Callable[[], float
     needles = compile_needles(VerifySubject(contents=tuple(contents)))
 
     def run() -> float:
-        return timed(lambda: (needles.hits(text), needles.raw.starts(data) if needles.raw else None))
+        return timed(lambda: (needles.hits(text), needles.raw_starts(data)))
 
     return run
 

@@ -134,10 +134,11 @@ def _expire_human(r: ExpireReport) -> str:
 def _verification_lines(v: Verification | None) -> list[str]:
     if v is None:
         return ["Verified: not run"]
-    lines = [f"Verified: {'yes' if v.verified else 'NO'}"]
+    lines = [v.headline]
     for c in v.checks:
-        status = {"passed": "pass", "failed": "FAIL", "skipped": "skipped"}[c.status]
-        lines.append(f"  {c.name}: {status}, {c.count} findings" + (f" — {c.note}" if c.note else ""))
+        status = {"passed": "passed", "failed": "FAILED", "skipped": "skipped"}[c.status]
+        count = f", {c.count} findings" if c.status == "failed" else ""
+        lines.append(f"  {c.name}: {status}{count}" + (f" — {c.note}" if c.note else ""))
         lines += [f"    at {where}" for where in c.locations]
     return lines
 

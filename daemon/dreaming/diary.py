@@ -9,14 +9,13 @@ keys that a rewrite of the block dropped are pruned after the commit.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import DREAM_COMMIT_ATTEMPTS
+from daemon.derivations import diary_digest
 from daemon.dreaming.lineage import reserve_rows, rollback_rows
 from daemon.dreaming.memory_file import MemorySnapshot, commit_memory, read_snapshot
 from daemon.errors import WriteConflict
@@ -51,8 +50,7 @@ class BlockItem:
 
 
 def diary_key(kind: str, day: str, text: str) -> str:
-    digest = hashlib.sha256(json.dumps([day, text], ensure_ascii=False).encode("utf-8")).hexdigest()
-    return f"memory:{kind}:{digest}"
+    return f"memory:{kind}:{diary_digest(day, text)}"
 
 
 def diary_path(workspace: Path) -> tuple[Path, str]:

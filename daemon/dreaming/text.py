@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections import Counter
+
+# The claim key and its normalisation are the staging's own (daemon/derivations.py).
+from daemon.derivations import claim_hash as claim_hash
+from daemon.derivations import normalize_snippet as normalize_snippet
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
@@ -22,16 +25,6 @@ this those through to too under understood until up very was we were what when w
 who why will with would you your yours noted sure okay ok will day days team
 """)
 )
-
-
-def normalize_snippet(text: str) -> str:
-    """The reference's normalizeSnippet: trim and collapse whitespace."""
-    return _WS.sub(" ", text.strip())
-
-
-def claim_hash(snippet: str) -> str:
-    """sha1 of the normalised snippet, first 12 hex chars (reference §1, daily-claim keys)."""
-    return hashlib.sha1(normalize_snippet(snippet).encode("utf-8")).hexdigest()[:12]
 
 
 def claim_identity(snippet: str) -> str:

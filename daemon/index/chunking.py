@@ -14,11 +14,11 @@ see (markers removed: they are bookkeeping, not memory).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from daemon.derivations import chunk_hash
 from daemon.index.provenance import ChunkProvenance, least_trusted
 from daemon.index.transcript import TranscriptLine
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE, promotion_key
@@ -95,9 +95,7 @@ def plain_chunk(
     start_line: int, end_line: int, text: str, annotations: Annotations = _NO_ANNOTATIONS
 ) -> Chunk:
     """A chunk whose text is searched as is (no memory-file markers in it)."""
-    return Chunk(
-        start_line, end_line, text, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), annotations
-    )
+    return Chunk(start_line, end_line, text, text, chunk_hash(text), annotations)
 
 
 def make_chunk(
@@ -107,7 +105,7 @@ def make_chunk(
     text = "\n".join([t for _, t in lines])
     if not markers:
         return plain_chunk(lines[0][0], lines[-1][0], text, annotations)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    digest = chunk_hash(text)
     search = "\n".join(t for _, t in lines if not _is_marker(t))
     keys = tuple(k for _, t in lines if (k := promotion_key(t)))
     return Chunk(lines[0][0], lines[-1][0], text, search, digest, annotations, keys)

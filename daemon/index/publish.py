@@ -15,13 +15,13 @@ revision — in the same transaction, so all of it or none of it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from daemon import derivations
 from daemon.index.chunking import Chunk
 from daemon.index.provenance import ChunkProvenance
 from daemon.index.purge import PurgeCounts, purge_chunks, remove_sources
@@ -99,8 +99,7 @@ REASON_EXCLUSIONS = "a purge committed while this transcript was indexed; retrie
 
 
 def chunk_id(source: str, path: str, chunk: Chunk, model: str) -> str:
-    key = f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return derivations.chunk_id(f"{source}:{path}:{chunk.start_line}:{chunk.end_line}:{chunk.hash}:{model}")
 
 
 def publish_files(conn: Connection, batch: Sequence[PreparedFile], ctx: PublishContext) -> BatchOutcome:

@@ -12,7 +12,6 @@ if they no longer hash to H the transcript was rewritten and it starts again fro
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
+from daemon import derivations
 from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
 from daemon.errors import OperationFailed
 from daemon.ingest.plan import ScanAction, ScanPlan
@@ -61,7 +61,7 @@ class Cursor:
 def seen_hash(scope: str, timestamp_ms: int, line_number: int, snippet: str) -> str:
     """The reference's message hash: sha1 of scope, basis (time, else line) and snippet."""
     basis = f"ts:{timestamp_ms}" if timestamp_ms > 0 else f"line:{line_number}"
-    return hashlib.sha1(f"{scope}\n{basis}\n{snippet}".encode(), usedforsecurity=False).hexdigest()
+    return derivations.seen_hash(scope, basis, snippet)
 
 
 class DayOf:
@@ -109,7 +109,7 @@ class TranscriptScanner:
         self._stack = ExitStack()
         self._lines: Iterator[bytes] = iter(())
         self._peeked: bytes | None = None
-        self._hash = hashlib.sha256()
+        self._hash = derivations.transcript_hasher()
         self._unhashed: list[bytes] = []
         self.line_count = 0
         self.produced = 0
@@ -135,7 +135,7 @@ class TranscriptScanner:
             self.rewritten = True
             self._stack.close()
             self._stack = ExitStack()
-            self._hash = hashlib.sha256()
+            self._hash = derivations.transcript_hasher()
             self.line_count = 0
             self._start()
 
@@ -199,7 +199,7 @@ class TranscriptScanner:
         carry = self.carry
         day_of = self.day_of
         lines = self._lines
-        sha1 = hashlib.sha1
+        digest_of = derivations.seen_hash
         number = self.line_count
         senders = self.senders
         while len(out) < limit:
@@ -233,7 +233,7 @@ class TranscriptScanner:
             ts = result.timestamp_ms
             # seen_hash(scope, ts, number, snippet), inline: one per message.
             basis = f"ts:{ts}" if ts > 0 else f"line:{number}"
-            digest = sha1(f"{scope}\n{basis}\n{snippet}".encode(), usedforsecurity=False).hexdigest()
+            digest = digest_of(scope, basis, snippet)
             if digest in seen:
                 continue
             seen.add(digest)

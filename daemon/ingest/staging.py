@@ -10,7 +10,6 @@ SQL, run inside the caller's write transaction.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import NamedTuple
@@ -22,6 +21,11 @@ from daemon.constants import (
     SESSION_INGESTION_SCORE,
     STAGED_SNIPPET_MAX_CHARS,
 )
+
+# Declared once with every other derivation (daemon/derivations.py); re-exported for the sweep.
+from daemon.derivations import claim_hash as claim_hash
+from daemon.derivations import normalize_snippet as normalize_snippet
+from daemon.derivations import query_hash as query_hash
 from daemon.store.engine import Connection  # not store.db: scan workers load no event loop
 from daemon.store.origins import insert_origins
 from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
@@ -29,23 +33,6 @@ from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims,
 CLAIM_KEY_PREFIX = "memory:claim:"
 # Least trusted wins when one entry has several sources (the reference's findLast over this order).
 ORIGIN_TRUST_ORDER = {"owner": 0, "agent": 1, "system": 2, "untrusted": 3}
-
-
-def normalize_snippet(snippet: str) -> str:
-    r"""The reference's `s.trim().replace(/\s+/g, " ")`."""
-    trimmed = snippet.strip()
-    # Already normal (the sweep's snippets are): printable means no whitespace but ASCII spaces.
-    if "  " not in trimmed and trimmed.isprintable():
-        return trimmed
-    return " ".join(snippet.split())
-
-
-def claim_hash(snippet: str) -> str:
-    return hashlib.sha1(normalize_snippet(snippet).encode(), usedforsecurity=False).hexdigest()[:12]
-
-
-def query_hash(query: str) -> str:
-    return hashlib.sha1(query.lower().encode(), usedforsecurity=False).hexdigest()[:12]
 
 
 def session_query(day: str) -> str:

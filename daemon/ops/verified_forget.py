@@ -53,7 +53,7 @@ async def forget_verified(settings: Settings, request: ForgetRequest) -> Verifie
 def render_verification(report: VerifiedForgetReport) -> list[str]:
     """The human lines of the verifier's run, after the forget report's."""
     v = report.verification
-    lines = [f"Verified: {'yes' if v.verified else 'NO'}"]
+    lines = [v.headline]
     for c in v.checks:
         state = f"FAILED ({c.count} findings)" if c.status == "failed" else c.status
         where = f" at {', '.join(c.locations)}" if c.locations else ""

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from daemon.constants import MEMORY_OBJECT_MAX_CHARS
+
+# As the seed: SHA-256 over a normalized form (stripped, lower-cased), declared with every
+# other derivation.
+from daemon.derivations import content_hash as content_hash
+from daemon.derivations import normalize_content as normalize_content
 from daemon.errors import UsageError
-
-
-def normalize_content(content: str) -> str:
-    # As the seed: SHA-256 over a normalized form (stripped, lower-cased).
-    return content.strip().lower()
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(normalize_content(content).encode("utf-8")).hexdigest()
 
 
 def validate_content(content: str, *, field: str = "content") -> str:

@@ -59,10 +59,12 @@ from daemon.retention.receipts import (
     Verification,
     VerificationCheck,
 )
+from daemon.retention.redis_bytes import purge_naming_bytes
 from daemon.retention.request import EraseRequest
 from daemon.retention.scopes import parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.retention.subjects import gather_sessions
+from daemon.retention.surviving import surviving_texts
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.settings import Settings
 from daemon.store import retention as repo
@@ -107,6 +109,10 @@ def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, t
 
 def subject_of(plan: ErasurePlan, rewritten_times: list[int], session_texts: list[str]) -> VerifySubject:
     ids: list[str] = []
+    if plan.state == "complete" and plan.target not in plan.containers:
+        # The subject's own scope and id, whether or not a memory-tool scope holds them: a job's
+        # arguments or a participant row can name them all the same.
+        ids += [plan.target, parse_scope(plan.target).leaf_id]
     for key in plan.delete_scopes:
         ids += [key, parse_scope(key).leaf_id]
     ids += [o.object_id for o in plan.delete_objects]
@@ -389,10 +395,19 @@ async def _prepare(
     return plan, subject_of(plan, times, texts)
 
 
+async def _with_surviving(settings: Settings, plan: ErasurePlan, subject: VerifySubject) -> VerifySubject:
+    """The subject with the text the sessions left behind also hold (retention/surviving.py):
+    a piece of it may stay through them, so it is not residue. Read now, never journaled."""
+    shared = await anyio.to_thread.run_sync(surviving_texts, settings, plan.forget_sessions, subject.contents)
+    return replace(subject, shared=subject.shared + tuple(shared))
+
+
 async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[ErasurePlan, VerifySubject]:
-    """The plan and the subject as they stand now, without a lock or a write (dry runs, tests)."""
+    """The plan and the subject as the erasure's verifier sees it, now, without a lock or a
+    write (tests)."""
     async with open_for_read(settings) as store:
-        return await _prepare(settings, store, request)
+        plan, subject = await _prepare(settings, store, request)
+    return plan, await _with_surviving(settings, plan, subject)
 
 
 async def _finish(
@@ -425,6 +440,7 @@ async def _purge_and_verify(
     # Compiled once, off the event loop: the sets hold every snippet of the erased sessions.
     needles = await anyio.to_thread.run_sync(compile_needles, subject)
     purged = await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+    purged += await purge_naming_bytes(redis, lambda value: needles.hits_value(value) > 0)
     failpoint("erase.verify")
     verification = (
         await run_verify(settings, redis, subject, embedder=embedder, needles=needles) if verify else None
@@ -433,6 +449,7 @@ async def _purge_and_verify(
         if verification is None or next(c for c in verification.checks if c.name == "redis").passed:
             break
         purged += await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
+        purged += await purge_naming_bytes(redis, lambda value: needles.hits_value(value) > 0)
         verification = await recheck_redis(redis, needles, verification)
     return purged, verification
 
@@ -452,7 +469,8 @@ async def run_erase(
     lock, so it needs no Redis (`redis` None)."""
     ts = now if now is not None else now_ms()
     if request.dry_run:
-        plan, _ = await plan_erase(settings, request)
+        async with open_for_read(settings) as store:
+            plan, _ = await _prepare(settings, store, request)
         return build_receipt(plan, request, ts, planned_artifacts(plan), None)
     assert redis is not None, "a real erasure takes the retention lease and workspace locks (Redis)"
     async with open_for_write(settings, redis) as (store, lease):
@@ -487,7 +505,8 @@ async def run_erase(
             done = await forget_sessions(
                 settings, redis, plan.forget_sessions, ts, purge_sessions, user, agent_wide
             )
-        purged, verification = await _purge_and_verify(settings, redis, pending.subject, embedder, verify)
+        subject = await _with_surviving(settings, plan, pending.subject)
+        purged, verification = await _purge_and_verify(settings, redis, subject, embedder, verify)
         if pending.needles_lost:
             verification = with_lost_needles(verification)
         artifacts = ErasureArtifacts(

@@ -12,8 +12,6 @@ are unreadable wherever a copy survives.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import secrets
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from daemon.constants import ERASURE_JOURNAL_DIR, RETENTION_KEY_NAME
+from daemon.derivations import journal_ref
 from daemon.failpoints import failpoint
 from daemon.retention.needles import VerifySubject
 from daemon.retention.plan import SessionTarget
@@ -53,7 +52,7 @@ def _key_path(settings: Settings, journal_id: str) -> Path:
 def target_ref(settings: Settings, target: str) -> str:
     """A keyed hash of the scope: finds its entry, and confirms nothing without the host key."""
     key = load_or_create_secret(settings.state_dir / RETENTION_KEY_NAME)
-    return "hmac:" + hmac.new(key, target.encode(), hashlib.sha256).hexdigest()
+    return journal_ref(key, target)
 
 
 def _encode(pending: PendingErasure) -> bytes:

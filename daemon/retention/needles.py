@@ -2,13 +2,13 @@
 
 The derivability invariant (seed 001): no live row may contain any value derivable from the
 erased subject — its stable ids, any hash form memoryd computes of its content (also
-truncated), an exact snippet of it (>= 12 chars), or a sub-day timestamp tied to it.
+truncated), any piece of it (every window of VERIFY_PIECE_CHARS characters of every form it is
+stored in: retention/pieces.py), or a sub-day timestamp tied to it.
 The subject exists only in memory while an erasure runs; it is never stored.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import string
 import unicodedata
@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from daemon import derivations
 from daemon.constants import (
     DAY_MS,
+    SNIPPET_MAX_CHARS,
     VERIFY_HASH_PREFIX_CHARS,
     VERIFY_ID_MIN_CHARS,
     VERIFY_SNIPPET_MAX_CHARS,
@@ -25,7 +27,9 @@ from daemon.constants import (
     VERIFY_TERM_MIN_CHARS,
 )
 from daemon.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_overlapping
+from daemon.retention.pieces import EXPORT_PREFIXES, PieceMatcher, message_forms, pieces, without_shared
 from daemon.sessions.redact import redact_secrets
+from daemon.utf16 import truncate_utf16
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
 _ID_CHARS = r"A-Za-z0-9_.\-"
@@ -59,8 +63,9 @@ def _collapse(text: str) -> str:
 
 
 def snippets(contents: Iterable[str]) -> list[str]:
-    """Exact windows of each content line (whitespace collapsed, as the corpus renders it):
-    the head and the tail, at most VERIFY_SNIPPET_MAX_CHARS each, at least the minimum."""
+    """The head and the tail of each content line (whitespace collapsed, as the corpus renders
+    it), at most VERIFY_SNIPPET_MAX_CHARS each, at least the minimum: what the embeddings check
+    embeds (the text checks look for every piece, retention/pieces.py)."""
     out: dict[str, None] = {}
     for content in contents:
         for line in _stored_forms(content.splitlines()):
@@ -82,19 +87,23 @@ def _stored_forms(lines: list[str]) -> Iterable[str]:
             yield masked
 
 
-def hash_forms(content: str) -> set[str]:
-    """sha256 and sha1 of the forms memoryd hashes: raw, stripped, normalized (strip+lower,
-    the provenance hash), whitespace-collapsed (staging), collapsed and lower-cased; each also
-    with its credentials masked, as memoryd stores it."""
-    forms: set[str] = set()
-    for text in _stored_forms([content]):
-        forms |= {text, text.strip(), text.strip().lower(), _collapse(text), _collapse(text).lower()}
-    out: set[str] = set()
-    for form in forms:
-        data = form.encode("utf-8")
-        out.add(hashlib.sha256(data).hexdigest())
-        out.add(hashlib.sha1(data, usedforsecurity=False).hexdigest())
-    return out
+def derivation_inputs(content: str) -> set[str]:
+    """The texts memoryd hands a text derivation for this message: every form retention/pieces.py
+    looks for, and the staged snippet of each exported line (cut at SNIPPET_MAX_CHARS, as the
+    sweep cuts it before it hashes the claim)."""
+    forms = set(message_forms(content))
+    for prefix in EXPORT_PREFIXES:
+        forms.add(truncate_utf16(prefix + _collapse(content), SNIPPET_MAX_CHARS))
+    forms.update({content.strip(), _collapse(content).lower()})
+    return forms
+
+
+def derived_values(content: str) -> set[str]:
+    """What the registry's text derivations (daemon/derivations.py) make of this message."""
+    forms = derivation_inputs(content)
+    return {
+        str(d.function(form)) for d in derivations.REGISTRY if d.source == "text" for form in forms if form
+    }
 
 
 def time_forms(ms: int) -> list[str]:
@@ -106,51 +115,78 @@ def time_forms(ms: int) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Needles:
-    """Compiled matchers. `snippets`, `hashes` and `ids` are literal sets (their number grows
-    with what the subject said and how many sessions it had: see retention/literals.py);
-    `pattern` finds ids too short for a literal set and times; an id counts only where it is not
-    part of a longer one. `exact` are short ids that only count as a whole value; `raw` finds
-    snippets in raw database bytes."""
+    """Compiled matchers. `matcher` finds, in bytes and all at once, every window of every form
+    of the subject's messages (retention/pieces.py, the coverage rule) and the hash prefixes of
+    the registered derivations (daemon/derivations.py, lower and upper case); `ids` is a literal
+    set (retention/literals.py); `pattern` finds ids too short for a literal set and times; an
+    id counts only where it is not part of a longer one. `exact` are short ids that only count
+    as a whole value."""
 
-    snippets: LiteralSet[str]
-    hashes: LiteralSet[str]  # hex prefixes, in any case
+    matcher: PieceMatcher | None
     ids: LiteralSet[str]
     pattern: re.Pattern[str] | None
     exact: frozenset[str]
-    raw: LiteralSet[bytes] | None
-    snippet_count: int
     times: frozenset[int]
-    terms: frozenset[str]  # full-text terms of the snippets (as FTS5's unicode61 folds them)
+    terms: frozenset[str]  # full-text terms of the subject's text (as FTS5's unicode61 folds them)
+    piece_count: int = 0  # windows of the subject's text among the matcher's needles
+    hash_count: int = 0  # hash prefixes (each in two cases) among them
 
     @property
     def searches_text(self) -> bool:
         """Whether any text can hit (ids and times alone are text too)."""
-        return bool(self.snippets or self.hashes or self.ids or self.pattern is not None or self.exact)
+        return bool(self.matcher is not None or self.ids or self.pattern is not None or self.exact)
+
+    def raw_starts(self, data: bytes) -> list[int]:
+        """Where a piece or a hash prefix starts in raw bytes (a database file, its WAL)."""
+        return self.matcher.starts(data) if self.matcher is not None else []
 
     def may_hit(self, text: str) -> bool:
         """A cheap superset of `hits` over a whole document (a short id only as a substring):
         lets a caller skip opening what cannot hold a needle."""
-        if self.snippets.occurs_in(text) or self.hashes.occurs_in(text) or self.ids.occurs_in(text):
+        if self.matcher is not None and self.matcher.hits_text(text):
+            return True
+        if self.ids.occurs_in(text):
             return True
         if self.pattern is not None and self.pattern.search(text) is not None:
             return True
         return any(e in text for e in self.exact)
 
+    def _id_hits(self, text: str) -> int:
+        spans = self.ids.spans(text)
+        if self.pattern is not None:
+            spans += [(m.start(), m.end() - m.start()) for m in self.pattern.finditer(text)]
+        return len(non_overlapping(spans))
+
     def hits(self, value: str) -> int:
         if value in self.exact:
             return 1
-        spans = self.snippets.spans(value) + self.hashes.spans(value) + self.ids.spans(value)
-        if self.pattern is not None:
-            spans += [(m.start(), m.end() - m.start()) for m in self.pattern.finditer(value)]
-        return len(non_overlapping(spans))
+        found = self.matcher.hits_text(value) if self.matcher is not None else 0
+        return found + self._id_hits(value)
+
+    def hits_value(self, data: bytes) -> int:
+        """`hits_bytes`, and a short id that is the whole value."""
+        n = self.hits_bytes(data)
+        if self.exact and data.decode("utf-8", "replace") in self.exact:
+            n += 1
+        return n
+
+    def hits_bytes(self, data: bytes) -> int:
+        """`hits` over raw bytes (a file, a Redis value): pieces and hashes in the bytes as they
+        are, ids and times in their UTF-8 reading."""
+        found = self.matcher.hits(data) if self.matcher is not None else 0
+        if not (self.ids or self.pattern is not None):
+            return found
+        return found + self._id_hits(data.decode("utf-8", "replace"))
+
+
+def subject_pieces(subject: VerifySubject) -> set[bytes]:
+    """The subject's needles less what the surviving text also holds."""
+    found = pieces(subject.contents)
+    return without_shared(found, subject.shared) if subject.shared else found
 
 
 def compile_needles(subject: VerifySubject) -> Needles:
-    snips = snippets(subject.contents)
-    if subject.shared:
-        surviving = "\n".join(_collapse(t) for t in subject.shared)
-        snips = [s for s in snips if s not in surviving]
-    hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in hash_forms(c)}
+    hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in derived_values(c)}
     alternatives: list[str] = []
     exact: set[str] = set()
     long_ids = [i for i in dict.fromkeys(subject.ids) if len(i) >= MIN_CHARS]
@@ -162,19 +198,19 @@ def compile_needles(subject: VerifySubject) -> Needles:
     for ms in dict.fromkeys(subject.times_ms):
         alternatives += [f"(?<!\\d){re.escape(t)}(?!\\d)" for t in time_forms(ms)]
     pattern = re.compile("|".join(alternatives)) if alternatives else None
-    raw = literal_set(s.encode("utf-8") for s in snips) if snips else None
     times = frozenset(t for t in subject.times_ms if t % DAY_MS)
-    terms = frozenset(t for s in snips for t in fts_terms(s) if len(t) >= VERIFY_TERM_MIN_CHARS)
+    terms = frozenset(t for c in subject.contents for t in fts_terms(c) if len(t) >= VERIFY_TERM_MIN_CHARS)
+    windows = subject_pieces(subject)
+    digests = {v.encode() for h in hashes for v in (h.lower(), h.upper())}
     return Needles(
-        snippets=literal_set(snips),
-        hashes=literal_set(hashes, fold=True),
+        matcher=PieceMatcher.of(windows | digests),
         ids=literal_set(long_ids, word_chars=ID_WORD_CHARS),
         pattern=pattern,
         exact=frozenset(exact),
-        raw=raw,
-        snippet_count=len(snips),
         times=times,
         terms=terms,
+        piece_count=len(windows),
+        hash_count=len(hashes),
     )
 
 

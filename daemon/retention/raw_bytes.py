@@ -1,6 +1,6 @@
 """Erased text in the raw bytes of a database (pure reads of the files, no SQLite).
 
-The physical check: a snippet's bytes anywhere in a database file — in a page in use, in a
+The physical check: a piece's bytes (retention/pieces.py) or a hash prefix anywhere in a database file — in a page in use, in a
 free page (the freelist), in the slack of a page — or in its WAL or rollback journal. Each hit
 is placed, so a receipt says where deleted bytes survived: `page`, `free page`, `WAL frame`,
 `journal`. The file is read as SQLite leaves it on disk (format: sqlite.org/fileformat2).
@@ -41,22 +41,21 @@ def free_pages(data: bytes) -> set[int]:
 
 
 def _db_hits(data: bytes, needles: Needles) -> dict[str, int]:
-    assert needles.raw is not None
     out: dict[str, int] = {}
     if len(data) < HEADER_BYTES:
         return out
     size = page_size(data)
     free = free_pages(data)
-    for start in needles.raw.starts(data):
+    for start in needles.raw_starts(data):
         kind = "free page" if start // size + 1 in free else "page"
         out[kind] = out.get(kind, 0) + 1
     return out
 
 
 def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
-    """Occurrences of snippet bytes in a database file, its WAL and journal, by where they are."""
+    """Occurrences of piece bytes in a database file, its WAL and journal, by where they are."""
     out: dict[str, int] = {}
-    if needles.raw is None:
+    if needles.matcher is None:
         return out
     files = ((path, "db"), (Path(f"{path}-wal"), "WAL frame"), (Path(f"{path}-journal"), "journal"))
     for candidate, kind in files:
@@ -67,7 +66,7 @@ def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
         if kind == "db":
             found = _db_hits(data, needles)
         else:
-            n = len(needles.raw.starts(data))
+            n = len(needles.raw_starts(data))
             found = {kind: n} if n else {}
         for where, n in found.items():
             out[f"{candidate.name} {where}"] = n

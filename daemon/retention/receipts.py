@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 ReceiptState = Literal["complete", "partial", "refused", "not_found"]
@@ -27,6 +27,8 @@ CheckName = Literal[
 ]
 # `skipped` is not `passed`: the check could not run (no subject, no embedder for stored vectors).
 CheckStatus = Literal["passed", "failed", "skipped"]
+# The reason a subject's checks give when skipped without one (`memoryd verify` alone).
+NO_SUBJECT = "no erased subject given (the subject of an erasure is never stored: see its receipt)"
 
 
 class _Model(BaseModel):
@@ -68,6 +70,15 @@ class VerificationCheck(_Model):
     locations: list[str] = Field(default_factory=list)
     note: str = ""
 
+    @model_validator(mode="after")
+    def _says_why(self) -> VerificationCheck:
+        """A skipped check names its reason; a failed one has findings, a passed one none."""
+        if self.status == "skipped" and not self.note:
+            raise ValueError(f"check {self.name}: skipped without a reason")
+        if (self.status == "failed") != (self.count > 0):
+            raise ValueError(f"check {self.name}: {self.status} with {self.count} findings")
+        return self
+
     @property
     def passed(self) -> bool:
         return self.status == "passed"
@@ -82,6 +93,25 @@ class Verification(_Model):
     @property
     def failed(self) -> bool:
         return any(c.status == "failed" for c in self.checks)
+
+    @property
+    def headline(self) -> str:
+        """One line a newcomer can read: what was verified, what failed, what could not run."""
+        if self.verified:
+            return "Verified: yes (every check passed)"
+        failed = [c.name for c in self.checks if c.status == "failed"]
+        if failed:
+            return f"Verified: NO ({len(failed)} check(s) failed: {', '.join(failed)})"
+        skipped = [c for c in self.checks if c.status == "skipped"]
+        if any(c.note == NO_SUBJECT for c in skipped):
+            return (
+                "Verified: not as an erasure (no subject was given, so no erased text or id was looked "
+                "for; the checks that need none found nothing wrong. An erasure's receipt holds its own "
+                "full run: memoryd receipts)"
+            )
+        return (
+            f"Verified: not fully (nothing failed, but {len(skipped)} check(s) could not run: see why below)"
+        )
 
 
 class ErasureReceipt(_Model):

@@ -16,8 +16,8 @@ Checks, over `retention.sqlite`, every agent store and every agent workspace:
   'optimize' and VACUUM (a hit is placed: page, free page, WAL frame);
 * fts_segments — the full-text index holds no row whose chunk is gone and no erased term its
   chunk lacks, read from the index segments themselves (fts5vocab);
-* redis — no value under memoryd's and arq's prefixes (job arguments, results) holds the
-  subject's ids or text (erasure requests aside);
+* redis — no key name or value of the database (job arguments, results, anything else)
+  holds the subject's ids or text, read as bytes (erasure requests aside);
 * embeddings — no stored vector or cached embedding is the embedding of an erased snippet
   (with the configured embedder; skipped, and said so, when none is configured).
 
@@ -43,10 +43,11 @@ from daemon.agents import agent_paths, agents_with_state
 from daemon.constants import TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, VERIFY_EMBEDDING_MIN_COSINE
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
-from daemon.redis_values import family_of, is_erasure_request, scan_values
+from daemon.redis_values import PREFIXES, family_of, is_erasure_request
 from daemon.retention.needles import Needles, VerifySubject, compile_needles, fts_terms, snippets
 from daemon.retention.raw_bytes import raw_hits
-from daemon.retention.receipts import ErasureReceipt, Verification, VerificationCheck
+from daemon.retention.receipts import NO_SUBJECT, ErasureReceipt, Verification, VerificationCheck
+from daemon.retention.redis_bytes import every_key
 from daemon.retention.state import open_for_read, open_for_write, retention_db_path
 from daemon.settings import Settings
 from daemon.store import retention as repo
@@ -59,8 +60,6 @@ from daemon.store.inspect import chunk_texts, compact, fts_index_terms, stored_i
 OPAQUE_TOMBSTONE = re.compile(
     re.escape(TOMBSTONE_REF_PREFIX) + f"[0-9a-f]{{{2 * TOMBSTONE_REF_RANDOM_BYTES}}}"
 )
-
-NO_SUBJECT = "no erased subject given (the subject of an erasure is never stored: see its receipt)"
 
 
 @dataclass
@@ -183,12 +182,47 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
                 continue
             if data is None:
                 continue
-            text = data.decode("utf-8", "replace")
-            n = needles.hits(text) + sum(
-                needles.hits(line) for line in text.splitlines() if line in needles.exact
-            )
+            n = needles.hits_bytes(data)
+            if needles.exact:
+                lines = data.decode("utf-8", "replace").splitlines()
+                n += sum(1 for line in lines if line in needles.exact)
             if n:
                 hits[str(path.relative_to(workspace))] = n
+    return hits
+
+
+_STORE_SUFFIXES = ("", "-wal", "-journal")  # read by the physical check, each hit placed
+
+
+def _scan_state_files(root: Path, skip: set[Path], stores: set[Path], needles: Needles) -> dict[str, int]:
+    """Every other file under `root` (the state directory, or an agent's), as bytes: keys,
+    journals, logs, temp files of interrupted writes, anything a later change puts there.
+    `skip`: directories scanned on their own (workspaces, scratch); `stores`: database files."""
+    hits: dict[str, int] = {}
+    if not root.is_dir():
+        return hits
+    skipped = {str(p) for p in skip}
+    store_files = {f"{p}{suffix}" for p in stores for suffix in _STORE_SUFFIXES}
+    for dirpath, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [
+            d
+            for d in dirs
+            if os.path.join(dirpath, d) not in skipped and not os.path.islink(os.path.join(dirpath, d))
+        ]
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if path in store_files or os.path.islink(path):
+                continue
+            try:
+                data = read_bytes_nofollow(Path(path))
+            except MemorydError:
+                continue
+            if data is None:
+                continue
+            n = needles.hits_value(data) if needles.searches_text else 0
+            if n:
+                where = f"state_dir:{Path(path).parent.relative_to(root).as_posix()}"
+                hits[where] = hits.get(where, 0) + n
     return hits
 
 
@@ -251,20 +285,27 @@ async def _check_store(
         findings.add(findings.physical, f"{label}:{where} after compaction", n)
 
 
+def _redis_family(key: bytes) -> str:
+    """Where a Redis hit is, without its id: `redis:arq:result`, or `redis:other keys`."""
+    name = key.decode("utf-8", "replace")
+    return f"redis:{family_of(name)}" if name.startswith(PREFIXES) else "redis:other keys"
+
+
 async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> None:
-    """Every value under memoryd's and arq's prefixes (erasure requests aside: they must name
-    their subject while queued or running, and their results keep no arguments)."""
+    """Every key of the database, its name and every value as bytes, JSON opened (erasure
+    requests aside: they must name their subject while queued or running, and their results
+    keep no arguments)."""
     if not needles.searches_text:
         return
-    async for key, strings in scan_values(redis, needles.may_hit):
-        if is_erasure_request(key):
+    async for key, values in every_key(redis):
+        if is_erasure_request(key.decode("utf-8", "replace")):
             continue
-        n = sum(needles.hits(s) for s in strings)
+        n = sum(needles.hits_value(v) for v in (key, *values))
         if n:
-            findings.add(findings.redis, f"redis:{family_of(key)}", n)
+            findings.add(findings.redis, _redis_family(key), n)
 
 
-REDIS_NOTE = "memoryd's and arq's keys"
+REDIS_NOTE = "every key name and value of the database, as bytes"
 
 
 async def recheck_redis(redis: Redis, needles: Needles, verification: Verification) -> Verification:
@@ -306,6 +347,23 @@ def _embeddings_check(
             )
         return _check("embeddings", {}, note=note)
     return _check("embeddings", findings.embeddings, note=note)
+
+
+async def _check_state_files(
+    settings: Settings, agents: Sequence[str] | None, needles: Needles, findings: _Findings
+) -> None:
+    """Every other file under the state directory (an agent's, for a forget), as bytes."""
+    root = settings.state_dir if agents is None else None
+    roots = [root] if root is not None else [agent_paths(settings, a).state_dir for a in agents or ()]
+    every_agent = agents_with_state(settings) if agents is None else list(agents)
+    skip = {settings.workspace_for(a) for a in every_agent} | {
+        agent_paths(settings, a).scratch_dir for a in every_agent
+    }
+    stores = {retention_db_path(settings)} | {agent_paths(settings, a).db_path for a in every_agent}
+    for top in roots:
+        files = await anyio.to_thread.run_sync(_scan_state_files, top, skip, stores, needles)
+        for where, n in files.items():
+            findings.add(findings.derivability, where, n)
 
 
 async def run_verify(
@@ -357,10 +415,12 @@ async def run_verify(
                 findings.add(findings.physical, f"agent {agent}:{paths.scratch_dir.name}/{where}", n)
 
     physical_note = "; ".join(findings.physical_notes) or (
-        f"{needles.snippet_count} snippets searched in compacted database and WAL bytes"
-        if needles.snippet_count
-        else "compacted; no snippet of 12+ characters to search for"
+        f"{needles.piece_count} pieces and {needles.hash_count} hash prefixes searched in database, "
+        "WAL and journal bytes, before and after compaction"
+        if needles.matcher is not None
+        else "compacted; no piece of the subject's text to search for"
     )
+    await _check_state_files(settings, agents, needles, findings)
     if not subject.empty:
         await _check_redis(redis, needles, findings)
     no_subject = NO_SUBJECT if subject.empty else None

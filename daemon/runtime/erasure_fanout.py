@@ -15,11 +15,11 @@ request ids derive from it), so a retry after a failure or a timeout joins, neve
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from dataclasses import dataclass
 
+from daemon import derivations
 from daemon.constants import AGENT_OWNER_KEY, ERASURE_KEY, HEARTBEATS_KEY
 from daemon.errors import OperationFailed, UsageError
 from daemon.ops import erase as erase_op
@@ -40,7 +40,7 @@ def _erasure_id(request_id: str | None) -> str:
         return secrets.token_hex(16)
     # The caller's request id is unguessable and names no subject (docs/jobs.md): a digest of it
     # keeps the same request one erasure without storing the id itself.
-    return hashlib.sha256(b"memoryd-erasure\0" + request_id.encode()).hexdigest()[:32]
+    return derivations.erasure_digest(request_id)
 
 
 async def _served_queues(client: MemorydClient) -> list[str]:

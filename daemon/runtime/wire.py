@@ -24,14 +24,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from daemon import derivations
 from daemon.constants import QUEUE_PREFIX
 
 
@@ -67,14 +66,14 @@ def random_job_id(name: str) -> str:
 
 def request_job_id(name: str, request_id: str) -> str:
     """The job of a caller's request id: one per (family, request id), never from the payload."""
-    digest = hashlib.sha256(b"memoryd request id\0" + canonical_json([name, request_id])).hexdigest()
+    digest = derivations.request_digest(canonical_json([name, request_id]))
     return f"{name}:{_REQUEST_TAG}:{digest[:_TOKEN_HEX]}"
 
 
 def request_fingerprint(request_id: str, name: str, payload: dict[str, Any]) -> str:
     """What tells two payloads sent under one request id apart: an HMAC keyed by the request id,
     which Redis never holds, so the stored value confirms no guessed payload by itself."""
-    return hmac.new(request_id.encode(), canonical_json([name, payload]), hashlib.sha256).hexdigest()
+    return derivations.request_fingerprint(request_id, canonical_json([name, payload]))
 
 
 def scheduled_job_id(name: str, agent: str, slot: int) -> str:

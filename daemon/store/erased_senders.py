@@ -16,37 +16,26 @@ Each function runs inside the caller's transaction.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from daemon import derivations
 from daemon.store.engine import Connection
 from daemon.store.exclusions import bump_exclusions
-from daemon.store.tombstones import HASHED_PREFIX
 
 SenderTest = Callable[[str], bool]  # True: this sender's turns are skipped
 
 
-def session_ref(secret: bytes, session_id: str) -> str:
-    return (
-        HASHED_PREFIX
-        + hmac.new(secret, b"erased-senders\0" + session_id.encode(), hashlib.sha256).hexdigest()
-    )
-
-
-def sender_ref(secret: bytes, session_id: str, sender: str) -> str:
-    message = f"{session_id}\0{sender}".encode()
-    return HASHED_PREFIX + hmac.new(secret, b"erased-sender\0" + message, hashlib.sha256).hexdigest()
+# Keyed hashes, declared with every other derivation (daemon/derivations.py).
+session_ref = derivations.erased_session_ref
+sender_ref = derivations.erased_sender_ref
 
 
 # The session_ref of an agent-wide row: no session's keyed hash has this form.
 AGENT_WIDE = "*"
 
 
-def subject_ref(secret: bytes, sender: str) -> str:
-    """The keyed hash of an agent-wide erased sender (another domain than `sender_ref`)."""
-    return HASHED_PREFIX + hmac.new(secret, b"erased-subject\0" + sender.encode(), hashlib.sha256).hexdigest()
+subject_ref = derivations.erased_subject_ref
 
 
 def record_erased_subject(conn: Connection, secret: bytes, sender: str, day_ms: int) -> int:

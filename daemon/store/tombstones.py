@@ -6,14 +6,13 @@ a per-agent secret stored beside the database, never in it. `is_forgotten` check
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from daemon import derivations
 from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
 from daemon.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
 from daemon.store.batched import execute_in, select_in
@@ -22,7 +21,7 @@ from daemon.store.exclusions import bump_exclusions
 from daemon.store.index_state import bump_revision
 
 REASON_FORGOTTEN = "forgotten"
-HASHED_PREFIX = "hmac:"
+HASHED_PREFIX = derivations.HASHED_PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +57,7 @@ def load_or_create_secret(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def hashed_session_ref(secret: bytes, session_id: str) -> str:
-    return HASHED_PREFIX + hmac.new(secret, session_id.encode("utf-8"), hashlib.sha256).hexdigest()
+hashed_session_ref = derivations.hashed_session_ref  # declared with every other derivation
 
 
 def forgotten_ids(conn: Connection, session_ids: Iterable[str], secret: bytes | None = None) -> set[str]:

@@ -1,0 +1,45 @@
+"""The text that survives an erasure (I/O: reads transcripts), so its pieces are not residue.
+
+A window of 16 characters ("Remember that th") is often said by two people. The verifier looks
+for every window of the erased messages (retention/pieces.py), so a window the surviving
+sessions also hold may stay through them: every other session of every agent (transcripts are
+never deleted by memoryd), and the other participants' turns of a shared session whose subject's
+turns were taken out. The erasure hands this to the verifier as the subject's `shared` text; it
+is read when the verifier runs and never journaled (the journal keeps the subject only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from daemon.agents import agents_with_state
+from daemon.retention.contributions import session_texts
+from daemon.retention.plan import SessionTarget
+from daemon.sessions.model import ArchiveInfo, SessionInfo
+from daemon.sessions.source import session_source_for
+from daemon.settings import Settings
+
+
+def surviving_texts(
+    settings: Settings, erased: Sequence[SessionTarget], subject_texts: Sequence[str]
+) -> list[str]:
+    """Every message of every session the erasure leaves, and of each separated session every
+    message that is not one of `subject_texts`."""
+    whole = {(t.agent_id, t.session_id) for t in erased if not t.separable}
+    separated = {(t.agent_id, t.session_id) for t in erased if t.separable}
+    own = set(subject_texts)
+    texts: list[str] = []
+    for agent in agents_with_state(settings):
+        try:
+            source = session_source_for(settings, agent)
+            every: list[SessionInfo | ArchiveInfo] = [
+                *source.list_sessions().sessions,
+                *source.list_archives(),
+            ]
+        except OSError:
+            continue  # no sessions directory: no transcript survives there
+        kept = [s for s in every if (agent, s.session_id) not in whole]
+        apart = [s for s in kept if (agent, s.session_id) in separated]
+        texts += session_texts(settings, [s for s in kept if (agent, s.session_id) not in separated])
+        texts += [t for t in session_texts(settings, apart) if t not in own]
+    return texts
