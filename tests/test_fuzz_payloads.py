@@ -9,7 +9,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from daemon.errors import JobPayloadError, UsageError
@@ -104,6 +104,7 @@ def _check_accepted(job: str, request) -> None:
 
 @FUZZ
 @given(job=st.sampled_from(JOBS), payload=payloads)
+@example(job="expire", payload={"\n": None})  # an unknown field whose name is a line break
 def test_every_job_payload_validates_or_fails_with_one_line_naming_the_job(job, payload):
     try:
         request = op_named(job).parse(payload)

@@ -161,7 +161,8 @@ def agent_of(request: BaseModel) -> str:
 def describe_validation(err: ValidationError) -> str:
     """`<field>: <problem>` for the first error (the field dotted, as the payload names it)."""
     first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
+    # A field name comes from the payload: an unprintable one is shown escaped, so the line stays one.
+    where = ".".join(str(p) if str(p).isprintable() else repr(str(p)) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         problem = "unknown field"
     elif first["type"] == "value_error":  # a validator's ValueError: its message, not pydantic's prefix
