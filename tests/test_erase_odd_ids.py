@@ -185,6 +185,13 @@ async def _erase_in_a_fresh_world(subject: str, bystander: str) -> None:
 
 
 storable_id = any_id.filter(lambda s: s not in ("", "main"))
+# A bystander whose id holds the subject's: another person, whose rows and sessions stay.
+nested_id = st.builds(
+    lambda subject, before, after: (subject, before + subject + after),
+    storable_id,
+    st.text(max_size=3),
+    st.text(max_size=3),
+)
 
 
 @pytest.mark.slow
@@ -201,6 +208,18 @@ storable_id = any_id.filter(lambda s: s not in ("", "main"))
 def test_a_group_members_odd_id_never_blocks_an_erasure_and_an_odd_id_user_is_erased(
     subject: str, bystander: str
 ) -> None:
+    assume(subject != bystander)
+    anyio.run(_erase_in_a_fresh_world, subject, bystander)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ids=nested_id)
+@example(ids=("000000", "000000:"))
+@example(ids=("nadia", "nadia.b"))
+@example(ids=("nadia", "x nadia"))
+def test_a_bystander_whose_id_holds_the_subjects_is_not_taken_for_residue(ids: tuple[str, str]) -> None:
+    subject, bystander = ids
     assume(subject != bystander)
     anyio.run(_erase_in_a_fresh_world, subject, bystander)
 

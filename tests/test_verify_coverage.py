@@ -478,3 +478,21 @@ def test_a_check_is_passed_failed_or_skipped_with_its_reason() -> None:
     ):
         with pytest.raises(ValidationError):
             VerificationCheck(name="redis", **bad)  # type: ignore[arg-type]
+
+
+NO_NUL = st.characters(codec="utf-8", exclude_characters="\x00")  # NUL parts the values below
+
+
+@given(
+    subject=st.text(NO_NUL, min_size=6, max_size=20),
+    before=st.text(NO_NUL, max_size=3),
+    after=st.text(NO_NUL, min_size=1, max_size=3),
+)
+def test_a_subject_id_inside_a_surviving_id_is_not_residue_but_beside_it_is(
+    subject: str, before: str, after: str
+) -> None:
+    bystander = before + subject + after
+    needles = compile_needles(VerifySubject(ids=(subject,), shared_ids=(bystander,)))
+    assert needles.hits(bystander) == 0
+    assert needles.hits(f"{bystander}\x00{subject}") == 1
+    assert needles.hits(subject) == 1

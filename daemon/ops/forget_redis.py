@@ -57,7 +57,7 @@ async def purge_forgotten_from_redis(
     if not session_ids or not await purgeable_keys(redis, spare_running=True):
         return 0  # no job value to look into: no transcript read, no needle compiled
     # Imported here: a forget with no job value in Redis never loads the erasure's modules.
-    from daemon.retention.contributions import session_texts
+    from daemon.retention.contributions import session_voices
     from daemon.retention.erase import session_subject
     from daemon.retention.needles import compile_needles
 
@@ -70,6 +70,7 @@ async def purge_forgotten_from_redis(
     if not await keys_naming(redis, lambda v: unshared.hits(v) > 0, unshared.may_hit, spare_running=True):
         return 0
     _, surviving = await anyio.to_thread.run_sync(split_sessions, settings, agent, session_ids)
-    shared = await anyio.to_thread.run_sync(session_texts, settings, surviving)
-    needles = await anyio.to_thread.run_sync(compile_needles, replace(subject, shared=tuple(shared)))
+    left = await anyio.to_thread.run_sync(session_voices, settings, surviving)
+    kept = replace(subject, shared=tuple(left.texts), shared_ids=tuple(left.ids))
+    needles = await anyio.to_thread.run_sync(compile_needles, kept)
     return await purge_naming(redis, lambda v: needles.hits(v) > 0, needles.may_hit, spare_running=True)

@@ -156,9 +156,27 @@ def read_contributions(
 
 def session_texts(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo]) -> list[str]:
     """Every message's text of these transcripts (forget --verify's subject)."""
-    texts: list[str] = []
+    return session_voices(settings, sessions).texts
+
+
+@dataclass(frozen=True, slots=True)
+class Voices:
+    """What sessions said and every id they name: their own, their participants', their senders'."""
+
+    texts: list[str]
+    ids: set[str]
+
+
+def session_voices(settings: Settings, sessions: Sequence[SessionInfo | ArchiveInfo]) -> Voices:
+    """Every message's text of these transcripts, and the ids they name (text and ids that
+    survive a purge: what the verifier must not take for the subject's)."""
+    voices = Voices([], set())
     for s in sessions:
+        voices.ids.add(s.session_id)
+        if isinstance(s, SessionInfo):
+            voices.ids.update(p.actor_id for p in s.participants)
         found = _read(settings, s, None)
         if found is not None:
-            texts += found.texts
-    return texts
+            voices.texts.extend(found.texts)
+            voices.ids.update(found.senders)
+    return voices

@@ -47,7 +47,7 @@ from daemon.fileio import remove_leftover_temps_under
 from daemon.lock import Lease
 from daemon.redis_values import purge_naming
 from daemon.retention import journal
-from daemon.retention.contributions import read_contributions, session_texts
+from daemon.retention.contributions import Voices, read_contributions, session_texts, session_voices
 from daemon.retention.journal import PendingErasure
 from daemon.retention.needles import VerifySubject, compile_needles
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
@@ -64,7 +64,7 @@ from daemon.retention.request import EraseRequest
 from daemon.retention.scopes import parse_scope
 from daemon.retention.state import now_ms, open_for_read, open_for_write
 from daemon.retention.subjects import gather_sessions
-from daemon.retention.surviving import surviving_texts
+from daemon.retention.surviving import surviving_voices
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.settings import Settings
 from daemon.store import retention as repo
@@ -134,9 +134,13 @@ async def session_subject(
     transcripts' text, and their ids only when no plain forgotten record is meant to remain.
     Text the `surviving` sessions also hold is not looked for: it may stay, through them."""
     texts = await anyio.to_thread.run_sync(session_texts, settings, sessions)
-    shared = await anyio.to_thread.run_sync(session_texts, settings, surviving) if surviving else []
+    left = (
+        await anyio.to_thread.run_sync(session_voices, settings, surviving)
+        if surviving
+        else Voices([], set())
+    )
     ids = tuple(s.session_id for s in sessions) if include_ids else ()
-    return VerifySubject(ids=ids, contents=tuple(texts), shared=tuple(shared))
+    return VerifySubject(ids=ids, contents=tuple(texts), shared=tuple(left.texts), shared_ids=tuple(left.ids))
 
 
 # --- apply ----------------------------------------------------------------------------------------
@@ -396,10 +400,13 @@ async def _prepare(
 
 
 async def _with_surviving(settings: Settings, plan: ErasurePlan, subject: VerifySubject) -> VerifySubject:
-    """The subject with the text the sessions left behind also hold (retention/surviving.py):
-    a piece of it may stay through them, so it is not residue. Read now, never journaled."""
-    shared = await anyio.to_thread.run_sync(surviving_texts, settings, plan.forget_sessions, subject.contents)
-    return replace(subject, shared=subject.shared + tuple(shared))
+    """The subject with the text and ids the sessions left behind also hold
+    (retention/surviving.py): a piece of it may stay through them, so it is not residue. Read
+    now, never journaled."""
+    left = await anyio.to_thread.run_sync(surviving_voices, settings, plan.forget_sessions, subject.contents)
+    return replace(
+        subject, shared=subject.shared + tuple(left.texts), shared_ids=subject.shared_ids + tuple(left.ids)
+    )
 
 
 async def plan_erase(settings: Settings, request: EraseRequest) -> tuple[ErasurePlan, VerifySubject]:

@@ -44,6 +44,9 @@ class VerifySubject:
     # Text that legitimately survives (other sessions' messages): a snippet found in it is not
     # residue, whoever else still holds it (forget --verify: "shared with surviving lineage").
     shared: tuple[str, ...] = ()
+    # Ids that survive (other sessions', their participants' and senders'): a subject id found
+    # only inside one of them is part of another id, not residue.
+    shared_ids: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -55,6 +58,7 @@ class VerifySubject:
             self.contents + other.contents,
             self.times_ms + other.times_ms,
             self.shared + other.shared,
+            self.shared_ids + other.shared_ids,
         )
 
 
@@ -126,6 +130,7 @@ class Needles:
     ids: LiteralSet[str]
     pattern: re.Pattern[str] | None
     exact: frozenset[str]
+    longer_ids: tuple[str, ...]  # surviving ids that hold a subject id: occurrences inside them do not count
     times: frozenset[int]
     terms: frozenset[str]  # full-text terms of the subject's text (as FTS5's unicode61 folds them)
     piece_count: int = 0  # windows of the subject's text among the matcher's needles
@@ -155,6 +160,8 @@ class Needles:
         spans = self.ids.spans(text)
         if self.pattern is not None:
             spans += [(m.start(), m.end() - m.start()) for m in self.pattern.finditer(text)]
+        if spans and self.longer_ids:
+            spans = _outside(spans, [s for i in self.longer_ids for s in _occurrences(text, i)])
         return len(non_overlapping(spans))
 
     def hits(self, value: str) -> int:
@@ -177,6 +184,27 @@ class Needles:
         if not (self.ids or self.pattern is not None):
             return found
         return found + self._id_hits(data.decode("utf-8", "replace"))
+
+
+def _occurrences(text: str, literal: str) -> list[tuple[int, int]]:
+    found: list[tuple[int, int]] = []
+    at = text.find(literal)
+    while at >= 0:
+        found.append((at, len(literal)))
+        at = text.find(literal, at + 1)
+    return found
+
+
+def _outside(spans: list[tuple[int, int]], covers: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans that no cover holds whole."""
+    return [(start, n) for start, n in spans if not any(c <= start and start + n <= c + m for c, m in covers)]
+
+
+def longer_ids(subject: VerifySubject) -> tuple[str, ...]:
+    """The surviving ids that hold one of the subject's ids and are not one themselves."""
+    own = set(subject.ids)
+    wanted = [i for i in own if i]
+    return tuple(sorted(i for i in set(subject.shared_ids) - own if any(w in i for w in wanted)))
 
 
 def subject_pieces(subject: VerifySubject) -> set[bytes]:
@@ -207,6 +235,7 @@ def compile_needles(subject: VerifySubject) -> Needles:
         ids=literal_set(long_ids, word_chars=ID_WORD_CHARS),
         pattern=pattern,
         exact=frozenset(exact),
+        longer_ids=longer_ids(subject),
         times=times,
         terms=terms,
         piece_count=len(windows),

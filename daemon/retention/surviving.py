@@ -4,8 +4,10 @@ A window of 16 characters ("Remember that th") is often said by two people. The 
 for every window of the erased messages (retention/pieces.py), so a window the surviving
 sessions also hold may stay through them: every other session of every agent (transcripts are
 never deleted by memoryd), and the other participants' turns of a shared session whose subject's
-turns were taken out. The erasure hands this to the verifier as the subject's `shared` text; it
-is read when the verifier runs and never journaled (the journal keeps the subject only).
+turns were taken out. The same holds for ids: a member "nadia.b" of a surviving group holds the
+erased "nadia" inside hers. The erasure hands both to the verifier as the subject's `shared` text
+and `shared_ids`; they are read when the verifier runs and never journaled (the journal keeps the
+subject only).
 """
 
 from __future__ import annotations
@@ -13,22 +15,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from daemon.agents import agents_with_state
-from daemon.retention.contributions import session_texts
+from daemon.retention.contributions import Voices, session_voices
 from daemon.retention.plan import SessionTarget
 from daemon.sessions.model import ArchiveInfo, SessionInfo
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
 
 
-def surviving_texts(
+def surviving_voices(
     settings: Settings, erased: Sequence[SessionTarget], subject_texts: Sequence[str]
-) -> list[str]:
+) -> Voices:
     """Every message of every session the erasure leaves, and of each separated session every
-    message that is not one of `subject_texts`."""
+    message that is not one of `subject_texts`; the ids all of them name (an id of the subject's
+    that is part of a longer one of theirs is theirs)."""
     whole = {(t.agent_id, t.session_id) for t in erased if not t.separable}
     separated = {(t.agent_id, t.session_id) for t in erased if t.separable}
     own = set(subject_texts)
-    texts: list[str] = []
+    voices = Voices([], set())
     for agent in agents_with_state(settings):
         try:
             source = session_source_for(settings, agent)
@@ -40,6 +43,9 @@ def surviving_texts(
             continue  # no sessions directory: no transcript survives there
         kept = [s for s in every if (agent, s.session_id) not in whole]
         apart = [s for s in kept if (agent, s.session_id) in separated]
-        texts += session_texts(settings, [s for s in kept if (agent, s.session_id) not in separated])
-        texts += [t for t in session_texts(settings, apart) if t not in own]
-    return texts
+        whole_kept = session_voices(settings, [s for s in kept if (agent, s.session_id) not in separated])
+        parted = session_voices(settings, apart)
+        voices.texts.extend(whole_kept.texts)
+        voices.texts.extend(t for t in parted.texts if t not in own)
+        voices.ids.update(whole_kept.ids | parted.ids)
+    return voices
