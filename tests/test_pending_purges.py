@@ -66,11 +66,25 @@ async def test_a_forget_does_not_delete_a_queued_forget_naming_the_same_session(
     assert await forgotten(settings, AGENT, "sess-y")
 
 
-async def test_a_purge_of_redis_values_spares_every_pending_purge_but_not_other_jobs(settings, owned, redis):
-    """Whatever names the job, whichever queue it waits on: a pending forget, erase or expire
-    record stays; a queued sweep naming the session goes."""
+def _purge_by_text(redis, needle: str):
     from daemon.redis_values import purge_naming
 
+    return purge_naming(redis, lambda v: needle in v)
+
+
+def _purge_by_bytes(redis, needle: str):
+    from daemon.retention.redis_bytes import purge_naming_bytes
+
+    return purge_naming_bytes(redis, lambda v: needle.encode() in v)
+
+
+@pytest.mark.parametrize("purge", [_purge_by_text, _purge_by_bytes], ids=["text", "bytes"])
+async def test_a_purge_of_redis_values_spares_every_pending_purge_but_not_other_jobs(
+    settings, owned, redis, purge
+):
+    """Whatever names the job, whichever queue it waits on: a pending forget, erase or expire
+    record stays; a queued sweep naming the session goes. Both ways an erasure purges Redis
+    (names as text, names as bytes) keep to it."""
     queue, builder, job_ids = owned
     needle = f"sess-{settings.daemon.host_id}"
     planted = {}
@@ -80,7 +94,7 @@ async def test_a_purge_of_redis_values_spares_every_pending_purge_but_not_other_
         record = {"t": 1, "f": family, "a": [{"agent": AGENT, "note": needle}], "k": {}, "et": 1}
         await redis.set(f"arq:job:{job_id}", orjson.dumps(record))
         planted[family] = f"arq:job:{job_id}"
-    await purge_naming(redis, lambda v: needle in v)
+    await purge(redis, needle)
     for family, key in planted.items():
         assert bool(await redis.exists(key)) == (family in PURGE_FAMILIES), family
 

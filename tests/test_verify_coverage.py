@@ -422,6 +422,31 @@ async def test_a_job_argument_naming_a_subject_without_a_memory_tool_scope_fails
         await redis.delete(key)
 
 
+async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_says_it_waits(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    """No purge deletes another (a queued forget of her session runs later), so the erasure leaves
+    it; its check names it as a queued purge, not as residue of an unknown kind."""
+    s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    SessionStoreBuilder(sessions_root, "main").add(
+        "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
+    )
+    async with agent_runtime(s, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+    key = f"arq:job:queued-forget-{unique}"
+    record = (
+        b'{"t": 1, "f": "forget", "a": [{"agent": "main", "sessions": ["sess-nora-1"]}], "k": {}, "et": 1}'
+    )
+    await redis.set(key, record, ex=60)
+    try:
+        receipt = await erasure.run_erase(s, redis, EraseRequest(scope=USER))
+        assert await redis.get(key) == record
+        assert not receipt.verified
+        assert _failing(receipt.verification, "redis") == ["redis:queued purge job"]
+    finally:
+        await redis.delete(key)
+
+
 async def test_a_key_whose_name_is_not_utf8_is_read_and_purged_by_its_bytes(
     tmp_path, sessions_root, unique, redis
 ) -> None:

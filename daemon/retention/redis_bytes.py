@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from daemon.errors import OperationFailed
-from daemon.redis_values import PURGEABLE, is_erasure_request
+from daemon.redis_values import PURGEABLE, is_erasure_request, is_pending_purge
 
 SCAN_COUNT = 500
 
@@ -101,8 +101,8 @@ async def purge_naming_bytes(redis: Redis, names_subject: Callable[[bytes], bool
     doomed: list[bytes] = []
     for prefix in PURGEABLE:
         async for key, values in every_key(redis, prefix.encode() + b"*"):
-            if is_erasure_request(key.decode("utf-8", "replace")):
-                continue
+            if is_erasure_request(key.decode("utf-8", "replace")) or is_pending_purge(key, values[:1]):
+                continue  # an erasure request names its subject; no purge deletes another
             if any(names_subject(v) for v in (key, *values)):
                 doomed.append(key)
     with _outage():

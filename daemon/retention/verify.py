@@ -43,7 +43,7 @@ from daemon.agents import agent_paths, agents_with_state
 from daemon.constants import TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, VERIFY_EMBEDDING_MIN_COSINE
 from daemon.errors import MemorydError, UsageError
 from daemon.fileio import read_bytes_nofollow
-from daemon.redis_values import PREFIXES, family_of, is_erasure_request
+from daemon.redis_values import PREFIXES, family_of, is_erasure_request, is_pending_purge
 from daemon.retention.needles import Needles, VerifySubject, compile_needles, fts_terms, snippets
 from daemon.retention.raw_bytes import raw_hits
 from daemon.retention.receipts import NO_SUBJECT, ErasureReceipt, Verification, VerificationCheck
@@ -285,8 +285,15 @@ async def _check_store(
         findings.add(findings.physical, f"{label}:{where} after compaction", n)
 
 
-def _redis_family(key: bytes) -> str:
-    """Where a Redis hit is, without its id: `redis:arq:result`, or `redis:other keys`."""
+QUEUED_PURGE = "redis:queued purge job"
+
+
+def _redis_family(key: bytes, values: list[bytes]) -> str:
+    """Where a Redis hit is, without its id: `redis:arq:result`, or `redis:other keys`. A purge
+    job still queued is named apart: no purge deletes another, so it names the subject until it
+    has run (the receipt says so; verify again after it)."""
+    if is_pending_purge(key, values[:1]):  # the record itself, not the strings it holds
+        return QUEUED_PURGE
     name = key.decode("utf-8", "replace")
     return f"redis:{family_of(name)}" if name.startswith(PREFIXES) else "redis:other keys"
 
@@ -302,7 +309,7 @@ async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> N
             continue
         n = sum(needles.hits_value(v) for v in (key, *values))
         if n:
-            findings.add(findings.redis, _redis_family(key), n)
+            findings.add(findings.redis, _redis_family(key, values), n)
 
 
 REDIS_NOTE = "every key name and value of the database, as bytes"
