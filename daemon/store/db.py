@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, TypeVarTuple, cast
 
 import aiosqlite
 import anyio
@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")  # a store function's arguments after the connection: checked at each call
 
 
 LOW_SPACE_BYTES = 1024 * 1024  # below this, a store that cannot open is said to be on a full disk
@@ -170,17 +171,17 @@ class Store:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """Run `fn(conn, *args)` on the store's thread, outside any transaction."""
         # aiosqlite's own queue runs callables on its connection thread; using it keeps one
         # thread per connection, which SQLite connections require.
         return await self._db._execute(fn, self._db._conn, *args)  # type: ignore[no-any-return]
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+    async def read(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """Run `fn(conn, *args)` inside one read transaction (a consistent snapshot under WAL)."""
         return await self.run(_in_read_txn, fn, *args)
 
-    async def write(self, fn: Callable[..., T], *args: Any, fence: FenceToken | None) -> T:
+    async def write(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, fence: FenceToken | None) -> T:
         """Run `fn(conn, *args)` inside BEGIN IMMEDIATE … COMMIT, after checking the fence.
 
         `fence` is the lease's token; None is only for writes that no lock protects (tests of
@@ -267,7 +268,7 @@ def stored_fence(path: Path, workspace_key: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def _in_read_txn(conn: Connection, fn: Callable[..., T], *args: Any) -> T:
+def _in_read_txn(conn: Connection, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
     conn.execute("BEGIN")
     try:
         return fn(conn, *args)
@@ -275,7 +276,9 @@ def _in_read_txn(conn: Connection, fn: Callable[..., T], *args: Any) -> T:
         conn.execute("ROLLBACK")
 
 
-def _in_write_txn(conn: Connection, fn: Callable[..., T], fence: FenceToken | None, *args: Any) -> T:
+def _in_write_txn(
+    conn: Connection, fn: Callable[[Connection, *Ts], T], fence: FenceToken | None, *args: *Ts
+) -> T:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if fence is not None:
