@@ -11,7 +11,8 @@ from daemon.redaction import redact_url as redact_url  # named here by its calle
 
 
 def redis_from_url(url: str) -> Redis:
-    return Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+    redis: Redis = Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+    return redis
 
 
 async def connect_redis(url: str) -> Redis:

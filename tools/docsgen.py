@@ -269,7 +269,7 @@ def _pydantic_twin(section: type, made: dict[type, type[BaseModel]]) -> type[Bas
             )
         default = Field(**extra)
         fields[name] = (twin(f.annotation), default)
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         section.__name__,
         __config__=ConfigDict(extra="forbid", frozen=True),
         __doc__=section.__doc__

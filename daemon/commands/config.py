@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from daemon.commands import CliState, emit, json_option, pass_state
@@ -9,7 +11,7 @@ from daemon.redaction import redact_urls_in
 from daemon.settings import settings_as_dict
 
 
-def _human(data: dict) -> str:
+def _human(data: dict[str, Any]) -> str:
     lines: list[str] = []
 
     def walk(prefix: str, value: object) -> None:

@@ -137,7 +137,7 @@ class Ranking:
 
 
 def _decay(age_ms: float, half_life_days: float) -> float:
-    return 0.5 ** (max(0.0, age_ms) / DAY_MS / half_life_days)
+    return float(0.5 ** (max(0.0, age_ms) / DAY_MS / half_life_days))
 
 
 def _signals(

@@ -279,8 +279,8 @@ def _lines(conn: Connection, named: _Named) -> list[tuple[str, str]]:
     return out
 
 
-def _all_rows(conn: Connection, named: _Named) -> list[tuple]:
-    out: list[tuple] = []
+def _all_rows(conn: Connection, named: _Named) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
     for name, part in named:
         out += part_rows(conn, name, part)
     return out

@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from redis.asyncio import Redis
@@ -93,7 +93,9 @@ NO_ARTIFACTS = ErasureArtifacts(
 # --- snapshot -----------------------------------------------------------------------------------
 
 
-def read_snapshot(conn: Connection, target: str) -> tuple[tuple, tuple, tuple, tuple]:
+def read_snapshot(
+    conn: Connection, target: str
+) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
     scopes = repo.subtree_scopes(conn, target)
     objects = repo.objects_in_scopes(conn, [s.scope for s in scopes])
     return (

@@ -319,7 +319,7 @@ class MemorydClient:
     async def default_queue(self) -> str:
         """The only host's queue, for jobs that name no agent (erase); ambiguous → UsageError."""
         owners = await self.redis.hgetall(AGENT_OWNER_KEY)  # type: ignore[misc]
-        queues = {v.decode() for v in owners.values()}
+        queues: set[str] = {v.decode() for v in owners.values()}
         if len(queues) == 1:
             return queues.pop()
         if not queues:
@@ -408,9 +408,9 @@ class MemorydClient:
                 # Not if a worker of the old queue starts it meanwhile (its in-progress key).
                 await pipe.watch(in_progress_key_prefix + job_id)
                 if await pipe.exists(in_progress_key_prefix + job_id):
-                    await pipe.reset()
+                    await pipe.reset()  # type: ignore[no-untyped-call]
                     return False
-                pipe.multi()
+                pipe.multi()  # type: ignore[no-untyped-call]
                 pipe.zrem(other, job_id)
                 pipe.zadd(queue, {job_id: int(now * 1000)})
                 try:

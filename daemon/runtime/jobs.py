@@ -203,7 +203,7 @@ class RedactJobErrors(logging.Filter):
             # A broken job record: one line with what is wrong (a field name), no traceback.
             cause = record.exc_info[1].__cause__ if record.exc_info and record.exc_info[1] else None
             record.msg = f"{record.msg}: %s; it fails alone"
-            record.args = (*(record.args or ()), str(cause) if cause else "unreadable")  # type: ignore[misc]
+            record.args = (*(record.args or ()), str(cause) if cause else "unreadable")
             record.exc_info = None
             record.exc_text = None
         return True

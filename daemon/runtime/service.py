@@ -574,7 +574,7 @@ class Service:
 
     async def _refresh_job_counts(self) -> None:
         assert self.pool is not None and self.worker is not None
-        queued = int(await self.pool.zcard(self.state.queue))  # type: ignore[misc]
+        queued = int(await self.pool.zcard(self.state.queue))
         running = sum(not t.done() for t in self.worker.tasks.values())
         metrics.JOBS.labels(state="queued").set(max(queued - running, 0))
         metrics.JOBS.labels(state="running").set(running)

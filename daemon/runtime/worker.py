@@ -304,7 +304,7 @@ class MemorydWorker(Worker):
         if not self._recovered_purges:
             return job_ids
         pending = sorted(self._recovered_purges)
-        scores = await self.pool.zmscore(self.queue_name, pending)  # type: ignore[arg-type]
+        scores = await self.pool.zmscore(self.queue_name, pending)
         self._recovered_purges = {j for j, score in zip(pending, scores, strict=True) if score is not None}
         if not self._recovered_purges:
             return job_ids

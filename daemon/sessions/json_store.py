@@ -150,8 +150,9 @@ def _channel(entry: dict[str, Any]) -> str | None:
     delivery = entry.get("delivery")
     if isinstance(delivery, dict):
         route = delivery.get("route")
-        if isinstance(route, dict) and _str(route.get("channel")):
-            return route["channel"]
+        channel = _str(route.get("channel")) if isinstance(route, dict) else None
+        if channel:
+            return channel
     return None
 
 
@@ -378,7 +379,7 @@ class JsonSessionSource:
                 import zstandard
 
                 reader = zstandard.ZstdDecompressor().stream_reader(raw)
-                yield iter_lines(io.BufferedReader(reader))  # type: ignore[arg-type]
+                yield iter_lines(io.BufferedReader(reader))
             else:
                 yield iter_lines(raw)
         finally:

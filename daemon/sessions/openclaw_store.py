@@ -164,7 +164,7 @@ def _stat_key(path: Path) -> StatKey:
 
 def _text(raw: bytes | str) -> str:
     # Metadata columns are compared as strings; undecodable bytes must not abort a listing.
-    return raw if raw.__class__ is str else raw.decode("utf-8", "replace")  # type: ignore[union-attr,return-value]
+    return raw if raw.__class__ is str else raw.decode("utf-8", "replace")  # type: ignore[union-attr]
 
 
 class _Snapshot:
@@ -543,7 +543,7 @@ class OpenClawSessionSource:
                     sid,
                     key,
                     reason,
-                    created_at,  # type: ignore[arg-type]
+                    created_at,
                     self._archive_prefix + generation,
                     name,
                 )
@@ -717,7 +717,7 @@ class OpenClawSessionSource:
             import zstandard
 
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob))
-            return iter_lines(io.BufferedReader(reader))  # type: ignore[arg-type]
+            return iter_lines(io.BufferedReader(reader))
         return iter_lines(io.BytesIO(blob))
 
 

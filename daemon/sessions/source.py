@@ -21,7 +21,7 @@ def session_source_for(
     choice = settings.session_source_for(agent_id)
     db_path = agent_root.joinpath(*OPENCLAW_DB_RELATIVE)
     if choice == "openclaw" or (choice == "auto" and db_path.exists()):
-        from daemon.sessions.openclaw_store import OpenClawSessionSource  # type: ignore[import-not-found]
+        from daemon.sessions.openclaw_store import OpenClawSessionSource
 
-        return OpenClawSessionSource(agent_id, db_path, root=settings.sessions_root)  # type: ignore[no-any-return]
+        return OpenClawSessionSource(agent_id, db_path, root=settings.sessions_root)
     return JsonSessionSource(agent_id, agent_root / "sessions", listings, root=settings.sessions_root)

@@ -20,9 +20,9 @@ def select_in(
     extra: tuple[Any, ...] = (),
     *,
     before: tuple[Any, ...] = (),
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     """Rows of `sql` over all `values` (`before` bound ahead of the placeholders, `extra` after)."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     values = list(values)
     for start in range(0, len(values), SQL_IN_BATCH):
         batch = values[start : start + SQL_IN_BATCH]

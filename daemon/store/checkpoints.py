@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import partial
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from daemon.store.batched import execute_in, select_in
 from daemon.store.engine import Connection
@@ -91,7 +91,7 @@ def checkpoint_token(conn: Connection) -> int:
     return int(conn.execute("SELECT token FROM ingest_checkpoint_token WHERE id = 1").fetchone()[0])
 
 
-def _checkpoint(row: Sequence) -> Checkpoint:
+def _checkpoint(row: Sequence[Any]) -> Checkpoint:
     cp = Checkpoint._make(row)
     return cp._replace(at_end=bool(cp.at_end))
 

@@ -175,7 +175,7 @@ class Store:
         """Run `fn(conn, *args)` on the store's thread, outside any transaction."""
         # aiosqlite's own queue runs callables on its connection thread; using it keeps one
         # thread per connection, which SQLite connections require.
-        return await self._db._execute(fn, self._db._conn, *args)  # type: ignore[no-any-return]
+        return await self._db._execute(fn, self._db._conn, *args)  # type: ignore[no-any-return, no-untyped-call]
 
     async def read(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """Run `fn(conn, *args)` inside one read transaction (a consistent snapshot under WAL)."""

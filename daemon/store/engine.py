@@ -12,9 +12,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 try:  # SQLite 3.51 with FTS5 secure-delete and loadable extensions.
-    import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
+    import pysqlite3.dbapi2 as _engine  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # pragma: no cover - other platforms fall back to the stdlib build
-    import sqlite3  # type: ignore[no-redef]
+    _engine = _stdlib_sqlite3
+sqlite3 = _engine  # the module every repository uses (exported by this name)
 
 SQLITE_VERSION: str = sqlite3.sqlite_version
 DatabaseError = sqlite3.DatabaseError
@@ -120,7 +121,7 @@ def _configure(conn: Connection, *, readonly: bool) -> None:
 
 def _load_vector_extension(conn: Any) -> None:
     try:
-        import sqlite_vec  # type: ignore[import-not-found]
+        import sqlite_vec  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return
     try:

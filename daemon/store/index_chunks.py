@@ -15,7 +15,7 @@ Each function runs inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from daemon.store.batched import select_in
 from daemon.store.engine import Connection
@@ -377,7 +377,7 @@ FROM memory_index_chunk_provenance p CROSS JOIN memory_index_chunks c ON c.id = 
 WHERE ({_INTERNAL_PROVENANCE}) AND c.source = 'sessions'"""
 
 
-def _facts(rows: Iterable[Sequence]) -> list[ChunkFacts]:
+def _facts(rows: Iterable[Sequence[Any]]) -> list[ChunkFacts]:
     return [ChunkFacts(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8]), bool(r[9])) for r in rows]
 
 

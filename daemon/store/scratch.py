@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -178,7 +178,7 @@ def part_lines(conn: Connection, name: str, part: Part) -> list[tuple[str, str]]
     ).fetchall()
 
 
-def part_rows(conn: Connection, name: str, part: Part) -> list[tuple]:
+def part_rows(conn: Connection, name: str, part: Part) -> list[tuple[Any, ...]]:
     """Every row of the part in seq order (COLUMNS order): the row-by-row path."""
     return conn.execute(f"SELECT {COLUMNS} FROM {name}.cand WHERE {_RANGE} ORDER BY seq", part[1:]).fetchall()
 
@@ -209,7 +209,7 @@ def part_staged_since(conn: Connection, name: str, part: Part, scope_prefix: str
     return {(sid, digest) for sid, digest in rows}
 
 
-def part_rows_of_keys(conn: Connection, name: str, part: Part, keys: Sequence[str]) -> list[tuple]:
+def part_rows_of_keys(conn: Connection, name: str, part: Part, keys: Sequence[str]) -> list[tuple[Any, ...]]:
     """Rows whose entry key is among `keys` (COLUMNS order), by day, then seq."""
     return conn.execute(
         f"SELECT {COLUMNS} FROM {name}.cand WHERE {_RANGE} AND entry_key IN (SELECT value FROM json_each(?)) "

@@ -61,7 +61,7 @@ def _json_tuple(raw: str | None) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
-def decode_row(row: Sequence) -> list[Any]:
+def decode_row(row: Sequence[Any]) -> list[Any]:
     """A stored row (columns in COLUMNS order, first) as field values: JSON lists become tuples."""
     values = list(row[: len(COLUMNS)])
     for i in _LIST_COLUMNS:
@@ -69,7 +69,7 @@ def decode_row(row: Sequence) -> list[Any]:
     return values
 
 
-def encode_row(entry: ShortTermEntry) -> tuple:
+def encode_row(entry: ShortTermEntry) -> tuple[Any, ...]:
     """An entry as the values of an INSERT over COLUMNS."""
     return (
         entry.entry_key,
@@ -104,14 +104,14 @@ def load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, ShortTermEn
     return {r[0]: ShortTermEntry(*decode_row(r)) for r in rows}
 
 
-def load_raw_rows(conn: Connection, keys: Sequence[str]) -> list[tuple]:
+def load_raw_rows(conn: Connection, keys: Sequence[str]) -> list[tuple[Any, ...]]:
     """The stored rows among `keys`, as stored (JSON lists undecoded), in COLUMNS order."""
     return select_in(
         conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
     )
 
 
-def load_raw_row(conn: Connection, key: str) -> tuple:
+def load_raw_row(conn: Connection, key: str) -> tuple[Any, ...]:
     return tuple(
         conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)).fetchone()
     )
