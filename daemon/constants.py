@@ -144,6 +144,7 @@ MAX_AGENTS_NAMED = 20  # a refusal lists at most this many agents by name (a Red
 WORKERS_KEY = REDIS_PREFIX + "workers:{queue}"
 WORKER_ALIVE_KEY = REDIS_PREFIX + "worker:{instance}"  # refreshed while the worker polls
 WORKER_ALIVE_TTL_S = 3 * HEARTBEAT_S  # a worker that missed three beats is dead to other hosts
+RECEIPT_SETTLE_S = 5.0  # receipts waiting for queued purge jobs are looked at this often
 STATUS_REFRESH_S = 30.0  # per-agent gauges (lag, exclusions) are recomputed this often; they stat files
 SCHEDULER_TICK_S = 1.0  # sweeps are due at most this late after their slot starts
 REDIS_RETRY_MIN_S = 0.5  # first reconnect delay after Redis is lost; doubles up to daemon.redis_retry_max_s

@@ -56,6 +56,7 @@ NAMES = {
     "name",
     "status",
     "locations",  # verifier location kinds (the receipt's stored form drops workspace paths)
+    "waiting_for",  # ids of queued purge jobs a receipt waits for (random, never a subject)
     "note",
     # dict[str, int] counts keyed by reason or kind
     "sessions_excluded",

@@ -28,6 +28,7 @@ from daemon.retention import api
 from daemon.retention.api import EraseRequest
 from daemon.retention.needles import VerifySubject, compile_needles, derivation_inputs, subject_pieces
 from daemon.retention.pieces import PieceMatcher, message_forms, pieces, windows, without_shared
+from daemon.retention.settle import settle_waiting_receipts
 from daemon.retention.state import retention_db_path
 from daemon.settings import Settings
 from daemon.store.db import Store
@@ -422,18 +423,20 @@ async def test_a_job_argument_naming_a_subject_without_a_memory_tool_scope_fails
         await redis.delete(key)
 
 
-async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_says_it_waits(
+async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_waits_for_it(
     tmp_path, sessions_root, unique, redis
 ) -> None:
     """No purge deletes another (a queued forget of her session runs later), so the erasure leaves
-    it; its check names it as a queued purge, not as residue of an unknown kind."""
+    it, and its receipt waits for it: `waiting`, never `verified` while it is queued, verified once
+    it has run. Anything else naming her still fails the check."""
     s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
     SessionStoreBuilder(sessions_root, "main").add(
         "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
     )
     async with agent_runtime(s, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
-    key = f"arq:job:queued-forget-{unique}"
+    job_id = f"queued-forget-{unique}"
+    key = f"arq:job:{job_id}"
     record = (
         b'{"t": 1, "f": "forget", "a": [{"agent": "main", "sessions": ["sess-nora-1"]}], "k": {}, "et": 1}'
     )
@@ -441,10 +444,45 @@ async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_says_it_w
     try:
         receipt = await erasure.run_erase(s, redis, EraseRequest(scope=USER))
         assert await redis.get(key) == record
-        assert not receipt.verified
-        assert _failing(receipt.verification, "redis") == ["redis:queued purge job"]
+        assert not receipt.verified and receipt.verification is not None
+        assert receipt.verification.waiting_for == [job_id]
+        check = next(c for c in receipt.verification.checks if c.name == "redis")
+        assert (check.status, check.locations) == ("waiting", ["redis:queued purge job"])
+        assert receipt.verification.headline.startswith("Verified: not yet (1 queued purge job(s)")
+
+        assert await settle_waiting_receipts(s, redis) == 0  # still queued: still waiting
+        await redis.delete(key)  # it ran (arq deletes the record; its result keeps no argument)
+        assert await settle_waiting_receipts(s, redis) == 1
+        [stored] = (await api.list_receipts(s)).receipts
+        assert stored.verified and stored.verification is not None and not stored.verification.waiting_for
+        assert next(c for c in stored.verification.checks if c.name == "redis").status == "passed"
+        assert await settle_waiting_receipts(s, redis) == 0
     finally:
         await redis.delete(key)
+
+
+async def test_a_queued_purge_does_not_hide_another_job_naming_the_subject(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    SessionStoreBuilder(sessions_root, "main").add(
+        "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
+    )
+    async with agent_runtime(s, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+    _, subject = await api.plan_erase(s, EraseRequest(scope=USER))
+    assert (await erasure.run_erase(s, redis, EraseRequest(scope=USER))).verified
+    queued = f"arq:job:queued-forget-{unique}"
+    other = f"memoryd:note:{unique}"
+    await redis.set(
+        queued, b'{"t": 1, "f": "forget", "a": [{"participant": "nora"}], "k": {}, "et": 1}', ex=60
+    )
+    await redis.set(other, b"nora", ex=60)
+    try:
+        found = await run_verify(s, redis, subject)
+        assert not found.verified and _failing(found, "redis") == ["redis:memoryd:note"]
+    finally:
+        await redis.delete(queued, other)
 
 
 async def test_a_key_whose_name_is_not_utf8_is_read_and_purged_by_its_bytes(

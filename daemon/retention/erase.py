@@ -455,8 +455,11 @@ async def _purge_and_verify(
         await run_verify(settings, redis, subject, embedder=embedder, needles=needles) if verify else None
     )
     for _ in range(REDIS_PURGE_ROUNDS):
-        if verification is None or next(c for c in verification.checks if c.name == "redis").passed:
-            break
+        if (
+            verification is None
+            or next(c for c in verification.checks if c.name == "redis").status != "failed"
+        ):
+            break  # passed, or waiting only on queued purges (no purge deletes another)
         purged += await purge_naming(redis, lambda value: needles.hits(value) > 0, needles.may_hit)
         purged += await purge_naming_bytes(redis, lambda value: needles.hits_value(value) > 0)
         verification = await recheck_redis(redis, needles, verification)

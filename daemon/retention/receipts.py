@@ -26,9 +26,12 @@ CheckName = Literal[
     "provenance_invariant", "derivability", "physical", "fts_segments", "embeddings", "redis", "journal"
 ]
 # `skipped` is not `passed`: the check could not run (no subject, no embedder for stored vectors).
-CheckStatus = Literal["passed", "failed", "skipped"]
+# `waiting`: nothing else names the subject, but queued purge jobs do (no purge deletes another);
+# the check passes once they have run (daemon/retention/settle.py).
+CheckStatus = Literal["passed", "failed", "skipped", "waiting"]
 # The reason a subject's checks give when skipped without one (`memoryd verify` alone).
 NO_SUBJECT = "no erased subject given (the subject of an erasure is never stored: see its receipt)"
+SETTLED_NOTE = "the queued purge jobs it waited for have run"
 
 
 class _Model(BaseModel):
@@ -73,8 +76,8 @@ class VerificationCheck(_Model):
     @model_validator(mode="after")
     def _says_why(self) -> VerificationCheck:
         """A skipped check names its reason; a failed one has findings, a passed one none."""
-        if self.status == "skipped" and not self.note:
-            raise ValueError(f"check {self.name}: skipped without a reason")
+        if self.status in ("skipped", "waiting") and not self.note:
+            raise ValueError(f"check {self.name}: {self.status} without a reason")
         if (self.status == "failed") != (self.count > 0):
             raise ValueError(f"check {self.name}: {self.status} with {self.count} findings")
         return self
@@ -89,10 +92,25 @@ class Verification(_Model):
     # True only when every check passed: a skipped check (nothing to compare with) is not a pass.
     verified: bool
     checks: list[VerificationCheck]
+    # Ids of the queued purge jobs a `waiting` check waits for (random ids, never the subject's).
+    waiting_for: list[str] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:
         return any(c.status == "failed" for c in self.checks)
+
+    def settled(self) -> Verification:
+        """This run once the purge jobs it waited for have run: what they named left Redis with
+        them (a stored result keeps no arguments), so the waiting check passes."""
+        checks = [
+            c.model_copy(update={"status": "passed", "note": f"{c.note}; {SETTLED_NOTE}"})
+            if c.status == "waiting"
+            else c
+            for c in self.checks
+        ]
+        return self.model_copy(
+            update={"checks": checks, "waiting_for": [], "verified": all(c.passed for c in checks)}
+        )
 
     @property
     def headline(self) -> str:
@@ -102,6 +120,11 @@ class Verification(_Model):
         failed = [c.name for c in self.checks if c.status == "failed"]
         if failed:
             return f"Verified: NO ({len(failed)} check(s) failed: {', '.join(failed)})"
+        if self.waiting_for:
+            return (
+                f"Verified: not yet ({len(self.waiting_for)} queued purge job(s) still name the subject; "
+                "no purge deletes another: checked again once they have run)"
+            )
         skipped = [c for c in self.checks if c.status == "skipped"]
         if any(c.note == NO_SUBJECT for c in skipped):
             return (
@@ -130,6 +153,13 @@ class ErasureReceipt(_Model):
     artifacts: ErasureArtifacts
     verified: bool
     verification: Verification | None
+
+    def settled(self) -> ErasureReceipt:
+        """The receipt once the purge jobs its verification waited for have run."""
+        if self.verification is None or not self.verification.waiting_for:
+            return self
+        verification = self.verification.settled()
+        return self.model_copy(update={"verification": verification, "verified": verification.verified})
 
     def stored_form(self) -> ErasureReceipt:
         """The receipt as stored (and as a job result in Redis): locations that are workspace

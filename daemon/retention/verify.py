@@ -36,6 +36,7 @@ from typing import Protocol
 
 import anyio
 import numpy as np
+from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import agent_runtime
@@ -72,6 +73,7 @@ class _Findings:
     invariant: dict[str, int] = field(default_factory=dict)
     fts: dict[str, int] = field(default_factory=dict)
     redis: dict[str, int] = field(default_factory=dict)
+    queued_purges: set[str] = field(default_factory=set)  # ids of queued purge jobs naming the subject
     physical_notes: list[str] = field(default_factory=list)
     vectors_seen: int = 0  # stored vectors and cached embeddings, compared or not
 
@@ -288,12 +290,8 @@ async def _check_store(
 QUEUED_PURGE = "redis:queued purge job"
 
 
-def _redis_family(key: bytes, values: list[bytes]) -> str:
-    """Where a Redis hit is, without its id: `redis:arq:result`, or `redis:other keys`. A purge
-    job still queued is named apart: no purge deletes another, so it names the subject until it
-    has run (the receipt says so; verify again after it)."""
-    if is_pending_purge(key, values[:1]):  # the record itself, not the strings it holds
-        return QUEUED_PURGE
+def _redis_family(key: bytes) -> str:
+    """Where a Redis hit is, without its id: `redis:arq:result`, or `redis:other keys`."""
     name = key.decode("utf-8", "replace")
     return f"redis:{family_of(name)}" if name.startswith(PREFIXES) else "redis:other keys"
 
@@ -308,8 +306,13 @@ async def _check_redis(redis: Redis, needles: Needles, findings: _Findings) -> N
         if is_erasure_request(key.decode("utf-8", "replace")):
             continue
         n = sum(needles.hits_value(v) for v in (key, *values))
-        if n:
-            findings.add(findings.redis, _redis_family(key, values), n)
+        if not n:
+            continue
+        if is_pending_purge(key, values[:1]):  # the record itself, not the strings it holds
+            # No purge deletes another: it names the subject until it has run (settle.py).
+            findings.queued_purges.add(key[len(job_key_prefix) :].decode("utf-8", "replace"))
+        else:
+            findings.add(findings.redis, _redis_family(key), n)
 
 
 REDIS_NOTE = "every key name and value of the database, as bytes"
@@ -319,9 +322,29 @@ async def recheck_redis(redis: Redis, needles: Needles, verification: Verificati
     """`verification` with its redis check run again now (after another purge by the erasure)."""
     findings = _Findings()
     await _check_redis(redis, needles, findings)
-    fresh = _check("redis", findings.redis, note=REDIS_NOTE)
+    fresh = _redis_check(findings)
     checks = [fresh if c.name == "redis" else c for c in verification.checks]
-    return verification.model_copy(update={"checks": checks, "verified": all(c.passed for c in checks)})
+    return verification.model_copy(
+        update={
+            "checks": checks,
+            "verified": all(c.passed for c in checks),
+            "waiting_for": sorted(findings.queued_purges),
+        }
+    )
+
+
+def _redis_check(findings: _Findings, *, skipped: str | None = None) -> VerificationCheck:
+    """Failed where anything but a queued purge names the subject; `waiting` where only queued
+    purges do (their ids go on the verification, which passes once they have run)."""
+    if skipped is None and not findings.redis and findings.queued_purges:
+        return VerificationCheck(
+            name="redis",
+            status="waiting",
+            count=0,
+            locations=[QUEUED_PURGE],
+            note=f"{REDIS_NOTE}; {len(findings.queued_purges)} queued purge job(s) name the subject",
+        )
+    return _check("redis", findings.redis, skipped=skipped, note=REDIS_NOTE)
 
 
 def _check(
@@ -437,9 +460,14 @@ async def run_verify(
         _check("physical", findings.physical, note=physical_note),
         _check("fts_segments", findings.fts, note="index segments read through fts5vocab"),
         _embeddings_check(findings, probes, embed_note, subject),
-        _check("redis", findings.redis, skipped=no_subject, note=REDIS_NOTE),
+        _redis_check(findings, skipped=no_subject),
     ]
-    verification = Verification(receipt_id=receipt_id, verified=all(c.passed for c in checks), checks=checks)
+    verification = Verification(
+        receipt_id=receipt_id,
+        verified=all(c.passed for c in checks),
+        checks=checks,
+        waiting_for=sorted(findings.queued_purges) if no_subject is None else [],
+    )
     if receipt_id is not None:
         await attach_verification(settings, redis, receipt_id, verification)
     return verification
@@ -462,7 +490,12 @@ async def attach_verification(
         receipt = ErasureReceipt.model_validate_json(bodies[0])
         if receipt.verification is None or receipt.state in ("refused", "not_found"):
             return
-        # A later run without the subject can only find a failure, never confirm a pass.
+        # A later run without the subject can only find a failure, never confirm a pass: after
+        # one, the queued purges the receipt waited for can no longer make it verified either.
         updated = receipt.model_copy(update={"verified": receipt.verified and not verification.failed})
+        if verification.failed and receipt.verification.waiting_for:
+            updated = updated.model_copy(
+                update={"verification": receipt.verification.model_copy(update={"waiting_for": []})}
+            )
         body = updated.model_dump_json(by_alias=True)
         await store.write(repo.update_receipt_body, receipt_id, body, fence=lease.fence)

@@ -53,6 +53,7 @@ from daemon.constants import (
     HOST_KEY_TTL_S,
     LIVE_POLL_S,
     QUEUE_PREFIX,
+    RECEIPT_SETTLE_S,
     REDIS_RETRY_MIN_S,
     SCHEDULER_TICK_S,
     STATUS_REFRESH_S,
@@ -399,6 +400,7 @@ class Service:
                         tg.start_soon(keep_running, "live ingest", live)
                     tg.start_soon(keep_running, "heartbeat", self._heartbeat_loop)
                     tg.start_soon(keep_running, "gauges", self._gauge_loop)
+                    tg.start_soon(keep_running, "receipts", self._settle_loop)
                     interval = watchdog_interval_s()
                     if interval:
                         # Not restarted: if it fails, systemd's watchdog restarts the daemon.
@@ -609,6 +611,24 @@ class Service:
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
             await self._refresh_stalled_purges()
             await anyio.sleep(STATUS_REFRESH_S)
+
+    async def _settle_loop(self) -> None:
+        """Erasure receipts waiting for queued purge jobs pass once those have run (settle.py)."""
+        from daemon.retention.settle import settle_waiting_receipts
+
+        while True:
+            if self.pool is not None and self.state.redis_ok:
+                try:
+                    settled = await settle_waiting_receipts(self.settings, self.pool)
+                except (RedisError, OSError, MemorydError) as exc:
+                    log.warning("receipts waiting for queued purges: %s", exc)
+                else:
+                    if settled:
+                        log.info(
+                            "%d erasure receipt(s) verified: the queued purges they waited for have run",
+                            settled,
+                        )
+            await anyio.sleep(RECEIPT_SETTLE_S)
 
     async def _refresh_stalled_purges(self) -> None:
         """memoryd_purges_waiting: purges queued for a host that is not alive (an alert fires)."""

@@ -354,6 +354,16 @@ def update_receipt_body(conn: Connection, receipt_id: str, body: str) -> int:
     )
 
 
+def waiting_receipt_bodies(conn: Connection) -> list[str]:
+    """Receipts whose verification waits for queued purge jobs (daemon/retention/settle.py)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            'SELECT body FROM erasure_receipts WHERE instr(body, \'"waitingFor":["\') > 0 ORDER BY seq'
+        )
+    ]
+
+
 def receipt_bodies(conn: Connection, receipt_id: str | None = None) -> list[str]:
     if receipt_id is None:
         return [r[0] for r in conn.execute("SELECT body FROM erasure_receipts ORDER BY seq")]

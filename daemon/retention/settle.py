@@ -1,0 +1,41 @@
+"""Receipts that wait for queued purges (I/O: the retention store and Redis).
+
+No purge deletes another (a queued forget, erase or expire is still to run), so an erasure can
+finish while such a job names its subject. Its redis check is then `waiting`, and its
+verification lists the ids of those jobs. Once none of them is queued, deferred or running any
+more, what they named has left Redis with them — a stored result keeps no argument
+(daemon/runtime/wire.py) — and the check passes: the receipt is verified if every other check
+passed. The daemon looks every RECEIPT_SETTLE_S.
+"""
+
+from __future__ import annotations
+
+from arq.constants import job_key_prefix
+from redis.asyncio import Redis
+
+from daemon.retention.receipts import ErasureReceipt
+from daemon.retention.state import open_for_read, open_for_write
+from daemon.settings import Settings
+from daemon.store import retention as repo
+
+
+async def _still_queued(redis: Redis, job_ids: list[str]) -> bool:
+    return bool(await redis.exists(*(job_key_prefix + job_id for job_id in job_ids)))
+
+
+async def settle_waiting_receipts(settings: Settings, redis: Redis) -> int:
+    """Pass the waiting check of every receipt whose queued purges have all run; how many."""
+    async with open_for_read(settings) as store:
+        waiting = await store.read(repo.waiting_receipt_bodies) if store is not None else []
+    if not waiting:
+        return 0  # the usual case: no lease taken, nothing written
+    settled = 0
+    async with open_for_write(settings, redis) as (store, lease):
+        for body in await store.read(repo.waiting_receipt_bodies):  # again, under the lease
+            receipt = ErasureReceipt.model_validate_json(body)
+            if receipt.verification is None or await _still_queued(redis, receipt.verification.waiting_for):
+                continue
+            done = receipt.settled().model_dump_json(by_alias=True)
+            await store.write(repo.update_receipt_body, receipt.receipt_id, done, fence=lease.fence)
+            settled += 1
+    return settled
