@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,7 +23,7 @@ from redis.asyncio import Redis
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import agent_paths
 from daemon.caches import ProcessCaches
-from daemon.errors import AgentNotServed, OperationFailed
+from daemon.errors import AgentNotServed, MemorydError, OperationFailed
 from daemon.ingest.live_hints import HINTS
 from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
@@ -157,6 +159,15 @@ def job_function(op: Op[Any]) -> JobFn:
                 # The message may name sessions or people (it goes to the job result, which
                 # the client reads); the log keeps the error class only.
                 log.warning("job %s %s failed: %s", ctx.get("job_id"), op.name, type(exc).__name__)
+                if not isinstance(exc, MemorydError) and storage_problem(exc) is None:
+                    # A bug: where it was raised, for the report (frames only; no message).
+                    log.error(
+                        "job %s %s: unexpected %s at %s",
+                        ctx.get("job_id"),
+                        op.name,
+                        type(exc).__name__,
+                        _frames(exc),
+                    )
                 problem = storage_problem(exc)
                 if problem is not None:  # a full disk or a damaged file, said as the CLI says it
                     raise OperationFailed(problem) from None
@@ -207,3 +218,12 @@ class RedactJobErrors(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+def _frames(exc: BaseException, depth: int = 6) -> str:
+    """The innermost frames of `exc` as `file:line function`, innermost last: where a bug was
+    raised, without its message (which may name sessions or people)."""
+    frames = traceback.extract_tb(exc.__traceback__)[-depth:]
+    return " < ".join(
+        f"{'/'.join(Path(f.filename).parts[-2:])}:{f.lineno} {f.name}" for f in reversed(frames)
+    )
