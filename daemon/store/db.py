@@ -273,7 +273,7 @@ def _in_read_txn(conn: Connection, fn: Callable[[Connection, *Ts], T], *args: *T
     try:
         return fn(conn, *args)
     finally:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
 
 
 def _in_write_txn(
@@ -285,7 +285,15 @@ def _in_write_txn(
             check_and_store_fence(conn, fence)
         result = fn(conn, *args)
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     conn.execute("COMMIT")
     return result
+
+
+def _rollback(conn: Connection) -> None:
+    """Roll back what is open. SQLite may have ended the transaction already (a full disk or an
+    I/O error rolls it back by itself): a ROLLBACK then fails with "no transaction is active"
+    and would hide the error that matters."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
