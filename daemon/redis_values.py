@@ -85,7 +85,9 @@ def is_pending_purge(key: str | bytes, parts: list[bytes]) -> bool:
         record = orjson.loads(parts[0])
     except orjson.JSONDecodeError:
         return False
-    return isinstance(record, dict) and record.get("f") in PURGE_FAMILIES
+    # Any JSON may sit there (another tool's record, a broken one): only a string names a family.
+    function = record.get("f") if isinstance(record, dict) else None
+    return isinstance(function, str) and function in PURGE_FAMILIES
 
 
 def _strings(raw: bytes) -> list[str]:

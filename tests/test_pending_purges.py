@@ -9,6 +9,8 @@ import time
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.ops import forget as forget_op
@@ -88,15 +90,40 @@ async def test_a_purge_of_redis_values_spares_every_pending_purge_but_not_other_
     queue, builder, job_ids = owned
     needle = f"sess-{settings.daemon.host_id}"
     planted = {}
-    for family in (*sorted(PURGE_FAMILIES), "ingest_sweep", "dream"):
-        job_id = f"other-tool-{family}-{needle}"
+    # A broken record's function may be any JSON: it names no family, and the purge goes on.
+    for family in (*sorted(PURGE_FAMILIES), "ingest_sweep", "dream", {"forget": 1}, ["erase"], 7, None):
+        job_id = f"other-tool-{orjson.dumps(family).decode()}-{needle}"
         job_ids.append(job_id)
         record = {"t": 1, "f": family, "a": [{"agent": AGENT, "note": needle}], "k": {}, "et": 1}
         await redis.set(f"arq:job:{job_id}", orjson.dumps(record))
-        planted[family] = f"arq:job:{job_id}"
+        planted[job_id] = (
+            family in PURGE_FAMILIES if isinstance(family, str) else False,
+            f"arq:job:{job_id}",
+        )
     await purge(redis, needle)
-    for family, key in planted.items():
-        assert bool(await redis.exists(key)) == (family in PURGE_FAMILIES), family
+    for job_id, (kept, key) in planted.items():
+        assert bool(await redis.exists(key)) == kept, job_id
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    record=json_values | st.dictionaries(st.just("f"), json_values | st.sampled_from(sorted(PURGE_FAMILIES)))
+)
+def test_any_json_record_is_a_pending_purge_only_when_its_function_is_a_purge_family(record) -> None:
+    from daemon.redis_values import is_pending_purge
+
+    expected = isinstance(record, dict) and isinstance(record.get("f"), str) and record["f"] in PURGE_FAMILIES
+    assert is_pending_purge(b"arq:job:x", [orjson.dumps(record)]) is expected
 
 
 async def test_a_purge_job_record_waits_without_expiry(settings, owned, redis):
