@@ -74,13 +74,17 @@ def plan_index(
     removed_paths: Collection[str],
     excluded_session_ids: Collection[str],
     embedding_cache_rows: int,
+    purge_cache: bool | None = None,
 ) -> IndexPlan:
+    """`purge_cache`: whether anything is removed (default: any session selected); the embedding
+    cache is cleared whole when it is."""
     chunk_list = list(chunks)
     changed = set(changed_paths)
     for c in chunk_list:
         if c.source == "memory" and c.path not in changed and scrub_memory(c.text, sel).content != c.text:
             changed.add(c.path)
     any_selected = bool(sel.session_ids)
+    clear = any_selected if purge_cache is None else purge_cache
     selected = [
         c
         for c in chunk_list
@@ -100,8 +104,8 @@ def plan_index(
         source_ids=tuple(sorted({s.id for s in chosen_sources})),
         fts_rows=sum(1 for c in selected if c.has_fts),
         vector_rows=sum(1 for c in selected if c.has_vector),
-        embedding_cache_rows=embedding_cache_rows if any_selected else 0,
-        clear_embedding_cache=any_selected and embedding_cache_rows > 0,
+        embedding_cache_rows=embedding_cache_rows if clear else 0,
+        clear_embedding_cache=clear and embedding_cache_rows > 0,
     )
 
 
