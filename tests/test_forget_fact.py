@@ -6,16 +6,23 @@ real Redis and real stores."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
+import anyio
 import pytest
+from redis.asyncio import Redis
 
 from daemon.cli import main
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.derivations import claim_hash
-from daemon.settings import load_settings
+from daemon.runtime.client import JobReport, MemorydClient
+from daemon.runtime.wire import queue_name
+from daemon.settings import Settings, load_settings
 from daemon.store.engine import sqlite3
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL
+from tests.daemon_harness import cleanup_redis
 
 FACT = "Remember the deploy window is Friday afternoon."
 OTHER = "My favourite colour is teal green today."
@@ -233,3 +240,63 @@ def test_forgetting_a_session_takes_its_suppressed_claims_and_a_fresh_verify_fin
     again = cli(capsys, config, "forget", "--agent", "main", "--session", "s-omar", "--verify", code=1)
     failed = [c for c in again["verification"]["checks"] if c["status"] == "failed"]
     assert failed and any("memory.sqlite" in loc for c in failed for loc in c["locations"]), failed
+
+
+async def _forget_through_the_queue(settings: Settings) -> tuple[JobReport, JobReport]:
+    """A preview by `match`, then the purge by `entries`, each a `forget` job run by the daemon's
+    own worker."""
+    from tests.worker_harness import run_jobs
+
+    host = settings.daemon.host_id
+    queue = queue_name(host)
+    r = Redis.from_url(REDIS_URL)
+    jobs: list[str] = []
+    try:
+        await r.hset(AGENT_OWNER_KEY, "main", queue)
+        await r.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
+        async with MemorydClient.connect(settings) as client:
+            reports = []
+            for payload in (
+                {"agent": "main", "match": FACT, "dry_run": True},
+                {"agent": "main", "entries": [KEY]},
+            ):
+                job = await client.enqueue_forget(payload)
+                jobs.append(job.job_id)
+                await run_jobs(settings, queue)
+                reports.append(await client.wait(job.job_id, queue=queue, timeout_s=60))
+                stored = await r.get(f"arq:result:{job.job_id}")
+                assert stored is not None and FACT.encode() not in stored and CLAIM.encode() not in stored
+        return reports[0], reports[1]
+    finally:
+        await r.aclose()
+        cleanup_redis(REDIS_URL, [host], ["main"], jobs)
+
+
+def test_the_forget_job_takes_entries_and_match_and_applies_what_it_previewed(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    derive(capsys, config)
+
+    preview, applied = anyio.run(_forget_through_the_queue, load_settings(config))
+
+    assert preview.state == applied.state == "complete", (preview.error, applied.error)
+    assert preview.result is not None and applied.result is not None
+    assert preview.result == {**applied.result, "dryRun": True}
+    assert applied.result["counts"]["suppressedClaims"] == 2
+    assert applied.result["forgottenEntries"] == []  # a stored result names no entry, text or session
+    assert FACT not in memory_text(config) and OTHER in memory_text(config)
+    assert len(query(config, "SELECT * FROM suppressed_claims")) == 2
+
+
+def test_erasing_a_user_takes_the_suppressed_claims_of_their_sessions_and_verifies(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    derive(capsys, config)
+    cli(capsys, config, "forget", "--agent", "main", "--match", FACT)
+
+    receipt = cli(capsys, config, "erase", "--scope", "tenant:default:user:omar")
+
+    assert receipt["state"] == "complete" and receipt["verified"] is True, receipt
+    # omar's session is erased; nora's suppression (she said it too) stays in force.
+    assert query(config, "SELECT claim_hash, session_id FROM suppressed_claims") == [(CLAIM, "s-nora")]
+    assert FACT not in memory_text(config) and OTHER in memory_text(config)
