@@ -300,3 +300,23 @@ def test_erasing_a_user_takes_the_suppressed_claims_of_their_sessions_and_verifi
     # omar's session is erased; nora's suppression (she said it too) stays in force.
     assert query(config, "SELECT claim_hash, session_id FROM suppressed_claims") == [(CLAIM, "s-nora")]
     assert FACT not in memory_text(config) and OTHER in memory_text(config)
+
+
+def test_indexed_transcripts_of_the_facts_sessions_are_indexed_again_without_it(
+    tmp_path: Path, sessions_root: Path, unique: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_sessions(SessionStoreBuilder(sessions_root, "main"))
+    config = write_config(
+        tmp_path, sessions_root, unique, index='[index]\nsources = ["memory", "sessions"]\n\n'
+    )
+    derive(capsys, config)
+    found = cli(capsys, config, "search", "--agent", "main", "deploy window")["results"]
+    assert {r["source"] for r in found} == {"memory", "sessions"}
+
+    out = cli(capsys, config, "forget", "--agent", "main", "--match", FACT)
+    assert out["artifacts"]["indexSources"] == 2  # both transcripts, to be indexed again
+    for force in ((), ("--force",)):
+        cli(capsys, config, "index", "--agent", "main", *force)
+        assert not cli(capsys, config, "search", "--agent", "main", "deploy window")["results"]
+        kept = cli(capsys, config, "search", "--agent", "main", "teal green")["results"]
+        assert {r["source"] for r in kept} == {"memory", "sessions"}

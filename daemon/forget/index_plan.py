@@ -75,9 +75,12 @@ def plan_index(
     excluded_session_ids: Collection[str],
     embedding_cache_rows: int,
     purge_cache: bool | None = None,
+    reindexed_sessions: Collection[str] = (),
 ) -> IndexPlan:
     """`purge_cache`: whether anything is removed (default: any session selected); the embedding
-    cache is cleared whole when it is."""
+    cache is cleared whole when it is. `reindexed_sessions`: sessions whose transcript chunks and
+    sources go so the next sync indexes them again (a fact forgotten from them is left out)."""
+    reindexed = set(reindexed_sessions)
     chunk_list = list(chunks)
     changed = set(changed_paths)
     for c in chunk_list:
@@ -88,7 +91,9 @@ def plan_index(
     selected = [
         c
         for c in chunk_list
-        if c.path in changed or _selects_transcript(c, sel, any_selected, excluded_session_ids)
+        if c.path in changed
+        or _selects_transcript(c, sel, any_selected, excluded_session_ids)
+        or (c.source == "sessions" and c.session_id in reindexed)
     ]
     removed_session_paths = {c.path for c in selected if c.source == "sessions"}
     gone = set(removed_paths)
@@ -96,7 +101,14 @@ def plan_index(
         s
         for s in sources
         if s.path in gone
-        or (s.source == "sessions" and (s.path in removed_session_paths or s.session_id in sel.session_ids))
+        or (
+            s.source == "sessions"
+            and (
+                s.path in removed_session_paths
+                or s.session_id in sel.session_ids
+                or s.session_id in reindexed
+            )
+        )
     ]
     return IndexPlan(
         chunk_ids=tuple(sorted(c.id for c in selected)),

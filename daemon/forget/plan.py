@@ -193,6 +193,7 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
         excluded_session_ids=snap.excluded_session_ids,
         embedding_cache_rows=snap.embedding_cache_rows,
         purge_cache=bool(sids or keys),
+        reindexed_sessions=snap.entries.origin_session_ids,
     )
 
     return ForgetPlan(

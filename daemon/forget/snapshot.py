@@ -397,8 +397,12 @@ def _chunk_rows(
     excluded: Sequence[str],
     paths: Sequence[str],
     orphans: Sequence[str],
+    reindexed: Sequence[str] = (),
 ) -> list[ChunkRow]:
     rows: dict[int, ChunkFacts] = {c.rowid: c for c in memory_chunk_facts(conn)}
+    # A forgotten fact's sessions: their transcript chunks go, to be indexed again without it.
+    for c in session_chunk_facts(conn, sorted(reindexed)) if reindexed else ():
+        rows.setdefault(c.rowid, c)
     if session_ids:
         # An orphan archive's chunks come with their text: the plan removes those that quote a
         # selected snippet. Only orphans that memoryd has no record of either are read.
@@ -431,10 +435,10 @@ def read_store_rows(
     excluded: Collection[str],
     archives: Sequence[ArchiveInfo],
     orphans: Sequence[str] = (),
-    by_entry: bool = False,
+    reindexed: Sequence[str] = (),
 ) -> StoreRows:
     sids = sorted(selection.session_ids)
-    lineage = read_lineage(conn, agent_id, sids, carried_keys, by_entry=by_entry)
+    lineage = read_lineage(conn, agent_id, sids, carried_keys, by_entry=bool(reindexed))
     with_origins = keys_with_origins(conn, agent_id, marker_keys)
 
     short_term: dict[str, ShortTermRow] = {}
@@ -469,10 +473,10 @@ def read_store_rows(
     observed += writes_of_session_keys(conn, sorted(selection.session_keys))
 
     paths = session_path_candidates(agent_id, sids, archives)
-    chunks = _chunk_rows(conn, agent_id, sids, sorted(excluded), sorted(paths), orphans)
+    chunks = _chunk_rows(conn, agent_id, sids, sorted(excluded), sorted(paths), orphans, reindexed)
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
     sources = {r.id: r for r in sources_at_paths(conn, source_paths)}
-    for r in session_sources(conn, sids):
+    for r in session_sources(conn, sorted(set(sids) | set(reindexed))):
         sources.setdefault(r.id, r)
     cache_rows = cached_count(conn) if sids or lineage.entry_keys else 0
 
@@ -528,7 +532,7 @@ async def read_snapshot(
             excluded,
             catalog.archives,
             orphan_archive_ids(catalog),
-            bool(entries.entries),
+            sorted(entries.origin_session_ids),
         )
     from_transcripts = await anyio.to_thread.run_sync(read_transcript_writes, rt, catalog, selection)
     return ForgetSnapshot(
