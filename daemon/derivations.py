@@ -168,7 +168,12 @@ class Derivation:
 
 
 REGISTRY: tuple[Derivation, ...] = (
-    Derivation("claim_hash", "text", claim_hash, "short_term_entries.claim_hash, memory:claim:<hash> keys"),
+    Derivation(
+        "claim_hash",
+        "text",
+        claim_hash,
+        "short_term_entries.claim_hash, memory:claim:<hash> keys, suppressed_claims.claim_hash",
+    ),
     Derivation("query_hash", "text", query_hash, "short_term_entries.query_hashes"),
     Derivation("content_hash", "text", content_hash, "retention_objects.content_hash, provenance_hash"),
     Derivation("chunk_hash", "text", chunk_hash, "memory_index_chunks.hash, memory_embedding_cache.hash"),

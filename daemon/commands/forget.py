@@ -55,6 +55,21 @@ def selector_options(fn: F) -> F:
                 help="Only sessions created at or after DATE (ISO date or date-time, or Unix ms).",
             ),
             click.option(
+                "--entry",
+                "entries",
+                multiple=True,
+                metavar="KEY",
+                help="Entry key (exact, as search shows it): forget this one fact and what was derived "
+                "from it; its sessions keep their other memory and never stage it again. Repeatable.",
+            ),
+            click.option(
+                "--match",
+                default=None,
+                metavar="TEXT",
+                help="The whole text of a staged or promoted entry (exact; `User: ` may be left out): "
+                "forget every entry with that text, as --entry does.",
+            ),
+            click.option(
                 "--dry-run", is_flag=True, help="Report what would be removed; takes no lock, writes nothing."
             ),
         )
@@ -70,9 +85,12 @@ def forget_fields(
     hook_sources: tuple[str, ...],
     since: str | None,
     dry_run: bool,
+    entries: tuple[str, ...] = (),
+    match: str | None = None,
 ) -> dict[str, Any]:
-    """The request the selector flags describe (validated by the forget operation)."""
-    return {
+    """The request the selector flags describe (validated by the forget operation). The entry
+    fields are sent only when given, so a session forget's payload stays as it was."""
+    fields: dict[str, Any] = {
         "agent": agent_id,
         "sessions": list(sessions),
         "participants": list(participants),
@@ -80,6 +98,11 @@ def forget_fields(
         "since": since,
         "dry_run": dry_run,
     }
+    if entries:
+        fields["entries"] = list(entries)
+    if match is not None:
+        fields["match"] = match
+    return fields
 
 
 def _count(n: int, noun: str) -> str:
@@ -89,6 +112,10 @@ def _count(n: int, noun: str) -> str:
 def _done(report: Mapping[str, Any]) -> str:
     """One line saying what an applied forget did (a preview says so itself)."""
     a, c = report["artifacts"], report["counts"]  # counts: a stored result keeps no lists
+    if "suppressedClaims" in c:
+        recorded = f"suppressed {_count(c['suppressedClaims'], 'claim')} from their sessions"
+    else:
+        recorded = f"recorded {_count(c['sessionsRecordedForgotten'], 'session')} as forgotten"
     removed = [
         _count(c["entriesRemoved"], "memory entry").replace("entrys", "entries"),
         _count(a["sessionCorpusLines"], "session-corpus line"),
@@ -97,11 +124,7 @@ def _done(report: Mapping[str, Any]) -> str:
         _count(a["shortTermEntries"], "short-term entry").replace("entrys", "entries"),
         _count(a["originRows"], "origin row"),
     ]
-    return (
-        f"Done: recorded {_count(c['sessionsRecordedForgotten'], 'session')} as forgotten; removed "
-        + ", ".join(removed)
-        + "; transcripts and archives untouched"
-    )
+    return f"Done: {recorded}; removed " + ", ".join(removed) + "; transcripts and archives untouched"
 
 
 def _human(report: BaseModel | Mapping[str, Any]) -> str:
@@ -135,10 +158,14 @@ def _preview_selectors(fields: dict[str, Any]) -> tuple[str, Selectors]:
         hook_sources = rules.clean_values("hook_sources", fields["hook_sources"])
         since = fields["since"]
         since_ms = None if since is None else rules.parse_since(since)
-        rules.check_selector_count(sessions, participants, hook_sources)
+        entries = rules.clean_values("entries", fields.get("entries", []))
+        match = rules.clean_match(fields.get("match"))
+        rules.check_selector_count(sessions, participants, hook_sources, entries, match, since)
     except UsageError as exc:
         raise JobPayloadError(f"{FORGET}: {exc}") from None
-    return agent, Selectors(tuple(sessions), tuple(participants), tuple(hook_sources), since_ms)
+    return agent, Selectors(
+        tuple(sessions), tuple(participants), tuple(hook_sources), since_ms, tuple(entries), match
+    )
 
 
 def _preview(state: CliState, fields: dict[str, Any]) -> dict[str, Any]:
@@ -176,12 +203,16 @@ def register(cli: click.Group) -> None:
         participants: tuple[str, ...],
         hook_sources: tuple[str, ...],
         since: str | None,
+        entries: tuple[str, ...],
+        match: str | None,
         dry_run: bool,
         verify: bool,
         as_json: bool,
     ) -> None:
         """Remove everything memoryd derived from the selected sessions and record them as forgotten.
 
+        With --entry or --match, remove one fact instead (the entry and what was derived from it)
+        and suppress it from the sessions it came from, which keep their other memory.
         Deletes immediately unless --dry-run is given (there is no confirmation prompt).
         Source transcripts and archives are never touched.
         """
@@ -189,7 +220,12 @@ def register(cli: click.Group) -> None:
             raise UsageError(
                 "--verify: cannot be combined with --dry-run (a preview removes nothing to verify)"
             )
-        fields = forget_fields(agent_id, sessions, participants, hook_sources, since, dry_run)
+        if verify and (entries or match is not None):
+            raise UsageError(
+                "--verify: checks forgotten sessions; with --entry or --match their sessions are kept "
+                "(run `memoryd verify` for an erasure)"
+            )
+        fields = forget_fields(agent_id, sessions, participants, hook_sources, since, dry_run, entries, match)
         if dry_run:  # the forget op's outcome of a report is always None: nothing to raise
             emit(_preview(state, fields), as_json, _human)
             return

@@ -81,6 +81,7 @@ from daemon.store.short_term import (
     load_raw_rows,
     restore_raw_row,
 )
+from daemon.store.suppressions import suppressed_among
 from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
 from daemon.utf16 import truncate_utf16
 
@@ -99,6 +100,15 @@ class Scan:
 
 def _tombstones(conn: Connection) -> set[str]:
     return {t.session_id for t in list_tombstones(conn)}
+
+
+def _not_to_stage(
+    conn: Connection, agent_id: str, keys: Sequence[str], pairs: Sequence[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """(entry key, session id) already staged, or suppressed (a claim forgotten from its
+    session: forget --entry); `pairs` are the scan's (claim hash, session id)."""
+    suppressed = {(CLAIM_KEY_PREFIX + claim, sid) for claim, sid in suppressed_among(conn, pairs)}
+    return _already_staged(conn, agent_id, keys) | suppressed
 
 
 def _already_staged(conn: Connection, agent_id: str, keys: Sequence[str]) -> set[tuple[str, str]]:
@@ -247,7 +257,8 @@ async def _run_backfill(rt: AgentRuntime, request: BackfillRequest) -> BackfillR
     # Reads every admitted transcript: in a worker thread, so the event loop keeps serving.
     scan = await anyio.to_thread.run_sync(scan_sessions, rt, forgotten, secret, erased)
     keys = list({CLAIM_KEY_PREFIX + claim_hash(m.snippet) for m in scan.messages})
-    staged = await store.read(_already_staged, rt.agent_id, keys) if store is not None else set()
+    pairs = sorted({(claim_hash(m.snippet), m.session_id) for m in scan.messages})
+    staged = await store.read(_not_to_stage, rt.agent_id, keys, pairs) if store is not None else set()
     days, claims, done = plan_claims(scan, cursor, request, staged)
     _summarize(report, scan, days, claims)
     if request.mode == "preview" or not claims:

@@ -13,6 +13,7 @@ from typing import Any
 from daemon.store.db import Connection
 from daemon.store.origins import EntryOrigin, origins_for_entries
 from daemon.store.short_term import ShortTermEntry, read_with_signals
+from daemon.store.suppressions import suppressed_among
 from daemon.store.tombstones import forgotten_ids
 
 TRUSTED_ORIGINS = frozenset({"owner", "agent"})
@@ -61,7 +62,23 @@ def read_staged(
         # The stored columns, then origins, light_hits, rem_hits, last_light_at, last_rem_at.
         fields: list[Any] = [*values, tuple(by_key.get(values[0], ())), *signals]
         out.append(StagedEntry(*fields))
-    return out
+    return _without_suppressed(conn, out)
+
+
+def _without_suppressed(conn: Connection, entries: list[StagedEntry]) -> list[StagedEntry]:
+    """Entries whose claim is suppressed from every session it came from (forget --entry) are
+    never dreamed on or promoted; one more session saying it is new evidence, and keeps it."""
+    pairs = [(e.claim_hash, o.session_id) for e in entries if e.claim_hash for o in e.origins]
+    suppressed = suppressed_among(conn, pairs)
+    if not suppressed:
+        return entries
+    return [
+        e
+        for e in entries
+        if not (
+            e.claim_hash and e.origins and all((e.claim_hash, o.session_id) in suppressed for o in e.origins)
+        )
+    ]
 
 
 def read_unforgotten(conn: Connection, agent_id: str, secret: bytes | None) -> list[StagedEntry]:

@@ -1,15 +1,17 @@
 """Executing a forget plan (reference §7.9), under the workspace lock the caller holds.
 
 Order, and why:
-1. forgotten records, in their own transaction (revision and fence bumped even when every
-   record existed): durable before any artifact is touched, so a crash anywhere later
-   leaves the sessions excluded from every admission path;
+1. forgotten records (or, for a forget of single facts, the suppressed claims), in their own
+   transaction (revision and fence bumped even when every record existed): durable before any
+   artifact is touched, so a crash anywhere later leaves the sessions (the facts) excluded from
+   every admission path;
 2. the index purge (chunks, FTS rows, vectors, sources, embedding cache);
 3. derived state: phase signals first (they are derived from staged entries), staged
    entries, checkpoints, seen hashes, backfill journal rows, then rewrite preimages;
 4. memory files and diaries;
 5. corpus files, and the leftover temp files of crashed atomic writes anywhere in the workspace
-   (daemon/fileio.py), then origin rows, corpus-file records and recorded participants last: while
+   (daemon/fileio.py), then origin rows, corpus-file records, recorded participants and the
+   forgotten sessions' suppressed claims (their forgotten records exclude more) last: while
    they remain they still identify the remaining work, so a rerun after any failure finds it.
 
 Every transaction re-reads the lineage first; if another writer changed it, nothing in that
@@ -31,6 +33,7 @@ from daemon.fileio import commit_file, remove_leftover_temps_under
 from daemon.forget.lineage import read_lineage
 from daemon.forget.plan import FileRewrite, ForgetPlan
 from daemon.forget.refs import references_session
+from daemon.forget.scrub import corpus_line_claim
 from daemon.index.purge import clear_embedding_cache, purge_chunks, rebuild_is_cheaper
 from daemon.store.backfill_journal import (
     corpus_line_rows,
@@ -50,6 +53,7 @@ from daemon.store.phase_signals import delete_signals
 from daemon.store.preimages import rewrite_preimage
 from daemon.store.seen_hashes import delete_scopes
 from daemon.store.short_term import purge_entries
+from daemon.store.suppressions import delete_suppressions_of_sessions, record_suppressions
 from daemon.store.tombstones import forgotten_ids, record_tombstones
 
 RERUN_HINT = (
@@ -69,7 +73,8 @@ class ApplyOutcome:
 
 
 def _check_lineage(conn: Connection, plan: ForgetPlan) -> None:
-    now = read_lineage(conn, plan.agent_id, plan.session_ids, plan.lineage.entry_keys)
+    by_entry = bool(plan.entries.entries)
+    now = read_lineage(conn, plan.agent_id, plan.session_ids, plan.lineage.entry_keys, by_entry=by_entry)
     if now.identity != plan.lineage.identity:
         raise LineageChanged
 
@@ -77,6 +82,11 @@ def _check_lineage(conn: Connection, plan: ForgetPlan) -> None:
 def _mark(conn: Connection, plan: ForgetPlan, now_ms: int, secret: bytes | None = None) -> int:
     _check_lineage(conn, plan)
     failpoint("forget.mark")
+    if plan.entries.entries:
+        # Single facts: their sessions stay, the claims from them are suppressed.
+        added = record_suppressions(conn, plan.suppressions, now_ms)
+        bump_revision(conn)  # fences index publications prepared before this purge
+        return added
     ids = sorted(plan.session_ids)
     # An erased session keeps only its `hmac:` record: a plain one would put its id back in clear.
     erased = forgotten_ids(conn, ids, secret) - forgotten_ids(conn, ids) if secret is not None else set()
@@ -124,10 +134,12 @@ def _purge_backfill_journal(conn: Connection, plan: ForgetPlan) -> None:
     delete_rows_of_entries(conn, sorted(plan.lineage.entry_keys))
     # Corpus lines carry their session in the citation; the journal has as many as backfill
     # appended, so this reads that history, never the store's origins or index.
+    claims = set(plan.suppressions)
     doomed = [
         rowid
         for rowid, payload in corpus_line_rows(conn)
         if references_session(payload, plan.agent_id, plan.session_ids)
+        or (claims and corpus_line_claim(payload, plan.agent_id) in claims)
     ]
     delete_rows(conn, doomed)
 
@@ -139,6 +151,9 @@ def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:
     # is clean they still say where a rerun must look (and whose sessions these were).
     delete_corpus_files(conn, plan.session_ids)
     delete_participants_of_sessions(conn, sorted(plan.session_ids))
+    # A forgotten session's record excludes every claim of it; its suppressed claims (hashes of
+    # its text) go, so no derivation of it outlives the purge.
+    delete_suppressions_of_sessions(conn, sorted(plan.session_ids))
     return delete_origins_for_entries(conn, plan.agent_id, sorted(plan.lineage.entry_keys))
 
 

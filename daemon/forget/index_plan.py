@@ -74,17 +74,26 @@ def plan_index(
     removed_paths: Collection[str],
     excluded_session_ids: Collection[str],
     embedding_cache_rows: int,
+    purge_cache: bool | None = None,
+    reindexed_sessions: Collection[str] = (),
 ) -> IndexPlan:
+    """`purge_cache`: whether anything is removed (default: any session selected); the embedding
+    cache is cleared whole when it is. `reindexed_sessions`: sessions whose transcript chunks and
+    sources go so the next sync indexes them again (a fact forgotten from them is left out)."""
+    reindexed = set(reindexed_sessions)
     chunk_list = list(chunks)
     changed = set(changed_paths)
     for c in chunk_list:
         if c.source == "memory" and c.path not in changed and scrub_memory(c.text, sel).content != c.text:
             changed.add(c.path)
     any_selected = bool(sel.session_ids)
+    clear = any_selected if purge_cache is None else purge_cache
     selected = [
         c
         for c in chunk_list
-        if c.path in changed or _selects_transcript(c, sel, any_selected, excluded_session_ids)
+        if c.path in changed
+        or _selects_transcript(c, sel, any_selected, excluded_session_ids)
+        or (c.source == "sessions" and c.session_id in reindexed)
     ]
     removed_session_paths = {c.path for c in selected if c.source == "sessions"}
     gone = set(removed_paths)
@@ -92,7 +101,14 @@ def plan_index(
         s
         for s in sources
         if s.path in gone
-        or (s.source == "sessions" and (s.path in removed_session_paths or s.session_id in sel.session_ids))
+        or (
+            s.source == "sessions"
+            and (
+                s.path in removed_session_paths
+                or s.session_id in sel.session_ids
+                or s.session_id in reindexed
+            )
+        )
     ]
     return IndexPlan(
         chunk_ids=tuple(sorted(c.id for c in selected)),
@@ -100,8 +116,8 @@ def plan_index(
         source_ids=tuple(sorted({s.id for s in chosen_sources})),
         fts_rows=sum(1 for c in selected if c.has_fts),
         vector_rows=sum(1 for c in selected if c.has_vector),
-        embedding_cache_rows=embedding_cache_rows if any_selected else 0,
-        clear_embedding_cache=any_selected and embedding_cache_rows > 0,
+        embedding_cache_rows=embedding_cache_rows if clear else 0,
+        clear_embedding_cache=clear and embedding_cache_rows > 0,
     )
 
 

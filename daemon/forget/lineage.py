@@ -45,14 +45,22 @@ def lineage_identity(rows: Iterable[OriginRow]) -> str:
 
 
 def read_lineage(
-    conn: Connection, agent_id: str, session_ids: Collection[str], carried_keys: Collection[str] = ()
+    conn: Connection,
+    agent_id: str,
+    session_ids: Collection[str],
+    carried_keys: Collection[str] = (),
+    *,
+    by_entry: bool = False,
 ) -> Lineage:
     """Lineage of `session_ids`; `carried_keys` stay selected across re-plans (a key seen once
-    stays selected even if another writer removed its rows meanwhile)."""
+    stays selected even if another writer removed its rows meanwhile). `by_entry`: the keys were
+    chosen themselves (forget --entry), so none is removed for a session's sake (none is mixed)."""
     sids = sorted(set(session_ids))
     entry_keys = frozenset(entry_keys_of_sessions(conn, agent_id, sids) | set(carried_keys))
     rows = origin_pairs(conn, agent_id, sorted(entry_keys))
     ordered = tuple(sorted({OriginRow(k, s) for k, s in rows}))  # (entry_key, session_id) order
     selected = set(sids)
-    mixed = frozenset(r.entry_key for r in ordered if r.session_id not in selected)
+    mixed = (
+        frozenset() if by_entry else frozenset(r.entry_key for r in ordered if r.session_id not in selected)
+    )
     return Lineage(ordered, entry_keys, mixed)

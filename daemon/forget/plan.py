@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from daemon.fileio import sha256_hex
 from daemon.forget.curated import CuratedWrite
+from daemon.forget.entries import NO_ENTRIES, EntrySelection
 from daemon.forget.index_plan import ChunkRow, IndexPlan, SourceRow, plan_index
 from daemon.forget.lineage import Lineage
 from daemon.forget.refs import references_session
@@ -17,6 +18,7 @@ from daemon.forget.scrub import (
     has_history_highlights,
     promotion_keys_on_lines,
     scrub_corpus,
+    scrub_corpus_claims,
     scrub_memory,
 )
 from daemon.forget.select import SessionSelection
@@ -64,6 +66,7 @@ class ForgetSnapshot:
     chunks: tuple[ChunkRow, ...]
     sources: tuple[SourceRow, ...]
     embedding_cache_rows: int
+    entries: EntrySelection = NO_ENTRIES  # forget --entry / --match: the chosen facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +103,18 @@ class ForgetPlan:
     backup_rewrites: tuple[BackupRewrite, ...]
     curated_writes: tuple[CuratedWrite, ...]
     index: IndexPlan
+    entries: EntrySelection = NO_ENTRIES
+    # (claim hash, session id) recorded as suppressed: each origin of each chosen fact.
+    suppressions: tuple[tuple[str, str], ...] = ()
 
     @property
     def session_ids(self) -> frozenset[str]:
         return self.selection.session_ids
+
+    @property
+    def selects_anything(self) -> bool:
+        """Sessions to record as forgotten, or entries to remove."""
+        return bool(self.session_ids or self.lineage.entry_keys or self.suppressions)
 
 
 def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
@@ -115,8 +126,12 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
     corpus_rewrites: list[FileRewrite] = []
     corpus_lines = 0
     snippets: dict[str, None] = {}
+    suppressions = snap.entries.suppressions
     for f in snap.corpus_files:
-        corpus = scrub_corpus(f.text, agent, sids)
+        if snap.entries.entries:
+            corpus = scrub_corpus_claims(f.text, agent, suppressions)
+        else:
+            corpus = scrub_corpus(f.text, agent, sids)
         if not corpus.removed_lines:
             continue
         corpus_lines += corpus.removed_lines
@@ -124,6 +139,8 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
         corpus_rewrites.append(
             FileRewrite(f.relative_path, None if corpus.remove_file else corpus.content, f.sha256)
         )
+    # A chosen fact's own text goes wherever a line quotes it, as a removed corpus line's does.
+    snippets.update(dict.fromkeys(snap.entries.snippets))
     sel = Selection(agent, sids, keys, tuple(snippets))
 
     # 2. Memory files and diaries.
@@ -175,6 +192,8 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
         removed_paths=removed,
         excluded_session_ids=snap.excluded_session_ids,
         embedding_cache_rows=snap.embedding_cache_rows,
+        purge_cache=bool(sids or keys),
+        reindexed_sessions=snap.entries.origin_session_ids,
     )
 
     return ForgetPlan(
@@ -195,4 +214,6 @@ def plan_forget(snap: ForgetSnapshot) -> ForgetPlan:
         backup_rewrites=tuple(backups),
         curated_writes=snap.curated_writes,
         index=index,
+        entries=snap.entries,
+        suppressions=suppressions,
     )

@@ -70,6 +70,15 @@ def session_id_from_file_name(name: str) -> str | None:
     return base[: last.start()] or None
 
 
+def corpus_line_session(line: str, agent_id: str) -> str | None:
+    """The session id of a corpus line as memoryd writes it (`[<agent>/sessions/<agent>/<id>#L<n>]`)."""
+    head = _corpus_head_re(agent_id).match(line)
+    if head is None:
+        return None
+    ref = head.group(1)
+    return session_id_from_file_name(ref) or ref
+
+
 def references_session(value: str, agent_id: str, session_ids: Collection[str]) -> bool:
     if not session_ids or not value:
         return False

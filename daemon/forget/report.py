@@ -31,9 +31,22 @@ class SessionResolution(_Model):
 
 
 class UnmatchedSelectorModel(_Model):
-    selector: Literal["session", "participant", "hookSource"]
+    selector: Literal["session", "participant", "hookSource", "match"]
     value: str
     closeMatches: list[str]  # the known values closest to it, most alike first
+
+
+class EntryOriginModel(_Model):
+    sessionId: str
+    sessionKey: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class ForgottenEntry(_Model):
+    """A fact chosen by `entries` or `match`, with the sessions it came from."""
+
+    entryKey: str
+    text: str  # the staged snippet or the promoted line ("" when neither is left: a rerun)
+    origins: list[EntryOriginModel]
 
 
 class CuratedWriteModel(_Model):
@@ -69,6 +82,8 @@ class Counts(_Model):
     curatedWritesRetained: int
     participantsMatched: int
     refusals: int
+    # A forget of single facts only: (claim, session) pairs suppressed (a dry run: to suppress).
+    suppressedClaims: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ForgetReport(_Model):
@@ -90,6 +105,10 @@ class ForgetReport(_Model):
     # typo is not silent.
     unmatchedSelectors: Annotated[list[UnmatchedSelectorModel], Content] = Field(
         default_factory=list, exclude_if=lambda v: not v
+    )
+    # A forget of single facts (`entries`, `match`) only: each chosen entry with its origins.
+    forgottenEntries: Annotated[list[ForgottenEntry] | None, Content] = Field(
+        default=None, exclude_if=lambda v: v is None
     )
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, 
 from daemon.forget.rules import (
     check_agent,
     check_selector_count,
+    clean_match,
     clean_sessions,
     clean_values,
     parse_since,
@@ -25,6 +26,16 @@ class ForgetRequest(BaseModel):
     participants: list[str] = Field(default_factory=list, description="Recorded actor ids (exact).")
     hook_sources: list[str] = Field(default_factory=list, description="Recorded hook sources (exact).")
     since: str | None = Field(default=None, description="Only sessions created at or after this date.")
+    entries: list[str] = Field(
+        default_factory=list,
+        description="Entry keys (exact, as search and the preview show them): forget these facts "
+        "and what was derived from them, and never stage them again from the same sessions.",
+    )
+    match: str | None = Field(
+        default=None,
+        description="The whole text of a staged or promoted entry (exact, whitespace collapsed; "
+        "a leading `User: ` or `Assistant: ` may be left out): forget every entry with that text.",
+    )
     dry_run: StrictBool = Field(default=False, description="Report only: no lock, no writes.")
 
     @field_validator("agent")
@@ -47,6 +58,16 @@ class ForgetRequest(BaseModel):
     def _hook_sources(cls, v: list[str]) -> list[str]:
         return clean_values("hook_sources", v)
 
+    @field_validator("entries")
+    @classmethod
+    def _entries(cls, v: list[str]) -> list[str]:
+        return clean_values("entries", v)
+
+    @field_validator("match")
+    @classmethod
+    def _match(cls, v: str | None) -> str | None:
+        return clean_match(v)
+
     @field_validator("since")
     @classmethod
     def _since(cls, v: str | None) -> str | None:
@@ -56,7 +77,9 @@ class ForgetRequest(BaseModel):
 
     @model_validator(mode="after")
     def _selector(self) -> ForgetRequest:
-        check_selector_count(self.sessions, self.participants, self.hook_sources)
+        check_selector_count(
+            self.sessions, self.participants, self.hook_sources, self.entries, self.match, self.since
+        )
         return self
 
     @property

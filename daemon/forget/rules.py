@@ -12,13 +12,17 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from daemon.constants import MAX_SELECTORS
+from daemon.constants import MAX_SELECTORS, STAGED_SNIPPET_MAX_CHARS
 from daemon.errors import UsageError
 from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
 
 NO_SELECTOR_MESSAGE = (
     "memory forget requires a session, hook source, or participant selector "
-    "(--session, --hook-source or --participant)"
+    "(--session, --hook-source or --participant), or an entry (--entry or --match)"
+)
+MIXED_SELECTOR_MESSAGE = (
+    "entries/match: forget one fact (--entry, --match) or whole sessions (--session, --participant, "
+    "--hook-source, --since), not both in one request; send two forgets"
 )
 _DATE_ONLY_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _NUMBER_RE = re.compile(r"\A-?\d+(?:\.\d+)?\Z")
@@ -68,12 +72,38 @@ def parse_since(since: str) -> int:
         raise UsageError(f"since: Invalid memory session date: {shown}") from None
 
 
+def clean_match(text: str | None) -> str | None:
+    """`--match`: the whole text of an entry (exact; surrounding spaces are not part of it)."""
+    if text is None:
+        return None
+    if not text.strip() or any(ord(c) < 32 and c not in "\t" for c in text):
+        raise UsageError(
+            f"match: invalid text {text!r} (the non-empty text of one entry, on one line; "
+            "`memoryd search` shows entries)"
+        )
+    if has_surrogate(text):
+        raise UsageError(f"match: invalid text {text!r}: contains a lone surrogate (not valid UTF-8)")
+    if len(text) > STAGED_SNIPPET_MAX_CHARS:
+        raise UsageError(
+            f"match: text of {len(text)} characters; an entry holds at most {STAGED_SNIPPET_MAX_CHARS}"
+        )
+    return text
+
+
 def check_selector_count(
-    sessions: Sequence[str], participants: Sequence[str], hook_sources: Sequence[str]
+    sessions: Sequence[str],
+    participants: Sequence[str],
+    hook_sources: Sequence[str],
+    entries: Sequence[str] = (),
+    match: str | None = None,
+    since: str | None = None,
 ) -> None:
-    if not (sessions or participants or hook_sources):
+    by_entry = bool(entries) or match is not None
+    if by_entry and (sessions or participants or hook_sources or since is not None):
+        raise UsageError(MIXED_SELECTOR_MESSAGE)
+    if not (sessions or participants or hook_sources or by_entry):
         raise UsageError(NO_SELECTOR_MESSAGE)
-    named = len(sessions) + len(participants) + len(hook_sources)
+    named = len(sessions) + len(participants) + len(hook_sources) + len(entries)
     if named > MAX_SELECTORS:
         raise UsageError(
             f"selectors: {named} given; at most {MAX_SELECTORS} per forget "

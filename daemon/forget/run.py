@@ -18,9 +18,10 @@ import anyio
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.errors import OperationFailed, UsageError
+from daemon.forget.entries import NO_ENTRIES, EntrySelection
 from daemon.forget.plan import ForgetPlan, plan_forget
 from daemon.forget.select import Selectors, SessionSelection, select_sessions, suggest_close
-from daemon.forget.snapshot import SessionCatalog, read_catalog, read_snapshot
+from daemon.forget.snapshot import SessionCatalog, read_catalog, read_entry_selection, read_snapshot
 from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.settings import Settings
 from daemon.store.db import truncate_wal
@@ -42,11 +43,29 @@ MAX_PLAN_ROUNDS = 8
 
 def _selectors(request: ForgetRequest) -> Selectors:
     return Selectors(
-        tuple(request.sessions), tuple(request.participants), tuple(request.hook_sources), request.since_ms
+        tuple(request.sessions),
+        tuple(request.participants),
+        tuple(request.hook_sources),
+        request.since_ms,
+        tuple(request.entries),
+        request.match,
     )
 
 
-async def _resolve(rt: AgentRuntime, selectors: Selectors) -> tuple[SessionCatalog, SessionSelection]:
+async def _resolve(
+    rt: AgentRuntime, selectors: Selectors
+) -> tuple[SessionCatalog, SessionSelection, EntrySelection]:
+    """The sessions the selectors name, or the entries (one kind per request: rules.py)."""
+    if selectors.by_entry:
+        catalog = await read_catalog(rt, selectors)
+        return catalog, SessionSelection((), ()), await read_entry_selection(rt, selectors)
+    catalog, selection = await _resolve_sessions(rt, selectors)
+    return catalog, selection, NO_ENTRIES
+
+
+async def _resolve_sessions(
+    rt: AgentRuntime, selectors: Selectors
+) -> tuple[SessionCatalog, SessionSelection]:
     catalog = await read_catalog(rt, selectors)
     selection = select_sessions(catalog.sessions, catalog.archives, selectors, catalog.recorded)
     if selection.unmatched:
@@ -62,8 +81,9 @@ async def plan_for(
     catalog: SessionCatalog,
     selection: SessionSelection,
     carried_keys: frozenset[str] = frozenset(),
+    entries: EntrySelection = NO_ENTRIES,
 ) -> ForgetPlan:
-    return plan_forget(await read_snapshot(rt, catalog, selection, carried_keys))
+    return plan_forget(await read_snapshot(rt, catalog, selection, carried_keys, entries))
 
 
 def _check_agent(rt: AgentRuntime, request: ForgetRequest) -> None:
@@ -73,8 +93,8 @@ def _check_agent(rt: AgentRuntime, request: ForgetRequest) -> None:
 
 async def preview_plan(rt: AgentRuntime, selectors: Selectors) -> ForgetPlan:
     """What a purge would remove now (a dry run's plan; nothing is written)."""
-    catalog, selection = await _resolve(rt, selectors)
-    return await plan_for(rt, catalog, selection)
+    catalog, selection, entries = await _resolve(rt, selectors)
+    return await plan_for(rt, catalog, selection, entries=entries)
 
 
 async def preview_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
@@ -100,14 +120,14 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     # Lines an interrupted ingest appended and never committed go first: a rewrite of their day
     # file would carry them where no cut-back finds them, and the ingest's retry stages them again.
     await cut_off_uncommitted(rt.agent_id, store, rt.paths.workspace, lease.fence)
-    catalog, selection = await _resolve(rt, _selectors(request))
+    catalog, selection, entries = await _resolve(rt, _selectors(request))
     carried: frozenset[str] = frozenset()
     tombstoned = False
     secret = _existing_secret(rt)
     for _ in range(MAX_PLAN_ROUNDS):
-        plan = await plan_for(rt, catalog, selection, carried)
+        plan = await plan_for(rt, catalog, selection, carried, entries)
         report = build_report(plan, dry_run=False)
-        if not plan.session_ids:
+        if not plan.selects_anything:
             return report
         outcome = await apply_plan(
             store, rt.paths.workspace, plan, lease.fence, tombstoned=tombstoned, secret=secret

@@ -16,7 +16,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from daemon.constants import CORPUS_SNIPPET_MIN_CHARS
-from daemon.forget.refs import references_session
+from daemon.derivations import claim_hash
+from daemon.forget.refs import corpus_line_session, references_session
 from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
 from daemon.utf16 import utf16_len
 
@@ -74,6 +75,34 @@ def scrub_corpus(content: str, agent_id: str, session_ids: Collection[str]) -> C
             # Shorter malformed rows must never trigger broad substring deletion.
             if utf16_len(snippet) >= CORPUS_SNIPPET_MIN_CHARS:
                 snippets.append(snippet)
+    return CorpusScrub("\n".join(kept), removed, tuple(dict.fromkeys(snippets)))
+
+
+def corpus_line_claim(line: str, agent_id: str) -> tuple[str, str] | None:
+    """(claim hash, session id) of a corpus line as memoryd writes it, or None."""
+    sid = corpus_line_session(line, agent_id)
+    m = _CORPUS_ROW_RE.match(line.rstrip())
+    if sid is None or m is None:
+        return None
+    return claim_hash(m.group(1)), sid
+
+
+def scrub_corpus_claims(content: str, agent_id: str, pairs: Collection[tuple[str, str]]) -> CorpusScrub:
+    """Drop the corpus lines of chosen claims: a line of one of a claim's sessions whose snippet
+    is that claim (forget --entry). Other lines of those sessions stay."""
+    wanted = set(pairs)
+    kept: list[str] = []
+    snippets: list[str] = []
+    removed = 0
+    for line in content.split("\n"):
+        if not wanted or corpus_line_claim(line, agent_id) not in wanted:
+            kept.append(line)
+            continue
+        removed += 1
+        m = _CORPUS_ROW_RE.match(line.rstrip())
+        snippet = m.group(1).strip() if m else ""
+        if utf16_len(snippet) >= CORPUS_SNIPPET_MIN_CHARS:
+            snippets.append(snippet)
     return CorpusScrub("\n".join(kept), removed, tuple(dict.fromkeys(snippets)))
 
 

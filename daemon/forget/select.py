@@ -47,6 +47,13 @@ class Selectors:
     participants: tuple[str, ...]
     hook_sources: tuple[str, ...]
     since_ms: int | None = None
+    entries: tuple[str, ...] = ()  # entry keys: one fact each (daemon/forget/entries.py)
+    match: str | None = None  # the whole text of an entry
+
+    @property
+    def by_entry(self) -> bool:
+        """A forget of single facts rather than of whole sessions."""
+        return bool(self.entries) or self.match is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +62,7 @@ class ParticipantMatch:
     identities: tuple[dict[str, Any], ...]
 
 
-SelectorKind = Literal["session", "participant", "hookSource"]
+SelectorKind = Literal["session", "participant", "hookSource", "match"]
 # How many known values a selector that matched nothing is shown, and how alike they must be
 # (difflib's ratio: a transposition or a changed case of a short id is about 0.8).
 CLOSE_MATCHES = 3
@@ -65,7 +72,8 @@ CLOSE_MATCH_CUTOFF = 0.6
 @dataclass(frozen=True, slots=True)
 class UnmatchedSelector:
     """A selector value that matched no session: a session id or key nobody knows (still
-    recorded as forgotten, literally), a participant or hook source of no session."""
+    recorded as forgotten, literally), a participant or hook source of no session; or `--match`
+    text that no entry has."""
 
     selector: SelectorKind
     value: str

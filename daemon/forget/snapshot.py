@@ -25,6 +25,18 @@ from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
 from daemon.errors import MemorydError
 from daemon.fileio import read_bytes_nofollow, sha256_hex
 from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes
+from daemon.forget.entries import (
+    NO_ENTRIES,
+    EntryFacts,
+    EntryOriginRef,
+    EntrySelection,
+    derived_keys,
+    entry_claim,
+    match_claim_keys,
+    match_forms,
+    promoted_texts,
+    select_entries,
+)
 from daemon.forget.index_plan import ChunkRow, SourceRow
 from daemon.forget.lineage import Lineage, read_lineage
 from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
@@ -47,11 +59,12 @@ from daemon.store.index_chunks import (
     stale_internal_chunk_facts,
 )
 from daemon.store.index_sources import session_sources, sources_at_paths
-from daemon.store.origins import keys_with_origins
+from daemon.store.origins import keys_with_origins, origins_for_entries
 from daemon.store.origins import recorded_session_keys as recorded_origin_keys
 from daemon.store.preimages import preimage_rows
 from daemon.store.seen_hashes import existing_scopes
 from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
+from daemon.store.suppressions import suppressions_of_claims
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").
@@ -111,6 +124,62 @@ def read_recorded(conn: Connection, agent_id: str, refs: Sequence[str]) -> tuple
     refs = list(dict.fromkeys(refs))
     found = recorded_checkpoint_keys(conn, refs, refs) + recorded_origin_keys(conn, agent_id, refs, refs)
     return tuple(dict.fromkeys(sorted(found, key=lambda r: (r[0], r[1] is None, r[1] or ""))))
+
+
+# --- entries (forget --entry, --match) ----------------------------------------------------------
+
+
+def read_entry_facts(
+    conn: Connection, agent_id: str, keys: Sequence[str]
+) -> tuple[dict[str, str], dict[str, tuple[EntryOriginRef, ...]], dict[str, tuple[str, ...]]]:
+    """(staged snippet by key, origins by key, suppressed sessions by claim hash) of `keys`,
+    each by its primary key."""
+    keys = sorted(set(keys))
+    staged = {t.entry_key: t.snippet for t in texts_by_key(conn, keys)}
+    origins: dict[str, list[EntryOriginRef]] = {}
+    for o in origins_for_entries(conn, agent_id, keys):
+        origins.setdefault(o.entry_key, []).append(EntryOriginRef(o.session_id, o.session_key))
+    claims = sorted({c for k in keys if (c := entry_claim(k)) is not None})
+    suppressed: dict[str, list[str]] = {}
+    for claim, sid in suppressions_of_claims(conn, claims):
+        suppressed.setdefault(claim, []).append(sid)
+    return (
+        staged,
+        {k: tuple(v) for k, v in origins.items()},
+        {c: tuple(v) for c, v in suppressed.items()},
+    )
+
+
+def _memory_texts(workspace: Path, corpus_dir: Path) -> list[FileSnapshot]:
+    refusals: list[str] = []  # an unreadable file is named by the plan's own read of it
+    return [
+        f
+        for p in list_memory_files(workspace, corpus_dir)
+        if (f := _snapshot(p, workspace, refusals)) is not None
+    ]
+
+
+async def read_entry_selection(rt: AgentRuntime, selectors: Selectors) -> EntrySelection:
+    """The entries `--entry` and `--match` choose (daemon/forget/entries.py), read by key: the
+    staged claims the text can be, the promoted entries of the memory files."""
+    if not selectors.by_entry:
+        return NO_ENTRIES
+    files = await anyio.to_thread.run_sync(_memory_texts, rt.paths.workspace, rt.paths.corpus_dir)
+    # Promoted entries are MEMORY.md's; a diary line is derived (and found as such), not matched.
+    promoted = promoted_texts(f.text for f in files if f.relative_path in ROOT_MEMORY_FILES)
+    marked = frozenset(k for f in files for k in promotion_keys_on_lines(f.text))
+    keys = list(selectors.entries)
+    if selectors.match is not None:
+        forms = set(match_forms(selectors.match))
+        keys += match_claim_keys(selectors.match)
+        keys += [k for k, text in promoted.items() if text in forms]
+    staged: dict[str, str] = {}
+    origins: dict[str, tuple[EntryOriginRef, ...]] = {}
+    suppressed: dict[str, tuple[str, ...]] = {}
+    if rt.store is not None:
+        staged, origins, suppressed = await rt.store.read(read_entry_facts, rt.agent_id, keys)
+    facts = EntryFacts(staged, promoted, marked, origins, suppressed)
+    return select_entries(rt.agent_id, selectors.entries, selectors.match, facts)
 
 
 # --- workspace files -------------------------------------------------------------------------
@@ -328,8 +397,12 @@ def _chunk_rows(
     excluded: Sequence[str],
     paths: Sequence[str],
     orphans: Sequence[str],
+    reindexed: Sequence[str] = (),
 ) -> list[ChunkRow]:
     rows: dict[int, ChunkFacts] = {c.rowid: c for c in memory_chunk_facts(conn)}
+    # A forgotten fact's sessions: their transcript chunks go, to be indexed again without it.
+    for c in session_chunk_facts(conn, sorted(reindexed)) if reindexed else ():
+        rows.setdefault(c.rowid, c)
     if session_ids:
         # An orphan archive's chunks come with their text: the plan removes those that quote a
         # selected snippet. Only orphans that memoryd has no record of either are read.
@@ -362,15 +435,16 @@ def read_store_rows(
     excluded: Collection[str],
     archives: Sequence[ArchiveInfo],
     orphans: Sequence[str] = (),
+    reindexed: Sequence[str] = (),
 ) -> StoreRows:
     sids = sorted(selection.session_ids)
-    lineage = read_lineage(conn, agent_id, sids, carried_keys)
+    lineage = read_lineage(conn, agent_id, sids, carried_keys, by_entry=bool(reindexed))
     with_origins = keys_with_origins(conn, agent_id, marker_keys)
 
     short_term: dict[str, ShortTermRow] = {}
+    for text in texts_by_key(conn, sorted(lineage.entry_keys)):
+        short_term[text.entry_key] = ShortTermRow(*text)
     if sids:
-        for text in texts_by_key(conn, sorted(lineage.entry_keys)):
-            short_term[text.entry_key] = ShortTermRow(*text)
         # Entries whose text may name a selected session, by the path index: entries staged
         # from a corpus file that mentions one (their snippet is that file's line), and entries
         # staged from memory files (daily notes; never store-sized). The plan applies the
@@ -399,12 +473,12 @@ def read_store_rows(
     observed += writes_of_session_keys(conn, sorted(selection.session_keys))
 
     paths = session_path_candidates(agent_id, sids, archives)
-    chunks = _chunk_rows(conn, agent_id, sids, sorted(excluded), sorted(paths), orphans)
+    chunks = _chunk_rows(conn, agent_id, sids, sorted(excluded), sorted(paths), orphans, reindexed)
     source_paths = sorted(set(corpus_paths) | paths | {c.path for c in chunks if c.source == "sessions"})
     sources = {r.id: r for r in sources_at_paths(conn, source_paths)}
-    for r in session_sources(conn, sids):
+    for r in session_sources(conn, sorted(set(sids) | set(reindexed))):
         sources.setdefault(r.id, r)
-    cache_rows = cached_count(conn) if sids else 0
+    cache_rows = cached_count(conn) if sids or lineage.entry_keys else 0
 
     return StoreRows(
         lineage=lineage,
@@ -424,16 +498,25 @@ def read_store_rows(
 
 
 async def read_snapshot(
-    rt: AgentRuntime, catalog: SessionCatalog, selection: SessionSelection, carried_keys: Collection[str] = ()
+    rt: AgentRuntime,
+    catalog: SessionCatalog,
+    selection: SessionSelection,
+    carried_keys: Collection[str] = (),
+    entries: EntrySelection = NO_ENTRIES,
 ) -> ForgetSnapshot:
     paths = rt.paths
+    # A fact's corpus lines are among its origin sessions' lines.
+    corpus_sessions = selection.session_ids | entries.origin_session_ids
     recorded = None
-    if rt.store is not None and selection.session_ids:
-        recorded = await rt.store.read(corpus_files_by_session, selection.session_ids)
+    if rt.store is not None and corpus_sessions:
+        recorded = await rt.store.read(corpus_files_by_session, corpus_sessions)
     files = await anyio.to_thread.run_sync(
-        read_workspace_files, paths.workspace, paths.corpus_dir, selection.session_ids, recorded
+        read_workspace_files, paths.workspace, paths.corpus_dir, corpus_sessions, recorded
     )
     marker_keys = sorted({k for f in files.memory for k in promotion_keys_on_lines(f.text)})
+    if entries.entries:
+        derived = derived_keys((f.text for f in files.memory), entries)
+        carried_keys = frozenset(carried_keys) | entries.keys | derived
     corpus_paths = [f.relative_path for f in files.corpus]
     excluded = catalog.excluded_session_ids
     if rt.store is None:
@@ -449,6 +532,7 @@ async def read_snapshot(
             excluded,
             catalog.archives,
             orphan_archive_ids(catalog),
+            sorted(entries.origin_session_ids),
         )
     from_transcripts = await anyio.to_thread.run_sync(read_transcript_writes, rt, catalog, selection)
     return ForgetSnapshot(
@@ -468,4 +552,5 @@ async def read_snapshot(
         chunks=rows.chunks,
         sources=rows.sources,
         embedding_cache_rows=rows.embedding_cache_rows,
+        entries=entries,
     )

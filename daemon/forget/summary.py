@@ -89,16 +89,41 @@ def report_data(plan: ForgetPlan, *, dry_run: bool) -> dict[str, Any]:
             "refusals": len(plan.refusals),
         },
     }
-    if plan.selection.unmatched:  # beyond the reference, and only when there is one
-        data["unmatchedSelectors"] = [
-            {"selector": u.selector, "value": u.value, "closeMatches": list(u.close_matches)}
-            for u in plan.selection.unmatched
+    unmatched = [
+        {"selector": u.selector, "value": u.value, "closeMatches": list(u.close_matches)}
+        for u in plan.selection.unmatched
+    ]
+    if plan.entries.unmatched_match is not None:
+        unmatched.append({"selector": "match", "value": plan.entries.unmatched_match, "closeMatches": []})
+    if unmatched:  # beyond the reference, and only when there is one
+        data["unmatchedSelectors"] = unmatched
+    if plan.entries.requested:  # forget --entry / --match: the facts chosen, with their origins
+        data["counts"]["suppressedClaims"] = len(plan.suppressions)
+        data["forgottenEntries"] = [
+            {
+                "entryKey": e.entry_key,
+                "text": e.text,
+                "origins": [_origin(o.session_id, o.session_key) for o in e.origins],
+            }
+            for e in plan.entries.entries
         ]
     return data
 
 
+def _origin(session_id: str, session_key: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"sessionId": session_id}
+    if session_key is not None:  # the model leaves an unknown key out
+        out["sessionKey"] = session_key
+    return out
+
+
 def _unmatched_line(agent: str, u: Mapping[str, Any], dry_run: bool) -> str:
     what = {"session": "session id or key", "participant": "participant", "hookSource": "hook source"}
+    if u["selector"] == "match":
+        return (
+            f"No staged or promoted entry of agent {agent} has the text {u['value']!r}; it selects nothing "
+            "(the whole text of an entry, as `memoryd search` shows it)."
+        )
     if u["selector"] == "session":
         done = "would be recorded" if dry_run else "is recorded"
         line = (
@@ -139,6 +164,17 @@ def render_human(report: Mapping[str, Any]) -> str:
     if report["sessionIds"]:
         lines.append("Session IDs: " + ", ".join(report["sessionIds"]))
     lines += [f"Session resolution: {r['sessionId']} ({r['source']})" for r in report["sessionResolutions"]]
+    for e in report.get("forgottenEntries", ()):
+        origins = ", ".join(
+            o["sessionId"] + (f" ({o['sessionKey']})" if "sessionKey" in o else "") for o in e["origins"]
+        )
+        lines.append(f"Entry: {e['entryKey']}: {e['text']!r}; origins: {origins or 'none recorded'}")
+    if "suppressedClaims" in c:
+        done = "would be suppressed" if report["dryRun"] else "suppressed"
+        lines.append(
+            f"Claims {done} from their sessions: {c['suppressedClaims']} "
+            "(never staged or promoted again from those sessions; their other memory stays)"
+        )
     for m in report["participantMatches"]:
         found = orjson.dumps(m["identities"]).decode() if m["identities"] else "no live match"
         lines.append(

@@ -18,7 +18,7 @@ from daemon.index.plan import Note
 from daemon.index.provenance import ChunkProvenance, least_trusted, memory_file_origin, single_value
 from daemon.index.publish import PreparedChunk, PreparedFile
 from daemon.index.sources import MemoryFile, SessionRef
-from daemon.index.transcript import render_transcript
+from daemon.index.transcript import render_transcript, without_suppressed
 from daemon.markers import lineage_key
 from daemon.sessions.model import SessionSource
 from daemon.store.erased_senders import ErasedSenders
@@ -35,6 +35,8 @@ class PrepareWork:
     chunk_overlap: int
     origins: dict[str, list[tuple[str, int]]]  # promotion entry key -> (origin class, observed_at)
     erased: ErasedSenders  # senders an erasure removed from shared sessions: their turns are not indexed
+    # (claim hash, session id) of claims forgotten one by one (forget --entry): those lines are not indexed
+    suppressed: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ def session_chunks(ref: SessionRef, work: PrepareWork) -> tuple[PreparedFile, st
     """The prepared transcript, and the reason its text is not indexed, if it is not."""
     with work.sessions.open_transcript(ref.target) as lines:
         rendered = render_transcript(lines, int(ref.stat.mtime_ms), work.erased.test_for(ref.session_id))
+    if work.suppressed:
+        rendered = without_suppressed(rendered, ref.session_id, work.suppressed)
     # A system-only transcript is published as a source row without chunks: its old rows go,
     # and the index remembers it saw this version (search does not call it lagging).
     chunks = (

@@ -62,6 +62,7 @@ from daemon.store.index_chunks import orphan_chunk_files
 from daemon.store.index_sources import all_sources
 from daemon.store.index_state import current_revision, read_dirty, record_run
 from daemon.store.origins import origins_for_entries
+from daemon.store.suppressions import any_suppression, suppressions_of_sessions
 from daemon.store.tombstones import forgotten_ids
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -107,6 +108,7 @@ class _Snapshot:
     orphans: list[tuple[str, str, str | None]]
     forgotten: set[str]
     erased: ErasedSenders  # senders an erasure removed from shared sessions: their turns are not indexed
+    suppressed: frozenset[tuple[str, str]]  # (claim hash, session id) forgotten one by one: not indexed
 
 
 def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | None, force: bool) -> _Snapshot:
@@ -123,6 +125,7 @@ def _read_snapshot(conn: Connection, session_ids: list[str], secret: bytes | Non
         orphans,
         forgotten_ids(conn, sorted(ids), secret),
         load_erased_senders(conn, secret),
+        frozenset(suppressions_of_sessions(conn, sorted(ids)) if any_suppression(conn) else ()),
     )
 
 
@@ -245,7 +248,7 @@ async def _plan(
         plan.unchanged,
         tuple(warnings),
         sessions_revision,
-        PrepareWork(rt.sessions, cfg.chunk_tokens, cfg.chunk_overlap, origins, snap.erased),
+        PrepareWork(rt.sessions, cfg.chunk_tokens, cfg.chunk_overlap, origins, snap.erased, snap.suppressed),
         consider is not None,
     )
 

@@ -8,11 +8,14 @@ time standing in for a message without a timestamp.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from daemon.constants import SNIPPET_MAX_CHARS
+from daemon.derivations import claim_hash
 from daemon.sessions.transcript import SKIP_MALFORMED, SKIP_OVERSIZED, iter_exported
+from daemon.utf16 import truncate_utf16
 
 
 class TranscriptLine(NamedTuple):
@@ -48,3 +51,16 @@ def render_transcript(
         ]
     )
     return RenderedTranscript(lines, skipped.get(SKIP_MALFORMED, 0), skipped.get(SKIP_OVERSIZED, 0))
+
+
+def without_suppressed(
+    rendered: RenderedTranscript, session_id: str, suppressed: Collection[tuple[str, str]]
+) -> RenderedTranscript:
+    """Less the lines whose claim was forgotten from this session (forget --entry): the claim of a
+    line is that of the snippet ingestion stages from it (cut at SNIPPET_MAX_CHARS)."""
+    kept = tuple(
+        line
+        for line in rendered.lines
+        if (claim_hash(truncate_utf16(line.text, SNIPPET_MAX_CHARS)), session_id) not in suppressed
+    )
+    return rendered if len(kept) == len(rendered.lines) else replace(rendered, lines=kept)

@@ -47,8 +47,10 @@ from daemon.store.scratch import (
     part_seen_of_sessions,
     part_session_files,
     part_staged_since,
+    part_suppressed,
 )
 from daemon.store.seen_hashes import add_seen
+from daemon.store.suppressions import any_suppression
 
 if TYPE_CHECKING:
     from daemon.ingest.sweep import _Batch
@@ -86,6 +88,10 @@ async def commit_parts(
         # As the serial commit: another sweep of this agent may have staged lines since the
         # workers read them; those are dropped, through the row-by-row path.
         since = await store.read(_staged_since, named, seen_scope(sweep.agent, ""))
+        # Lines of a claim forgotten from their session (forget --entry) are dropped the same way.
+        suppressed = await store.read(_suppressed, named)
+        sweep.report.messages_suppressed += len(suppressed - since)
+        since |= suppressed
         if gone or since:
             staged, removed = await _commit_rowwise(
                 sweep, batch, lease, gone, since, checkpoints, participants, named
@@ -290,6 +296,15 @@ def _staged_since(conn: Connection, named: _Named, scope_prefix: str) -> set[tup
     out: set[tuple[str, str]] = set()
     for name, part in named:
         out |= part_staged_since(conn, name, part, scope_prefix)
+    return out
+
+
+def _suppressed(conn: Connection, named: _Named) -> set[tuple[str, str]]:
+    if not any_suppression(conn):
+        return set()
+    out: set[tuple[str, str]] = set()
+    for name, part in named:
+        out |= part_suppressed(conn, name, part)
     return out
 
 

@@ -26,6 +26,7 @@ class IngestReport(_Model):
     sessions_rewritten: int = 0  # scanned again from the start: the consumed part had changed
     messages_staged: int = 0
     messages_dropped_forgotten: int = 0  # parsed, then dropped: forgotten before they could be staged
+    messages_suppressed: int = 0  # parsed, then dropped: a claim forgotten from its session (forget --entry)
     lines_skipped: dict[str, int] = Field(default_factory=dict)  # kind -> transcript lines skipped
     checkpoints_removed: int = 0  # transcript gone, or session no longer listed
     # workspace-relative day files appended to

@@ -80,6 +80,7 @@ from daemon.store.exclusions import exclusion_generation
 from daemon.store.participants import ParticipantRow
 from daemon.store.scratch import Part, ensure_scratch_dir, remove_scratch, remove_sweep_scratch
 from daemon.store.seen_hashes import load_seen, seen_among
+from daemon.store.suppressions import suppressed_among
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
@@ -640,6 +641,7 @@ class _Sweep:
                 kept = [c for c in candidates if c.session_id not in gone]
                 report.messages_dropped_forgotten += len(candidates) - len(kept)
                 candidates = kept
+            candidates = await self._without_suppressed(candidates)
             if candidates:  # another sweep of this agent may have staged them since we read them
                 keys = [(seen_scope(self.agent, c.session_id), c.seen_hash) for c in candidates]
                 staged_since = await store.read(seen_among, keys)
@@ -686,6 +688,18 @@ class _Sweep:
                 raise _commit_failed(store.path, exc) from exc
         report.messages_staged += len(staged)
         report.checkpoints_removed += removed
+
+    async def _without_suppressed(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Less the claims forgotten from their session (forget --entry): never staged again."""
+        if not candidates:
+            return candidates
+        pairs = [(claim_hash(c.snippet), c.session_id) for c in candidates]
+        suppressed = await self.store.read(suppressed_among, pairs)
+        if not suppressed:
+            return candidates
+        kept = [c for c, p in zip(candidates, pairs, strict=True) if p not in suppressed]
+        self.report.messages_suppressed += len(candidates) - len(kept)
+        return kept
 
     async def _commit_parts(
         self, batch: _Batch, lease: Lease, gone: set[str], checkpoints: list[Checkpoint]

@@ -214,7 +214,15 @@ def subject_pieces(subject: VerifySubject) -> set[bytes]:
 
 
 def compile_needles(subject: VerifySubject) -> Needles:
-    hashes = {h[:VERIFY_HASH_PREFIX_CHARS] for c in subject.contents for h in derived_values(c)}
+    # A message that a surviving session also says has derivations of its own that survive with
+    # it (that session's staged claim, its suppressed claim): not residue, as its pieces are not.
+    said = {_collapse(t) for t in subject.shared}
+    hashes = {
+        h[:VERIFY_HASH_PREFIX_CHARS]
+        for c in subject.contents
+        if _collapse(c) not in said
+        for h in derived_values(c)
+    }
     alternatives: list[str] = []
     exact: set[str] = set()
     long_ids = [i for i in dict.fromkeys(subject.ids) if len(i) >= MIN_CHARS]

@@ -209,6 +209,18 @@ def part_staged_since(conn: Connection, name: str, part: Part, scope_prefix: str
     return {(sid, digest) for sid, digest in rows}
 
 
+def part_suppressed(conn: Connection, name: str, part: Part) -> set[tuple[str, str]]:
+    """(session id, seen hash) of the part's rows whose claim is suppressed from their session
+    (store/suppressions.py)."""
+    rows = conn.execute(
+        f"SELECT DISTINCT c.session_id, c.seen_hash FROM {name}.cand c JOIN main.suppressed_claims s "
+        "ON s.claim_hash = c.claim_hash AND s.session_id = c.session_id "
+        "WHERE c.task = ? AND c.seq BETWEEN ? AND ?",
+        part[1:],
+    ).fetchall()
+    return {(sid, digest) for sid, digest in rows}
+
+
 def part_rows_of_keys(conn: Connection, name: str, part: Part, keys: Sequence[str]) -> list[tuple[Any, ...]]:
     """Rows whose entry key is among `keys` (COLUMNS order), by day, then seq."""
     return conn.execute(
