@@ -173,6 +173,8 @@ LIVE_POLL_S = 1.0
 FTS_CANDIDATE_CAP = 2000
 SEARCH_MAX_LIMIT = 100  # results per query at most
 SEARCH_SNIPPET_MAX_CHARS = 700  # the reference's snippet budget
+# A search hit's key when it quotes no single promoted entry: this and the chunk's id.
+CHUNK_KEY_PREFIX = "chunk:"
 # Hybrid weights as the reference's defaults: meaning counts more than exact words.
 HYBRID_VECTOR_WEIGHT = 0.7
 HYBRID_TEXT_WEIGHT = 0.3

@@ -41,6 +41,14 @@ class HitProvenance(_Plain):
 
 
 @dataclass(slots=True, kw_only=True)
+class HitSession(_Plain):
+    session_id: str
+    session_key: str | None = None
+    origin_class: str
+    observed_at: int
+
+
+@dataclass(slots=True, kw_only=True)
 class SearchHit(_Plain):
     path: str
     source: str
@@ -52,6 +60,9 @@ class SearchHit(_Plain):
     snippet: str
     session_id: str | None = None
     provenance: HitProvenance | None = None
+    key: str = ""
+    untrusted: bool = False
+    sessions: list[HitSession] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -64,3 +75,6 @@ class SearchReport(_Plain):
     action: str | None = None
     candidates_capped: bool = False  # a very common query ranked only the newest matches
     results: list[SearchHit] = field(default_factory=list)
+    scope: str = "agent"  # "agent" | "participant" (recall.scope)
+    participant: str | None = None
+    withheld: int = 0  # hits ranked above the last shown that the participant may not see
