@@ -5,7 +5,6 @@ rule over random lineage sets."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,94 +12,8 @@ from hypothesis import strategies as st
 from daemon.agent_runtime import agent_runtime
 from daemon.index.recall_scope import HitLineage, visible_to
 from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.store.origins import EntryOrigin, record_origins
 from daemon.store.tombstones import record_tombstones
-from tests.builders import Msg, SessionStoreBuilder
-from tests.conftest import make_settings
-
-AGENT = "main"
-ANN_DIRECT = "sess-ann-1"
-BEN_DIRECT = "sess-ben-1"
-GROUP = "sess-group-1"
-WORDS = {
-    ANN_DIRECT: "Remember that my quince allergy flares up every spring.",
-    BEN_DIRECT: "Remember that my walnut savings account number ends in forty two.",
-    GROUP: "Remember that the marigold picnic is at the river on Sunday.",
-}
-MEMORY = """# Long-Term Memory
-
-The owner keeps the lantern spare key in the blue drawer.
-
-<!-- memoryd-promotion:memory:quince -->
-- Ann's quince allergy flares up every spring.
-
-<!-- memoryd-promotion:memory:merged -->
-- The marigold picnic needs quince-free food for Ann.
-
-<!-- memoryd-promotion:memory:picnic -->
-- The marigold picnic is at the river on Sunday.
-
-<!-- memoryd-promotion:memory:walnut -->
-- Ben's walnut savings account ends in forty two.
-
-<!-- memoryd-promotion:memory:orphan -->
-- The orphan lantern entry has no recorded origin.
-"""
-ORIGINS = {
-    "memory:quince": [ANN_DIRECT],
-    "memory:merged": [ANN_DIRECT, GROUP],  # a merged entry: one origin is Ann's direct chat
-    "memory:picnic": [GROUP],
-    "memory:walnut": [BEN_DIRECT],
-}
-
-
-def _world(tmp_path: Path, sessions_root: Path, unique: str):
-    b = SessionStoreBuilder(sessions_root, AGENT)
-    for sid, user in ((ANN_DIRECT, "ann"), (BEN_DIRECT, "ben")):
-        b.add(
-            f"agent:main:dm:{user}",
-            sid,
-            [Msg("user", WORDS[sid]), Msg("assistant", "Noted: " + WORDS[sid])],
-            participants=[{"actorId": user}],
-            chatType="direct",
-        )
-    b.add(
-        "agent:main:telegram:group:-100",
-        GROUP,
-        [Msg("user", WORDS[GROUP]), Msg("assistant", "Noted: " + WORDS[GROUP])],
-        participants=[{"actorId": "ann"}, {"actorId": "ben"}],
-        chatType="group",
-        channel="telegram",
-    )
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "MEMORY.md").write_text(MEMORY)
-    return make_settings(
-        tmp_path,
-        sessions_root,
-        daemon={"host_id": f"test-{unique}"},
-        agents={AGENT: {"workspace": str(ws)}},
-        index={"sources": ["memory", "sessions"]},
-    )
-
-
-async def _build(rt) -> None:
-    await run_ingest_sweep(rt)  # records each session's participants
-    async with rt.lock().hold() as lease:
-        await rt.require_store().write(
-            record_origins,
-            AGENT,
-            [
-                EntryOrigin(key, AGENT, sid, None, "owner", 1_700_000_000_000)
-                for key, sids in ORIGINS.items()
-                for sid in sids
-            ],
-            fence=lease.fence,
-        )
-    await run_index_sync(rt)
-
+from tests.recall_world import AGENT, ANN_DIRECT, BEN_DIRECT, GROUP, build_world, ingest_and_index
 
 QUERIES = ("quince", "walnut", "marigold picnic", "lantern", "savings account", "allergy")
 
@@ -108,9 +21,9 @@ QUERIES = ("quince", "walnut", "marigold picnic", "lantern", "savings account", 
 async def test_recall_as_one_user_never_returns_what_derives_from_the_others_direct_session(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _world(tmp_path, sessions_root, unique)
+    settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
-        await _build(rt)
+        await ingest_and_index(rt)
         seen: dict[str, set[str]] = {"ann": set(), "ben": set()}
         withheld = {"ann": 0, "ben": 0}
         for user, foreign in (("ann", BEN_DIRECT), ("ben", ANN_DIRECT)):
@@ -142,9 +55,9 @@ async def test_recall_as_one_user_never_returns_what_derives_from_the_others_dir
 async def test_a_hit_names_its_sessions_with_keys_dates_and_trust(
     redis, tmp_path, sessions_root, unique
 ) -> None:
-    settings = _world(tmp_path, sessions_root, unique)
+    settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
-        await _build(rt)
+        await ingest_and_index(rt)
         report = await run_search(rt, "marigold quince food", participant="ann")
         [hit] = [h for h in report.results if h.key == "memory:merged"]
         assert [(s.session_id, s.session_key) for s in hit.sessions] == [
@@ -162,9 +75,9 @@ async def test_a_read_after_a_forgets_first_commit_returns_nothing_derived_from_
 ) -> None:
     # A purge commits the forgotten record first and purges the index after: a read in between
     # must already miss every entry whose lineage has the session, merged ones included.
-    settings = _world(tmp_path, sessions_root, unique)
+    settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, AGENT, redis=redis) as rt:
-        await _build(rt)
+        await ingest_and_index(rt)
         assert {"memory:quince", "memory:merged"} <= {h.key for h in (await run_search(rt, "quince")).results}
         async with rt.lock().hold() as lease:
             await rt.require_store().write(

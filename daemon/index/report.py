@@ -110,6 +110,21 @@ class SearchReport(_Model):
     )
 
 
+class EntryReport(_Model):
+    """One memory by its key (`memory_get`): its whole text and every session it derives from."""
+
+    agent_id: str
+    key: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    untrusted: bool
+    provenance: HitProvenance | None = None
+    sessions: list[HitSession] = Field(default_factory=list)
+
+
 class ResetReport(_Model):
     """`memoryd reset`: what was dropped from the derived index (lineage and forgotten records stay)."""
 

@@ -78,3 +78,17 @@ class SearchReport(_Plain):
     scope: str = "agent"  # "agent" | "participant" (recall.scope)
     participant: str | None = None
     withheld: int = 0  # hits ranked above the last shown that the participant may not see
+
+
+@dataclass(slots=True, kw_only=True)
+class EntryReport(_Plain):
+    agent_id: str
+    key: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    untrusted: bool
+    provenance: HitProvenance | None = None
+    sessions: list[HitSession] = field(default_factory=list)

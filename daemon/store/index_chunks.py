@@ -360,6 +360,16 @@ def hit_rows(conn: Connection, rowids: Sequence[int]) -> dict[int, HitRow]:
     return {r[0]: HitRow(*r) for r in rows}
 
 
+def rowids_in_file_containing(conn: Connection, path: str, needle: str) -> list[int]:
+    """Rowids of one memory file's chunks whose text contains `needle` (the path's index: a
+    scan of that file's chunks only)."""
+    rows = conn.execute(
+        "SELECT rowid FROM memory_index_chunks WHERE path = ? AND source = 'memory' AND instr(text, ?) > 0",
+        (path, needle),
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
 def rowids_of_chunk_ids(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
     """Rowids of the chunks with these ids (the id's unique index)."""
     rows = select_in(conn, "SELECT rowid FROM memory_index_chunks WHERE id IN ({marks})", chunk_ids)
