@@ -25,12 +25,20 @@ def _json(value: Any) -> Any:
     return value
 
 
+# (field name, JSON key) per report class, worked out once: an agent's search is converted per
+# call, and `fields()` plus the camel-casing of every key cost more than the conversion itself.
+_KEYS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
 class _Plain:
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the matching model in daemon.index.report (by alias, field order)."""
-        return {_camel(f.name): _json(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        keys = _KEYS.get(type(self))
+        if keys is None:
+            keys = _KEYS[type(self)] = tuple((f.name, _camel(f.name)) for f in fields(self))  # type: ignore[arg-type]
+        return {key: _json(getattr(self, name)) for name, key in keys}
 
 
 @dataclass(slots=True, kw_only=True)
