@@ -174,6 +174,16 @@ LIVE_POLL_S = 1.0
 FTS_CANDIDATE_CAP = 2000
 SEARCH_MAX_LIMIT = 100  # results per query at most
 SEARCH_SNIPPET_MAX_CHARS = 700  # the reference's snippet budget
+# A search hit's key when it quotes no single promoted entry: this and the chunk's id.
+CHUNK_KEY_PREFIX = "chunk:"
+# Where promotion writes entries (the root memory file, either case): memory_get looks there.
+PROMOTED_MEMORY_FILES = ("MEMORY.md", "memory.md")
+# A memory key is an entry key or chunk:<sha256>; longer input is a mistake, not a key.
+MEMORY_KEY_MAX_CHARS = 256
+# How long `memory_forget` waits for its forget job (the lock wait and the purge included).
+MCP_FORGET_WAIT_S = 300.0
+# `memoryd mcp --http`: where it listens unless told otherwise (loopback: no token needed).
+MCP_HTTP_DEFAULT_LISTEN = "127.0.0.1:8765"
 # Hybrid weights as the reference's defaults: meaning counts more than exact words.
 HYBRID_VECTOR_WEIGHT = 0.7
 HYBRID_TEXT_WEIGHT = 0.3

@@ -197,6 +197,16 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RecallSettings:
+    scope: Literal["participant", "agent"] = setting(
+        "participant",
+        description="Whose memory an agent recalls (memoryd mcp): participant = only what derives "
+        "from sessions the asking participant took part in, and owner-level memory; agent = all of "
+        "the agent's memory (one user, or a trusted agent).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class DaemonSettings:
     host_id: str = setting(factory=socket.gethostname, description="Names this host's queue.")
     metrics_listen: str | None = setting(
@@ -252,6 +262,7 @@ class Settings:
     dreaming: DreamingSettings = setting(factory=DreamingSettings)
     index: IndexSettings = setting(factory=IndexSettings)
     retention: RetentionSettings = setting(factory=RetentionSettings)
+    recall: RecallSettings = setting(factory=RecallSettings)
     daemon: DaemonSettings = setting(factory=DaemonSettings)
     lock: LockSettings = setting(factory=LockSettings)
 

@@ -41,6 +41,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "index": AGENT,
     "ingest": AGENT,
     "jobs": [],
+    "mcp": AGENT,
     "mem lineage": ["--object", "o1"],
     "mem read": SCOPE,
     "mem write": [*SCOPE, "--content", "likes tea"],

@@ -20,6 +20,7 @@ NOT_DERIVATIONS = {
     "lock.py": "a lock's name: the hash of a workspace's path, no memory text or id",
     "retention/seal.py": "encryption of the erasure journal under the host key (a stream and a MAC)",
     "index/embedder.py": "the embedding cache's provider key: a hash of the configured base URL",
+    "agents_api/transport.py": "a constant-time comparison of the HTTP bearer token; nothing stored",
 }
 HASHING_MODULES = ("hashlib", "hmac", "zlib", "binascii")
 

@@ -22,7 +22,7 @@ from daemon.index.vectors import nearest, to_blob
 from daemon.store.db import Store
 from daemon.store.origins import EntryOrigin, record_origins
 from daemon.store.tombstones import record_tombstones
-from tests.builders import SessionStoreBuilder, conversation
+from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import index_settings
 
 AGENT = "main"
@@ -210,7 +210,7 @@ def test_the_plain_search_report_is_the_models_json() -> None:
     from daemon.index import report as models
     from daemon.index import search_report as plain
 
-    for name in ("SearchReport", "SearchHit", "HitProvenance"):
+    for name in ("SearchReport", "SearchHit", "HitProvenance", "HitSession"):
         model = getattr(models, name)
         assert [f.name for f in fields(getattr(plain, name))] == list(model.model_fields), name
     hits = [
@@ -239,3 +239,53 @@ def test_the_plain_search_report_is_the_models_json() -> None:
         data = report.to_json()
         as_model = models.SearchReport.model_validate(data).model_dump(mode="json", by_alias=True)
         assert orjson.dumps(data) == orjson.dumps(as_model)
+
+
+def test_the_shown_text_is_the_part_that_matched_not_the_chunks_head() -> None:
+    from daemon.constants import SEARCH_SNIPPET_MAX_CHARS
+    from daemon.index.snippet import matched_snippet
+
+    filler = " ".join(f"filler{i}" for i in range(400))
+    text = f"{filler} the zephyr valve is replaced. {filler}"
+    shown = matched_snippet(text, ["zephyr", "valve"])
+    assert "zephyr valve" in shown and len(shown) <= SEARCH_SNIPPET_MAX_CHARS
+    assert shown.startswith("…") and shown.endswith("…")
+    at_end = matched_snippet(filler + " finally kestrel", ["kestrel"])
+    assert at_end.endswith("finally kestrel") and len(at_end) <= SEARCH_SNIPPET_MAX_CHARS
+    assert matched_snippet("short text", ["nothing"]) == "short text"
+    head = matched_snippet(filler, ["absent"])  # a hit by meaning only: the head, as before
+    assert head.startswith("filler0 ") and head.endswith("…")
+
+
+def test_cli_search_shows_a_word_appended_at_the_end_of_a_long_transcript(
+    tmp_path, sessions_root, unique, redis_url
+) -> None:
+    builder = SessionStoreBuilder(sessions_root, AGENT)
+    long_turns = [
+        f"Remember that the harbour crane number {i} is inspected on day {i} by the dock team."
+        for i in range(14)
+    ]
+    builder.add(
+        "agent:main:one",
+        "sess-long",
+        [Msg("user", t) if i % 2 == 0 else Msg("assistant", t) for i, t in enumerate(long_turns)]
+        + [Msg("user", "And one last thing: the pelican gate code changed.")],
+    )
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\nsessions_root = "{sessions_root}"\n'
+        f'redis_url = "{redis_url}"\n[daemon]\nhost_id = "test-{unique}"\n'
+        f'[agents.{AGENT}]\nworkspace = "{tmp_path / "ws"}"\n[index]\nsources = ["memory", "sessions"]\n'
+    )
+
+    @click.group()
+    @click.pass_context
+    def cli(ctx: click.Context) -> None:
+        ctx.obj = CliState(str(config))
+
+    register(cli)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index", "--agent", AGENT, "--json"]).exit_code == 0
+    found = runner.invoke(cli, ["search", "--agent", AGENT, "pelican"])
+    assert found.exit_code == 0, found.output
+    assert "pelican gate code changed" in found.output

@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("index", "Index the agent's memory files (and transcripts, if configured) for search."),
     "ingest": ("ingest", "Run one ingest sweep in the foreground (needs Redis for the workspace lock)."),
     "jobs": ("service", "Queued, running and finished jobs of a queue, with their results."),
+    "mcp": ("mcp", "Serve the agent's memory to agents over MCP (stdio, or HTTP with --http)."),
     "mem": ("retention", "The memory-tool API over scopes tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]]."),
     "promote": (
         "dream",

@@ -76,8 +76,10 @@ def _search_human(report: SearchReport) -> str:
         return "\n".join(lines)
     for hit in report.results:
         origin = hit.provenance.origin_class if hit.provenance else "?"
-        lines.append(f"{hit.score:.3f}  {hit.path}#L{hit.start_line}-L{hit.end_line}  [{origin}]")
+        lines.append(f"{hit.score:.3f}  {hit.path}#L{hit.start_line}-L{hit.end_line}  [{origin}]  {hit.key}")
         lines.append(f"       {hit.snippet}")
+    if report.withheld:
+        lines.append(f"({report.withheld} more not shown: not visible to participant {report.participant})")
     return "\n".join(lines)
 
 
@@ -121,14 +123,22 @@ def register(cli: click.Group) -> None:
     @agent_option
     @click.argument("query")
     @click.option("--limit", type=int, default=10, show_default=True, help="Results at most (1-100).")
+    @click.option(
+        "--participant",
+        default=None,
+        metavar="ACTOR",
+        help="Only what this participant may recall (as `memoryd mcp` scopes an agent's recall).",
+    )
     @json_option
     @pass_state
-    def search_cmd(state: CliState, agent_id: str, query: str, limit: int, as_json: bool) -> None:
+    def search_cmd(
+        state: CliState, agent_id: str, query: str, limit: int, participant: str | None, as_json: bool
+    ) -> None:
         """Search the agent's indexed memory (BM25, plus vectors when an embedder is configured)."""
 
         async def go() -> SearchReport:
             async with agent_runtime(state.settings, agent_id, readonly=True, redis=False) as rt:
-                return await run_search(rt, query, limit)
+                return await run_search(rt, query, limit, participant=participant)
 
         report = run_async(go)
         if as_json:

@@ -8,8 +8,12 @@
   are not themselves that common (see fts_candidates).
 * Meaning: the query's vector against the chunk vectors (exact cosine, index/vectors.py);
   hybrid score = 0.7 · cosine + 0.3 · text score.
-* A forgotten session's chunk is never returned, even if its rows are still there (a purge
-  that has not run yet): the live forgotten-session records are checked per query.
+* Nothing derived from a forgotten session is returned, even if its rows are still there (a
+  purge between its first commit and the index purge): the live forgotten-session records are
+  checked per query against each hit's whole lineage (daemon/index/hit_lineage.py).
+* With a participant, a hit is shown only when its lineage allows it (index/recall_scope.py);
+  the report counts the hits withheld, never which.
+* The shown text is the part of the chunk that matched (index/snippet.py).
 * Expired retention scopes hide what derives from their sessions: a session's chunk, and a
   memory chunk quoting a promoted entry all of whose origin sessions are hidden. Only the
   candidate page's sessions and entry keys are looked up, and only when a scope has expired.
@@ -25,25 +29,28 @@ from typing import TYPE_CHECKING
 
 from daemon.agent_runtime import AgentRuntime
 from daemon.constants import (
+    CHUNK_KEY_PREFIX,
     FTS_CANDIDATE_CAP,
     HYBRID_TEXT_WEIGHT,
     HYBRID_VECTOR_WEIGHT,
     MIN_VECTOR_SIMILARITY,
     SEARCH_MAX_LIMIT,
-    SEARCH_SNIPPET_MAX_CHARS,
 )
 from daemon.errors import UsageError
 from daemon.index.embedder import make_embedder, model_name
 from daemon.index.freshness import Freshness, check_freshness, disk_state
-from daemon.index.search_report import HitProvenance, SearchHit, SearchReport
+from daemon.index.hit_lineage import PageLineage, read_page_lineage
+from daemon.index.provenance import least_trusted
+from daemon.index.recall_scope import visible_to
+from daemon.index.search_report import HitProvenance, HitSession, SearchHit, SearchReport
+from daemon.index.snippet import matched_snippet
 from daemon.index.vectors import VectorMatrices, nearest
-from daemon.markers import LINEAGE_LINE_RE, PROMOTION_ANYWHERE_RE, PROMOTION_LINE_RE
+from daemon.markers import PROMOTION_ANYWHERE_RE
 from daemon.retention.gate import hidden_entries, load_visibility
 from daemon.store.db import Connection
 from daemon.store.index_chunks import HitRow, hit_rows
 from daemon.store.index_fts import count_matches, matches_from, ranked_newest, unranked_newest
 from daemon.store.origins import origins_for_entries
-from daemon.store.tombstones import forgotten_ids
 
 if TYPE_CHECKING:
     import numpy as np  # the query's vector; numpy is loaded by the embedder that makes it
@@ -134,16 +141,6 @@ def fts_candidates(conn: Connection, words: list[str]) -> tuple[list[tuple[int, 
     return rows[:FTS_CANDIDATE_CAP], len(rows) > FTS_CANDIDATE_CAP
 
 
-def snippet(text: str) -> str:
-    lines = [
-        line
-        for line in text.splitlines()
-        if not (PROMOTION_LINE_RE.match(line) or LINEAGE_LINE_RE.match(line))
-    ]
-    flat = " ".join(" ".join(lines).split())
-    return flat if len(flat) <= SEARCH_SNIPPET_MAX_CHARS else flat[: SEARCH_SNIPPET_MAX_CHARS - 1] + "…"
-
-
 HiddenSessions = Callable[[Iterable[str]], frozenset[str]]
 
 
@@ -167,6 +164,55 @@ def _expired_rowids(
     }
 
 
+def hit_key(row: HitRow, entry_keys: frozenset[str]) -> str:
+    """A hit's stable key: the entry it quotes, else its chunk's id (memory_get takes either)."""
+    if len(entry_keys) == 1:
+        return next(iter(entry_keys))
+    return CHUNK_KEY_PREFIX + row.chunk_id
+
+
+def make_hit(row: HitRow, cand: Candidate, words: list[str], page: PageLineage) -> SearchHit:
+    provenance = (  # the three are set together: a provenance row exists, or none does
+        HitProvenance(
+            origin_class=row.origin_class, session_kind=row.session_kind, observed_at=row.observed_at
+        )
+        if row.origin_class is not None and row.session_kind is not None and row.observed_at is not None
+        else None
+    )
+    lineage = page.lineage[row.rowid]
+    return SearchHit(
+        path=row.path,
+        source=row.source,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        score=round(cand.score, 6),
+        text_score=None if cand.text_score is None else round(cand.text_score, 6),
+        vector_score=None if cand.vector_score is None else round(cand.vector_score, 6),
+        snippet=matched_snippet(row.text, words),
+        session_id=row.session_id,
+        provenance=provenance,
+        key=hit_key(row, lineage.entry_keys),
+        untrusted=least_trusted([row.origin_class or "untrusted"]) == "untrusted",
+        sessions=[
+            HitSession(
+                session_id=s.session_id,
+                session_key=s.session_key,
+                origin_class=s.origin_class,
+                observed_at=s.observed_at,
+            )
+            for s in page.sessions[row.rowid]
+        ],
+    )
+
+
+@dataclass(slots=True)
+class _Found:
+    hits: list[SearchHit]
+    capped: bool
+    withheld: int
+    fresh: Freshness
+
+
 def _search_txn(
     conn: Connection,
     words: list[str],
@@ -178,7 +224,8 @@ def _search_txn(
     agent_id: str,
     hide: HiddenSessions | None,
     matrices: VectorMatrices,
-) -> tuple[list[SearchHit], bool, Freshness]:
+    participant: str | None,
+) -> _Found:
     fts, capped = fts_candidates(conn, words)
     vec = (
         nearest(conn, query_vector, model, max(limit * 5, 50), matrices=matrices)
@@ -187,56 +234,50 @@ def _search_txn(
     )
     ranked = merge(fts, vec, query_vector is not None)
     hits: list[SearchHit] = []
-    page = max(limit * 3, 30)
-    for start in range(0, len(ranked), page):
-        batch = ranked[start : start + page]
+    withheld = 0
+    page_size = max(limit * 3, 30)
+    for start in range(0, len(ranked), page_size):
+        batch = ranked[start : start + page_size]
         rows = hit_rows(conn, [c.rowid for c in batch])
-        forgotten = forgotten_ids(conn, sorted({r.session_id for r in rows.values() if r.session_id}), secret)
+        page = read_page_lineage(
+            conn, agent_id, rows.values(), secret, with_participants=participant is not None
+        )
         expired = _expired_rowids(conn, agent_id, rows.values(), hide) if hide is not None else set()
         for cand in batch:
             row = rows.get(cand.rowid)
-            if (
-                row is None
-                or (row.session_id is not None and row.session_id in forgotten)
-                or cand.rowid in expired
+            if row is None or cand.rowid in page.gone or cand.rowid in expired:
+                continue  # gone since the candidates were read, derived from a forgotten session, or expired
+            if participant is not None and not visible_to(
+                page.lineage[row.rowid], page.participants, participant
             ):
-                continue  # gone since the candidates were read, a forgotten session's text, or expired
-            provenance = (  # the three are set together: a provenance row exists, or none does
-                HitProvenance(
-                    origin_class=row.origin_class, session_kind=row.session_kind, observed_at=row.observed_at
-                )
-                if row.origin_class is not None
-                and row.session_kind is not None
-                and row.observed_at is not None
-                else None
-            )
-            hits.append(
-                SearchHit(
-                    path=row.path,
-                    source=row.source,
-                    start_line=row.start_line,
-                    end_line=row.end_line,
-                    score=round(cand.score, 6),
-                    text_score=None if cand.text_score is None else round(cand.text_score, 6),
-                    vector_score=None if cand.vector_score is None else round(cand.vector_score, 6),
-                    snippet=snippet(row.text),
-                    session_id=row.session_id,
-                    provenance=provenance,
-                )
-            )
+                withheld += 1
+                continue
+            hits.append(make_hit(row, cand, words, page))
             if len(hits) >= limit:
-                return hits, capped, check_freshness(conn, disk, model, secret)
-    return hits, capped, check_freshness(conn, disk, model, secret)
+                return _Found(hits, capped, withheld, check_freshness(conn, disk, model, secret))
+    return _Found(hits, capped, withheld, check_freshness(conn, disk, model, secret))
 
 
-async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchReport:
+async def run_search(
+    rt: AgentRuntime, query: str, limit: int = 10, *, participant: str | None = None
+) -> SearchReport:
+    """Search the agent's index; with `participant`, only what that participant may recall
+    (daemon/index/recall_scope.py), and how many hits were withheld."""
     if not query or not query.strip():
         raise UsageError("search: QUERY must not be empty")
     if not 1 <= limit <= SEARCH_MAX_LIMIT:
         raise UsageError(f"search: --limit must be between 1 and {SEARCH_MAX_LIMIT}, got {limit}")
+    if participant is not None and not participant.strip():
+        raise UsageError("search: participant must name an actor id, not be empty")
     embedder = make_embedder(rt.settings.index.embedding)
     model = model_name(embedder)
-    report = SearchReport(agent_id=rt.agent_id, query=query, mode="hybrid" if embedder else "fts")
+    report = SearchReport(
+        agent_id=rt.agent_id,
+        query=query,
+        mode="hybrid" if embedder else "fts",
+        scope="agent" if participant is None else "participant",
+        participant=participant,
+    )
     action = f"run `memoryd index --agent {rt.agent_id}`"
     if rt.store is None:
         report.stale, report.warning, report.action = True, "the agent has no index yet", action
@@ -246,7 +287,7 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
     disk = await disk_state(rt)
     visibility = await load_visibility(rt.settings, rt.sessions)
     hide = visibility.hidden_sessions if visibility is not None else None
-    hits, capped, fresh = await rt.store.read(
+    found = await rt.store.read(
         _search_txn,
         words,
         query_vector,
@@ -257,9 +298,11 @@ async def run_search(rt: AgentRuntime, query: str, limit: int = 10) -> SearchRep
         rt.agent_id,
         hide,
         rt.caches.part(VectorMatrices),
+        participant,
     )
-    report.results = hits
-    report.candidates_capped = capped
-    if fresh.stale:
-        report.stale, report.warning, report.action = True, fresh.reason, action
+    report.results = found.hits
+    report.candidates_capped = found.capped
+    report.withheld = found.withheld
+    if found.fresh.stale:
+        report.stale, report.warning, report.action = True, found.fresh.reason, action
     return report

@@ -25,18 +25,34 @@ def _json(value: Any) -> Any:
     return value
 
 
+# (field name, JSON key) per report class, worked out once: an agent's search is converted per
+# call, and `fields()` plus the camel-casing of every key cost more than the conversion itself.
+_KEYS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
 class _Plain:
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of the matching model in daemon.index.report (by alias, field order)."""
-        return {_camel(f.name): _json(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        keys = _KEYS.get(type(self))
+        if keys is None:
+            keys = _KEYS[type(self)] = tuple((f.name, _camel(f.name)) for f in fields(self))  # type: ignore[arg-type]
+        return {key: _json(getattr(self, name)) for name, key in keys}
 
 
 @dataclass(slots=True, kw_only=True)
 class HitProvenance(_Plain):
     origin_class: str
     session_kind: str
+    observed_at: int
+
+
+@dataclass(slots=True, kw_only=True)
+class HitSession(_Plain):
+    session_id: str
+    session_key: str | None = None
+    origin_class: str
     observed_at: int
 
 
@@ -52,6 +68,9 @@ class SearchHit(_Plain):
     snippet: str
     session_id: str | None = None
     provenance: HitProvenance | None = None
+    key: str = ""
+    untrusted: bool = False
+    sessions: list[HitSession] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -64,3 +83,20 @@ class SearchReport(_Plain):
     action: str | None = None
     candidates_capped: bool = False  # a very common query ranked only the newest matches
     results: list[SearchHit] = field(default_factory=list)
+    scope: str = "agent"  # "agent" | "participant" (recall.scope)
+    participant: str | None = None
+    withheld: int = 0  # hits ranked above the last shown that the participant may not see
+
+
+@dataclass(slots=True, kw_only=True)
+class EntryReport(_Plain):
+    agent_id: str
+    key: str
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    text: str
+    untrusted: bool
+    provenance: HitProvenance | None = None
+    sessions: list[HitSession] = field(default_factory=list)

@@ -65,6 +65,7 @@ class HitRow(NamedTuple):
     origin_class: str | None
     session_kind: str | None
     observed_at: int | None
+    chunk_id: str
 
 
 class ChunksRemoved(NamedTuple):
@@ -352,11 +353,27 @@ def hit_rows(conn: Connection, rowids: Sequence[int]) -> dict[int, HitRow]:
     rows = select_in(
         conn,
         "SELECT c.rowid, c.path, c.source, c.start_line, c.end_line, c.text, c.session_id, "
-        "p.origin_class, p.session_kind, p.observed_at FROM memory_index_chunks c "
+        "p.origin_class, p.session_kind, p.observed_at, c.id FROM memory_index_chunks c "
         "LEFT JOIN memory_index_chunk_provenance p ON p.chunk_id = c.id WHERE c.rowid IN ({marks})",
         rowids,
     )
     return {r[0]: HitRow(*r) for r in rows}
+
+
+def rowids_in_file_containing(conn: Connection, path: str, needle: str) -> list[int]:
+    """Rowids of one memory file's chunks whose text contains `needle` (the path's index: a
+    scan of that file's chunks only)."""
+    rows = conn.execute(
+        "SELECT rowid FROM memory_index_chunks WHERE path = ? AND source = 'memory' AND instr(text, ?) > 0",
+        (path, needle),
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def rowids_of_chunk_ids(conn: Connection, chunk_ids: Sequence[str]) -> list[int]:
+    """Rowids of the chunks with these ids (the id's unique index)."""
+    rows = select_in(conn, "SELECT rowid FROM memory_index_chunks WHERE id IN ({marks})", chunk_ids)
+    return sorted(r[0] for r in rows)
 
 
 _FACTS = """c.rowid, c.id, c.path, c.source, {text}, c.session_id, p.origin_class, p.session_kind,
