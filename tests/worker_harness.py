@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from daemon.runtime.served import SERVED, ServedAgents
 from daemon.runtime.service import arq_pool
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
@@ -15,7 +16,11 @@ async def run_jobs(
 ) -> MemorydWorker:
     """Run the queue empty with the daemon's own worker configuration."""
     pool = arq_pool(settings, queue)
-    ctx: dict[str, Any] = {"settings": settings, "agents": agents, "host_id": settings.daemon.host_id}
+    ctx: dict[str, Any] = {
+        "settings": settings,
+        SERVED: ServedAgents(agents),
+        "host_id": settings.daemon.host_id,
+    }
     worker = MemorydWorker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool)
     try:
         await worker.main()
