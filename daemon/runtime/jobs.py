@@ -24,7 +24,7 @@ from daemon.agents import agent_paths
 from daemon.caches import ProcessCaches
 from daemon.constants import AGENT_OWNER_KEY, AGENT_WAIT_FIRST_S, AGENT_WAIT_STEP_MAX_S
 from daemon.errors import AgentNotServed, OperationFailed
-from daemon.ingest.live_hints import HINTS
+from daemon.ingest.live_hints import LiveHints
 from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import OPS
@@ -45,6 +45,9 @@ log = logging.getLogger("memoryd.jobs")
 # worker_kwargs would.
 STORES = "stores"
 CACHES = "caches"
+# ctx key of the live-ingestion hints the service's watcher notes and live jobs read (one object
+# shared by every job's copy of ctx); absent, a live job sweeps everything.
+LIVE_HINTS = "live_hints"
 HOST_SCOPE = "host"  # the `agent` label of host-wide sweeps in metrics
 
 JobFn = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
@@ -71,6 +74,10 @@ class WorkerResources:
 
     async def redis(self) -> Redis:
         return self.ctx["redis"]  # type: ignore[no-any-return]
+
+    @property
+    def hints(self) -> LiveHints | None:
+        return self.ctx.get(LIVE_HINTS)
 
     def lock_waited(self, op: str, waited_s: float, *, timed_out: bool) -> None:
         metrics.LOCK_WAIT.labels(family=op).observe(waited_s)
@@ -179,8 +186,9 @@ def job_function(op: Op[Any]) -> JobFn:
             if op.routing is Routing.AGENT:
                 await ensure_served(ctx, agent_of(request), op.name)
             attempted = request
-            if op.purge:  # no in-memory live hint may name what is being forgotten
-                HINTS.drop_all()
+            hints: LiveHints | None = ctx.get(LIVE_HINTS)
+            if op.purge and hints is not None:  # no in-memory live hint may name what is being forgotten
+                hints.drop_all()
             result = await execute(op, WorkerResources(ctx), request)
             # Redis gets the stored form: no memory text, ids, keys or paths (daemon/stored_form.py).
             report = dump(stored_form(op.redact_result(result) if op.redact_result else result))
@@ -200,8 +208,8 @@ def job_function(op: Op[Any]) -> JobFn:
                     raise OperationFailed(problem) from None
             raise
         finally:
-            if op.purge:  # nor one noted while it ran
-                HINTS.drop_all()
+            if op.purge and (hints := ctx.get(LIVE_HINTS)) is not None:  # nor one noted while it ran
+                hints.drop_all()
             elapsed = time.monotonic() - started
             metrics.JOB_DURATION.labels(family=op.name).observe(elapsed)
             metrics.JOBS_TOTAL.labels(family=op.name, outcome=outcome).inc()

@@ -59,6 +59,7 @@ from daemon.constants import (
 )
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
+from daemon.ingest.live_hints import LiveHints
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
@@ -74,6 +75,7 @@ from daemon.runtime.hosts import (
     other_daemon,
     parse_host_record,
 )
+from daemon.runtime.jobs import LIVE_HINTS
 from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
@@ -234,7 +236,13 @@ class Service:
         self._discovery_problem: str | None = None  # why the last look for new agents failed
         self._refused: dict[str, str] = {}  # agent -> why its store could not be opened, last seen
         self.served = ServedAgents()  # updated in place: running jobs read it (daemon.runtime.served)
-        self.ctx: dict[str, Any] = {"settings": settings, "host_id": host, SERVED: self.served}
+        self.hints = LiveHints()  # noted by live ingestion, read by the worker's live jobs
+        self.ctx: dict[str, Any] = {
+            "settings": settings,
+            "host_id": host,
+            SERVED: self.served,
+            LIVE_HINTS: self.hints,
+        }
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
         self.live: LiveIngest | None = None
@@ -278,7 +286,7 @@ class Service:
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
         if s.daemon.schedule:
             client = MemorydClient(self.pool, s, poll_delay_s=LIVE_POLL_S)
-            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue)
+            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue, self.hints)
         quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
