@@ -18,6 +18,7 @@ import pytest
 import redis as redis_sync
 
 from daemon.runtime.hosts import parse_route
+from tests.daemon_harness import cleanup_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,5 +92,7 @@ def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw
     finally:
         proc.send_signal(signal.SIGTERM)
         rest = proc.communicate(timeout=30)[0]
+        # Its routes go with it: they name this run's stores, which no later run serves.
+        cleanup_redis(redis_url, [host], ["main", "ops"])
     assert proc.returncode == 0, rest
     assert "stopped" in rest
