@@ -138,6 +138,11 @@ HOST_KEY_TTL_S = 3 * HEARTBEAT_S  # a host record outlives its daemon by three m
 # hash host_id -> its last heartbeat (Unix s), or "stopped <Unix s>" after a clean stop. Kept
 # after the daemon is gone, so a client can say how long an agent's owner has been silent.
 HEARTBEATS_KEY = REDIS_PREFIX + "heartbeats"
+# A job for an agent this host's route names but that is not served yet (its directory away at a
+# start, found again at a heartbeat) looks again after these delays, doubling: the first look is
+# soon, and no look is more than a fifth of a heartbeat after the agent is served.
+AGENT_WAIT_FIRST_S = 0.05
+AGENT_WAIT_STEP_MAX_S = HEARTBEAT_S / 5
 MAX_AGENTS_NAMED = 20  # a refusal lists at most this many agents by name (a Redis may route thousands)
 # hash per queue: worker instance → {"node", "pid"} of the process running it, so a starting
 # worker can tell which in-progress jobs died with their worker (daemon.runtime.interrupted)

@@ -110,6 +110,11 @@ def request_fingerprint(request_id: str, canonical: bytes) -> str:
     return hmac.new(request_id.encode(), canonical, hashlib.sha256).hexdigest()
 
 
+def path_digest(path: str) -> str:
+    """A default deployment id's tail: a state directory's path, 12 hex characters."""
+    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
 def bytes_digest(data: bytes | str) -> str:
     """sha256 hex of a whole file's or document's bytes: the expected hash of an atomic write,
     a preimage's and a checkpoint's content hash."""
@@ -208,6 +213,13 @@ REGISTRY: tuple[Derivation, ...] = (
         request_fingerprint,
         "memoryd:request:<job id> values",
         "keyed with the caller's request id, which Redis never holds",
+    ),
+    Derivation(
+        "path_digest",
+        "not derivable",
+        path_digest,
+        "agent routes (memoryd:agents), as the default daemon.deployment_id",
+        "a state directory's path, no memory text or id",
     ),
     Derivation(
         "bytes_digest",

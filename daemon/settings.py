@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from daemon import derivations
 from daemon.errors import ConfigError
 
 
@@ -196,6 +197,17 @@ class RetentionSettings:
     )
 
 
+_DEPLOYMENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _deployment_id(v: str) -> str:
+    if v and not _DEPLOYMENT_ID.fullmatch(v):
+        raise ValueError(
+            f"{v!r} is not a deployment id: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return v
+
+
 @dataclass(frozen=True, slots=True)
 class RecallSettings:
     scope: Literal["participant", "agent"] = setting(
@@ -209,6 +221,13 @@ class RecallSettings:
 @dataclass(frozen=True, slots=True)
 class DaemonSettings:
     host_id: str = setting(factory=socket.gethostname, description="Names this host's queue.")
+    deployment_id: str = setting(
+        "",
+        check=_deployment_id,
+        description="Names the deployment this host belongs to: every host and client of one "
+        "deployment sets the same, and a deployment never serves or sends jobs to another's "
+        "agents on a shared Redis. Unset: derived from state_dir's path.",
+    )
     metrics_listen: str | None = setting(
         "127.0.0.1:9464", description="host:port for Prometheus; unset = off."
     )
@@ -227,6 +246,12 @@ class DaemonSettings:
     job_timeout_s: float = setting(3600.0, gt=0, description="A job running longer is cancelled.")
     keep_result_s: int = setting(86_400, ge=1, description="How long job results stay in Redis.")
     redis_retry_max_s: float = setting(30.0, gt=0, description="Longest backoff between Redis reconnects.")
+    agent_wait_s: float = setting(
+        30.0,
+        ge=0,
+        description="How long a job waits for its agent when this host's route names the agent but "
+        "it is not served yet (its directory away at a start, being found again); then it fails.",
+    )
     schedule: bool = setting(
         True, description="Enqueue the scheduled sweeps; off = run only jobs sent by clients."
     )
@@ -265,6 +290,15 @@ class Settings:
     recall: RecallSettings = setting(factory=RecallSettings)
     daemon: DaemonSettings = setting(factory=DaemonSettings)
     lock: LockSettings = setting(factory=LockSettings)
+
+    @property
+    def deployment(self) -> str:
+        """`daemon.deployment_id`, or one derived from state_dir's path: the hosts of a failover
+        pair mount their shared state at the same path, and two deployments on one machine
+        have state directories of their own."""
+        if self.daemon.deployment_id:
+            return self.daemon.deployment_id
+        return "state-" + derivations.path_digest(str(self.state_dir.absolute()))
 
     def workspace_for(self, agent_id: str) -> Path:
         agent = self.agents.get(agent_id)

@@ -14,6 +14,7 @@ from daemon.errors import UsageError
 from daemon.forget.request import ForgetRequest
 from daemon.ops import erase as erase_op
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.hosts import route_value
 from daemon.runtime.wire import queue_name
 from tests.daemon_harness import cleanup_redis, run_cli, start_cli, write_config
 
@@ -22,7 +23,7 @@ from tests.daemon_harness import cleanup_redis, run_cli, start_cli, write_config
 async def routed(settings, redis, redis_url, unique):
     """An agent published as owned by this test's host queue (as a running daemon would)."""
     agent, queue = f"a{unique}", queue_name(settings.daemon.host_id)
-    await redis.hset(AGENT_OWNER_KEY, agent, queue)
+    await redis.hset(AGENT_OWNER_KEY, agent, route_value(queue, settings.deployment, "store"))
     await redis.hset(HEARTBEATS_KEY, settings.daemon.host_id, f"{time.time():.3f}")
     job_ids: list[str] = []
     yield agent, queue, job_ids

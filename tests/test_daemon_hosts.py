@@ -16,6 +16,7 @@ from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.ops import forget as forget_op
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.hosts import parse_route
 from daemon.runtime.wire import queue_name
 from daemon.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
@@ -110,21 +111,29 @@ async def test_two_daemons_never_purge_one_workspace_at_the_same_time(
         cleanup_redis(redis_url, hosts, agents)
 
 
-async def test_a_second_deployment_never_takes_the_route_of_an_agent_a_live_host_serves(
+@pytest.mark.timeout(180)
+async def test_two_deployments_restarted_while_the_other_enqueues_never_run_a_job_on_the_wrong_store(
     tmp_path: Path, redis, redis_url, unique
 ):
     """Two deployments (own state, own sessions) on one Redis, each with an agent of the same
-    name: the first host keeps the route; the second serves its other agents only and says
-    why. Once the first stops, a job for the agent is refused, naming the stopped host."""
+    name and a session of the same id. Before: while the first host restarted, the second took
+    the agent's route, and a forget sent through the first's config ran on the second's store.
+    Now the route is the first deployment's for good: each is restarted while the other
+    enqueues; every job sent through the first's config runs on its store, every one sent
+    through the second's is refused in one line, and the second's store forgets nothing."""
+    from daemon.constants import HEARTBEAT_S
+    from daemon.runtime.client import OtherDeployment
+
     agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
     daemons: list[DaemonProcess] = []
     configs: list[Path] = []
+    job_ids: list[str] = []
     try:
         for i, host in enumerate(hosts):
             sessions_root = tmp_path / f"deploy-{i}" / "sessions"
-            SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
-            if i == 1:
-                SessionStoreBuilder(sessions_root, f"{agent}-own").add("k-own", "s-own", exchange("harbour"))
+            builder = SessionStoreBuilder(sessions_root, agent)
+            for n in range(4):
+                builder.add(f"k-{n}", f"s-{n}", exchange("orchard"))
             cfg = write_config(
                 tmp_path / f"{host}.toml",
                 state_dir=tmp_path / f"deploy-{i}" / "state",
@@ -133,26 +142,69 @@ async def test_a_second_deployment_never_takes_the_route_of_an_agent_a_live_host
                 host_id=host,
             )
             configs.append(cfg)
-            notify = NotifySocket(tmp_path / f"n{i}.sock")
-            daemons.append(DaemonProcess(cfg, notify, tmp_path / f"{host}.log").start())
-            notify.wait_for("READY=1")
-        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[0]).encode()
-        assert await redis.hget(AGENT_OWNER_KEY, f"{agent}-own") == queue_name(hosts[1]).encode()
-        assert f"agent {agent}: already served by host {hosts[0]}, which is alive" in daemons[1].log()
-        second = load_settings(configs[1])
-        async with MemorydClient.connect(second) as client:
-            job = await client.submit(forget_op.OP, {"agent": agent, "sessions": ["s-0"]})
-            assert job.queue == queue_name(hosts[0])  # the first deployment's own session
-            assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
-        assert daemons[0].stop() == 0
-        refused = run_cli(configs[1], "enqueue", "ingest", "--agent", agent)
-        assert refused.returncode == 1
-        assert f"agent '{agent}': its host '{hosts[0]}' stopped " in refused.stderr
-        assert daemons[1].stop() == 0
+            daemons.append(
+                DaemonProcess(cfg, NotifySocket(tmp_path / f"n{i}.sock"), tmp_path / f"{host}.log")
+            )
+            daemons[i].start().notify.wait_for("READY=1")  # type: ignore[union-attr]
+        first, second = (load_settings(cfg) for cfg in configs)
+        assert first.deployment != second.deployment
+        route = parse_route(await redis.hget(AGENT_OWNER_KEY, agent))
+        assert (route.queue, route.deployment) == (queue_name(hosts[0]), first.deployment)
+        assert (
+            f"agent {agent}: its route names host {hosts[0]} of deployment {first.deployment}"
+            in daemons[1].log()
+        )
+        refusals: list[str] = []
+
+        async def send_through_second(stop: anyio.Event) -> None:
+            async with MemorydClient.connect(second) as client:
+                while not stop.is_set():
+                    try:
+                        job = await client.submit(
+                            forget_op.OP, {"agent": agent, "sessions": ["s-0"]}, queue_anyway=True
+                        )
+                    except OtherDeployment as exc:
+                        refusals.append(str(exc))
+                    else:
+                        job_ids.append(job.job_id)  # must not happen
+                    await anyio.sleep(0.2)
+
+        # The first deployment's host restarts, down for more than a heartbeat of the second's.
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_through_second, stop)
+            assert daemons[0].stop() == 0
+            await anyio.sleep(HEARTBEAT_S * 2)
+            assert parse_route(await redis.hget(AGENT_OWNER_KEY, agent)).queue == queue_name(hosts[0])
+            daemons[0] = DaemonProcess(configs[0], NotifySocket(tmp_path / "n0b.sock"), tmp_path / "h0b.log")
+            daemons[0].start().notify.wait_for("READY=1")  # type: ignore[union-attr]
+            stop.set()
+        assert job_ids == [] and refusals
+        assert all("\n" not in r and f"of deployment '{first.deployment}'" in r for r in refusals)
+
+        # The second deployment's host restarts while the first's config enqueues forgets.
+        sent = []
+        async with MemorydClient.connect(first) as client:
+            assert daemons[1].stop() == 0
+            for n in range(1, 3):
+                sent.append(await client.submit(forget_op.OP, {"agent": agent, "sessions": [f"s-{n}"]}))
+            daemons[1] = DaemonProcess(configs[1], NotifySocket(tmp_path / "n1b.sock"), tmp_path / "h1b.log")
+            daemons[1].start().notify.wait_for("READY=1")  # type: ignore[union-attr]
+            sent.append(await client.submit(forget_op.OP, {"agent": agent, "sessions": ["s-3"]}))
+            job_ids.extend(j.job_id for j in sent)
+            assert {j.queue for j in sent} == {queue_name(hosts[0])}
+            for job in sent:
+                assert (await client.wait(job.job_id, timeout_s=30)).state == "complete"
+        for n in range(1, 4):
+            assert await forgotten(first, agent, f"s-{n}")
+            assert not await forgotten(second, agent, f"s-{n}")  # never on the other store
+        assert not await forgotten(second, agent, "s-0")
+        assert parse_route(await redis.hget(AGENT_OWNER_KEY, agent)).deployment == first.deployment
+        assert all(d.stop() == 0 for d in daemons)
     finally:
         for d in daemons:
             d.kill()
-        cleanup_redis(redis_url, hosts, [agent, f"{agent}-own"])
+        cleanup_redis(redis_url, hosts, [agent], job_ids)
 
 
 @pytest.fixture
@@ -244,12 +296,13 @@ async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwh
     agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
     daemons: list[DaemonProcess] = []
     try:
+        # A failover pair: one deployment whose hosts share its state (the agent's one store).
+        sessions_root = tmp_path / "sessions"
+        SessionStoreBuilder(sessions_root, agent).add("k-one", "s-one", exchange("orchard"))
         for i, host in enumerate(hosts):
-            sessions_root = tmp_path / f"deploy-{i}" / "sessions"
-            SessionStoreBuilder(sessions_root, agent).add("k-one", f"s-{i}", exchange("orchard"))
             cfg = write_config(
                 tmp_path / f"{host}.toml",
-                state_dir=tmp_path / f"deploy-{i}" / "state",
+                state_dir=tmp_path / "state",
                 sessions_root=sessions_root,
                 redis_url=redis_url,
                 host_id=host,
@@ -266,7 +319,7 @@ async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwh
         second.start()
         assert second.notify is not None
         second.notify.wait_for("READY=1")
-        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[1]).encode()
+        assert parse_route(await redis.hget(AGENT_OWNER_KEY, agent)).queue == queue_name(hosts[1])
         first.signal(signal.SIGCONT)
 
         async def yielded() -> bool:
@@ -275,7 +328,7 @@ async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwh
         await until(yielded, "the resumed daemon yielding the route", 30)
         assert f"agent {agent}: its route is now host {hosts[1]}'s" in first.log()
         await anyio.sleep(6)  # a heartbeat of each: the route stays with the live owner
-        assert await redis.hget(AGENT_OWNER_KEY, agent) == queue_name(hosts[1]).encode()
+        assert parse_route(await redis.hget(AGENT_OWNER_KEY, agent)).queue == queue_name(hosts[1])
         assert first.stop() == 0 and second.stop() == 0
     finally:
         for d in daemons:
@@ -316,15 +369,13 @@ async def test_two_hosts_starting_together_never_both_claim_an_agents_route(
             d.start()
         for notify in notifies:
             notify.wait_for("READY=1")
-        owner = (await redis.hget(AGENT_OWNER_KEY, agent)).decode()
+        owner = parse_route(await redis.hget(AGENT_OWNER_KEY, agent)).queue
         assert owner in {queue_name(h) for h in hosts}
         winner = 0 if owner == queue_name(hosts[0]) else 1
         loser = 1 - winner
         served = [orjson.loads(host_record(redis_url, h)["agents"]) for h in hosts]
         assert served[winner] == [agent] and served[loser] == []
-        assert (
-            f"agent {agent}: already served by host {hosts[winner]}, which is alive" in daemons[loser].log()
-        )
+        assert f"agent {agent}: its route names host {hosts[winner]} of deployment " in daemons[loser].log()
         assert all(d.stop() == 0 for d in daemons)
     finally:
         for d in daemons:
@@ -357,7 +408,7 @@ async def test_a_start_that_fails_after_claiming_its_routes_says_the_host_stoppe
     try:
         assert daemon.wait(60) == 1
         assert "daemon.metrics_listen" in daemon.log() and "Traceback" not in daemon.log()
-        assert (await redis.hget(AGENT_OWNER_KEY, agent)) == queue_name(host).encode()
+        assert parse_route(await redis.hget(AGENT_OWNER_KEY, agent)).queue == queue_name(host)
         assert (await redis.hget(HEARTBEATS_KEY, host)).decode().startswith("stopped ")
         refused = run_cli(cfg, "enqueue", "ingest", "--agent", agent)
         assert refused.returncode == 1 and f"its host '{host}' stopped " in refused.stderr

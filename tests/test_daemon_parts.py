@@ -199,8 +199,10 @@ def test_a_request_ids_job_id_is_one_per_request_id_and_payloads_plain_json():
 async def _claim(
     redis, agents: list[str], host: str, now: float, *, beat: str | None = None
 ) -> dict[str, str]:
+    """A claim of one deployment's host whose agents' stores are the same ones everywhere (shared
+    storage): the rules of liveness alone (tests/test_deployment_routes.py has the others)."""
     from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
-    from daemon.runtime.hosts import CLAIM_ROUTES, taken_routes
+    from daemon.runtime.hosts import CLAIM_ROUTES, kept_routes
     from daemon.runtime.wire import queue_name
 
     reply = await redis.eval(
@@ -214,9 +216,21 @@ async def _claim(
         f"{now:.3f}",
         HOST_KEY_TTL_S,
         QUEUE_PREFIX,
-        *agents,
+        "deployment",
+        "0",
+        *[x for agent in agents for x in (agent, f"store-of-{agent}")],
     )
-    return taken_routes(reply)
+    return {agent: kept.host for agent, kept in kept_routes(reply).items()}
+
+
+async def _owners(redis, agents: list[str]) -> list[str | None]:
+    from daemon.constants import AGENT_OWNER_KEY
+    from daemon.runtime.hosts import parse_route
+
+    return [
+        None if (r := parse_route(raw)) is None else r.queue
+        for raw in await redis.hmget(AGENT_OWNER_KEY, agents)
+    ]
 
 
 async def test_a_route_claim_keeps_a_live_hosts_routes_and_takes_a_stopped_or_silent_ones(
@@ -225,6 +239,7 @@ async def test_a_route_claim_keeps_a_live_hosts_routes_and_takes_a_stopped_or_si
     import time
 
     from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S
+    from daemon.runtime.hosts import route_value
     from daemon.runtime.wire import queue_name
 
     a, b, c = f"h{unique}-a", f"h{unique}-b", f"h{unique}-c"
@@ -232,20 +247,24 @@ async def test_a_route_claim_keeps_a_live_hosts_routes_and_takes_a_stopped_or_si
     now = time.time()
     try:
         assert await _claim(redis, agents[:1], a, now) == {}  # nobody held it
-        await redis.hset(AGENT_OWNER_KEY, agents[1], queue_name(b))
+        await redis.hset(
+            AGENT_OWNER_KEY, agents[1], route_value(queue_name(b), "deployment", f"store-of-{agents[1]}")
+        )
         await redis.hset(HEARTBEATS_KEY, b, f"stopped {now - 1:.3f}")  # b stopped cleanly
-        await redis.hset(AGENT_OWNER_KEY, agents[2], queue_name(c))
+        await redis.hset(
+            AGENT_OWNER_KEY, agents[2], route_value(queue_name(c), "deployment", f"store-of-{agents[2]}")
+        )
         await redis.hset(HEARTBEATS_KEY, c, f"{now - HOST_KEY_TTL_S - 1:.3f}")  # c fell silent
         assert await _claim(redis, agents, a, now) == {}  # its own, b's and c's are a's now
-        owners = await redis.hmget(AGENT_OWNER_KEY, agents)
-        assert owners == [queue_name(a).encode()] * 3
+        owners = await _owners(redis, agents)
+        assert owners == [queue_name(a)] * 3
         assert (await redis.hget(HEARTBEATS_KEY, a)).decode() == f"{now:.3f}"  # beaten in the same step
         # Another host claiming the same agents now finds a live: it gets none of them.
         assert await _claim(redis, agents, b, now + 1) == dict.fromkeys(agents, a)
-        assert await redis.hmget(AGENT_OWNER_KEY, agents) == owners
+        assert await _owners(redis, agents) == owners
         # Once a says it stopped, the next claim takes them over.
         await _claim(redis, [], a, now + 2, beat=f"stopped {now + 2:.3f}")
         assert await _claim(redis, agents, b, now + 3) == {}
-        assert await redis.hmget(AGENT_OWNER_KEY, agents) == [queue_name(b).encode()] * 3
+        assert await _owners(redis, agents) == [queue_name(b)] * 3
     finally:
         cleanup_redis(redis_url, [a, b, c], agents)

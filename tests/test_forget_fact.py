@@ -17,6 +17,7 @@ from daemon.cli import main
 from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from daemon.derivations import claim_hash
 from daemon.runtime.client import JobReport, MemorydClient
+from daemon.runtime.hosts import route_value
 from daemon.runtime.wire import queue_name
 from daemon.settings import Settings, load_settings
 from daemon.store.engine import sqlite3
@@ -252,7 +253,7 @@ async def _forget_through_the_queue(settings: Settings) -> tuple[JobReport, JobR
     r = Redis.from_url(REDIS_URL)
     jobs: list[str] = []
     try:
-        await r.hset(AGENT_OWNER_KEY, "main", queue)
+        await r.hset(AGENT_OWNER_KEY, "main", route_value(queue, settings.deployment, "store"))
         await r.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
         async with MemorydClient.connect(settings) as client:
             reports = []

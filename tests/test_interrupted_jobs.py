@@ -15,6 +15,7 @@ from daemon.constants import HEARTBEATS_KEY, WORKER_ALIVE_KEY, WORKERS_KEY
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.hosts import route_value
 from daemon.runtime.wire import queue_name
 from daemon.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
@@ -94,7 +95,7 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
     agent, host, _config, settings = world
     queue = queue_name(host)
     async with MemorydClient.connect(settings) as client:
-        await redis.hset("memoryd:agents", agent, queue)
+        await redis.hset("memoryd:agents", agent, route_value(queue, settings.deployment, "store"))
         # The host is alive (a restarted daemon beats); the worker that took the job is not.
         await redis.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
         job = await client.enqueue_ingest(agent, request_id=f"dead-worker-{host}")

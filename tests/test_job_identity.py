@@ -5,6 +5,7 @@ real stores, the daemon's own worker."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 
@@ -18,6 +19,7 @@ from daemon.errors import UsageError
 from daemon.ops import forget as forget_op
 from daemon.ops.registry import OPS
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.hosts import parse_route, route_value
 from daemon.runtime.wire import (
     LIVE,
     OTHER,
@@ -44,7 +46,7 @@ AGENT = "main"
 async def owned(settings, redis, redis_url):
     """Agent `main`, published as owned by this test's host (alive), and its session store."""
     queue = queue_name(settings.daemon.host_id)
-    await redis.hset(AGENT_OWNER_KEY, AGENT, queue)
+    await redis.hset(AGENT_OWNER_KEY, AGENT, route_value(queue, settings.deployment, "store"))
     await redis.hset(HEARTBEATS_KEY, settings.daemon.host_id, f"{time.time():.3f}")
     builder = SessionStoreBuilder(settings.sessions_root, AGENT)
     job_ids: list[str] = []
@@ -91,7 +93,9 @@ async def test_a_failed_forget_sent_again_with_the_same_request_id_runs_again(se
     async with MemorydClient.connect(settings) as client:
         first = await client.enqueue_forget(request, request_id=f"ticket-{unique}")
         job_ids.append(first.job_id)
-        await run_jobs(settings, queue, agents=frozenset())  # the agent is away: AgentNotServed
+        # The agent is away and not found again in time: AgentNotServed.
+        away = dataclasses.replace(settings, daemon=dataclasses.replace(settings.daemon, agent_wait_s=0))
+        await run_jobs(away, queue, agents=frozenset())
         failed = await client.wait(first.job_id, timeout_s=30)
         assert failed.state == "failed" and (failed.error or "").startswith("AgentNotServed")
         again = await client.enqueue_forget(request, request_id=f"ticket-{unique}")
@@ -233,7 +237,7 @@ async def test_arqs_own_client_with_the_documented_json_settings_gets_a_forget_r
         job_deserializer=json.loads,
     )
     try:
-        routed = (await redis.hget(AGENT_OWNER_KEY, AGENT)).decode()
+        routed = parse_route(await redis.hget(AGENT_OWNER_KEY, AGENT)).queue
         job_id = f"forget:{uuid.uuid4().hex}"
         job_ids.append(job_id)
         await redis.enqueue_job(
@@ -258,14 +262,16 @@ async def test_a_request_sent_again_after_a_failover_runs_on_the_live_host(setti
     dead_host = f"dead-{unique}"
     dead = queue_name(dead_host)
     await redis.hset(HEARTBEATS_KEY, dead_host, f"stopped {time.time() - 60:.3f}")
-    await redis.hset(AGENT_OWNER_KEY, AGENT, dead)
+    await redis.hset(AGENT_OWNER_KEY, AGENT, route_value(dead, settings.deployment, "store"))
     request = {"agent": AGENT, "sessions": ["omar-1"]}
     try:
         async with MemorydClient.connect(settings) as client:
             first = await client.enqueue_forget(request, request_id=f"fo-{unique}", queue_anyway=True)
             job_ids.append(first.job_id)
             assert first.queue == dead
-            await redis.hset(AGENT_OWNER_KEY, AGENT, queue)  # the agent's route moves to a live host
+            await redis.hset(
+                AGENT_OWNER_KEY, AGENT, route_value(queue, settings.deployment, "store")
+            )  # the agent's route moves to a live host
             again = await client.enqueue_forget(request, request_id=f"fo-{unique}")
             assert again.job_id == first.job_id and again.queue == queue
             assert await redis.zscore(queue, first.job_id) is not None

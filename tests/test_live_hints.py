@@ -14,7 +14,7 @@ from daemon.agent_runtime import agent_runtime
 from daemon.index.plan import IndexedSource, plan_sync
 from daemon.index.sources import FileStat, SessionRef
 from daemon.index.sync import run_index_sync
-from daemon.ingest.live_hints import HINTS, LiveHints
+from daemon.ingest.live_hints import LiveHints
 from daemon.ops import forget as forget_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import MemorydClient
@@ -110,38 +110,48 @@ def world(settings: Settings, store_builder: SessionStoreBuilder, redis_url: str
     cleanup_redis(redis_url, [settings.daemon.host_id], [], job_ids)
 
 
-async def _run(settings: Settings, queue: str, job_ids: list[str], function: str, payload: Any) -> Any:
+@pytest.fixture
+def hints() -> LiveHints:
+    """The worker's hints, as the service puts them in its context (daemon.runtime.jobs.LIVE_HINTS)."""
+    return LiveHints()
+
+
+async def _run(
+    settings: Settings, queue: str, job_ids: list[str], function: str, payload: Any, hints: LiveHints
+) -> Any:
     async with MemorydClient.connect(settings) as client:
         job = await client.enqueue(function, payload, queue=queue)
         job_ids.append(job.job_id)
-        await run_jobs(settings, queue)
+        await run_jobs(settings, queue, hints=hints)
         return await client.job(job.job_id)
 
 
-async def test_a_live_sweep_job_reads_only_the_hinted_sessions_and_without_its_hint_all(world):
+async def test_a_live_sweep_job_reads_only_the_hinted_sessions_and_without_its_hint_all(world, hints):
     settings, queue, job_ids = world
-    HINTS.note(SWEEP, "main", {"s-one"})
-    gen = HINTS.seal(SWEEP, "main")
-    done = await _run(settings, queue, job_ids, SWEEP, {"agent": "main", "live": gen})
+    hints.note(SWEEP, "main", {"s-one"})
+    gen = hints.seal(SWEEP, "main")
+    done = await _run(settings, queue, job_ids, SWEEP, {"agent": "main", "live": gen}, hints)
     assert done.state == "complete"
     assert (done.result["sessionsScanned"], done.result["sessionsUnchanged"]) == (1, 0)
     assert "orchard" in corpus_text(settings) and "harbour" not in corpus_text(settings)
-    assert HINTS.finish(SWEEP, "main", gen) == {"s-one"}
+    assert hints.finish(SWEEP, "main", gen) == {"s-one"}
     # A generation this process holds no hint of (another process's, or one finished): all.
-    again = await _run(settings, queue, job_ids, SWEEP, {"agent": "main", "live": gen + 1})
+    again = await _run(settings, queue, job_ids, SWEEP, {"agent": "main", "live": gen + 1}, hints)
     assert (again.result["sessionsScanned"], again.result["sessionsUnchanged"]) == (1, 1)
     assert "harbour" in corpus_text(settings)
 
 
-async def test_a_forget_job_drops_every_hint_naming_a_session(world):
+async def test_a_forget_job_drops_every_hint_naming_a_session(world, hints):
     settings, queue, job_ids = world
-    HINTS.note(SWEEP, "main", {"s-one"})
-    gen = HINTS.seal(SWEEP, "main")
-    HINTS.note(SWEEP, "main", {"s-one", "s-two"})
-    done = await _run(settings, queue, job_ids, forget_op.OP.name, {"agent": "main", "sessions": ["s-one"]})
+    hints.note(SWEEP, "main", {"s-one"})
+    gen = hints.seal(SWEEP, "main")
+    hints.note(SWEEP, "main", {"s-one", "s-two"})
+    done = await _run(
+        settings, queue, job_ids, forget_op.OP.name, {"agent": "main", "sessions": ["s-one"]}, hints
+    )
     assert done.state == "complete"
-    assert HINTS.held_ids() == set()
-    assert HINTS.lookup(gen) is None and HINTS.seal(SWEEP, "main") is None
+    assert hints.held_ids() == set()
+    assert hints.lookup(gen) is None and hints.seal(SWEEP, "main") is None
 
 
 async def test_a_live_index_sync_indexes_the_considered_sessions_and_keeps_the_others(
@@ -181,3 +191,17 @@ async def test_a_live_index_sync_leaves_the_stale_mark_of_work_it_did_not_look_a
         assert await rt.require_store().read(read_dirty) == RESET_REASON
         await run_index_sync(rt)
         assert await rt.require_store().read(read_dirty) is None
+
+
+def test_the_hints_live_in_the_workers_context_not_in_a_module_global() -> None:
+    """Two services in one process (tests, tools) keep their own hints: the module holds none."""
+    from daemon.ingest import live_hints
+    from daemon.runtime.service import Service
+
+    assert not [name for name, value in vars(live_hints).items() if isinstance(value, LiveHints)]
+    settings = Settings()
+    one, two = Service(settings, None), Service(settings, None)
+    from daemon.runtime.jobs import LIVE_HINTS
+
+    assert one.ctx[LIVE_HINTS] is one.hints and two.ctx[LIVE_HINTS] is two.hints
+    assert one.hints is not two.hints

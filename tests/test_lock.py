@@ -75,7 +75,9 @@ async def test_stale_holder_cannot_commit_after_takeover(redis: Redis, tmp_path:
             await store.write(
                 lambda c: c.execute("UPDATE store_meta SET value = 'stale'"), fence=lease1.fence
             )
-        value = await store.read(lambda c: c.execute("SELECT value FROM store_meta").fetchone()[0])
+        value = await store.read(
+            lambda c: c.execute("SELECT value FROM store_meta WHERE key = 'k'").fetchone()[0]
+        )
         assert value == "new"
     finally:
         await store.close()

@@ -45,6 +45,7 @@ RELEASED = {
     "agent/0008_fts_external_content.sql": "380eab4c4e",
     "agent/0009_session_key_lookups.sql": "f032614774",
     "agent/0010_suppressed_claims.sql": "2177316ac3",
+    "agent/0011_store_id.sql": "4ec09740a1",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",

@@ -18,6 +18,7 @@ from daemon.ops.execute import run_locally
 from daemon.ops.registry import OPS
 from daemon.redis_values import PURGE_FAMILIES
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.hosts import route_value
 from daemon.runtime.wire import queue_name
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis, forgotten, run_cli, write_config
@@ -29,7 +30,7 @@ AGENT = "main"
 @pytest.fixture
 async def owned(settings, redis, redis_url):
     queue = queue_name(settings.daemon.host_id)
-    await redis.hset(AGENT_OWNER_KEY, AGENT, queue)
+    await redis.hset(AGENT_OWNER_KEY, AGENT, route_value(queue, settings.deployment, "store"))
     await redis.hset(HEARTBEATS_KEY, settings.daemon.host_id, f"{time.time():.3f}")
     builder = SessionStoreBuilder(settings.sessions_root, AGENT)
     job_ids: list[str] = []

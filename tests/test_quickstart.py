@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 import redis as redis_sync
 
+from daemon.runtime.hosts import parse_route
+from tests.daemon_harness import cleanup_redis
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -75,7 +78,8 @@ def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw
 
         # docs/jobs.md's Redis-only client, run as written against this daemon.
         r = redis_sync.Redis.from_url(redis_url)
-        r.hset("memoryd:agents", "main", f"memoryd:queue:{host}")  # the route this daemon publishes
+        route = parse_route(r.hget("memoryd:agents", "main"))  # the route this daemon published
+        assert route is not None and route.queue == f"memoryd:queue:{host}"
         jobs_md = (ROOT / "docs" / "jobs.md").read_text()
         code = re.search(r"<!-- example: raw-client -->\n```python\n(.*?)```", jobs_md, re.S)
         assert code
@@ -88,5 +92,7 @@ def test_quickstart_runs_a_daemon_that_ingests_the_example_store_and_answers_raw
     finally:
         proc.send_signal(signal.SIGTERM)
         rest = proc.communicate(timeout=30)[0]
+        # Its routes go with it: they name this run's stores, which no later run serves.
+        cleanup_redis(redis_url, [host], ["main", "ops"])
     assert proc.returncode == 0, rest
     assert "stopped" in rest

@@ -11,6 +11,7 @@ import anyio
 from redis.asyncio import Redis
 
 from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from daemon.runtime.hosts import route_value
 from daemon.runtime.wire import queue_name
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
@@ -42,7 +43,7 @@ async def test_enqueue_forget_wait_prints_the_counts_the_purge_measured(tmp_path
     entries = planned["counts"]["entriesRemoved"]
     assert planned["counts"]["sessionsMatched"] == 2 and entries > 0
 
-    await redis.hset(AGENT_OWNER_KEY, AGENT, queue)
+    await redis.hset(AGENT_OWNER_KEY, AGENT, route_value(queue, settings.deployment, "store"))
     await redis.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
     waiting = start_cli(
         cfg, "enqueue", "forget", "--agent", AGENT, "--participant", "omar", "--wait", "--timeout", "60"
@@ -83,7 +84,7 @@ async def test_memoryd_jobs_lists_a_wrong_type_result_key_as_one_line_and_the_re
     )
     broken = f"forget:broken-{unique}"
     await redis.hset(f"arq:result:{broken}", "oops", "1")
-    await redis.hset(AGENT_OWNER_KEY, AGENT, queue)
+    await redis.hset(AGENT_OWNER_KEY, AGENT, route_value(queue, settings.deployment, "store"))
     await redis.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
     try:
         async with MemorydClient.connect(settings) as client:

@@ -20,6 +20,7 @@ from daemon.ops import forget as forget_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import JobReport, MemorydClient
 from daemon.runtime.jobs import CACHES
+from daemon.runtime.served import SERVED, ServedAgents
 from daemon.runtime.service import arq_pool
 from daemon.runtime.wire import queue_name
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
@@ -81,7 +82,7 @@ async def served(tmp_path, sessions_root, unique, redis, redis_url) -> AsyncIter
     pool = arq_pool(settings, queue)
     ctx: dict[str, Any] = {
         "settings": settings,
-        "agents": frozenset({"main"}),
+        SERVED: ServedAgents(frozenset({"main"})),
         "host_id": settings.daemon.host_id,
     }
     worker = MemorydWorker(**worker_kwargs(settings, queue, ctx), redis_pool=pool)

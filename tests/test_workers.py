@@ -18,6 +18,7 @@ from daemon.ops import erase as erase_op
 from daemon.ops import forget as forget_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime.client import MemorydClient
+from daemon.runtime.served import SERVED, ServedAgents
 from daemon.runtime.service import arq_pool
 from daemon.runtime.wire import queue_name, random_job_id
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
@@ -231,7 +232,7 @@ async def test_wait_still_completes_by_polling_when_no_bell_rings(world, redis):
     pool = arq_pool(settings, queue)
     ctx: dict[str, Any] = {
         "settings": settings,
-        "agents": frozenset({"main"}),
+        SERVED: ServedAgents(frozenset({"main"})),
         "host_id": settings.daemon.host_id,
     }
     async with MemorydClient.connect(settings, poll_delay_s=0.05) as client:
@@ -271,7 +272,11 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
     # A worker that polls once a minute: only the queue bell can start the job in time.
     slow = dataclasses.replace(settings, daemon=dataclasses.replace(settings.daemon, poll_delay_s=60.0))
     pool = arq_pool(slow, queue)
-    ctx: dict[str, Any] = {"settings": slow, "agents": frozenset({"main"}), "host_id": slow.daemon.host_id}
+    ctx: dict[str, Any] = {
+        "settings": slow,
+        SERVED: ServedAgents(frozenset({"main"})),
+        "host_id": slow.daemon.host_id,
+    }
     worker = MemorydWorker(**worker_kwargs(slow, queue, ctx), redis_pool=pool)
     task = asyncio.create_task(worker.main())
     try:

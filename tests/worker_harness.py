@@ -5,17 +5,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from daemon.ingest.live_hints import LiveHints
+from daemon.runtime.jobs import LIVE_HINTS
+from daemon.runtime.served import SERVED, ServedAgents
 from daemon.runtime.service import arq_pool
 from daemon.runtime.worker import MemorydWorker, worker_kwargs
 from daemon.settings import Settings
 
 
 async def run_jobs(
-    settings: Settings, queue: str, agents: frozenset[str] = frozenset({"main"})
+    settings: Settings,
+    queue: str,
+    agents: frozenset[str] = frozenset({"main"}),
+    hints: LiveHints | None = None,
 ) -> MemorydWorker:
-    """Run the queue empty with the daemon's own worker configuration."""
+    """Run the queue empty with the daemon's own worker configuration (and, as the service
+    gives its worker, the live-ingestion hints)."""
     pool = arq_pool(settings, queue)
-    ctx: dict[str, Any] = {"settings": settings, "agents": agents, "host_id": settings.daemon.host_id}
+    ctx: dict[str, Any] = {
+        "settings": settings,
+        SERVED: ServedAgents(agents),
+        "host_id": settings.daemon.host_id,
+    }
+    if hints is not None:
+        ctx[LIVE_HINTS] = hints
     worker = MemorydWorker(**{**worker_kwargs(settings, queue, ctx), "burst": True}, redis_pool=pool)
     try:
         await worker.main()

@@ -63,6 +63,7 @@ HOST_DEFAULTS = {
     "state_dir": "$STATE_DIRECTORY (systemd), else $XDG_STATE_HOME/memoryd, else ~/.local/state/memoryd",
     "sessions_root": "~/.openclaw",
     "daemon.host_id": "this machine's hostname",
+    "daemon.deployment_id": "one derived from state_dir's path",
 }
 
 

@@ -94,7 +94,3 @@ class LiveHints:
             held = {i for ids in self._pending.values() if ids for i in ids}
             held.update(i for _, ids in self._sealed.values() for i in ids)
         return held
-
-
-# The process's hints: the watcher notes and the worker's jobs read them in the same process.
-HINTS = LiveHints()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from redis.asyncio import Redis
 
+    from daemon.ingest.live_hints import LiveHints
     from daemon.lock import Lease
 
 
@@ -40,6 +41,11 @@ class Resources(Protocol):
         """Called once per whole-run lock acquisition (metrics)."""
         ...
 
+    @property
+    def hints(self) -> LiveHints | None:
+        """The live-ingestion hints live jobs read (the worker's); None: every live job sweeps all."""
+        ...
+
 
 async def execute(
     op: Op[R], resources: Resources, request: R, *, progress: ProgressFn | None = None
@@ -49,13 +55,13 @@ async def execute(
     settings = resources.settings
     if op.routing is Routing.HOST:
         redis = None if policy is LockPolicy.NONE else await resources.redis()
-        return await op.run(OpContext(settings, redis, None, None, progress), request)
+        return await op.run(OpContext(settings, redis, None, None, progress, resources.hints), request)
     readonly = policy is LockPolicy.NONE
     async with resources.agent_runtime(agent_of(request), readonly=readonly) as rt:
         if policy is not LockPolicy.WHOLE_RUN:
-            return await op.run(OpContext(settings, rt.redis, rt, None, progress), request)
+            return await op.run(OpContext(settings, rt.redis, rt, None, progress, resources.hints), request)
         async with _whole_run_lock(op, resources, rt) as lease:
-            return await op.run(OpContext(settings, rt.redis, rt, lease, progress), request)
+            return await op.run(OpContext(settings, rt.redis, rt, lease, progress, resources.hints), request)
 
 
 @asynccontextmanager
@@ -92,6 +98,10 @@ class LocalResources:
 
     def lock_waited(self, op: str, waited_s: float, *, timed_out: bool) -> None:
         pass  # a foreground command exports no metrics
+
+    @property
+    def hints(self) -> LiveHints | None:
+        return None  # no watcher runs in a foreground command
 
     async def close(self) -> None:
         if self._redis is not None and self._own_redis:

@@ -24,10 +24,12 @@ class IndexRequest(AgentRequest):
 
 async def _run(ctx: OpContext, request: IndexRequest) -> BaseModel:
     from daemon.index.sync import run_index_sync
-    from daemon.ingest.live_hints import HINTS
 
     return await run_index_sync(
-        ctx.agent_runtime(), force=request.force, progress=ctx.progress, consider=HINTS.lookup(request.live)
+        ctx.agent_runtime(),
+        force=request.force,
+        progress=ctx.progress,
+        consider=ctx.hints.lookup(request.live) if ctx.hints else None,
     )
 
 

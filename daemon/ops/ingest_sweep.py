@@ -26,11 +26,12 @@ async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
     import anyio
 
     from daemon.ingest.last_sweep import record_sweep
-    from daemon.ingest.live_hints import HINTS
     from daemon.ingest.sweep import run_ingest_sweep
 
     rt = ctx.agent_runtime()
-    report = await run_ingest_sweep(rt, progress=ctx.progress, consider=HINTS.lookup(request.live))
+    report = await run_ingest_sweep(
+        rt, progress=ctx.progress, consider=ctx.hints.lookup(request.live) if ctx.hints else None
+    )
     # What `memoryd status` shows; a file write, so off the event loop.
     await anyio.to_thread.run_sync(record_sweep, rt.paths.state_dir, int(time.time() * 1000))
     return report

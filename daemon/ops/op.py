@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from daemon.agent_runtime import AgentRuntime
+    from daemon.ingest.live_hints import LiveHints
     from daemon.lock import Lease
     from daemon.settings import Settings
 
@@ -62,6 +63,9 @@ class OpContext:
     runtime: AgentRuntime | None  # the agent's runtime (Routing.AGENT); None for host-wide ops
     lease: Lease | None  # the workspace lease under LockPolicy.WHOLE_RUN
     progress: ProgressFn | None = None
+    # The worker's live-ingestion hints (daemon/ingest/live_hints.py); None outside the daemon,
+    # where a live job's generation names nothing: it sweeps everything.
+    hints: LiveHints | None = None
 
     def agent_runtime(self) -> AgentRuntime:
         if self.runtime is None:

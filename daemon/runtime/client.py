@@ -4,8 +4,10 @@
         job = await client.enqueue_forget(ForgetRequest(agent="main", sessions=["s1"]))
         report = await client.wait(job.job_id, timeout_s=60)   # report.result is the ForgetReport JSON
 
-* Routing: every daemon publishes `agent → queue` in the Redis hash `memoryd:agents`; a job
-  for an agent goes to its owner's queue. An agent nobody serves is a UsageError.
+* Routing: every daemon publishes `agent → route` in the Redis hash `memoryd:agents` (its
+  queue, its deployment and the agent's store: daemon.runtime.hosts.Route); a job for an agent
+  goes to its owner's queue. An agent nobody serves is a UsageError; so is one whose route names
+  another deployment than the config's (`daemon.deployment_id`): nothing is sent there.
 * Requests are validated by their operation (daemon.ops: `Op.parse`), as the CLI and the job
   validate them, before anything is enqueued; a bad one is one JobPayloadError line.
 * Job ids are random (daemon.runtime.wire): each request runs. With a `request_id`, the same
@@ -69,7 +71,7 @@ from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
 from daemon.redis_conn import redact_url
 from daemon.runtime import interrupted
-from daemon.runtime.hosts import host_of_queue, parse_heartbeat
+from daemon.runtime.hosts import Route, host_of_queue, parse_heartbeat, parse_route
 from daemon.runtime.wire import (
     deserialize,
     job_name_of,
@@ -121,6 +123,10 @@ class UnroutedAgent(UsageError):
     def __init__(self, message: str, *, agent: str):
         super().__init__(message)
         self.agent = agent
+
+
+class OtherDeployment(UsageError):
+    """The agent's route names a host of another deployment (or none it can tell): nothing is sent."""
 
 
 class _Model(BaseModel):
@@ -291,10 +297,32 @@ class MemorydClient:
                 "name, or start `memoryd run` on the host that owns its state",
                 agent=agent,
             )
-        queue = raw.decode() if isinstance(raw, bytes) else str(raw)
+        queue = self._own_route(agent, parse_route(raw)).queue
         if not queue_anyway:
             await self.require_live(queue, f"agent {agent!r}")
         return queue
+
+    def _own_route(self, agent: str, route: Route | None) -> Route:
+        """The route, when a host of this config's deployment wrote it; else OtherDeployment: a
+        job sent along it would run on another deployment's store of an agent of the same name."""
+        mine = self.settings.deployment
+        if route is None:
+            raise OtherDeployment(
+                f"agent {agent!r}: its route in Redis hash {AGENT_OWNER_KEY} is not a route; nothing "
+                "was sent (the daemon that serves it rewrites it within a heartbeat)"
+            )
+        if route.deployment is None:
+            raise OtherDeployment(
+                f"agent {agent!r}: its route names host {route.host!r} but no deployment (an older "
+                "memoryd wrote it); nothing was sent: restart memoryd there to republish it"
+            )
+        if route.deployment != mine:
+            raise OtherDeployment(
+                f"agent {agent!r}: its route names host {route.host!r} of deployment "
+                f"{route.deployment!r}, not this config's {mine!r} (daemon.deployment_id); nothing was "
+                "sent: use that deployment's config, or give each deployment its own Redis database"
+            )
+        return route
 
     async def require_live(self, queue: str, what: str) -> None:
         """OperationFailed unless a live host serves `queue`: the refusal names the hosts alive."""
@@ -319,7 +347,9 @@ class MemorydClient:
     async def default_queue(self) -> str:
         """The only host's queue, for jobs that name no agent (erase); ambiguous → UsageError."""
         owners = await self.redis.hgetall(AGENT_OWNER_KEY)  # type: ignore[misc]
-        queues: set[str] = {v.decode() for v in owners.values()}
+        queues: set[str] = {
+            route.queue for value in owners.values() if (route := parse_route(value)) is not None
+        }
         if len(queues) == 1:
             return queues.pop()
         if not queues:

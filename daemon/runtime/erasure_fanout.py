@@ -26,7 +26,7 @@ from daemon.ops import erase as erase_op
 from daemon.retention.receipts import DeploymentReceipt, ErasureReceipt, deployment_receipt
 from daemon.retention.request import EraseRequest
 from daemon.runtime.client import JobReport, MemorydClient
-from daemon.runtime.hosts import host_of_queue, parse_heartbeat
+from daemon.runtime.hosts import host_of_queue, parse_heartbeat, parse_route
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ def _erasure_id(request_id: str | None) -> str:
 
 async def _served_queues(client: MemorydClient) -> list[str]:
     owners = await client.redis.hgetall(AGENT_OWNER_KEY)  # type: ignore[misc]
-    return sorted({v.decode() for v in owners.values()})
+    return sorted({route.queue for value in owners.values() if (route := parse_route(value)) is not None})
 
 
 async def _alive(client: MemorydClient, queue: str) -> bool:

@@ -1,11 +1,14 @@
 """Which memoryd hosts are alive: each daemon's record in Redis (`memoryd:host:<id>`), whose
-heartbeat it refreshes every few seconds, and the agents' routes they claim. Reading those
-records is pure; the service writes them, its routes through `CLAIM_ROUTES` only."""
+heartbeat it refreshes every few seconds, and the agents' routes they claim (`Route`: the
+host's queue, its deployment and the agent's store). Reading those records is pure; the
+service writes them, its routes through `CLAIM_ROUTES` only."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+import orjson
 
 from daemon.constants import HOST_KEY_TTL_S, QUEUE_PREFIX
 
@@ -111,39 +114,137 @@ def host_of_queue(queue: str) -> str:
     return queue.removeprefix(QUEUE_PREFIX)
 
 
-# Claims `agent -> queue` routes in `memoryd:agents` for one host, in one atomic step, and
-# beats that host's heartbeat in the same step: two daemons starting together cannot both read
-# "nobody serves it" and both claim, because whichever runs second sees the first's claim and
-# live heartbeat. A route held by another host that is alive (the rule of `Heartbeat.alive`) is
-# left alone and returned; a route of a stopped or silent host is taken over.
+@dataclass(frozen=True, slots=True)
+class Route:
+    """An agent's route in `memoryd:agents`: the queue of the host that serves it, the deployment
+    that host belongs to (`daemon.deployment_id`) and the id of the store it serves the agent
+    from (store_meta `store_id`). A route without the last two was written by an older memoryd
+    (its value a bare queue name): it belongs to no deployment anyone can check."""
+
+    queue: str
+    deployment: str | None
+    store: str | None
+
+    @property
+    def host(self) -> str:
+        return host_of_queue(self.queue)
+
+
+def route_value(queue: str, deployment: str, store: str) -> str:
+    """A route as stored: JSON, so the claim script (cjson) and other tools read it alike."""
+    return orjson.dumps({"queue": queue, "deployment": deployment, "store": store}).decode()
+
+
+def parse_route(raw: bytes | str | None) -> Route | None:
+    """None when there is no route, or its value is neither a route nor a bare queue name."""
+    if raw is None:
+        return None
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+    if not text.startswith("{"):
+        return Route(text, None, None) if text.startswith(QUEUE_PREFIX) else None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(value.get(k), str) for k in ("queue", "deployment", "store")
+    ):
+        return None
+    return Route(value["queue"], value["deployment"], value["store"])
+
+
+# Why a claim left an agent's route as it was (CLAIM_ROUTES' reply).
+ALIVE = "alive"  # another host that is alive holds it
+OTHER_DEPLOYMENT = "deployment"  # a host of another deployment holds it (alive or not)
+OTHER_STORE = "store"  # a host of this deployment that served another store of the agent
+UNREADABLE = "unreadable"  # its value is no route
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRoute:
+    """A route a claim did not take: whose it is, and why it stays."""
+
+    host: str
+    reason: str
+    deployment: str | None
+
+
+# Claims `agent -> route` in `memoryd:agents` for one host, in one atomic step, and beats that
+# host's heartbeat in the same step: two daemons starting together cannot both read "nobody
+# serves it" and both claim, because whichever runs second sees the first's claim and live
+# heartbeat. A route is taken only when it is free, this host's own (of this deployment, or of
+# this store), or held by a host of this deployment that is not alive (the rule of
+# `Heartbeat.alive`) and served the same store: another deployment's route is never taken, and
+# an agent moves between hosts only with its store. When `held` (the agents this host serves
+# now), a route another deployment's host wrote over it is taken back: no claim ever takes a
+# served agent's route into another deployment, so such a route was written by hand.
 # KEYS: the routes hash, the heartbeats hash. ARGV: own queue, own host id, own heartbeat value,
-# now (Unix s), heartbeat TTL (s), queue prefix, then the agents. Returns [agent, host, ...].
+# now (Unix s), heartbeat TTL (s), queue prefix, own deployment, held (1/0), then pairs of agent
+# and its store id ("" when its store did not open: such a route takes no other host's over). Returns [agent, host, reason, deployment, ...] for each route left alone.
 CLAIM_ROUTES = """
 local queue, host, beat = ARGV[1], ARGV[2], ARGV[3]
 local now, ttl, prefix = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-local taken = {}
-for i = 7, #ARGV do
-  local agent = ARGV[i]
-  local owner = redis.call('HGET', KEYS[1], agent)
-  local alive = false
-  if owner and owner ~= queue then
-    local other = owner
-    if string.sub(owner, 1, #prefix) == prefix then other = string.sub(owner, #prefix + 1) end
-    local seen = redis.call('HGET', KEYS[2], other)
-    local at = seen and tonumber(seen)  -- nil for "stopped <t>"
-    if at and now - at <= ttl then
-      alive = true
-      table.insert(taken, agent)
-      table.insert(taken, other)
+local deployment, held = ARGV[7], ARGV[8] == '1'
+local kept = {}
+for i = 9, #ARGV, 2 do
+  local agent, store = ARGV[i], ARGV[i + 1]
+  local raw = redis.call('HGET', KEYS[1], agent)
+  local claim, why, owner, other_deployment = true, '', '', ''
+  if raw then
+    local route = nil
+    if string.sub(raw, 1, 1) == '{' then
+      local ok, value = pcall(cjson.decode, raw)
+      if ok and type(value) == 'table' and type(value.queue) == 'string'
+          and type(value.deployment) == 'string' and type(value.store) == 'string' then
+        route = value
+      end
+    elseif string.sub(raw, 1, #prefix) == prefix then
+      route = {queue = raw}  -- an older memoryd's bare queue name
+    end
+    if route == nil then
+      claim, why = held, 'unreadable'
+    else
+      owner = route.queue
+      if string.sub(owner, 1, #prefix) == prefix then owner = string.sub(owner, #prefix + 1) end
+      other_deployment = route.deployment or ''
+      local mine = route.deployment == deployment
+      local seen = redis.call('HGET', KEYS[2], owner)
+      local at = seen and tonumber(seen)  -- nil for "stopped <t>"
+      local alive = route.queue ~= queue and at ~= nil and now - at <= ttl
+      if route.queue == queue then
+        -- this host's own: of this deployment, or (a renamed deployment) of this very store
+        if route.deployment and not mine and route.store ~= store then claim, why = false, 'deployment' end
+      elseif route.deployment == nil then
+        claim, why = false, 'deployment'  -- an older memoryd's: nobody can tell its deployment
+      elseif not mine then
+        claim, why = held, 'deployment'
+      elseif alive then
+        claim, why = false, 'alive'
+      elseif route.store ~= store or store == '' then
+        claim, why = held, 'store'
+      end
     end
   end
-  if not alive then redis.call('HSET', KEYS[1], agent, queue) end
+  if claim then
+    redis.call('HSET', KEYS[1], agent, cjson.encode({queue = queue, deployment = deployment, store = store}))
+  else
+    table.insert(kept, agent)
+    table.insert(kept, owner)
+    table.insert(kept, why)
+    table.insert(kept, other_deployment)
+  end
 end
 redis.call('HSET', KEYS[2], host, beat)
-return taken
+return kept
 """
 
 
-def taken_routes(reply: list[bytes]) -> dict[str, str]:
-    """`CLAIM_ROUTES`' reply as agent -> the live host that keeps its route."""
-    return {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
+def kept_routes(reply: list[bytes]) -> dict[str, KeptRoute]:
+    """`CLAIM_ROUTES`' reply as agent -> the route it left alone, and why."""
+    out: dict[str, KeptRoute] = {}
+    for i in range(0, len(reply), 4):
+        deployment = reply[i + 3].decode(errors="replace")
+        out[reply[i].decode()] = KeptRoute(
+            reply[i + 1].decode(errors="replace"), reply[i + 2].decode(), deployment or None
+        )
+    return out

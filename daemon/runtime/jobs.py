@@ -17,19 +17,24 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from daemon.agent_runtime import AgentRuntime, agent_runtime
 from daemon.agents import agent_paths
 from daemon.caches import ProcessCaches
+from daemon.constants import AGENT_OWNER_KEY, AGENT_WAIT_FIRST_S, AGENT_WAIT_STEP_MAX_S
 from daemon.errors import AgentNotServed, MemorydError, OperationFailed
-from daemon.ingest.live_hints import HINTS
+from daemon.ingest.live_hints import LiveHints
 from daemon.ops.execute import execute
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import OPS
 from daemon.runtime import metrics
+from daemon.runtime.hosts import parse_route
+from daemon.runtime.served import SERVED, ServedAgents
 from daemon.runtime.store_pool import StorePool
+from daemon.runtime.wire import queue_name
 from daemon.sessions.json_store import ListingCache
 from daemon.sessions.source import session_source_for
 from daemon.settings import Settings
@@ -42,6 +47,9 @@ log = logging.getLogger("memoryd.jobs")
 # worker_kwargs would.
 STORES = "stores"
 CACHES = "caches"
+# ctx key of the live-ingestion hints the service's watcher notes and live jobs read (one object
+# shared by every job's copy of ctx); absent, a live job sweeps everything.
+LIVE_HINTS = "live_hints"
 HOST_SCOPE = "host"  # the `agent` label of host-wide sweeps in metrics
 
 JobFn = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
@@ -69,6 +77,10 @@ class WorkerResources:
     async def redis(self) -> Redis:
         return self.ctx["redis"]  # type: ignore[no-any-return]
 
+    @property
+    def hints(self) -> LiveHints | None:
+        return self.ctx.get(LIVE_HINTS)
+
     def lock_waited(self, op: str, waited_s: float, *, timed_out: bool) -> None:
         metrics.LOCK_WAIT.labels(family=op).observe(waited_s)
         if timed_out:
@@ -94,17 +106,50 @@ async def pooled_runtime(
         yield AgentRuntime(settings, paths, store, redis, source, readonly, caches)
 
 
-def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:
-    served = ctx.get("agents")
-    if served is not None and agent not in served:
-        host = ctx.get("host_id")
-        why = ctx.get("refused", {}).get(agent)  # the service's: its store could not be opened
-        # Two whole messages, not one with an optional tail: docs/errors.md lists each as written.
-        if why:
-            raise AgentNotServed(
-                f"{job}: agent {agent!r} is not served by host {host!r} until its store opens: {why}"
-            )
-        raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {host!r}")
+async def ensure_served(ctx: dict[str, Any], agent: str, job: str) -> None:
+    """Returns once `agent` is served here. A job for an agent this host's route names (of this
+    deployment) that is not served yet — its directory away at a start, being found again at a
+    heartbeat — waits for it with back-off, up to `daemon.agent_wait_s`; anything else fails at
+    once with AgentNotServed."""
+    served: ServedAgents | None = ctx.get(SERVED)
+    if served is None or agent in served.agents:
+        return
+    host = ctx.get("host_id")
+    settings: Settings = ctx["settings"]
+    if not served.refused.get(agent) and await _routed_here(ctx, agent, settings):
+        delay, deadline = AGENT_WAIT_FIRST_S, time.monotonic() + settings.daemon.agent_wait_s
+        while agent not in served.agents and not served.refused.get(agent):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AgentNotServed(
+                    f"{job}: agent {agent!r} is routed to host {host!r} but was not found there within "
+                    f"daemon.agent_wait_s ({settings.daemon.agent_wait_s:g} s); check its directory "
+                    "under sessions_root, then send the job again"
+                )
+            await anyio.sleep(min(delay, left))
+            delay = min(delay * 2, AGENT_WAIT_STEP_MAX_S)
+        if agent in served.agents:
+            return
+    why = served.refused.get(agent)  # the service's: its store could not be opened
+    # Two whole messages, not one with an optional tail: docs/errors.md lists each as written.
+    if why:
+        raise AgentNotServed(
+            f"{job}: agent {agent!r} is not served by host {host!r} until its store opens: {why}"
+        )
+    raise AgentNotServed(f"{job}: agent {agent!r} is not served by host {host!r}")
+
+
+async def _routed_here(ctx: dict[str, Any], agent: str, settings: Settings) -> bool:
+    """Whether the agent's route names this host's queue, of this deployment."""
+    redis: Redis | None = ctx.get("redis")
+    if redis is None:
+        return False
+    route = parse_route(await redis.hget(AGENT_OWNER_KEY, agent))  # type: ignore[misc]
+    return (
+        route is not None
+        and route.queue == queue_name(ctx.get("host_id", settings.daemon.host_id))
+        and route.deployment == settings.deployment
+    )
 
 
 def dump(report: BaseModel) -> dict[str, Any]:
@@ -141,10 +186,11 @@ def job_function(op: Op[Any]) -> JobFn:
         try:
             request = op.parse(payload)
             if op.routing is Routing.AGENT:
-                ensure_served(ctx, agent_of(request), op.name)
+                await ensure_served(ctx, agent_of(request), op.name)
             attempted = request
-            if op.purge:  # no in-memory live hint may name what is being forgotten
-                HINTS.drop_all()
+            hints: LiveHints | None = ctx.get(LIVE_HINTS)
+            if op.purge and hints is not None:  # no in-memory live hint may name what is being forgotten
+                hints.drop_all()
             result = await execute(op, WorkerResources(ctx), request)
             # Redis gets the stored form: no memory text, ids, keys or paths (daemon/stored_form.py).
             report = dump(stored_form(op.redact_result(result) if op.redact_result else result))
@@ -173,8 +219,8 @@ def job_function(op: Op[Any]) -> JobFn:
                     raise OperationFailed(problem) from None
             raise
         finally:
-            if op.purge:  # nor one noted while it ran
-                HINTS.drop_all()
+            if op.purge and (hints := ctx.get(LIVE_HINTS)) is not None:  # nor one noted while it ran
+                hints.drop_all()
             elapsed = time.monotonic() - started
             metrics.JOB_DURATION.labels(family=op.name).observe(elapsed)
             metrics.JOBS_TOTAL.labels(family=op.name, outcome=outcome).inc()

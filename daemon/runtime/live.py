@@ -2,7 +2,8 @@
 
 * The watchers (daemon/runtime/watch.py) say which agent changed and, from the file names,
   which of its sessions; they read no session. Those sessions are kept as a hint in this
-  process's memory (daemon/ingest/live_hints.py) and the job carries only the hint's
+  worker's context (daemon/ingest/live_hints.py, shared with the worker's jobs under
+  daemon.runtime.jobs.LIVE_HINTS) and the job carries only the hint's
   generation: the sweep stats, and the index sync that follows lists and plans, those
   sessions alone. A change of anything else (sessions.json, an archive, the OpenClaw
   database), a backlog, the catch-up at start and a job that finds no hint consider them all.
@@ -35,7 +36,7 @@ from redis.exceptions import RedisError
 from daemon.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
 from daemon.errors import MemorydError
 from daemon.failpoints import failpoint
-from daemon.ingest.live_hints import HINTS
+from daemon.ingest.live_hints import LiveHints
 from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.runtime import metrics
@@ -108,8 +109,10 @@ class LiveIngest:
         queue: str,
         agents: list[str],
         may_enqueue: Callable[[], bool],
+        hints: LiveHints,
     ):
         self.settings = settings
+        self.hints = hints  # the worker's (its context's LIVE_HINTS): what its live jobs read
         self.client = client
         self.queue = queue
         self.agents = list(agents)
@@ -123,7 +126,7 @@ class LiveIngest:
 
     def changed(self, agent: str, sessions: frozenset[str] | None = None) -> None:
         """A change to `sessions` of `agent` (None: to any of them) settled."""
-        HINTS.note(ingest_op.OP.name, agent, sessions)
+        self.hints.note(ingest_op.OP.name, agent, sessions)
         self.sweeps[agent].set("change")
 
     async def run(self, *, watch: bool) -> None:
@@ -174,7 +177,7 @@ class LiveIngest:
                 wanted.set(reason)  # kept for when the daemon can enqueue again
                 continue
             failpoint("live.enqueue")
-            generation = HINTS.seal(family, agent)
+            generation = self.hints.seal(family, agent)
             payload: dict[str, Any] = {"agent": agent}
             if generation is not None:
                 payload["live"] = generation
@@ -183,7 +186,7 @@ class LiveIngest:
                     family, payload, queue=self.queue, job_id=live_job_id(family, agent)
                 )
             except (RedisError, OSError) as exc:
-                HINTS.note(family, agent, HINTS.finish(family, agent, generation))  # for the retry
+                self.hints.note(family, agent, self.hints.finish(family, agent, generation))  # for the retry
                 self._redis_error(agent, exc)
                 await anyio.sleep(REDIS_RETRY_MIN_S)
                 wanted.set(reason)
@@ -208,19 +211,19 @@ class LiveIngest:
             log.warning("agent %s: %s", agent, exc)
             return
         finally:
-            considered = HINTS.finish(family, agent, generation)
+            considered = self.hints.finish(family, agent, generation)
             if not complete:  # the next job of the family looks at these sessions too
-                HINTS.note(family, agent, considered)
+                self.hints.note(family, agent, considered)
         self._redis_failing = False
         if family != ingest_op.OP.name or not complete:
             return
         metrics.INGEST_BACKLOG.labels(agent=agent).set(backlog_sessions(done.result))
         next_steps = follow_up(done.result, indexes_transcripts="sessions" in self.settings.index.sources)
         if next_steps.sweep_again:
-            HINTS.note(family, agent, None)  # what was left may be anywhere: a full sweep
+            self.hints.note(family, agent, None)  # what was left may be anywhere: a full sweep
             self.sweeps[agent].set("backlog")
         if next_steps.index:
-            HINTS.note(index_op.OP.name, agent, considered)
+            self.hints.note(index_op.OP.name, agent, considered)
             self.indexes[agent].set("follow")
 
     def _redis_error(self, agent: str, exc: BaseException) -> None:

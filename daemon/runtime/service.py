@@ -60,20 +60,27 @@ from daemon.constants import (
 )
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
+from daemon.ingest.live_hints import LiveHints
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.hosts import (
+    ALIVE,
     CLAIM_ROUTES,
+    OTHER_DEPLOYMENT,
+    OTHER_STORE,
+    KeptRoute,
     heartbeat_value,
+    kept_routes,
     other_daemon,
     parse_host_record,
-    taken_routes,
 )
+from daemon.runtime.jobs import LIVE_HINTS
 from daemon.runtime.live import LiveIngest
 from daemon.runtime.scheduler import Scheduler, schedules
 from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
+from daemon.runtime.served import SERVED, ServedAgents
 from daemon.runtime.stalled import read_stalled
 from daemon.runtime.status import sweep_summary
 from daemon.runtime.supervise import keep_running
@@ -84,6 +91,7 @@ from daemon.settings import Settings, load_settings
 from daemon.store.db import ANY_SQLITE_ERROR, Store
 from daemon.store.migrate import AGENT, RETENTION, Schema
 from daemon.store.scratch import remove_scratch
+from daemon.store.store_identity import store_id
 
 log = logging.getLogger("memoryd.service")
 
@@ -99,38 +107,49 @@ def check_state_dir(path: Path) -> None:
         raise OperationFailed(f"state_dir {path} is unusable ({exc.strerror or exc})") from None
 
 
-async def migrate_store(path: Path, schema: Schema) -> None:
+async def migrate_store(path: Path, schema: Schema) -> str | None:
     """Open the store at `path` for writing, which migrates it: read-only openers later find it
-    current. OperationFailed (one line naming the file) when it cannot be opened."""
+    current. Returns an agent store's id (store_meta). OperationFailed (one line naming the
+    file) when it cannot be opened."""
     try:
         store = await Store.open(path, schema=schema)
+        try:
+            return await store.read(store_id) if schema == AGENT else None
+        finally:
+            await store.close()
     except OSError as exc:
         raise OperationFailed(f"{path}: cannot open store: {exc.strerror or exc}") from None
     except ANY_SQLITE_ERROR as exc:
         raise OperationFailed(f"{path}: cannot open store: {exc}") from None
-    await store.close()
 
 
-async def prepare_agents(settings: Settings, agents: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Before an agent is served: its store migrated, and the scratch files and the temp files
-    of atomic writes a killed process left behind removed, in its state directory and its
-    workspace (they hold memory text: they go before any job runs). Returns the agents
-    ready, and why each other one is not (its store cannot be opened: damaged, or a full disk):
+async def open_agent_stores(settings: Settings, agents: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Each agent's store migrated (created if new), for the id its route names. Returns agent ->
+    store id for the stores that opened, and why each other one did not (damaged, a full disk):
     one agent's store never keeps the others from being served."""
-    ready: list[str] = []
+    ids: dict[str, str] = {}
     refused: dict[str, str] = {}
     for agent in agents:
-        paths = agent_paths(settings, agent)
         try:
-            await migrate_store(paths.db_path, AGENT)
+            found = await migrate_store(agent_paths(settings, agent).db_path, AGENT)
         except OperationFailed as exc:
             refused[agent] = str(exc)
             continue
+        assert found is not None  # an agent store always has one once migrated
+        ids[agent] = found
+    return ids, refused
+
+
+async def remove_leftovers(settings: Settings, agents: list[str]) -> None:
+    """Before an agent is served here (its route won): the scratch files and the temp files of
+    atomic writes a killed process left behind, in its state directory and its workspace (they
+    hold memory text: they go before any job runs). Never before the route is won: on shared
+    storage they may be the live owner's writes in progress."""
+    for agent in agents:
+        paths = agent_paths(settings, agent)
         remove_scratch(paths.scratch_dir, only_orphans=True)
         for root in (paths.state_dir, paths.workspace):
             await anyio.to_thread.run_sync(remove_leftover_temps_under, root)
-        ready.append(agent)
-    return ready, refused
 
 
 async def migrate_retention_store(settings: Settings) -> None:
@@ -180,6 +199,27 @@ class ServiceState:
         return f"ingest backlog {sum(behind.values())} session(s), most on agent {worst} ({behind[worst]})"
 
 
+def _why_kept(kept: KeptRoute, *, now: bool = False) -> tuple[str, str]:
+    """What a route left alone names, and what the operator can do, for one log line."""
+    if kept.reason == ALIVE:
+        whose = f"its route is now host {kept.host}'s" if now else f"already served by host {kept.host}"
+        return f"{whose}, which is alive", "one host serves an agent at a time: stop it there first"
+    if kept.reason == OTHER_DEPLOYMENT:
+        of = f"deployment {kept.deployment}" if kept.deployment else "an older memoryd (no deployment)"
+        return (
+            f"its route names host {kept.host} of {of}",
+            "give each deployment its own Redis database or distinct agent names; a route of an "
+            "older memoryd is republished when that host restarts",
+        )
+    if kept.reason == OTHER_STORE:
+        return (
+            f"its route names host {kept.host}, which served another store of this agent",
+            "an agent moves to another host with its store; to start it anew here, delete its "
+            "route (HDEL memoryd:agents <agent>) once that host is stopped for good",
+        )
+    return "its route is unreadable", "delete it (HDEL memoryd:agents <agent>); it is claimed again"
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -192,10 +232,18 @@ class Service:
         host = settings.daemon.host_id
         self.state = ServiceState(host, queue_name(host), [], _now_iso())
         self._problems: dict[str, int] = {}  # per agent, at the last gauge refresh
-        self._elsewhere: dict[str, str] = {}  # agent -> the live host that serves it, last seen
+        self._elsewhere: dict[str, KeptRoute] = {}  # agent -> the route it was left to, last seen
+        self._store_ids: dict[str, str] = {}  # agent -> the id of its store here (its route names it)
         self._discovery_problem: str | None = None  # why the last look for new agents failed
         self._refused: dict[str, str] = {}  # agent -> why its store could not be opened, last seen
-        self.ctx: dict[str, Any] = {"settings": settings, "host_id": host}
+        self.served = ServedAgents()  # updated in place: running jobs read it (daemon.runtime.served)
+        self.hints = LiveHints()  # noted by live ingestion, read by the worker's live jobs
+        self.ctx: dict[str, Any] = {
+            "settings": settings,
+            "host_id": host,
+            SERVED: self.served,
+            LIVE_HINTS: self.hints,
+        }
         self.pool: ArqRedis | None = None
         self.worker: MemorydWorker | None = None
         self.live: LiveIngest | None = None
@@ -212,13 +260,18 @@ class Service:
             try:
                 await self._refuse_a_second_daemon(probe)
                 listed = list_agents(s)
+                opened, refused = await open_agent_stores(s, listed)
+                self._store_ids = dict(opened)
+                self._note_refused(refused)
+                # An agent whose store did not open is routed here too (with no store id), so its
+                # jobs come here and are refused saying why.
                 elsewhere = await self._claim_routes(probe, listed)
             except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
                 raise OperationFailed(
                     f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
                 ) from None
             try:
-                await self._open(listed, elsewhere)
+                await self._open([a for a in listed if a in opened], elsewhere)
             except BaseException:
                 # The claim beat this host's heartbeat: say it stopped, so clients refuse its
                 # agents' jobs at once and another host may claim them.
@@ -234,20 +287,20 @@ class Service:
         self.worker = MemorydWorker(**worker_kwargs(s, self.state.queue, self.ctx), redis_pool=self.pool)
         if s.daemon.schedule:
             client = MemorydClient(self.pool, s, poll_delay_s=LIVE_POLL_S)
-            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue)
+            self.live = LiveIngest(s, client, self.state.queue, agents, self._may_enqueue, self.hints)
         quiet_job_logs()
         metrics.UP.set(1)
         metrics.REDIS_UP.set(1)
 
-    async def _open(self, listed: list[str], elsewhere: dict[str, str]) -> None:
-        """The stores of the agents this host won, the arq pool, metrics, the host record."""
+    async def _open(self, opened: list[str], elsewhere: dict[str, KeptRoute]) -> None:
+        """The agents this host won cleaned up, the arq pool, metrics, the host record."""
         s = self.settings
         self._note_elsewhere(elsewhere)
-        agents, refused = await prepare_agents(s, [a for a in listed if a not in elsewhere])
-        self._note_refused(refused)
+        agents = [a for a in opened if a not in elsewhere]
+        await remove_leftovers(s, agents)
         await migrate_retention_store(s)
         self.state.agents = agents
-        self.ctx["agents"] = frozenset(agents)
+        self.served.agents = frozenset(agents)
         self.pool = arq_pool(s, self.state.queue)
         if s.daemon.metrics_listen:
             try:
@@ -269,25 +322,22 @@ class Service:
                     "agent %s: not served until its store opens (tried at every heartbeat): %s", agent, why
                 )
         # The same map in the worker's context: its refusals of their jobs say why.
-        self._refused = self.ctx["refused"] = dict(refused)
+        self._refused = dict(refused)
+        self.served.refused = dict(refused)
 
-    def _note_elsewhere(self, elsewhere: dict[str, str]) -> None:
-        """One line per agent when another live host is found serving it (not at every beat)."""
-        for agent, host in elsewhere.items():
-            if self._elsewhere.get(agent) != host:
-                log.warning(
-                    "agent %s: already served by host %s, which is alive; not served here (stop it "
-                    "there, or give each deployment its own Redis database)",
-                    agent,
-                    host,
-                )
+    def _note_elsewhere(self, elsewhere: dict[str, KeptRoute]) -> None:
+        """One line per agent whose route this host left alone, when it changes (not at every beat)."""
+        for agent, kept in elsewhere.items():
+            if self._elsewhere.get(agent) != kept:
+                log.warning("agent %s: %s; not served here (%s)", agent, *_why_kept(kept))
         self._elsewhere = dict(elsewhere)
 
     async def _serve_new_agents(self) -> None:
         """Serve the agents listed now that are not served yet: a new agent directory, one that
         was not a directory at the start (a symlink, since put back), or one whose host stopped.
-        A new agent's store is created before its route is claimed, so no job for it is refused
-        here; one held by another host is claimed first (its store is migrated if it is won)."""
+        Its store is opened (created, migrated) before its route is claimed, as the route names
+        the store's id, so no job for it is refused here; what a killed process left in its
+        directories is removed only once the route is won."""
         s = self.settings
         assert self.pool is not None
         listed = await anyio.to_thread.run_sync(list_agents, s)
@@ -296,29 +346,32 @@ class Service:
             self._elsewhere = {}
             self._note_refused({})
             return
-        fresh = [a for a in wanted if a not in self._elsewhere]
-        ready, refused = await prepare_agents(s, fresh)
-        claim = [a for a in wanted if a not in refused]
+        # A store opened once is not migrated again at every beat while its route stays elsewhere.
+        opened, refused = await open_agent_stores(s, [a for a in wanted if a not in self._store_ids])
+        self._store_ids |= opened
+        self._note_refused(refused)
+        claim = [a for a in wanted if a in self._store_ids]
         elsewhere = await self._claim_routes(self.pool, claim) if claim else {}
         self._note_elsewhere(elsewhere)
         won = [a for a in claim if a not in elsewhere]
-        late, late_refused = await prepare_agents(s, [a for a in won if a not in ready])
-        refused |= late_refused
-        self._note_refused(refused)
-        won = [a for a in won if a in ready or a in late]
         if not won:
             return
+        await remove_leftovers(s, won)
         self.state.agents = sorted({*self.state.agents, *won})
-        self.ctx["agents"] = frozenset(self.state.agents)
+        self.served.agents = frozenset(self.state.agents)
         for agent in won:
             log.info("agent %s: found under sessions_root; served from now on", agent)
             if self.live is not None:
                 self.live.add(agent)
 
-    async def _claim_routes(self, redis: Any, agents: list[str], *, stopped: bool = False) -> dict[str, str]:
-        """Claim the routes of `agents` and beat the heartbeat, atomically (hosts.CLAIM_ROUTES);
-        returns those another live host keeps (agent -> host)."""
+    async def _claim_routes(
+        self, redis: Any, agents: list[str], *, held: bool = False, stopped: bool = False
+    ) -> dict[str, KeptRoute]:
+        """Claim the routes of `agents` (with their stores' ids) and beat the heartbeat, atomically
+        (hosts.CLAIM_ROUTES); returns those left alone (agent -> whose, and why). `held`: the
+        agents served here now, whose route another deployment's host never holds by right."""
         st = self.state
+        pairs = [x for agent in agents for x in (agent, self._store_ids.get(agent, ""))]
         reply = await redis.eval(
             CLAIM_ROUTES,
             2,
@@ -330,9 +383,11 @@ class Service:
             f"{time.time():.3f}",
             HOST_KEY_TTL_S,
             QUEUE_PREFIX,
-            *agents,
+            self.settings.deployment,
+            "1" if held else "0",
+            *pairs,
         )
-        return taken_routes(reply)
+        return kept_routes(reply)
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
@@ -356,14 +411,12 @@ class Service:
         daemon was stalled past its heartbeat) is theirs: it is no longer served here."""
         assert self.pool is not None
         st = self.state
-        taken = await self._claim_routes(self.pool, st.agents, stopped=stopped)
-        for agent, host in taken.items():
-            log.warning(
-                "agent %s: its route is now host %s's, which is alive; no longer served here", agent, host
-            )
+        taken = await self._claim_routes(self.pool, st.agents, held=True, stopped=stopped)
+        for agent, kept in taken.items():
+            log.warning("agent %s: %s; no longer served here (%s)", agent, *_why_kept(kept, now=True))
         if taken:
             st.agents = [a for a in st.agents if a not in taken]
-            self.ctx["agents"] = frozenset(st.agents)
+            self.served.agents = frozenset(st.agents)
         record = {
             "pid": os.getpid(),
             "machine": socket.gethostname(),

@@ -25,6 +25,7 @@ from daemon.errors import MemorydError
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
 from daemon.redis_conn import redact_url, redis_from_url
+from daemon.runtime.hosts import parse_route
 from daemon.runtime.stalled import StalledPurges, read_stalled
 from daemon.runtime.wire import queue_name
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
@@ -212,7 +213,11 @@ async def collect_status(settings: Settings, agents: list[str] | None = None) ->
         owners: dict[str, str] = {}
         if redis is not None:
             raw_owners = await redis.hgetall(AGENT_OWNER_KEY)  # type: ignore[misc]
-            owners = {k.decode(): v.decode() for k, v in raw_owners.items()}
+            owners = {
+                k.decode(errors="replace"): route.queue
+                for k, v in raw_owners.items()
+                if (route := parse_route(v)) is not None and route.deployment == settings.deployment
+            }
         out: list[AgentStatus] = []
         for agent in agent_ids:
             summary, errors = await sweep_summary(settings, agent)
