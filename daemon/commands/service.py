@@ -8,12 +8,16 @@ from typing import Any
 import click
 
 from daemon.commands import CliState, emit, json_option, known_agent_callback, pass_state, run_async, table
+from daemon.errors import OperationFailed
 from daemon.runtime.wire import queue_name
 
 
 def _status_human(report: Any) -> str:
     d = report.daemon
-    running = f"running (pid {d.pid})" if d.running else "not running"
+    if d.running is None:
+        running = "unknown (its state is kept in Redis)"
+    else:
+        running = f"running (pid {d.pid})" if d.running else "not running"
     head = f"daemon {d.host_id}: {running}; queue {d.queue}; redis {d.redis} ({d.redis_url})"
     rows = [
         [
@@ -80,7 +84,12 @@ def register(cli: click.Group) -> None:
         from daemon.runtime.status import collect_status
 
         agents = [agent_id] if agent_id else None
-        emit(run_async(collect_status, state.settings, agents), as_json, _status_human)
+        report = run_async(collect_status, state.settings, agents)
+        emit(report, as_json, _status_human)
+        if not report.daemon.redis_ok:
+            raise OperationFailed(
+                f"Redis {report.daemon.redis}; start it or fix redis_url (MEMORYD_REDIS_URL), then run again"
+            )
 
     @cli.command("jobs")
     @click.option(

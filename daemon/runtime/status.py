@@ -24,7 +24,9 @@ from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
 from daemon.errors import MemorydError
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
+from daemon.redaction import redact_text
 from daemon.redis_conn import redact_url, redis_from_url
+from daemon.redis_problem import redis_problem
 from daemon.runtime.stalled import StalledPurges, read_stalled
 from daemon.runtime.wire import queue_name
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
@@ -57,12 +59,16 @@ class AgentStatus(_Model):
 class DaemonStatus(_Model):
     host_id: str
     queue: str
-    running: bool
+    running: bool | None  # None: unknown, Redis (where daemons report) could not be asked
     pid: int | None
     started_at: str | None
     heartbeat_age_s: float | None
-    redis: str  # "ok", or "unreachable: <reason>"
+    redis: str  # "ok", "unreachable at HOST:PORT (<reason>)" or "refused the password at HOST:PORT"
     redis_url: str
+
+    @property
+    def redis_ok(self) -> bool:
+        return self.redis == "ok"
 
 
 class StatusReport(_Model):
@@ -189,7 +195,7 @@ async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: s
     return DaemonStatus(
         host_id=host,
         queue=queue_name(host),
-        running=running,
+        running=running if redis is not None else None,
         pid=int(record["pid"]) if running and "pid" in record else None,
         started_at=record.get("started_at") if running else None,
         heartbeat_age_s=age,
@@ -205,7 +211,8 @@ async def collect_status(settings: Settings, agents: list[str] | None = None) ->
     try:
         await redis.ping()  # type: ignore[union-attr]
     except (RedisError, OSError) as exc:
-        redis_state = f"unreachable: {exc}"
+        # "Redis unreachable at …" → "unreachable at …": the field names Redis already.
+        redis_state = redact_text(redis_problem(settings.redis_url, exc)).removeprefix("Redis ")
         await redis.aclose()  # type: ignore[union-attr]
         redis = None
     try:
