@@ -196,11 +196,33 @@ class RetentionSettings:
     )
 
 
+def parse_listen(value: str) -> tuple[str, int]:
+    """'host:port' (IPv6 as '[::1]:9464') → (host, port); ValueError saying what is expected.
+    The host is required: an empty one would bind every address, which must be asked for."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected host:port with a port from 0 to 65535 (127.0.0.1:9464), got {value!r}")
+    if not host.strip("[]"):
+        raise ValueError(
+            f"{value!r} names no address; write 127.0.0.1:{port} (this host only) "
+            f"or 0.0.0.0:{port} (every address)"
+        )
+    return host.strip("[]"), int(port)
+
+
+def _listen(value: str | None) -> str | None:
+    if value is not None:
+        parse_listen(value)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class DaemonSettings:
     host_id: str = setting(factory=socket.gethostname, description="Names this host's queue.")
     metrics_listen: str | None = setting(
-        "127.0.0.1:9464", description="host:port for Prometheus; unset = off."
+        "127.0.0.1:9464",
+        check=_listen,
+        description="host:port for Prometheus (0.0.0.0:PORT for every address); unset = off.",
     )
     shutdown_grace_s: float = setting(30.0, ge=0, description="How long SIGTERM waits for the running job.")
     poll_delay_s: float = setting(

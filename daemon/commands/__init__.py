@@ -121,6 +121,14 @@ class CliState:
 
 pass_state = click.make_pass_decorator(CliState)
 
+
+def warn_missing_sessions_root(settings: Settings) -> None:
+    from daemon.agents import missing_sessions_root
+
+    warning = missing_sessions_root(settings)
+    if warning is not None:
+        click.echo(f"memoryd: warning: {warning}", err=True)
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.commands import CliState, emit, json_option, pass_state
+from daemon.commands import CliState, emit, json_option, pass_state, warn_missing_sessions_root
 from daemon.redaction import redact_urls_in
 from daemon.settings import settings_as_dict
 
@@ -34,4 +34,5 @@ def register(cli: click.Group) -> None:
     def check(state: CliState, as_json: bool) -> None:
         """Validate the config and print the effective settings (exit 2 naming a bad key);
         passwords and tokens in URLs are shown as ***."""
+        warn_missing_sessions_root(state.settings)
         emit(redact_urls_in(settings_as_dict(state.settings)), as_json, _human)

@@ -7,7 +7,16 @@ from typing import Any
 
 import click
 
-from daemon.commands import CliState, emit, json_option, known_agent_callback, pass_state, run_async, table
+from daemon.commands import (
+    CliState,
+    emit,
+    json_option,
+    known_agent_callback,
+    pass_state,
+    run_async,
+    table,
+    warn_missing_sessions_root,
+)
 from daemon.errors import OperationFailed
 from daemon.runtime.wire import queue_name
 
@@ -83,6 +92,7 @@ def register(cli: click.Group) -> None:
         """Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder."""
         from daemon.runtime.status import collect_status
 
+        warn_missing_sessions_root(state.settings)
         agents = [agent_id] if agent_id else None
         report = run_async(collect_status, state.settings, agents)
         emit(report, as_json, _status_human)

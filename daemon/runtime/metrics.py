@@ -13,6 +13,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from daemon.settings import parse_listen
+
 log = logging.getLogger("memoryd.metrics")
 
 # A registry of our own: the default one also carries process/platform collectors, and tests
@@ -158,14 +160,6 @@ PURGED_ARTIFACTS = Counter(
     ["family", "artifact"],
     registry=REGISTRY,
 )
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """'host:port' (IPv6 as '[::1]:9464') → (host, port)."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"daemon.metrics_listen: expected host:port, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def serve(listen: str) -> tuple[Any, int]:

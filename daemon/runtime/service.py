@@ -43,7 +43,7 @@ from arq.connections import ArqRedis
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
-from daemon.agents import agent_paths, list_agents
+from daemon.agents import agent_paths, list_agents, missing_sessions_root
 from daemon.constants import (
     AGENT_OWNER_KEY,
     DRAIN_CANCEL_WAIT_S,
@@ -210,6 +210,9 @@ class Service:
         try:
             try:
                 await self._refuse_a_second_daemon(probe)
+                missing = missing_sessions_root(s)
+                if missing is not None:
+                    log.warning("%s", missing)
                 listed = list_agents(s)
                 elsewhere = await self._claim_routes(probe, listed)
             except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
