@@ -1,4 +1,5 @@
-"""Human output conventions: times as ISO 8601 (never epoch milliseconds), yes/no for booleans."""
+"""Human output conventions: times in tables as "12 s ago", in sentences as ISO 8601 (never
+epoch milliseconds), yes/no for booleans."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.conftest import REDIS_URL
 
 EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?![\d.])")
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
+AGO = re.compile(r"\b\d+ (s|min|h|d) ago\b|\bjust now\b|\bin \d+ (s|min|h|d)\b")
 
 
 @pytest.fixture
@@ -32,7 +34,7 @@ def _human(capsys: pytest.CaptureFixture[str], config: Path, *args: str) -> str:
     return capsys.readouterr().out
 
 
-def test_times_are_iso_8601_and_booleans_yes_or_no(
+def test_times_are_relative_in_tables_iso_in_sentences_and_booleans_yes_or_no(
     config: Path, capsys: pytest.CaptureFixture[str], unique: str
 ) -> None:
     scope = f"tenant:t{unique}:user:nora"
@@ -60,8 +62,10 @@ def test_times_are_iso_8601_and_booleans_yes_or_no(
     for name, out in outputs.items():
         assert not EPOCH_MS.search(out), f"{name} prints epoch ms:\n{out}"
         assert not re.search(r"\b(True|False)\b", out), f"{name} prints a Python boolean:\n{out}"
-    for name in ("checkpoints", "mem write", "hold list"):
-        assert ISO.search(outputs[name]), f"{name} shows no ISO time:\n{outputs[name]}"
+    for name in ("checkpoints", "hold list"):
+        assert AGO.search(outputs[name]), f"{name} shows no relative time:\n{outputs[name]}"
+        assert not ISO.search(outputs[name]), f"{name} shows an ISO time in a table:\n{outputs[name]}"
+    assert ISO.search(outputs["mem write"]) and AGO.search(outputs["mem write"]), outputs["mem write"]
     assert re.search(r"\b(yes|no)\b", outputs["receipts"].splitlines()[-1]), outputs["receipts"]
 
 

@@ -8,10 +8,11 @@ from daemon.agent_runtime import agent_runtime
 from daemon.commands import (
     CliState,
     agent_option,
+    ago,
     command_name,
     emit,
     emit_report,
-    iso_time,
+    human_size,
     json_option,
     pass_state,
     run_async,
@@ -185,6 +186,7 @@ def _human_explain(r: SessionExplanation) -> str:
             table(
                 ["rule", "session has", "result", "reason"],
                 [[c.rule, c.value, c.result, c.reason or ""] for c in s.rules],
+                empty="no admission rules apply",
             ),
         ]
         cp = s.checkpoint
@@ -192,8 +194,8 @@ def _human_explain(r: SessionExplanation) -> str:
             lines.append("checkpoint: none (never swept)")
         else:
             lines.append(
-                f"checkpoint: {cp.cursor.line_count} lines consumed, size {cp.fingerprint.size}, "
-                f"recorded reason {cp.excluded_reason or '-'}, updated {iso_time(cp.updated_at)}"
+                f"checkpoint: {cp.cursor.line_count} lines consumed, size {human_size(cp.fingerprint.size)}, "
+                f"recorded reason {cp.excluded_reason or '-'}, updated {ago(cp.updated_at)}"
             )
         lines.append(f"forgotten: {'yes' if s.forgotten else 'no'}")
         parts.append("\n".join(lines))
@@ -223,7 +225,11 @@ def _human_sessions(r: SessionsReport) -> str:
         ]
         for s in r.sessions
     ]
-    out = table(["session", "key", "kind", "chat", "channel", "hook", "participants", "admission"], rows)
+    out = table(
+        ["session", "key", "kind", "chat", "channel", "hook", "participants", "admission"],
+        rows,
+        empty="no sessions in the agent's metadata",
+    )
     out += f"\n{r.shown} of {r.total} sessions; {r.archives} archives (never ingested)"
     return out + "".join(f"\nskipped: {e}" for e in r.errors)
 
@@ -263,15 +269,19 @@ def _human_checkpoints(r: CheckpointsReport) -> str:
         [
             c.session_id,
             c.session_key,
-            iso_time(c.fingerprint.mtime_ms),
-            c.fingerprint.size,
+            ago(c.fingerprint.mtime_ms),
+            human_size(c.fingerprint.size),
             c.fingerprint.content_hash[:12],
             f"{c.cursor.line_count}/{c.cursor.last_content_line}",
             c.excluded_reason or "",
         ]
         for c in r.checkpoints
     ]
-    return table(["session", "key", "modified", "size", "hash", "lines/messages", "excluded"], rows)
+    return table(
+        ["session", "key", "modified", "size", "hash", "lines/messages", "excluded"],
+        rows,
+        empty=f"no checkpoints: no sweep has recorded a session of agent {r.agent_id} yet",
+    )
 
 
 def register(cli: click.Group) -> None:

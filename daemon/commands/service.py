@@ -9,6 +9,8 @@ import click
 
 from daemon.commands import (
     CliState,
+    ago_iso,
+    count_of,
     emit,
     json_option,
     known_agent_callback,
@@ -31,17 +33,21 @@ def _status_human(report: Any) -> str:
     rows = [
         [
             a.agent,
-            a.last_sweep_at or "never",
+            ago_iso(a.last_sweep_at),
             a.sessions,
             a.sessions_admitted,
             ", ".join(f"{k}={v}" for k, v in a.sessions_excluded.items()) or "-",
-            a.lag,
+            count_of(a.lag, "session"),
             a.queue_depth if a.queue_depth is not None else "-",
             a.lock_holder or "-",
         ]
         for a in report.agents
     ]
-    body = table(["agent", "last sweep", "sessions", "admitted", "excluded", "lag", "queued", "lock"], rows)
+    body = table(
+        ["agent", "last sweep", "sessions", "admitted", "excluded", "lag", "queued", "lock"],
+        rows,
+        empty="no agents: none found under sessions_root, none configured",
+    )
     errors = [f"  {a.agent}: {e}" for a in report.agents for e in a.errors]
     waiting = [f"  {s.line()}" for s in report.stalled_purges]
     return "\n".join(
@@ -57,13 +63,13 @@ def _jobs_human(jobs: list[Any]) -> str:
             j.job_id,
             j.state,
             j.tries or "-",
-            j.enqueued_at or "-",
-            j.finished_at or "-",
+            ago_iso(j.enqueued_at, never="-"),
+            ago_iso(j.finished_at, never="-"),
             j.error or ("report" if j.result else f"waiting: {j.waiting_on}" if j.waiting_on else "-"),
         ]
         for j in jobs
     ]
-    return table(["job", "state", "tries", "enqueued", "finished", "outcome"], rows) if rows else "no jobs"
+    return table(["job", "state", "tries", "enqueued", "finished", "outcome"], rows, empty="no jobs")
 
 
 def register(cli: click.Group) -> None:

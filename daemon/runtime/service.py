@@ -655,12 +655,25 @@ class OwnDebugOnly(logging.Filter):
         )
 
 
+class LocalTimeFormatter(logging.Formatter):
+    """Each line starts with its local time in ISO 8601, to the millisecond, with the offset."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        from datetime import datetime
+
+        return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+
+
 def configure_logging(level: str = "INFO") -> None:
-    """One line per event on stderr; journald adds the timestamp and unit. No line names a
+    """One line per event on stderr. Under journald (JOURNAL_STREAM set), which adds the
+    timestamp and unit, the line is bare; elsewhere it starts with its time. No line names a
     session, key, transcript path or participant: agents and counts only."""
     handler = logging.StreamHandler()
     handler.addFilter(OwnDebugOnly())
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if os.environ.get("JOURNAL_STREAM"):
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(LocalTimeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
