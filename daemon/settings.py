@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from daemon.did_you_mean import closest
 from daemon.errors import ConfigError
 
 
@@ -576,12 +577,10 @@ def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
         if not known or part in known:
             out.append(part)
             continue
-        import difflib  # only for a mistyped key
-
-        close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
-        if not close:
+        close = closest(part, known)
+        if close is None:
             return None
-        out.append(close[0])
+        out.append(close)
     return tuple(out) if tuple(out) != path else None
 
 

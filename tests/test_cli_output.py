@@ -77,3 +77,26 @@ def test_a_forget_says_what_it_did(config: Path, capsys: pytest.CaptureFixture[s
     last = out.strip().splitlines()[-1]
     assert last.startswith("Done: recorded 1 session as forgotten; removed "), last
     assert "4 session-corpus lines" in last and "transcripts and archives untouched" in last, last
+
+
+def test_a_dry_run_erase_shows_no_receipt_id_and_does_not_say_complete(
+    config: Path, capsys: pytest.CaptureFixture[str], unique: str
+) -> None:
+    scope = f"tenant:t{unique}:user:nora"
+    _human(capsys, config, "mem", "write", "--scope", scope, "--content", "likes tea")
+    preview = _human(capsys, config, "erase", "--scope", scope, "--dry-run")
+    assert "rcpt-" not in preview and "complete" not in preview, preview
+    assert "dry run" in preview and "nothing changed" in preview, preview
+    assert "no receipts" in _human(capsys, config, "receipts")
+    done = _human(capsys, config, "erase", "--scope", scope)
+    assert "rcpt-" in done and "complete" in done, done
+
+
+def test_a_bad_since_lists_the_accepted_forms(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    args = ["forget", "--agent", "main", "--participant", "nora", "--since", "last week", "--dry-run"]
+    assert main(["--config", str(config), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "Invalid memory session date: last week" in err
+    assert "2024-05-01" in err and "2024-05-01T09:30:00Z" in err and "Unix milliseconds" in err

@@ -146,15 +146,32 @@ def _verification_lines(v: Verification | None) -> list[str]:
     return lines
 
 
+# What a dry run's planned state means; a preview stores no receipt, so it shows no id and
+# never says "complete" of something that did not happen.
+_PREVIEW_OUTCOME = {
+    "complete": "everything under the scope would be erased",
+    "partial": "would be partial: held scopes would stay",
+    "refused": "would be refused: a legal hold covers the scope",
+    "not_found": "nothing is stored under the scope",
+}
+
+
 def _receipt_human(r: ErasureReceipt) -> str:
-    lines = [
-        f"Erasure {r.receipt_id} ({r.day}): {r.state}"
-        + (" [dry run]" if r.dry_run else "")
-        + (" [resumed an interrupted erasure]" if r.resumed else ""),
-        f"Structural deleted: {r.structural_deleted}",
-        f"Provenance rewritten: {r.provenance_rewritten}",
-        f"Hold blocked: {r.hold_blocked}",
-    ]
+    if r.dry_run:
+        lines = [
+            f"Erasure preview (dry run: nothing changed, no receipt stored): {_PREVIEW_OUTCOME[r.state]}",
+            f"Structural to delete: {r.structural_deleted}",
+            f"Provenance to rewrite: {r.provenance_rewritten}",
+            f"Hold blocked: {r.hold_blocked}",
+        ]
+    else:
+        lines = [
+            f"Erasure {r.receipt_id} ({r.day}): {r.state}"
+            + (" [resumed an interrupted erasure]" if r.resumed else ""),
+            f"Structural deleted: {r.structural_deleted}",
+            f"Provenance rewritten: {r.provenance_rewritten}",
+            f"Hold blocked: {r.hold_blocked}",
+        ]
     lines += [
         f"  blocked by {b.hold_id}: {b.structural} scopes, {b.provenance} provenance children, "
         f"{b.sessions} sessions"
@@ -170,6 +187,8 @@ def _receipt_human(r: ErasureReceipt) -> str:
     )
     if a.forget:
         lines.append("Forget: " + ", ".join(f"{k} {v}" for k, v in a.forget.items()))
+    if r.dry_run:
+        return "\n".join(lines)
     return "\n".join(lines + _verification_lines(r.verification))
 
 

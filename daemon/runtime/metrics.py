@@ -83,7 +83,10 @@ SESSIONS_SCANNED = Counter(
     "memoryd_sessions_scanned_total", "Sessions an ingest sweep looked at.", ["agent"], registry=REGISTRY
 )
 SESSIONS_ADMITTED = Gauge(
-    "memoryd_sessions_admitted", "Sessions whose checkpoint admits them.", ["agent"], registry=REGISTRY
+    "memoryd_sessions_admitted",
+    "Live sessions the admission policy admits (lag: those not read yet).",
+    ["agent"],
+    registry=REGISTRY,
 )
 SESSIONS_EXCLUDED = Gauge(
     "memoryd_sessions_excluded",
