@@ -102,7 +102,7 @@ INGEST_LAG = Gauge(
 )
 INGEST_BACKLOG = Gauge(
     "memoryd_ingest_backlog_sessions",
-    "Sessions the agent's last ingest sweep left for the next (per-sweep or per-file cap).",
+    "Sessions the next ingest sweep would read (the lag; recomputed when a sweep of this host ends).",
     ["agent"],
     registry=REGISTRY,
 )

@@ -199,6 +199,7 @@ class Service:
         self.worker: MemorydWorker | None = None
         self.live: LiveIngest | None = None
         self._metrics_server: Any = None
+        self._gauges_due: anyio.Event | None = None  # set when a sweep ends: gauges are recomputed
 
     # --- start -----------------------------------------------------------------------------
 
@@ -589,8 +590,15 @@ class Service:
             "queued": max(queued - running, 0),
         }
 
+    def _refresh_gauges(self) -> None:
+        if self._gauges_due is not None:
+            self._gauges_due.set()
+
     async def _gauge_loop(self) -> None:
-        """Per-agent lag and exclusion gauges, from the same numbers `memoryd status` shows."""
+        """Per-agent lag and exclusion gauges, from the same numbers `memoryd status` shows;
+        recomputed every STATUS_REFRESH_S and as soon as a sweep of this host ends."""
+        self._gauges_due = anyio.Event()
+        self.ctx["refresh_gauges"] = self._refresh_gauges
         while True:
             for agent in self.state.agents:
                 try:
@@ -606,12 +614,17 @@ class Service:
                     continue
                 self._count_problems(agent, len(errors))
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
+                # The backlog is the lag: what the next sweep would read, whoever swept last
+                # (a foreground `memoryd ingest` included).
+                metrics.INGEST_BACKLOG.labels(agent=agent).set(summary.lag)
                 self.state.lag[agent] = summary.lag
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
             await self._refresh_stalled_purges()
-            await anyio.sleep(STATUS_REFRESH_S)
+            with anyio.move_on_after(STATUS_REFRESH_S):
+                await self._gauges_due.wait()
+            self._gauges_due = anyio.Event()
 
     async def _refresh_stalled_purges(self) -> None:
         """memoryd_purges_waiting: purges queued for a host that is not alive (an alert fires)."""
