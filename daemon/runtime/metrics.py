@@ -69,7 +69,8 @@ SWEEP_DURATION = Histogram(
 )
 LAST_SWEEP = Gauge(
     "memoryd_last_sweep_success_timestamp_seconds",
-    "Unix time of the last successful sweep, by family and agent.",
+    "Unix time of the last successful sweep, by family and agent (ingest: from start, the last "
+    "recorded sweep or the start, so sweeps failing from the start go stale).",
     ["family", "agent"],
     registry=REGISTRY,
 )

@@ -59,6 +59,8 @@ from daemon.constants import (
 )
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
+from daemon.ingest.last_sweep import last_sweep_ms
+from daemon.ops import ingest_sweep as ingest_op
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
@@ -251,6 +253,7 @@ class Service:
         await migrate_retention_store(s)
         self.state.agents = agents
         self.ctx["agents"] = frozenset(agents)
+        self._seed_sweep_gauges(agents)
         self.pool = arq_pool(s, self.state.queue)
         if s.daemon.metrics_listen:
             try:
@@ -313,6 +316,7 @@ class Service:
             return
         self.state.agents = sorted({*self.state.agents, *won})
         self.ctx["agents"] = frozenset(self.state.agents)
+        self._seed_sweep_gauges(won)
         for agent in won:
             log.info("agent %s: found under sessions_root; served from now on", agent)
             if self.live is not None:
@@ -589,6 +593,19 @@ class Service:
             "retried": w.jobs_retried,
             "queued": max(queued - running, 0),
         }
+
+    def _seed_sweep_gauges(self, agents: list[str]) -> None:
+        """The last successful ingest sweep of each newly served agent, from its state (or, if
+        it never had one, now): a gauge absent until a first success would let sweeps that fail
+        from the start never go stale, and MemorydIngestSweepStalled never fire. Only when this
+        host schedules sweeps: one that only runs what clients send has nothing overdue."""
+        if not self.settings.daemon.schedule:
+            return
+        now_s = time.time()
+        for agent in agents:
+            last_ms = last_sweep_ms(agent_paths(self.settings, agent).state_dir)
+            seeded = now_s if last_ms is None else last_ms / 1000
+            metrics.LAST_SWEEP.labels(family=ingest_op.OP.name, agent=agent).set(seeded)
 
     def _refresh_gauges(self) -> None:
         if self._gauges_due is not None:
