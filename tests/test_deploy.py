@@ -231,7 +231,10 @@ def test_systemd_analyze_security_rates_the_unit_ok(tmp_path: Path):
     unit = tmp_path / "memoryd.service"
     unit.write_text(UNIT.read_text().replace("/usr/local/bin/memoryd", sys.executable))
     out = subprocess.run(
-        ["systemd-analyze", "security", "--offline=yes", str(unit)], capture_output=True, text=True, timeout=60
+        ["systemd-analyze", "security", "--offline=yes", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     rating = re.search(r"Overall exposure level for memoryd\.service: ([0-9.]+)", out.stdout + out.stderr)
     assert rating is not None, out.stdout + out.stderr
