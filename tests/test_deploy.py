@@ -239,3 +239,14 @@ def test_systemd_analyze_security_rates_the_unit_ok(tmp_path: Path):
     rating = re.search(r"Overall exposure level for memoryd\.service: ([0-9.]+)", out.stdout + out.stderr)
     assert rating is not None, out.stdout + out.stderr
     assert float(rating.group(1)) <= 2.0, rating.group(0)
+
+
+def test_the_units_documentation_is_a_file_the_install_steps_install():
+    documented = _unit_options()["Documentation"]
+    steps = (REPO / "deploy" / "systemd.md").read_text()
+    for uri in documented:
+        assert uri.startswith("file://"), uri
+        path = uri.removeprefix("file://")
+        assert re.search(rf"^install .* {re.escape(path)}\b", steps, re.M), (
+            f"{path}: not installed by deploy/systemd.md"
+        )
