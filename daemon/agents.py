@@ -60,6 +60,17 @@ def list_agents(settings: Settings) -> list[str]:
     return sorted(found)
 
 
+def missing_sessions_root(settings: Settings) -> str | None:
+    """A warning when sessions_root does not exist: the host then serves no agent found there,
+    which is easy to miss (under systemd the default ~/.openclaw is the service user's)."""
+    if settings.sessions_root.is_dir():
+        return None
+    return (
+        f"sessions_root {settings.sessions_root} does not exist: no agent is found there until it "
+        "does; set sessions_root in the config (MEMORYD_SESSIONS_ROOT) to where the sessions live"
+    )
+
+
 def agents_with_state(settings: Settings) -> list[str]:
     """Every listed agent and every agent with a state directory (a store can outlive its
     sessions directory): what an erasure and its verifier must look at."""

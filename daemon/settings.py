@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from daemon import derivations
+from daemon.did_you_mean import closest
 from daemon.errors import ConfigError
 
 
@@ -218,6 +219,26 @@ class RecallSettings:
     )
 
 
+def parse_listen(value: str) -> tuple[str, int]:
+    """'host:port' (IPv6 as '[::1]:9464') → (host, port); ValueError saying what is expected.
+    The host is required: an empty one would bind every address, which must be asked for."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected host:port with a port from 0 to 65535 (127.0.0.1:9464), got {value!r}")
+    if not host.strip("[]"):
+        raise ValueError(
+            f"{value!r} names no address; write 127.0.0.1:{port} (this host only) "
+            f"or 0.0.0.0:{port} (every address)"
+        )
+    return host.strip("[]"), int(port)
+
+
+def _listen(value: str | None) -> str | None:
+    if value is not None:
+        parse_listen(value)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class DaemonSettings:
     host_id: str = setting(factory=socket.gethostname, description="Names this host's queue.")
@@ -229,7 +250,9 @@ class DaemonSettings:
         "agents on a shared Redis. Unset: derived from state_dir's path.",
     )
     metrics_listen: str | None = setting(
-        "127.0.0.1:9464", description="host:port for Prometheus; unset = off."
+        "127.0.0.1:9464",
+        check=_listen,
+        description="host:port for Prometheus (0.0.0.0:PORT for every address); unset = off.",
     )
     shutdown_grace_s: float = setting(30.0, ge=0, description="How long SIGTERM waits for the running job.")
     poll_delay_s: float = setting(
@@ -599,12 +622,10 @@ def _suggest(path: tuple[str, ...]) -> tuple[str, ...] | None:
         if not known or part in known:
             out.append(part)
             continue
-        import difflib  # only for a mistyped key
-
-        close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
-        if not close:
+        close = closest(part, known)
+        if close is None:
             return None
-        out.append(close[0])
+        out.append(close)
     return tuple(out) if tuple(out) != path else None
 
 

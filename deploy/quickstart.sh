@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # From a fresh clone to a running daemon, in the foreground:
-#   1. deploy/setup.sh: create .venv, install memoryd, make sure Redis answers on 127.0.0.1:6379
+#   1. deploy/setup.sh: create .venv, install memoryd; make sure Redis answers at
+#      $MEMORYD_REDIS_URL (default redis://127.0.0.1:6379/0; deploy/ensure-redis.sh)
 #   2. without a config (argument or $MEMORYD_CONFIG): write the example session store with
 #      `memoryd demo init` into $MEMORYD_DEMO_DIR (default ~/.local/share/memoryd/demo), once
-#   3. `memoryd run` on that config (Ctrl-C stops it cleanly)
+#   3. `memoryd run` on that config (Ctrl-C stops it cleanly); memoryd, too, uses
+#      $MEMORYD_REDIS_URL over the config's redis_url
 #
 #   bash deploy/quickstart.sh [CONFIG.toml] [--skip-setup]
 set -euo pipefail
@@ -14,7 +16,7 @@ SKIP_SETUP=0
 for arg in "$@"; do
   case "$arg" in
     --skip-setup) SKIP_SETUP=1 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "quickstart: unknown option $arg" >&2; exit 2 ;;
     *) CONFIG="$arg" ;;
   esac
@@ -22,9 +24,13 @@ done
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Not exported: memoryd would take it over the redis_url of a config given here.
+REDIS_URL="${MEMORYD_REDIS_URL:-redis://127.0.0.1:6379/0}"
 if [ "$SKIP_SETUP" = 0 ]; then
-  step "setting up: .venv, memoryd, Redis on 127.0.0.1:6379"
-  bash deploy/setup.sh
+  step "setting up: .venv, memoryd (the runtime lock), Redis at $REDIS_URL"
+  MEMORYD_REDIS_URL="$REDIS_URL" bash deploy/setup.sh --runtime
+else
+  MEMORYD_REDIS_URL="$REDIS_URL" bash deploy/ensure-redis.sh
 fi
 MEMORYD="$PWD/.venv/bin/memoryd"
 
@@ -35,7 +41,7 @@ if [ -z "$CONFIG" ]; then
     step "using the example store already in $DEMO_DIR"
   else
     step "no config given: writing the example session store to $DEMO_DIR"
-    "$MEMORYD" demo init "$DEMO_DIR" --redis-url "${MEMORYD_REDIS_URL:-redis://127.0.0.1:6379/0}"
+    "$MEMORYD" demo init "$DEMO_DIR" --redis-url "$REDIS_URL"
   fi
 fi
 

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Create .venv and install memoryd with its test and vector extras at the versions
-# requirements-dev.lock pins (every hash checked); make sure Redis runs. Any failure stops the
-# script with pip's own message and a non-zero exit.
+# Create a virtualenv and install memoryd at the versions a lock pins (every hash checked); make
+# sure Redis answers at $MEMORYD_REDIS_URL (deploy/ensure-redis.sh). Any failure stops the script
+# with pip's own message and a non-zero exit.
+#
+#   bash deploy/setup.sh             requirements-dev.lock: memoryd, sqlite-vec, the test and lint tools
+#   bash deploy/setup.sh --runtime   requirements.lock: what memoryd runs, nothing else (the quickstart)
+#
+# PYTHON picks the interpreter (default python3; any Python the package admits, 3.11.0 on);
+# VENV the directory (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+LOCK=requirements-dev.lock
+for arg in "$@"; do
+  case "$arg" in
+    --runtime) LOCK=requirements.lock ;;
+    *) echo "setup: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+VENV=${VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
 fi
 # The lock holds pip, setuptools and every dependency; memoryd itself is then installed
 # editable from this tree without resolving or downloading anything else.
-.venv/bin/python -m pip install --quiet --require-hashes -r requirements-dev.lock
-.venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
-.venv/bin/python -m pip check
-.venv/bin/python -c "import daemon, aiosqlite, arq"
+"$VENV/bin/python" -m pip install --quiet --require-hashes -r "$LOCK"
+"$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
+"$VENV/bin/python" -m pip check
+"$VENV/bin/python" -c "import daemon, aiosqlite, arq"
 bash deploy/ensure-redis.sh

@@ -15,7 +15,7 @@ from typing import Any
 import redis as sync_redis
 
 from daemon.agent_runtime import agent_runtime
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY, REQUEST_KEY
+from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY, REQUEST_KEY, WORKERS_KEY
 from daemon.failpoints import TRACE_ENV_VAR
 from daemon.runtime.client import MemorydClient
 from daemon.runtime.wire import queue_name
@@ -198,7 +198,10 @@ def cleanup_redis(redis_url: str, host_ids: list[str], agents: list[str], job_id
         if agents:
             r.hdel(AGENT_OWNER_KEY, *agents)
         for host in host_ids:
-            r.delete(HOST_KEY.format(host=host), queue_name(host), queue_name(host) + ":health-check")
+            queue = queue_name(host)
+            r.delete(
+                HOST_KEY.format(host=host), queue, queue + ":health-check", WORKERS_KEY.format(queue=queue)
+            )
             r.hdel(HEARTBEATS_KEY, host)
         for job_id in job_ids:
             r.delete(

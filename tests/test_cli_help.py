@@ -170,3 +170,26 @@ def test_families_name_their_ops_commands() -> None:
     from daemon.ops import index_sync as index_op
 
     assert (index_op.OP.command, forget_op.OP.command) == (INDEX, FORGET)
+
+
+def test_shell_completion_completes_lazy_commands_and_is_documented() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "_MEMORYD_COMPLETE": "bash_complete",
+        "COMP_WORDS": "memoryd ingest --un",
+        "COMP_CWORD": "2",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from daemon.cli import main; sys.exit(main())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "plain,--until-done" in done.stdout, done.stdout + done.stderr
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "operator-guide.md").read_text()
+    assert "_MEMORYD_COMPLETE=bash_source memoryd" in guide and "_MEMORYD_COMPLETE=zsh_source" in guide

@@ -1,4 +1,5 @@
-"""Human output conventions: times as ISO 8601 (never epoch milliseconds), yes/no for booleans."""
+"""Human output conventions: times in tables as "12 s ago", in sentences as ISO 8601 (never
+epoch milliseconds), yes/no for booleans."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.conftest import REDIS_URL
 
 EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?![\d.])")
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
+AGO = re.compile(r"\b\d+ (s|min|h|d) ago\b|\bjust now\b|\bin \d+ (s|min|h|d)\b")
 
 
 @pytest.fixture
@@ -32,7 +34,7 @@ def _human(capsys: pytest.CaptureFixture[str], config: Path, *args: str) -> str:
     return capsys.readouterr().out
 
 
-def test_times_are_iso_8601_and_booleans_yes_or_no(
+def test_times_are_relative_in_tables_iso_in_sentences_and_booleans_yes_or_no(
     config: Path, capsys: pytest.CaptureFixture[str], unique: str
 ) -> None:
     scope = f"tenant:t{unique}:user:nora"
@@ -60,8 +62,10 @@ def test_times_are_iso_8601_and_booleans_yes_or_no(
     for name, out in outputs.items():
         assert not EPOCH_MS.search(out), f"{name} prints epoch ms:\n{out}"
         assert not re.search(r"\b(True|False)\b", out), f"{name} prints a Python boolean:\n{out}"
-    for name in ("checkpoints", "mem write", "hold list"):
-        assert ISO.search(outputs[name]), f"{name} shows no ISO time:\n{outputs[name]}"
+    for name in ("checkpoints", "hold list"):
+        assert AGO.search(outputs[name]), f"{name} shows no relative time:\n{outputs[name]}"
+        assert not ISO.search(outputs[name]), f"{name} shows an ISO time in a table:\n{outputs[name]}"
+    assert ISO.search(outputs["mem write"]) and AGO.search(outputs["mem write"]), outputs["mem write"]
     assert re.search(r"\b(yes|no)\b", outputs["receipts"].splitlines()[-1]), outputs["receipts"]
 
 
@@ -73,3 +77,26 @@ def test_a_forget_says_what_it_did(config: Path, capsys: pytest.CaptureFixture[s
     last = out.strip().splitlines()[-1]
     assert last.startswith("Done: recorded 1 session as forgotten; removed "), last
     assert "4 session-corpus lines" in last and "transcripts and archives untouched" in last, last
+
+
+def test_a_dry_run_erase_shows_no_receipt_id_and_does_not_say_complete(
+    config: Path, capsys: pytest.CaptureFixture[str], unique: str
+) -> None:
+    scope = f"tenant:t{unique}:user:nora"
+    _human(capsys, config, "mem", "write", "--scope", scope, "--content", "likes tea")
+    preview = _human(capsys, config, "erase", "--scope", scope, "--dry-run")
+    assert "rcpt-" not in preview and "complete" not in preview, preview
+    assert "dry run" in preview and "nothing changed" in preview, preview
+    assert "no receipts" in _human(capsys, config, "receipts")
+    done = _human(capsys, config, "erase", "--scope", scope)
+    assert "rcpt-" in done and "complete" in done, done
+
+
+def test_a_bad_since_lists_the_accepted_forms(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    args = ["forget", "--agent", "main", "--participant", "nora", "--since", "last week", "--dry-run"]
+    assert main(["--config", str(config), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "Invalid memory session date: last week" in err
+    assert "2024-05-01" in err and "2024-05-01T09:30:00Z" in err and "Unix milliseconds" in err

@@ -120,16 +120,23 @@ def test_status_counts_admitted_excluded_by_reason_and_lag():
         _row("s4", 10, 100, at=3),
     ]
     live = {"s1": (10, 100), "s2": (11, 120), "s3": (10, 100), "s4": (10, 150), "s5": (1, 1), "s6": None}
-    summary = summarize(rows, live, kept_out={"s2", "s3"})
+    policy = {"s2": "channel:signal", "s3": "hookExternalContentSource:webhook"}
+    summary = summarize(rows, live, kept_out=policy)
     assert summary.live == 6
-    assert summary.admitted == 2
+    assert summary.admitted == 4  # every live session is admitted or excluded, swept or not
     assert summary.excluded == {"channel:signal": 1, "hookExternalContentSource:webhook": 1}
     # s4 changed, s5 never swept; s2 changed but the policy keeps it out; s6 has no transcript.
     assert summary.lag == 2
     assert summary.last_sweep_ms == 7
     # A session the policy kept out and now admits is read by the next sweep.
-    assert summarize(rows, live, kept_out={"s2"}).lag == 3
-    assert summarize(rows, live, kept_out={"s2", "s3"}, last_sweep_ms=42).last_sweep_ms == 42
+    assert summarize(rows, live, kept_out={"s2": "channel:signal"}).lag == 3
+    assert summarize(rows, live, kept_out=policy, last_sweep_ms=42).last_sweep_ms == 42
+
+
+def test_a_purged_session_without_a_checkpoint_still_counts_as_excluded():
+    rows = [_row("s1", 10, 100)]  # s2's checkpoint went with its purge
+    summary = summarize(rows, {"s1": (10, 100), "s2": (10, 100)}, kept_out={"s2": "forgotten"})
+    assert (summary.admitted, summary.excluded, summary.lag) == (1, {"forgotten": 1}, 0)
 
 
 def test_the_newest_checkpoint_of_a_session_wins():

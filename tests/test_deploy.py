@@ -216,3 +216,37 @@ async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
     finally:
         assert service.pool is not None
         await service.pool.aclose(close_connection_pool=True)
+
+
+def test_unit_keeps_proc_stat_so_the_process_metrics_are_exported():
+    # ProcSubset=pid hides /proc/stat, which prometheus_client's process collector reads: every
+    # process_* metric (resident memory, the one to watch against MemoryMax=) vanished.
+    assert _unit_options().get("ProcSubset", ["all"]) != ["pid"]
+    doc = (REPO / "deploy" / "systemd.md").read_text()
+    assert "ProcSubset=" in doc and "/proc/stat" in doc
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
+def test_systemd_analyze_security_rates_the_unit_ok(tmp_path: Path):
+    unit = tmp_path / "memoryd.service"
+    unit.write_text(UNIT.read_text().replace("/usr/local/bin/memoryd", sys.executable))
+    out = subprocess.run(
+        ["systemd-analyze", "security", "--offline=yes", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rating = re.search(r"Overall exposure level for memoryd\.service: ([0-9.]+)", out.stdout + out.stderr)
+    assert rating is not None, out.stdout + out.stderr
+    assert float(rating.group(1)) <= 2.0, rating.group(0)
+
+
+def test_the_units_documentation_is_a_file_the_install_steps_install():
+    documented = _unit_options()["Documentation"]
+    steps = (REPO / "deploy" / "systemd.md").read_text()
+    for uri in documented:
+        assert uri.startswith("file://"), uri
+        path = uri.removeprefix("file://")
+        assert re.search(rf"^install .* {re.escape(path)}\b", steps, re.M), (
+            f"{path}: not installed by deploy/systemd.md"
+        )

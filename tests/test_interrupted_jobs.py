@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.constants import HEARTBEATS_KEY, WORKER_ALIVE_KEY, WORKERS_KEY
+from daemon.constants import HEARTBEATS_KEY, REQUEST_KEY, WORKER_ALIVE_KEY, WORKERS_KEY
 from daemon.forget.request import ForgetRequest
 from daemon.lock import WorkspaceLock
 from daemon.runtime.client import MemorydClient
@@ -120,7 +120,12 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
     await redis.delete(
         WORKERS_KEY.format(queue=queue), WORKER_ALIVE_KEY.format(instance=dead), f"arq:job:{job.job_id}"
     )
-    await redis.delete(f"arq:in-progress:{job.job_id}", f"arq:retry:{job.job_id}", queue)
+    await redis.delete(
+        f"arq:in-progress:{job.job_id}",
+        f"arq:retry:{job.job_id}",
+        queue,
+        REQUEST_KEY.format(job_id=job.job_id),
+    )
 
 
 def test_which_workers_are_dead():

@@ -88,7 +88,7 @@ async def test_lost_lease_cancels_the_body_and_raises(redis: Redis, tmp_path: Pa
     reached_end = False
     with pytest.raises(LockLost):
         async with lock.hold():
-            await redis.set(lock.redis_key, "someone-else")
+            await redis.set(lock.redis_key, "someone-else", px=60_000)  # a lease, as another holder's
             await anyio.sleep(2)
             reached_end = True
     assert not reached_end

@@ -65,7 +65,7 @@ def test_setup_fails_loudly() -> None:
     commands = [ln for ln in script.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     assert [ln for ln in commands if "|| true" in ln or re.search(r"[^|]\|[^|]", ln)] == []
     assert [ln for ln in commands if "pip install" in ln and ">/dev/null" in ln] == []
-    assert "--require-hashes -r requirements-dev.lock" in script
+    assert '--require-hashes -r "$LOCK"' in script
 
 
 def test_a_hung_test_times_out(request: pytest.FixtureRequest) -> None:
@@ -81,3 +81,34 @@ def test_no_test_module_imports_another() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
                 offenders.append(f"{path.name}: from {node.module}")
     assert offenders == []
+
+
+DEV_TOOLS = ("pytest", "ruff", "mypy", "hypothesis", "import-linter", "pip-tools")
+
+
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_the_lock_pins_async_timeout_which_redis_needs_before_python_3_11_3(lock: str) -> None:
+    # Debian 12's own Python is 3.11.2: without the pin, the hashed install there fails.
+    assert "async-timeout" in _pins(lock)
+
+
+def test_the_runtime_lock_holds_no_dev_tool_and_can_build_memoryd() -> None:
+    runtime, dev = _pins("requirements.lock"), _pins("requirements-dev.lock")
+    assert [t for t in DEV_TOOLS if t in runtime] == []
+    assert "setuptools" in runtime  # the editable install runs without build isolation
+    assert [t for t in DEV_TOOLS if t not in dev] == []
+
+
+def test_the_quickstart_installs_the_runtime_lock_and_ci_the_dev_lock_also_on_debians_python() -> None:
+    assert "bash deploy/setup.sh --runtime" in (ROOT / "deploy" / "quickstart.sh").read_text()
+    setup = (ROOT / "deploy" / "setup.sh").read_text()
+    assert "LOCK=requirements-dev.lock" in setup and "--runtime) LOCK=requirements.lock" in setup
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "bash deploy/setup.sh\n" in ci and 'PYTHON="$py"' in ci and "/usr/bin/python3" in ci
+
+
+def test_the_project_is_mit_licensed_by_its_authors() -> None:
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "Copyright (c) the memoryd authors" in text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]

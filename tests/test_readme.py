@@ -61,4 +61,10 @@ def test_readme_tour_runs_in_order_on_the_example_store(
     assert "sig-omar-0001" in preview and "Dry run" in preview
     receipts = outputs["memoryd receipts"]
     assert "demo-1" in receipts
+    erased = next(v for k, v in outputs.items() if k.endswith("--request-id demo-1"))
+    assert "Verified: yes" in erased, erased
+    preview = next(v for k, v in outputs.items() if k.startswith("memoryd erase") and k.endswith("--dry-run"))
+    assert "rcpt-" not in preview and "complete" not in preview, preview
+    last = list(outputs.values())[-1]
+    assert "Verified: NO" not in last and "FAILED" not in last, last
     assert os.environ["MEMORYD_CONFIG"].startswith(str(tmp_path))

@@ -82,3 +82,33 @@ def test_two_sweeps_of_one_agent_ending_at_once_both_record_their_time(tmp_path:
             done.result()
     assert last_sweep_ms(tmp_path) in (299, 1299)
     assert [p.name for p in tmp_path.iterdir()] == ["last-sweep"]  # no temporary file left
+
+
+def test_admitted_and_excluded_add_up_to_sessions_after_a_forget_and_an_erasure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, unique: str
+) -> None:
+    assert main(["demo", "init", str(tmp_path / "demo"), "--redis-url", REDIS_URL]) == 0
+    config = tmp_path / "demo" / "memoryd.toml"
+    monkeypatch.setenv("MEMORYD_DAEMON__HOST_ID", f"test-{unique}")
+
+    def sums() -> list[tuple[int, int]]:
+        capsys.readouterr()
+        assert main(["--config", str(config), "status", "--json"]) == 0
+        agents = json.loads(capsys.readouterr().out)["agents"]
+        return [(a["sessions"], a["sessionsAdmitted"] + sum(a["sessionsExcluded"].values())) for a in agents]
+
+    def run(*args: str) -> None:
+        assert main(["--config", str(config), *args]) == 0, args
+
+    steps = [
+        ("ingest", "--agent", "main"),
+        ("forget", "--agent", "main", "--participant", "omar"),
+        ("ingest", "--agent", "main"),
+        ("erase", "--scope", "tenant:default:user:nora", "--request-id", f"r-{unique}"),
+        ("ingest", "--agent", "main"),
+    ]
+    for step in [(), *steps]:
+        if step:
+            run(*step)
+        for live, counted in sums():
+            assert counted == live, step

@@ -67,6 +67,10 @@ async def enqueue_and_run(
             "JobPayloadError: forget: bogus: unknown field",
         ),
         (
+            {"agent": "main", "sesions": ["s-one"]},
+            "JobPayloadError: forget: sesions: unknown field (did you mean 'sessions'?)",
+        ),
+        (
             {"agent": "main"},
             "JobPayloadError: forget: memory forget requires a session, hook source, or participant",
         ),

@@ -122,6 +122,15 @@ class CliState:
 
 pass_state = click.make_pass_decorator(CliState)
 
+
+def warn_missing_sessions_root(settings: Settings) -> None:
+    from daemon.agents import missing_sessions_root
+
+    warning = missing_sessions_root(settings)
+    if warning is not None:
+        click.echo(f"memoryd: warning: {warning}", err=True)
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 
 
@@ -200,7 +209,7 @@ def emit(obj: Any, as_json: bool, human: Callable[[Any], str]) -> None:
 
 
 def iso_time(ms: int | None, never: str = "never") -> str:
-    """Unix milliseconds as ISO 8601 UTC (what human output shows; JSON keeps the number)."""
+    """Unix milliseconds as ISO 8601 UTC (an exact moment in a sentence; JSON keeps the number)."""
     from datetime import UTC, datetime
 
     if ms is None:
@@ -209,12 +218,62 @@ def iso_time(ms: int | None, never: str = "never") -> str:
     return moment.isoformat(timespec="milliseconds" if ms % 1000 else "seconds").replace("+00:00", "Z")
 
 
+# Each unit is used up to 1.5 of the next, so "90 s ago" reads before "2 min ago".
+_SPANS = ((86_400, "d"), (3_600, "h"), (60, "min"), (1, "s"))
+
+
+def ago(ms: int | None, now_ms: int | None = None, never: str = "never") -> str:
+    """Unix milliseconds as a person reads them in a table: "12 s ago", "in 3 d"."""
+    if ms is None:
+        return never
+    if now_ms is None:
+        import time
+
+        now_ms = int(time.time() * 1000)
+    delta_s = abs(now_ms - ms) / 1000
+    if delta_s < 1:
+        return "just now"
+    count, unit = round(delta_s), "s"
+    for size, name in _SPANS:
+        if delta_s >= size * 1.5 or size == 1:
+            count, unit = round(delta_s / size), name
+            break
+    return f"{count} {unit} ago" if ms <= now_ms else f"in {count} {unit}"
+
+
+def ago_iso(text: str | None, never: str = "never") -> str:
+    """An ISO 8601 time (as reports carry it) as `ago` shows it."""
+    from datetime import datetime
+
+    if text is None:
+        return never
+    return ago(int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000))
+
+
+def human_size(n: int) -> str:
+    """Bytes with a binary unit: "512 B", "2.0 KiB"."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def count_of(n: int, noun: str) -> str:
+    """ "1 session", "2 sessions"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
 
-def table(headers: list[str], rows: list[list[Any]]) -> str:
-    """A plain aligned text table (stable in logs and pipes, unlike a boxed one)."""
+def table(headers: list[str], rows: list[list[Any]], empty: str) -> str:
+    """A plain aligned text table (stable in logs and pipes, unlike a boxed one); `empty` is
+    the line printed instead when there are no rows (bare headers read as a fault)."""
+    if not rows:
+        return empty
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]

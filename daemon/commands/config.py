@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from daemon.commands import CliState, emit, json_option, pass_state
+from daemon.commands import CliState, emit, json_option, pass_state, warn_missing_sessions_root
 from daemon.redaction import redact_urls_in
 from daemon.settings import settings_as_dict
 
@@ -36,4 +36,5 @@ def register(cli: click.Group) -> None:
     def check(state: CliState, as_json: bool) -> None:
         """Validate the config and print the effective settings (exit 2 naming a bad key);
         passwords and tokens in URLs are shown as ***."""
+        warn_missing_sessions_root(state.settings)
         emit(redact_urls_in(settings_as_dict(state.settings)), as_json, _human)

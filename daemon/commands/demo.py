@@ -16,7 +16,7 @@ def _human(report: DemoReport) -> str:
         [
             f"wrote an example session store and config in {report.directory}",
             "",
-            table(["agent", "sessions", "archives", "sessions dir"], rows),
+            table(["agent", "sessions", "archives", "sessions dir"], rows, empty="no agents"),
             "",
             f"config:      {report.config}",
             f"state dir:   {report.state_dir} "

@@ -44,6 +44,7 @@ def _promote_human(r: PromoteReport) -> str:
             table(
                 ["entry", "score", "sessions"],
                 [[p.entry_key, f"{p.score:.3f}", ",".join(p.session_ids)] for p in r.promoted],
+                empty="nothing promoted",
             )
         )
     for s in r.skipped:
@@ -78,6 +79,7 @@ def _backfill_human(r: BackfillReport) -> str:
             table(
                 ["day", "sessions", "messages", "claims"],
                 [[d.day, d.sessions, d.candidates, d.claims] for d in r.days],
+                empty="no days",
             )
         )
     if r.mode in ("apply", "rem"):

@@ -53,7 +53,7 @@ def _index_human(report: IndexReport) -> str:
         if n.reason.startswith(POLICY_REASON_PREFIXES)
     ]
     if notes:
-        lines.append(table(["path", "source", "action", "reason"], notes))
+        lines.append(table(["path", "source", "action", "reason"], notes, empty=""))
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)
 

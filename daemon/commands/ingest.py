@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from daemon.agent_runtime import agent_runtime
 from daemon.commands import (
     CliState,
     agent_option,
+    ago,
     command_name,
     emit,
     emit_report,
-    iso_time,
+    human_size,
     json_option,
     pass_state,
     run_async,
@@ -19,7 +22,7 @@ from daemon.commands import (
     table,
 )
 from daemon.commands._enqueue import register_enqueue
-from daemon.errors import UsageError
+from daemon.errors import OperationFailed, UsageError
 from daemon.ingest.report import (
     CheckpointRow,
     CheckpointsReport,
@@ -31,6 +34,7 @@ from daemon.ingest.report import (
     SessionExplanation,
     SessionRow,
     SessionsReport,
+    combine_sweeps,
 )
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.sessions.admission import (
@@ -45,8 +49,11 @@ from daemon.settings import Settings
 from daemon.store.checkpoints import Checkpoint, load_checkpoints
 from daemon.store.tombstones import forgotten_ids
 
+if TYPE_CHECKING:
+    from daemon.ops.op import ProgressFn
+
 # What the sweep's progress phases count (daemon/ingest/sweep.py).
-INGEST_UNITS = {"sessions": "sessions", "messages": "messages"}
+INGEST_UNITS = {"sessions": "sessions", "messages": "messages", "backlog": "sessions"}
 
 
 def _parse_limit(value: str) -> int | None:
@@ -185,6 +192,7 @@ def _human_explain(r: SessionExplanation) -> str:
             table(
                 ["rule", "session has", "result", "reason"],
                 [[c.rule, c.value, c.result, c.reason or ""] for c in s.rules],
+                empty="no admission rules apply",
             ),
         ]
         cp = s.checkpoint
@@ -192,8 +200,8 @@ def _human_explain(r: SessionExplanation) -> str:
             lines.append("checkpoint: none (never swept)")
         else:
             lines.append(
-                f"checkpoint: {cp.cursor.line_count} lines consumed, size {cp.fingerprint.size}, "
-                f"recorded reason {cp.excluded_reason or '-'}, updated {iso_time(cp.updated_at)}"
+                f"checkpoint: {cp.cursor.line_count} lines consumed, size {human_size(cp.fingerprint.size)}, "
+                f"recorded reason {cp.excluded_reason or '-'}, updated {ago(cp.updated_at)}"
             )
         lines.append(f"forgotten: {'yes' if s.forgotten else 'no'}")
         parts.append("\n".join(lines))
@@ -223,7 +231,11 @@ def _human_sessions(r: SessionsReport) -> str:
         ]
         for s in r.sessions
     ]
-    out = table(["session", "key", "kind", "chat", "channel", "hook", "participants", "admission"], rows)
+    out = table(
+        ["session", "key", "kind", "chat", "channel", "hook", "participants", "admission"],
+        rows,
+        empty="no sessions in the agent's metadata",
+    )
     out += f"\n{r.shown} of {r.total} sessions; {r.archives} archives (never ingested)"
     return out + "".join(f"\nskipped: {e}" for e in r.errors)
 
@@ -263,15 +275,38 @@ def _human_checkpoints(r: CheckpointsReport) -> str:
         [
             c.session_id,
             c.session_key,
-            iso_time(c.fingerprint.mtime_ms),
-            c.fingerprint.size,
+            ago(c.fingerprint.mtime_ms),
+            human_size(c.fingerprint.size),
             c.fingerprint.content_hash[:12],
             f"{c.cursor.line_count}/{c.cursor.last_content_line}",
             c.excluded_reason or "",
         ]
         for c in r.checkpoints
     ]
-    return table(["session", "key", "modified", "size", "hash", "lines/messages", "excluded"], rows)
+    return table(
+        ["session", "key", "modified", "size", "hash", "lines/messages", "excluded"],
+        rows,
+        empty=f"no checkpoints: no sweep has recorded a session of agent {r.agent_id} yet",
+    )
+
+
+def _sweep_until_done(
+    state: CliState, request: Any, first: IngestReport, progress: ProgressFn | None
+) -> IngestReport:
+    """Sweeps after `first` until none is left for the next; stops early when one reads
+    nothing (what is left then cannot be read: its errors say why)."""
+    reports = [first]
+    total = first.sessions_scanned + first.backlog  # the backlog as the first sweep found it
+    while reports[-1].backlog:
+        if progress is not None:
+            progress("backlog", max(total - reports[-1].backlog, 0), total)
+        report = run_op(state, ingest_op.OP, request, progress)
+        reports.append(report)
+        if not (report.sessions_scanned or report.messages_staged):
+            break
+    if progress is not None:
+        progress("backlog", max(total - reports[-1].backlog, 0), total)
+    return combine_sweeps(reports)
 
 
 def register(cli: click.Group) -> None:
@@ -298,15 +333,29 @@ def register(cli: click.Group) -> None:
 
     @cli.command(command_name(ingest_op.OP))
     @agent_option
+    @click.option(
+        "--until-done",
+        is_flag=True,
+        help="Sweep again until no session is left for a next sweep (a large backlog takes several: "
+        "each stages at most ingest.max_messages_per_sweep messages); one report of them all.",
+    )
     @json_option
     @pass_state
-    def ingest(state: CliState, agent_id: str, as_json: bool) -> None:
+    def ingest(state: CliState, agent_id: str, until_done: bool, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
         from daemon.commands._progress import progress_bar
 
+        request = ingest_op.OP.parse({"agent": agent_id})
         with progress_bar(INGEST_UNITS, quiet=as_json) as progress:
-            report = run_op(state, ingest_op.OP, ingest_op.OP.parse({"agent": agent_id}), progress)
+            report = run_op(state, ingest_op.OP, request, progress)
+            if until_done:
+                report = _sweep_until_done(state, request, report, progress)
         emit_report(ingest_op.OP, report, as_json, lambda r: _human_ingest(r, state.settings))
+        if until_done and report.backlog:
+            raise OperationFailed(
+                f"agent {agent_id}: a sweep read nothing while {report.backlog} sessions were left; "
+                "see the errors above, then run again"
+            )
 
     @cli.command("checkpoints")
     @agent_option

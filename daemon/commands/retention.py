@@ -10,6 +10,7 @@ import click
 
 from daemon.commands import (
     CliState,
+    ago,
     command_name,
     emit,
     emit_json,
@@ -78,7 +79,8 @@ def _write_human(r: WriteResult) -> str:
     lines = [f"Wrote {r.object_id} in {r.scope}"]
     if r.created_scopes:
         lines.append("Created scopes: " + ", ".join(r.created_scopes))
-    lines.append(f"Expires at: {iso_time(r.expires_at)}" + (" (cut to the parent's)" if r.clamped else ""))
+    expires = "never" if r.expires_at is None else f"{iso_time(r.expires_at)} ({ago(r.expires_at)})"
+    lines.append(f"Expires at: {expires}" + (" (cut to the parent's)" if r.clamped else ""))
     if r.provenance:
         lines.append(f"Provenance: {r.provenance.parent} ({r.provenance.parent_hash})")
     lines += [f"Note: {n}" for n in r.notes]
@@ -97,7 +99,7 @@ def _read_human(r: ReadResult) -> str:
         ]
         for o in r.objects
     ]
-    return table(["object", "content", "provenance", "parent"], rows)
+    return table(["object", "content", "provenance", "parent"], rows, empty=f"{r.scope}: no objects")
 
 
 def _lineage_human(r: LineageReport) -> str:
@@ -111,7 +113,7 @@ def _lineage_human(r: LineageReport) -> str:
         ]
         for s in r.steps
     ]
-    return table(["object", "scope", "state", "cites", "cited"], rows) + (
+    return table(["object", "scope", "state", "cites", "cited"], rows, empty="no lineage") + (
         "\n(truncated)" if r.truncated else ""
     )
 
@@ -119,7 +121,8 @@ def _lineage_human(r: LineageReport) -> str:
 def _holds_human(r: HoldList) -> str:
     return table(
         ["hold", "scope", "reason", "since"],
-        [[h.hold_id, h.scope, h.reason, iso_time(h.created_at)] for h in r.holds],
+        [[h.hold_id, h.scope, h.reason, ago(h.created_at)] for h in r.holds],
+        empty="no holds",
     )
 
 
@@ -143,15 +146,32 @@ def _verification_lines(v: Verification | None) -> list[str]:
     return lines
 
 
+# What a dry run's planned state means; a preview stores no receipt, so it shows no id and
+# never says "complete" of something that did not happen.
+_PREVIEW_OUTCOME = {
+    "complete": "everything under the scope would be erased",
+    "partial": "would be partial: held scopes would stay",
+    "refused": "would be refused: a legal hold covers the scope",
+    "not_found": "nothing is stored under the scope",
+}
+
+
 def _receipt_human(r: ErasureReceipt) -> str:
-    lines = [
-        f"Erasure {r.receipt_id} ({r.day}): {r.state}"
-        + (" [dry run]" if r.dry_run else "")
-        + (" [resumed an interrupted erasure]" if r.resumed else ""),
-        f"Structural deleted: {r.structural_deleted}",
-        f"Provenance rewritten: {r.provenance_rewritten}",
-        f"Hold blocked: {r.hold_blocked}",
-    ]
+    if r.dry_run:
+        lines = [
+            f"Erasure preview (dry run: nothing changed, no receipt stored): {_PREVIEW_OUTCOME[r.state]}",
+            f"Structural to delete: {r.structural_deleted}",
+            f"Provenance to rewrite: {r.provenance_rewritten}",
+            f"Hold blocked: {r.hold_blocked}",
+        ]
+    else:
+        lines = [
+            f"Erasure {r.receipt_id} ({r.day}): {r.state}"
+            + (" [resumed an interrupted erasure]" if r.resumed else ""),
+            f"Structural deleted: {r.structural_deleted}",
+            f"Provenance rewritten: {r.provenance_rewritten}",
+            f"Hold blocked: {r.hold_blocked}",
+        ]
     lines += [
         f"  blocked by {b.hold_id}: {b.structural} scopes, {b.provenance} provenance children, "
         f"{b.sessions} sessions"
@@ -167,6 +187,8 @@ def _receipt_human(r: ErasureReceipt) -> str:
     )
     if a.forget:
         lines.append("Forget: " + ", ".join(f"{k} {v}" for k, v in a.forget.items()))
+    if r.dry_run:
+        return "\n".join(lines)
     return "\n".join(lines + _verification_lines(r.verification))
 
 
@@ -268,6 +290,7 @@ def _receipts_human(r: ReceiptList) -> str:
             ]
             for x in r.receipts
         ],
+        empty="no receipts: no erasure has run on this host",
     )
 
 

@@ -7,28 +7,47 @@ from typing import Any
 
 import click
 
-from daemon.commands import CliState, emit, json_option, known_agent_callback, pass_state, run_async, table
+from daemon.commands import (
+    CliState,
+    ago_iso,
+    count_of,
+    emit,
+    json_option,
+    known_agent_callback,
+    pass_state,
+    run_async,
+    table,
+    warn_missing_sessions_root,
+)
+from daemon.errors import OperationFailed
 from daemon.runtime.wire import queue_name
 
 
 def _status_human(report: Any) -> str:
     d = report.daemon
-    running = f"running (pid {d.pid})" if d.running else "not running"
+    if d.running is None:
+        running = "unknown (its state is kept in Redis)"
+    else:
+        running = f"running (pid {d.pid})" if d.running else "not running"
     head = f"daemon {d.host_id}: {running}; queue {d.queue}; redis {d.redis} ({d.redis_url})"
     rows = [
         [
             a.agent,
-            a.last_sweep_at or "never",
+            ago_iso(a.last_sweep_at),
             a.sessions,
             a.sessions_admitted,
             ", ".join(f"{k}={v}" for k, v in a.sessions_excluded.items()) or "-",
-            a.lag,
+            count_of(a.lag, "session"),
             a.queue_depth if a.queue_depth is not None else "-",
             a.lock_holder or "-",
         ]
         for a in report.agents
     ]
-    body = table(["agent", "last sweep", "sessions", "admitted", "excluded", "lag", "queued", "lock"], rows)
+    body = table(
+        ["agent", "last sweep", "sessions", "admitted", "excluded", "lag", "queued", "lock"],
+        rows,
+        empty="no agents: none found under sessions_root, none configured",
+    )
     errors = [f"  {a.agent}: {e}" for a in report.agents for e in a.errors]
     waiting = [f"  {s.line()}" for s in report.stalled_purges]
     return "\n".join(
@@ -44,13 +63,13 @@ def _jobs_human(jobs: list[Any]) -> str:
             j.job_id,
             j.state,
             j.tries or "-",
-            j.enqueued_at or "-",
-            j.finished_at or "-",
+            ago_iso(j.enqueued_at, never="-"),
+            ago_iso(j.finished_at, never="-"),
             j.error or ("report" if j.result else f"waiting: {j.waiting_on}" if j.waiting_on else "-"),
         ]
         for j in jobs
     ]
-    return table(["job", "state", "tries", "enqueued", "finished", "outcome"], rows) if rows else "no jobs"
+    return table(["job", "state", "tries", "enqueued", "finished", "outcome"], rows, empty="no jobs")
 
 
 def register(cli: click.Group) -> None:
@@ -79,8 +98,14 @@ def register(cli: click.Group) -> None:
         """Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder."""
         from daemon.runtime.status import collect_status
 
+        warn_missing_sessions_root(state.settings)
         agents = [agent_id] if agent_id else None
-        emit(run_async(collect_status, state.settings, agents), as_json, _status_human)
+        report = run_async(collect_status, state.settings, agents)
+        emit(report, as_json, _status_human)
+        if not report.daemon.redis_ok:
+            raise OperationFailed(
+                f"Redis {report.daemon.redis}; start it or fix redis_url (MEMORYD_REDIS_URL), then run again"
+            )
 
     @cli.command("jobs")
     @click.option(

@@ -52,6 +52,13 @@ def clean_sessions(values: Sequence[str]) -> list[str]:
     return clean_values("sessions", values)
 
 
+# The reference's wording names the bad value; this says what would have been taken.
+SINCE_FORMS = (
+    "use a date (2024-05-01, UTC midnight), a date-time (2024-05-01T09:30:00Z, "
+    "2024-05-01T09:30:00+02:00; no offset = UTC) or Unix milliseconds (1714550400000)"
+)
+
+
 def parse_since(since: str) -> int:
     """`--since` as Unix ms: an ISO date (UTC midnight), an ISO date-time, or a number of ms."""
     text = since.strip()
@@ -69,7 +76,7 @@ def parse_since(since: str) -> int:
         return int(parsed.timestamp() * 1000)
     except ValueError:
         shown = since if since.isprintable() else repr(since)  # the error stays one line
-        raise UsageError(f"since: Invalid memory session date: {shown}") from None
+        raise UsageError(f"since: Invalid memory session date: {shown}; {SINCE_FORMS}") from None
 
 
 def clean_match(text: str | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +33,32 @@ class IngestReport(_Model):
     # workspace-relative day files appended to
     corpus_files: Annotated[list[str], Content] = Field(default_factory=list)
     errors: Annotated[list[str], Content] = Field(default_factory=list)  # one line each; the sweep went on
+
+    @property
+    def backlog(self) -> int:
+        """Sessions this sweep left for the next: deferred by the per-sweep cap, or read up to a cap."""
+        return self.sessions_deferred + self.sessions_capped
+
+
+def combine_sweeps(reports: list[IngestReport]) -> IngestReport:
+    """One report of sweeps run back to back: what they did, summed; what is left (sessions
+    seen, unchanged, excluded, missing, deferred, capped), as the last one found it."""
+    last = reports[-1]
+    skipped: Counter[str] = Counter()
+    for r in reports:
+        skipped.update(r.lines_skipped)
+    return last.model_copy(
+        update={
+            "sessions_scanned": sum(r.sessions_scanned for r in reports),
+            "sessions_rewritten": sum(r.sessions_rewritten for r in reports),
+            "messages_staged": sum(r.messages_staged for r in reports),
+            "messages_dropped_forgotten": sum(r.messages_dropped_forgotten for r in reports),
+            "lines_skipped": dict(sorted(skipped.items())),
+            "checkpoints_removed": sum(r.checkpoints_removed for r in reports),
+            "corpus_files": list(dict.fromkeys(f for r in reports for f in r.corpus_files)),
+            "errors": [e for r in reports for e in r.errors],
+        }
+    )
 
 
 class SessionRow(_Model):

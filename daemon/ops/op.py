@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from daemon.did_you_mean import closest
 from daemon.errors import JobPayloadError, MemorydError, UsageError
 from daemon.ops.payload import check_payload_size
 
@@ -142,7 +143,7 @@ class Op(Generic[R]):
         try:
             return self.request.model_validate(data)
         except ValidationError as exc:
-            raise JobPayloadError(f"{self.name}: {describe_validation(exc)}") from None
+            raise JobPayloadError(f"{self.name}: {describe_validation(exc, self.request)}") from None
         except UsageError as exc:  # the request models' validators name the field themselves
             raise JobPayloadError(f"{self.name}: {exc}") from None
 
@@ -162,13 +163,18 @@ def agent_of(request: BaseModel) -> str:
     return agent
 
 
-def describe_validation(err: ValidationError) -> str:
-    """`<field>: <problem>` for the first error (the field dotted, as the payload names it)."""
+def describe_validation(err: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """`<field>: <problem>` for the first error (the field dotted, as the payload names it); an
+    unknown top-level field of `model` gets the nearest known one."""
     first = err.errors()[0]
     # A field name comes from the payload: an unprintable one is shown escaped, so the line stays one.
     where = ".".join(str(p) if str(p).isprintable() else repr(str(p)) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         problem = "unknown field"
+        name = first["loc"][-1] if len(first["loc"]) == 1 else None
+        nearest = closest(name, model.model_fields) if model is not None and isinstance(name, str) else None
+        if nearest is not None:
+            problem += f" (did you mean {nearest!r}?)"
     elif first["type"] == "value_error":  # a validator's ValueError: its message, not pydantic's prefix
         problem = str(first.get("ctx", {}).get("error", first["msg"]))
     else:

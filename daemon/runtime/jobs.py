@@ -196,6 +196,8 @@ def job_function(op: Op[Any]) -> JobFn:
             report = dump(stored_form(op.redact_result(result) if op.redact_result else result))
             outcome = "complete"
             _count_success(op, request, report, time.monotonic() - started)
+            if op.sweep and (refresh := ctx.get("refresh_gauges")) is not None:
+                refresh()  # the lag and backlog gauges follow a sweep at once
             return report
         except BaseException as exc:
             # Cancellation (drain, timeout) returns the job to the queue: a retry, not a failure.

@@ -63,13 +63,6 @@ def follow_up(report: Mapping[str, Any] | None, *, indexes_transcripts: bool) ->
     return FollowUp(again, read and indexes_transcripts)
 
 
-def backlog_sessions(report: Mapping[str, Any] | None) -> int:
-    """Sessions a sweep left for the next one: deferred by the per-sweep cap, or read up to a cap."""
-    if not report:
-        return 0
-    return int(report.get("sessionsDeferred", 0)) + int(report.get("sessionsCapped", 0))
-
-
 def scheduled_sweep_agents(job_ids: Iterable[str], agents: Iterable[str]) -> list[tuple[str, str]]:
     """(agent, job id) of the scheduled ingest sweeps among `job_ids` (`ingest_sweep:<agent>:sched:<slot>`)."""
     served = set(agents)
@@ -217,7 +210,6 @@ class LiveIngest:
         self._redis_failing = False
         if family != ingest_op.OP.name or not complete:
             return
-        metrics.INGEST_BACKLOG.labels(agent=agent).set(backlog_sessions(done.result))
         next_steps = follow_up(done.result, indexes_transcripts="sessions" in self.settings.index.sources)
         if next_steps.sweep_again:
             self.hints.note(family, agent, None)  # what was left may be anywhere: a full sweep

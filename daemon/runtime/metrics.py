@@ -13,6 +13,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from daemon.settings import parse_listen
+
 log = logging.getLogger("memoryd.metrics")
 
 # A registry of our own: the default one also carries process/platform collectors, and tests
@@ -67,7 +69,8 @@ SWEEP_DURATION = Histogram(
 )
 LAST_SWEEP = Gauge(
     "memoryd_last_sweep_success_timestamp_seconds",
-    "Unix time of the last successful sweep, by family and agent.",
+    "Unix time of the last successful sweep, by family and agent (ingest: from start, the last "
+    "recorded sweep or the start, so sweeps failing from the start go stale).",
     ["family", "agent"],
     registry=REGISTRY,
 )
@@ -81,7 +84,10 @@ SESSIONS_SCANNED = Counter(
     "memoryd_sessions_scanned_total", "Sessions an ingest sweep looked at.", ["agent"], registry=REGISTRY
 )
 SESSIONS_ADMITTED = Gauge(
-    "memoryd_sessions_admitted", "Sessions whose checkpoint admits them.", ["agent"], registry=REGISTRY
+    "memoryd_sessions_admitted",
+    "Live sessions the admission policy admits (lag: those not read yet).",
+    ["agent"],
+    registry=REGISTRY,
 )
 SESSIONS_EXCLUDED = Gauge(
     "memoryd_sessions_excluded",
@@ -97,7 +103,7 @@ INGEST_LAG = Gauge(
 )
 INGEST_BACKLOG = Gauge(
     "memoryd_ingest_backlog_sessions",
-    "Sessions the agent's last ingest sweep left for the next (per-sweep or per-file cap).",
+    "Sessions the next ingest sweep would read (the lag; recomputed when a sweep of this host ends).",
     ["agent"],
     registry=REGISTRY,
 )
@@ -158,14 +164,6 @@ PURGED_ARTIFACTS = Counter(
     ["family", "artifact"],
     registry=REGISTRY,
 )
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """'host:port' (IPv6 as '[::1]:9464') → (host, port)."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"daemon.metrics_listen: expected host:port, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def serve(listen: str) -> tuple[Any, int]:

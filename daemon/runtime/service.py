@@ -43,7 +43,7 @@ from arq.connections import ArqRedis
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
-from daemon.agents import agent_paths, list_agents
+from daemon.agents import agent_paths, list_agents, missing_sessions_root
 from daemon.constants import (
     AGENT_OWNER_KEY,
     DRAIN_CANCEL_WAIT_S,
@@ -60,7 +60,9 @@ from daemon.constants import (
 )
 from daemon.errors import MemorydError, OperationFailed
 from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
+from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.ingest.live_hints import LiveHints
+from daemon.ops import ingest_sweep as ingest_op
 from daemon.redis_conn import connect_redis, redact_url
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
@@ -248,6 +250,7 @@ class Service:
         self.worker: MemorydWorker | None = None
         self.live: LiveIngest | None = None
         self._metrics_server: Any = None
+        self._gauges_due: anyio.Event | None = None  # set when a sweep ends: gauges are recomputed
 
     # --- start -----------------------------------------------------------------------------
 
@@ -259,6 +262,9 @@ class Service:
         try:
             try:
                 await self._refuse_a_second_daemon(probe)
+                missing = missing_sessions_root(s)
+                if missing is not None:
+                    log.warning("%s", missing)
                 listed = list_agents(s)
                 opened, refused = await open_agent_stores(s, listed)
                 self._store_ids = dict(opened)
@@ -301,6 +307,7 @@ class Service:
         await migrate_retention_store(s)
         self.state.agents = agents
         self.served.agents = frozenset(agents)
+        self._seed_sweep_gauges(agents)
         self.pool = arq_pool(s, self.state.queue)
         if s.daemon.metrics_listen:
             try:
@@ -359,6 +366,7 @@ class Service:
         await remove_leftovers(s, won)
         self.state.agents = sorted({*self.state.agents, *won})
         self.served.agents = frozenset(self.state.agents)
+        self._seed_sweep_gauges(won)
         for agent in won:
             log.info("agent %s: found under sessions_root; served from now on", agent)
             if self.live is not None:
@@ -641,8 +649,28 @@ class Service:
             "queued": max(queued - running, 0),
         }
 
+    def _seed_sweep_gauges(self, agents: list[str]) -> None:
+        """The last successful ingest sweep of each newly served agent, from its state (or, if
+        it never had one, now): a gauge absent until a first success would let sweeps that fail
+        from the start never go stale, and MemorydIngestSweepStalled never fire. Only when this
+        host schedules sweeps: one that only runs what clients send has nothing overdue."""
+        if not self.settings.daemon.schedule:
+            return
+        now_s = time.time()
+        for agent in agents:
+            last_ms = last_sweep_ms(agent_paths(self.settings, agent).state_dir)
+            seeded = now_s if last_ms is None else last_ms / 1000
+            metrics.LAST_SWEEP.labels(family=ingest_op.OP.name, agent=agent).set(seeded)
+
+    def _refresh_gauges(self) -> None:
+        if self._gauges_due is not None:
+            self._gauges_due.set()
+
     async def _gauge_loop(self) -> None:
-        """Per-agent lag and exclusion gauges, from the same numbers `memoryd status` shows."""
+        """Per-agent lag and exclusion gauges, from the same numbers `memoryd status` shows;
+        recomputed every STATUS_REFRESH_S and as soon as a sweep of this host ends."""
+        self._gauges_due = anyio.Event()
+        self.ctx["refresh_gauges"] = self._refresh_gauges
         while True:
             for agent in self.state.agents:
                 try:
@@ -658,12 +686,17 @@ class Service:
                     continue
                 self._count_problems(agent, len(errors))
                 metrics.INGEST_LAG.labels(agent=agent).set(summary.lag)
+                # The backlog is the lag: what the next sweep would read, whoever swept last
+                # (a foreground `memoryd ingest` included).
+                metrics.INGEST_BACKLOG.labels(agent=agent).set(summary.lag)
                 self.state.lag[agent] = summary.lag
                 metrics.SESSIONS_ADMITTED.labels(agent=agent).set(summary.admitted)
                 for reason, n in summary.excluded.items():
                     metrics.SESSIONS_EXCLUDED.labels(agent=agent, reason=reason).set(n)
             await self._refresh_stalled_purges()
-            await anyio.sleep(STATUS_REFRESH_S)
+            with anyio.move_on_after(STATUS_REFRESH_S):
+                await self._gauges_due.wait()
+            self._gauges_due = anyio.Event()
 
     async def _settle_loop(self) -> None:
         """Erasure receipts waiting for queued purge jobs pass once those have run (settle.py)."""
@@ -725,12 +758,25 @@ class OwnDebugOnly(logging.Filter):
         )
 
 
+class LocalTimeFormatter(logging.Formatter):
+    """Each line starts with its local time in ISO 8601, to the millisecond, with the offset."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        from datetime import datetime
+
+        return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+
+
 def configure_logging(level: str = "INFO") -> None:
-    """One line per event on stderr; journald adds the timestamp and unit. No line names a
+    """One line per event on stderr. Under journald (JOURNAL_STREAM set), which adds the
+    timestamp and unit, the line is bare; elsewhere it starts with its time. No line names a
     session, key, transcript path or participant: agents and counts only."""
     handler = logging.StreamHandler()
     handler.addFilter(OwnDebugOnly())
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if os.environ.get("JOURNAL_STREAM"):
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(LocalTimeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +24,10 @@ from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
 from daemon.errors import MemorydError
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
+from daemon.redaction import redact_text
 from daemon.redis_conn import redact_url, redis_from_url
+from daemon.redis_problem import redis_problem
+from daemon.retention.gate import REASON_EXPIRED
 from daemon.runtime.hosts import parse_route
 from daemon.runtime.stalled import StalledPurges, read_stalled
 from daemon.runtime.wire import queue_name
@@ -58,12 +61,16 @@ class AgentStatus(_Model):
 class DaemonStatus(_Model):
     host_id: str
     queue: str
-    running: bool
+    running: bool | None  # None: unknown, Redis (where daemons report) could not be asked
     pid: int | None
     started_at: str | None
     heartbeat_age_s: float | None
-    redis: str  # "ok", or "unreachable: <reason>"
+    redis: str  # "ok", "unreachable at HOST:PORT (<reason>)" or "refused the password at HOST:PORT"
     redis_url: str
+
+    @property
+    def redis_ok(self) -> bool:
+        return self.redis == "ok"
 
 
 class StatusReport(_Model):
@@ -87,28 +94,38 @@ class SweepSummary:
 def summarize(
     checkpoints: list[CheckpointSummary],
     live: dict[str, tuple[int, int] | None],
-    kept_out: Collection[str] = (),
+    kept_out: Mapping[str, str] | None = None,
     last_sweep_ms: int | None = None,
 ) -> SweepSummary:
     """`live` maps each live session id to its (mtime_ms, size), None if the transcript is
-    missing; `kept_out` are the live sessions the next sweep would not read (excluded by the
-    policy, forgotten). Lag is what remains to be swept: admitted sessions never swept or
-    changed since their checkpoint. `last_sweep_ms` is the end of the last sweep as recorded;
-    without one, the newest checkpoint write."""
+    missing; `kept_out` maps the live sessions the next sweep would not read (excluded by the
+    policy, forgotten, erased) to the reason. Every live session is either admitted or excluded
+    by one reason, so the two add up to `live` whatever the checkpoints hold (a purge deletes
+    its sessions' checkpoints, and an erased session never gets one). A checkpoint's reason
+    counts only for what status cannot re-decide (a scope's expiry). Lag is what remains to be
+    swept: admitted sessions never swept or changed since their checkpoint. `last_sweep_ms` is
+    the end of the last sweep as recorded; without one, the newest checkpoint write."""
+    kept_out = kept_out or {}
     by_session: dict[str, CheckpointSummary] = {}
     for row in checkpoints:
         seen = by_session.get(row.session_id)
         if seen is None or row.updated_at > seen.updated_at:
             by_session[row.session_id] = row
-    excluded = Counter(r.excluded_reason for r in by_session.values() if r.excluded_reason)
-    admitted = sum(1 for r in by_session.values() if not r.excluded_reason)
+    excluded: Counter[str] = Counter()
     lag = 0
     for sid, fp in live.items():
-        if sid in kept_out or fp is None:  # nothing the next sweep would read
-            continue
         checkpoint = by_session.get(sid)
+        reason = kept_out.get(sid)
+        if reason is None and checkpoint is not None and checkpoint.excluded_reason == REASON_EXPIRED:
+            reason = REASON_EXPIRED
+        if reason is not None:
+            excluded[reason] += 1
+            continue
+        if fp is None:  # no transcript: nothing the next sweep would read
+            continue
         if checkpoint is None or checkpoint.excluded_reason or (checkpoint.mtime_ms, checkpoint.size) != fp:
             lag += 1
+    admitted = len(live) - sum(excluded.values())
     newest_write = max((r.updated_at for r in checkpoints), default=None)
     last = last_sweep_ms if last_sweep_ms is not None else newest_write
     return SweepSummary(last, len(live), admitted, dict(sorted(excluded.items())), lag)
@@ -173,7 +190,8 @@ async def sweep_summary(
     except _STORE_ERRORS as exc:
         errors.append(f"{paths.db_path}: {exc}")
     policy = AdmissionPolicy.from_settings(settings.memory_policy.exclude_sessions)
-    kept_out = {s.session_id for s in sessions if admission_reason(s, policy, forgotten) is not None}
+    reasons = {s.session_id: admission_reason(s, policy, forgotten) for s in sessions}
+    kept_out = {sid: reason for sid, reason in reasons.items() if reason is not None}
     last = await anyio.to_thread.run_sync(last_sweep_ms, paths.state_dir)
     return summarize(checkpoints, live, kept_out, last), errors
 
@@ -190,7 +208,7 @@ async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: s
     return DaemonStatus(
         host_id=host,
         queue=queue_name(host),
-        running=running,
+        running=running if redis is not None else None,
         pid=int(record["pid"]) if running and "pid" in record else None,
         started_at=record.get("started_at") if running else None,
         heartbeat_age_s=age,
@@ -206,7 +224,8 @@ async def collect_status(settings: Settings, agents: list[str] | None = None) ->
     try:
         await redis.ping()  # type: ignore[union-attr]
     except (RedisError, OSError) as exc:
-        redis_state = f"unreachable: {exc}"
+        # "Redis unreachable at …" → "unreachable at …": the field names Redis already.
+        redis_state = redact_text(redis_problem(settings.redis_url, exc)).removeprefix("Redis ")
         await redis.aclose()  # type: ignore[union-attr]
         redis = None
     try:
