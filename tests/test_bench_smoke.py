@@ -3,6 +3,7 @@ and a baseline scenario runs end to end through `python -m bench` and writes its
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -96,7 +97,7 @@ def test_merge_growth_cuts_its_rows_into_the_serial_sweeps_batches(tmp_path: Pat
     sizes = [sum(p.hi - p.lo + 1 for p in b.parts) for b in batches]
     assert sum(sizes) == 12_000 and max(sizes) == INGEST_FLUSH_MESSAGES
     covered = sorted((p.path, p.lo, p.hi) for b in batches for p in b.parts)
-    for (path, _lo, hi), (next_path, next_lo, _hi) in zip(covered, covered[1:]):
+    for (path, _lo, hi), (next_path, next_lo, _hi) in itertools.pairwise(covered):
         assert path != next_path or next_lo == hi + 1  # each row once, none skipped
     # A session split between two batches has its seen hashes written row by row in both.
     split = [sid for b in batches for sid in b.rowwise]
