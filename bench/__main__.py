@@ -1,5 +1,6 @@
 """python -m bench --scale small|medium|large [--only NAME] [--json OUT] [--markdown]
 python -m bench --scale small --only first_sweep --workers 1,2,4   # a worker-count curve
+python -m bench --scale small --only dream_sweep --text low_vocabulary   # one kind of staged text
 python -m bench --peer [--peer-sessions 300,1500] [--peer-reps 3] [--json OUT]
 
 Generates (or reuses) the corpus of the scale, runs each scenario in its own process and
@@ -18,8 +19,15 @@ from pathlib import Path
 
 import orjson
 
-from bench.corpus import SCALES, ensure_corpus
-from bench.runner import WORKERS_ENV, format_markdown, format_table, run_in_subprocess, scenario_names
+from bench.corpus import SCALES, TEXTS, ensure_corpus
+from bench.runner import (
+    TEXT_ENV,
+    WORKERS_ENV,
+    format_markdown,
+    format_table,
+    run_in_subprocess,
+    scenario_names,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         "--workers",
         metavar="N,N",
         help="first_sweep: also sweep with these ingest.workers counts (a curve; default 1,2)",
+    )
+    ap.add_argument(
+        "--text",
+        metavar="KIND,KIND",
+        help=f"dream_sweep: the staged entries' text, of {', '.join(TEXTS)} (default both)",
     )
     ap.add_argument(
         "--peer",
@@ -70,6 +83,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--workers {a.workers!r}: give worker counts of 1 or more, like 1,2,4", file=sys.stderr)
             return 2
         os.environ[WORKERS_ENV] = ",".join(map(str, counts))  # the scenario processes read it
+
+    if a.text:
+        kinds = [k.strip() for k in a.text.split(",") if k.strip()]
+        if not kinds or any(k not in TEXTS for k in kinds):
+            print(
+                f"--text {a.text!r}: give kinds of {', '.join(TEXTS)}, like varied,low_vocabulary",
+                file=sys.stderr,
+            )
+            return 2
+        os.environ[TEXT_ENV] = ",".join(kinds)  # the scenario processes read it
 
     started = time.perf_counter()
     corpus = ensure_corpus(a.scale)

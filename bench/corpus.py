@@ -217,6 +217,43 @@ class _Text:
         return self.sentence_block(min(MAX_MESSAGE_CHARS, max(MIN_MESSAGE_CHARS, chars)))
 
 
+# --- staged-entry texts (the dreaming benches) -----------------------------------------------------
+
+# "varied": each entry draws its 8-20 words from 3,000 distinct ones, so two entries rarely share
+# a word. "low_vocabulary": ordinary chat from 56 common words, so every entry shares words with
+# thousands of others (the shape that makes an exact near-duplicate join compare nearly every
+# pair). In both, a fifth restate an earlier entry with one word changed, so a near-duplicate
+# grouping has groups to find.
+TEXTS = ("varied", "low_vocabulary")
+VARIED_WORDS = tuple(f"w{i}" for i in range(3_000))
+# Everyday chat's few dozen words, which most turns repeat.
+_CHAT = (
+    "i you the a to and it is that of we for in on this be have do not are with can what just so my "
+    "me your was will at but get if about know think like ok yes no all one they there would up out "
+    "should good time go going now when then"
+)
+CHAT_WORDS = tuple(_CHAT.split())
+
+
+def staged_texts(n: int, rng: random.Random, text: str = "varied") -> list[str]:
+    """`n` staged snippets of the kind `text` (TEXTS), drawn from `rng`."""
+    if text not in TEXTS:
+        raise ValueError(f"text {text!r}: one of {', '.join(TEXTS)}")
+    vocabulary = VARIED_WORDS if text == "varied" else CHAT_WORDS
+    out: list[str] = []
+    for i in range(n):
+        if out and rng.random() < 0.2:
+            words = rng.choice(out).split()
+            words[rng.randrange(len(words))] = rng.choice(vocabulary)
+        else:
+            words = rng.sample(vocabulary, rng.randint(8, 20))
+        if text == "varied":  # (the draws of the dream bench before the chat text existed)
+            out.append(" ".join([f"note{i}", *words]) if rng.random() < 0.5 else " ".join(words))
+        else:
+            out.append(" ".join(words))
+    return out
+
+
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 

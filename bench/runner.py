@@ -43,6 +43,7 @@ REPS: dict[str, tuple[int, int]] = {"tiny": (0, 2), "small": (0, 3), "medium": (
 BENCH_REDIS_URL = os.environ.get("MEMORYD_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 NOT_AVAILABLE = "not available"
 WORKERS_ENV = "MEMORYD_BENCH_WORKERS"  # first_sweep's worker-count curve (`--workers 1,2,4`)
+TEXT_ENV = "MEMORYD_BENCH_TEXT"  # dream_sweep's staged texts (`--text varied,low_vocabulary`)
 
 
 @dataclass

@@ -196,6 +196,19 @@ HYBRID_TEXT_WEIGHT = 0.3
 # similarity is noise from shared character trigrams.
 MIN_VECTOR_SIMILARITY = 0.2
 
+# --- Dreaming: grouping similar staged entries (daemon/dreaming/selection.py) ----------------------
+# An entry is compared with at most this many group heads. The exact prefix-filtered join finds
+# few candidates when words are varied and nearly every head when they are not (everyday chat
+# from a few dozen words): past this many, candidates come from MinHash bands instead
+# (dreaming/sketch.py), still checked with the exact Jaccard, the earliest groups first. Bounds
+# a phase's grouping at about 20,000 x this many comparisons whatever the texts look like.
+GROUP_COMPARISONS_MAX = 200
+# MinHash values per entry, split into bands for the threshold (dreaming/sketch.py): a pair
+# exactly at the threshold shares a band with probability at least 1 - SKETCH_MISS_AT_THRESHOLD.
+SKETCH_PERMUTATIONS = 64
+SKETCH_MISS_AT_THRESHOLD = 1e-3
+SKETCH_SEED = 35  # fixed: one grouping of the same entries every run, on every host
+
 # --- Dreaming: promotion, consolidation, backfill (reference §5.5–§5.8) -------------------------
 # MEMORY.md/DREAMS.md edited by someone else between read and commit: rebuild from the new
 # content this many times in a row, then leave the candidates eligible for the next sweep.

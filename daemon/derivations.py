@@ -123,6 +123,12 @@ def bytes_digest(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def word_hash(word: str) -> int:
+    """A word's 64-bit number in dreaming's similarity sketches (dreaming/sketch.py): held in
+    memory while one phase groups its entries, never stored."""
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+
+
 def transcript_hasher() -> hashlib._Hash:
     """The running sha256 of a transcript's consumed lines (a checkpoint's content hash)."""
     return hashlib.sha256()
@@ -234,6 +240,13 @@ REGISTRY: tuple[Derivation, ...] = (
         transcript_hasher,
         "checkpoints.content_hash",
         "a whole transcript prefix",
+    ),
+    Derivation(
+        "word_hash",
+        "not derivable",
+        word_hash,
+        "nowhere: the memory of one dreaming phase",
+        "never stored, so no byte the verifier reads can hold it",
     ),
     Derivation(
         "hashed_session_ref",

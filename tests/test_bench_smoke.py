@@ -3,6 +3,7 @@ and a baseline scenario runs end to end through `python -m bench` and writes its
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -86,3 +87,20 @@ def test_bench_cli_runs_a_baseline_scenario_and_writes_json_rows(tmp_path: Path)
         {"scenario", "figure", "median", "baseline", "ratio", "target", "pass"} <= set(r) for r in rows
     )
     assert "erase" in proc.stdout and "baseline" in proc.stdout
+
+
+def test_merge_growth_cuts_its_rows_into_the_serial_sweeps_batches(tmp_path: Path) -> None:
+    from bench.scenarios.merge_growth import _write_step
+    from daemon.constants import INGEST_FLUSH_MESSAGES
+
+    batches = _write_step(tmp_path, 0, 12_000)
+    sizes = [sum(p.hi - p.lo + 1 for p in b.parts) for b in batches]
+    assert sum(sizes) == 12_000 and max(sizes) == INGEST_FLUSH_MESSAGES
+    covered = sorted((p.path, p.lo, p.hi) for b in batches for p in b.parts)
+    for (path, _lo, hi), (next_path, next_lo, _hi) in itertools.pairwise(covered):
+        assert path != next_path or next_lo == hi + 1  # each row once, none skipped
+    # A session split between two batches has its seen hashes written row by row in both.
+    split = [sid for b in batches for sid in b.rowwise]
+    assert split and all(split.count(sid) == 2 for sid in split)
+    checkpointed = [c.session_id for b in batches for c in b.checkpoints]
+    assert len(checkpointed) == len(set(checkpointed))  # once each, with its last batch

@@ -1,16 +1,24 @@
 """A full dreaming sweep (light, REM, deep) over N staged entries, against reading the same
 staged entries back from the store in the same run, and the longest stall of the event loop
-during the sweep. Targets (issue 18): 20,000 staged entries in <= 30 s; the loop never stalls
-for more than a second (a forget enqueued meanwhile would wait for it).
+during the sweep. Targets (issues 18, 35): 20,000 staged entries in <= 30 s for varied and for
+low-vocabulary text alike; the loop never stalls for more than a second (a forget enqueued
+meanwhile would wait for it).
 
 The entries are staged as ingestion stages them: a corpus line each in the workspace and a
-row with its origin session in the agent's store; a fifth of them restate an earlier entry
-with one word changed, so the near-duplicate grouping has groups to find.
+row with its origin session in the agent's store. Their text is each kind of bench/corpus.py
+`staged_texts` (`--text`, default both); a fifth of them restate an earlier entry with one word
+changed, so the near-duplicate grouping has groups to find.
+
+At the largest size, the grouping's quality against the exact join (`comparisons=None`) on the
+same entries in light's order, at light's and REM's thresholds: the (entry, head) pairs the
+exact join makes that the bounded grouping also makes, the groups it gives identically, and its
+time against the exact join's.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from pathlib import Path
@@ -18,7 +26,8 @@ from typing import Any
 
 import anyio
 
-from bench.runner import Context, Row, entry_point_missing, info, limit, not_available, run_async
+from bench.corpus import TEXTS, staged_texts
+from bench.runner import TEXT_ENV, Context, Row, entry_point_missing, info, limit, not_available, run_async
 from bench.scenarios._common import CONTEXT, entry
 
 NAME = "dream_sweep"
@@ -29,32 +38,29 @@ SIZES = {"tiny": (200, 1_000), "small": (1_000, 4_000, 20_000)}
 CEILING_S = {20_000: 30.0}
 STALL_CEILING_S = 1.0
 DAY_MS = 86_400_000
-VOCABULARY = [f"w{i}" for i in range(3_000)]
+GROUPING = "daemon.dreaming.selection:group_similar"
+THRESHOLDS = (
+    ("light", "dreaming.dedupe_similarity", True),
+    ("REM", "daemon.dreaming.rem:TRUTH_SIMILARITY", False),
+)
 
 
 def missing() -> str | None:
     return entry_point_missing(CONTEXT, SWEEP, READ_STAGED)
 
 
-def snippets(n: int, rng: random.Random) -> list[str]:
-    out: list[str] = []
-    for i in range(n):
-        if out and rng.random() < 0.2:
-            words = rng.choice(out).split()
-            words[rng.randrange(len(words))] = rng.choice(VOCABULARY)
-        else:
-            words = rng.sample(VOCABULARY, rng.randint(8, 20))
-        out.append(" ".join([f"note{i}", *words]) if rng.random() < 0.5 else " ".join(words))
-    return out
+def text_kinds() -> list[str]:
+    raw = os.environ.get(TEXT_ENV, ",".join(TEXTS))
+    return [k for k in raw.split(",") if k in TEXTS]
 
 
-def stage(db: Path, workspace: Path, n: int, now_ms: int, agent: str = AGENT) -> None:
+def stage(db: Path, workspace: Path, n: int, now_ms: int, agent: str = AGENT, text: str = "varied") -> None:
     """Corpus lines and staged rows with origins, written with SQL as ingestion commits them."""
     from bench.baselines import connect
     from daemon.store.short_term import COLUMNS
 
     rng = random.Random(n)
-    texts = snippets(n, rng)
+    texts = staged_texts(n, rng, text)
     day = time.strftime("%Y-%m-%d", time.gmtime(now_ms / 1000))
     rel = f"memory/.dreams/session-corpus/{day}.txt"
     corpus = workspace / rel
@@ -126,32 +132,86 @@ async def _read_back(settings: Any) -> float:
 
 def run(ctx: Context) -> list[Row]:
     sizes = SIZES.get(ctx.scale, SIZES["small"])
+    kinds = text_kinds()
     reason = missing()
     if reason:
         return [not_available(NAME, f"dream sweep over {n:,} staged entries", reason) for n in sizes]
     rows: list[Row] = []
-    for n in sizes:
-        now_ms = int(time.time() * 1000)
-        times: list[float] = []
-        stalls: list[float] = []
-        reads: list[float] = []
-        for rep in range(ctx.reps):
-            # A fresh store each repetition: a sweep promotes and records phase signals.
-            settings = ctx.settings(ctx.scratch(f"state-{n}-{rep}"))
-            db, workspace = run_async(_open_store, settings)
-            stage(db, workspace, n, now_ms)
-            reads.append(run_async(_read_back, settings))
-            elapsed, stall = run_async(_sweep, settings, now_ms)
-            times.append(elapsed)
-            stalls.append(stall)
-        figure = f"dream sweep (light, REM, deep) over {n:,} staged entries"
-        note = "baseline: reading the same staged entries back from the store"
-        rows.append(info(NAME, figure, "s", times, reads, note=note))
-        if n in CEILING_S:
-            rows.append(
-                limit(NAME, f"  the same against the issue's ceiling ({n:,})", "s", times, CEILING_S[n])
-            )
+    for text in kinds:
+        for n in sizes:
+            rows += _sweeps(ctx, n, text)
+        rows += _quality(ctx, sizes[-1], text)
+    return rows
+
+
+def _sweeps(ctx: Context, n: int, text: str) -> list[Row]:
+    now_ms = int(time.time() * 1000)
+    times: list[float] = []
+    stalls: list[float] = []
+    reads: list[float] = []
+    for rep in range(ctx.reps):
+        # A fresh store each repetition: a sweep promotes and records phase signals.
+        settings = ctx.settings(ctx.scratch(f"state-{text}-{n}-{rep}"))
+        db, workspace = run_async(_open_store, settings)
+        stage(db, workspace, n, now_ms, text=text)
+        reads.append(run_async(_read_back, settings))
+        elapsed, stall = run_async(_sweep, settings, now_ms)
+        times.append(elapsed)
+        stalls.append(stall)
+    figure = f"dream sweep (light, REM, deep) over {n:,} staged entries, {text} text"
+    note = "baseline: reading the same staged entries back from the store"
+    rows = [info(NAME, figure, "s", times, reads, note=note)]
+    if n in CEILING_S:
         rows.append(
-            limit(NAME, f"  longest event-loop stall during it ({n:,})", "s", stalls, STALL_CEILING_S)
+            limit(NAME, f"  the same against the issue's ceiling ({n:,}, {text})", "s", times, CEILING_S[n])
+        )
+    rows.append(
+        limit(NAME, f"  longest event-loop stall during it ({n:,}, {text})", "s", stalls, STALL_CEILING_S)
+    )
+    return rows
+
+
+def _quality(ctx: Context, n: int, text: str) -> list[Row]:
+    """The bounded grouping against the exact join on the same staged entries (module docstring)."""
+    settings = ctx.settings(ctx.scratch(f"quality-{text}-{n}"))
+    db, workspace = run_async(_open_store, settings)
+    stage(db, workspace, n, int(time.time() * 1000), text=text)
+    entries = run_async(_staged, settings)
+    entries.sort(key=lambda e: (-e.last_recalled_at, -e.signal_count, e.entry_key))  # light's order
+    group = entry(GROUPING)
+    rows: list[Row] = []
+    for phase, where, same_path in THRESHOLDS:
+        threshold = settings.dreaming.dedupe_similarity if where.startswith("dreaming.") else entry(where)
+        t0 = time.process_time()
+        bounded = [g.keys for g in group(entries, threshold, same_path=same_path)]
+        t1 = time.process_time()
+        exact = [g.keys for g in group(entries, threshold, same_path=same_path, comparisons=None)]
+        t2 = time.process_time()
+        want, got = _pairs(exact), _pairs(bounded)
+        same = len(set(exact) & set(bounded))
+        rows.append(
+            info(
+                NAME,
+                f"  {phase} grouping ({threshold:g}) vs the exact join, {n:,} {text}: CPU s",
+                "s",
+                [t1 - t0],
+                [t2 - t1],
+                note=(
+                    f"pairs found {len(want & got):,} of {len(want):,} (missed {len(want - got):,}, "
+                    f"other {len(got - want):,}); groups identical {100 * same / max(1, len(exact)):.2f}% "
+                    f"of {len(exact):,}; baseline: the exact join's CPU time"
+                ),
+            )
         )
     return rows
+
+
+def _pairs(groups: list[tuple[str, ...]]) -> set[tuple[str, str]]:
+    """(member, head) of every grouped entry that is not its group's head."""
+    return {(k, g[0]) for g in groups for k in g[1:]}
+
+
+async def _staged(settings: Any) -> list[Any]:
+    async with entry(CONTEXT)(settings, AGENT, redis=False) as rt:
+        staged: list[Any] = await rt.require_store().read(entry(READ_STAGED), AGENT)
+        return staged

@@ -3,11 +3,14 @@ still exists, grouped by similarity. Pure functions over snapshots."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from daemon.constants import GROUP_COMPARISONS_MAX
+from daemon.dreaming.sketch import band_keys
 from daemon.dreaming.staged import StagedEntry
 from daemon.dreaming.text import jaccard, word_set
 from daemon.store.origins import EntryOrigin
@@ -61,31 +64,86 @@ def eligible(
 
 
 def group_similar(
-    entries: Sequence[StagedEntry], threshold: float, *, same_path: bool, limit: int | None = None
+    entries: Sequence[StagedEntry],
+    threshold: float,
+    *,
+    same_path: bool,
+    limit: int | None = None,
+    comparisons: int | None = GROUP_COMPARISONS_MAX,
 ) -> list[Group]:
     """Greedy grouping in the given order: an entry joins the first group whose head it is
     similar to (`similarity` >= threshold), else starts a group; at most `limit` groups.
 
     Exact without comparing every pair: only heads that share a word with the entry in both
     word sets' prefixes, and could still share enough words after it, are compared (the
-    prefix and positional filters of `word_prefix` and `_HeadIndex.candidates`)."""
+    prefix and positional filters of `word_prefix` and `_HeadIndex.candidates`).
+
+    Bounded whatever the texts look like: when the prefix filter would look at more than
+    `comparisons` heads for an entry (words shared by nearly every entry), its candidates are
+    instead the heads that share MinHash bands with it (dreaming/sketch.py), the `comparisons`
+    sharing the most, each checked with the exact similarity in group order. Such an entry may
+    then miss a similar head (no band shared, or past the cap) and start a group or join a
+    later one.
+    `comparisons=None`: exact always, at a cost quadratic in the entries on such text."""
     sets = [word_set(e.snippet) for e in entries]
     order = _rarity(sets)
     groups: list[list[StagedEntry]] = []
     index = _HeadIndex(threshold)
-    for e, words_of_e in zip(entries, sets, strict=True):
+    # No entry can look at more heads than there are entries: small pools need no sketches.
+    bands = _Bands(sets, threshold) if comparisons is not None and len(entries) > comparisons else None
+    for i, (e, words_of_e) in enumerate(zip(entries, sets, strict=True)):
         scope = e.path if same_path else None
         prefix = word_prefix(words_of_e, threshold, order)
         if threshold <= 0:  # everything is similar enough: the first group of the scope
             prefix = [ANY_WORD]
-        candidates = index.candidates(scope, prefix, len(words_of_e))
+        candidates = index.candidates(scope, prefix, len(words_of_e), comparisons)
+        if candidates is None:
+            assert bands is not None and comparisons is not None  # more heads than the cap
+            candidates = bands.candidates(scope, i, comparisons)
         joined = next((g for g in candidates if _similar(index.sets[g], words_of_e, threshold)), None)
         if joined is not None:
             groups[joined].append(e)
         elif limit is None or len(groups) < limit:
             index.add(scope, prefix, words_of_e)
+            if bands is not None:
+                bands.add(scope, i)
             groups.append([e])
     return [Group(tuple(g)) for g in groups]
+
+
+class _Bands:
+    """Group heads by (scope, band, band key) of their MinHash sketch, in group order. The
+    sketches are made when an entry first needs them (varied text may never)."""
+
+    def __init__(self, sets: Sequence[frozenset[str]], threshold: float):
+        self.sets = sets
+        self.threshold = threshold
+        self.keys: list[list[int]] | None = None
+        self.heads: list[tuple[str | None, int]] = []  # (scope, entry) of each head, in group order
+        self.by_key: dict[tuple[str | None, int, int], list[int]] = {}
+
+    def add(self, scope: str | None, entry: int) -> None:
+        self.heads.append((scope, entry))
+        if self.keys is not None:
+            self._file(scope, entry, len(self.heads) - 1)
+
+    def candidates(self, scope: str | None, entry: int, cap: int) -> list[int]:
+        """At most `cap` heads sharing a band with the entry, those sharing the most bands (the
+        likeliest similar; the earliest on a tie), in group order. A band's heads beyond its first
+        `cap` are not looked at: at most bands x `cap` heads are counted."""
+        if self.keys is None:
+            self.keys = band_keys(self.sets, self.threshold)
+            for head, (s, e) in enumerate(self.heads):
+                self._file(s, e, head)
+        shared: Counter[int] = Counter()
+        for band, key in enumerate(self.keys[entry]):
+            shared.update(self.by_key.get((scope, band, key), ())[:cap])
+        return sorted(heapq.nsmallest(cap, shared, key=lambda head: (-shared[head], head)))
+
+    def _file(self, scope: str | None, entry: int, head: int) -> None:
+        assert self.keys is not None
+        for band, key in enumerate(self.keys[entry]):
+            self.by_key.setdefault((scope, band, key), []).append(head)
 
 
 class _HeadIndex:
@@ -102,9 +160,12 @@ class _HeadIndex:
         for pos, w in enumerate(prefix):
             self.by_word.setdefault((scope, w), []).append((head, pos))
 
-    def candidates(self, scope: str | None, prefix: list[str], size: int) -> list[int]:
-        """Heads sharing a prefix word, in group order. The positional filter: the first shared
-        word (at position i of x, j of y, one global order) leaves at most
+    def candidates(
+        self, scope: str | None, prefix: list[str], size: int, cap: int | None
+    ) -> list[int] | None:
+        """Heads sharing a prefix word, in group order; None once more than `cap` heads were
+        looked at (the filter is not selective for this entry). The positional filter: the
+        first shared word (at position i of x, j of y, one global order) leaves at most
         1 + min(|x|-i-1, |y|-j-1) shared words, and jaccard >= t needs t/(1+t)·(|x|+|y|)."""
         t = self.threshold
         ratio = t / (1 + t) if t > 0 else 0.0
@@ -115,6 +176,8 @@ class _HeadIndex:
                 if head in seen:
                     continue
                 seen.add(head)
+                if cap is not None and len(seen) > cap:
+                    return None
                 other = len(self.sets[head])
                 if size and other and min(size - i, other - j) < ratio * (size + other) - 1e-9:
                     continue

@@ -1,5 +1,5 @@
 """Committing a batch the parallel scan left in scratch files (daemon/ingest/parallel.py): the
-serial commit's steps (daemon/ingest/sweep.py `_commit`) with rows moved by `INSERT … SELECT`.
+serial commit's steps (daemon/ingest/commit.py `commit_serial`) with rows moved by `INSERT … SELECT`.
 
 Under the workspace lock, with the batch's scratch files attached: check that every part is
 there whole (a purge removes scratch files: then nothing of the batch is staged), reserve the
@@ -22,10 +22,13 @@ import anyio
 from daemon.constants import SESSION_INGESTION_SCORE
 from daemon.errors import OperationFailed
 from daemon.failpoints import failpoint
+from daemon.ingest.batch import Batch
 from daemon.ingest.checkpoints import seen_scope
-from daemon.ingest.staging import StagedMessage, stage_claims, write_staging
+from daemon.ingest.commit import reserve_corpus_files, write_batch, write_candidates
+from daemon.ingest.staging import StagedMessage, stage_claims
+from daemon.ingest.sweep_state import SweepState
 from daemon.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
-from daemon.store.corpus_files import clear_pending_appends, record_corpus_files, record_pending_appends
+from daemon.store.corpus_files import clear_pending_appends
 from daemon.store.db import ANY_SQLITE_ERROR, Connection
 from daemon.store.participants import ParticipantRow, record_participants
 from daemon.store.scratch import (
@@ -53,7 +56,6 @@ from daemon.store.seen_hashes import add_seen
 from daemon.store.suppressions import any_suppression
 
 if TYPE_CHECKING:
-    from daemon.ingest.sweep import _Batch
     from daemon.lock import Lease
 
 _Named = list[tuple[str, Part]]  # (schema name, part)
@@ -66,9 +68,9 @@ def _missing(scratch_dir: object) -> OperationFailed:
     )
 
 
-async def commit_parts(
-    sweep: Any,
-    batch: _Batch,
+async def commit_pooled(
+    state: SweepState,
+    batch: Batch,
     lease: Lease,
     gone: set[str],
     checkpoints: list[Checkpoint],
@@ -76,7 +78,7 @@ async def commit_parts(
 ) -> tuple[int, int]:
     """Stage `batch.parts` (less the sessions in `gone`) with the batch's checkpoints; (messages
     staged, checkpoints removed). Runs under `lease`."""
-    store = sweep.store
+    store = state.store
     paths = sorted({p.path for p in batch.parts})
     names: list[str] = []
     try:
@@ -84,21 +86,21 @@ async def commit_parts(
         name_of = dict(zip(paths, names, strict=True))
         named = [(name_of[p.path], p) for p in batch.parts]
         if not await store.read(_present, named):
-            raise _missing(sweep.scratch_dir)
+            raise _missing(state.scratch_dir)
         # As the serial commit: another sweep of this agent may have staged lines since the
         # workers read them; those are dropped, through the row-by-row path.
-        since = await store.read(_staged_since, named, seen_scope(sweep.agent, ""))
+        since = await store.read(_staged_since, named, seen_scope(state.agent, ""))
         # Lines of a claim forgotten from their session (forget --entry) are dropped the same way.
         suppressed = await store.read(_suppressed, named)
-        sweep.report.messages_suppressed += len(suppressed - since)
+        state.report.messages_suppressed += len(suppressed - since)
         since |= suppressed
         if gone or since:
             staged, removed = await _commit_rowwise(
-                sweep, batch, lease, gone, since, checkpoints, participants, named
+                state, batch, lease, gone, since, checkpoints, participants, named
             )
         else:
-            staged, removed = await _commit_merged(sweep, batch, lease, checkpoints, participants, named)
-        if sweep.scratch_reclaim:  # a long sweep reuses the pages of merged rows (the files go at its end)
+            staged, removed = await _commit_merged(state, batch, lease, checkpoints, participants, named)
+        if state.scratch_reclaim:  # a long sweep reuses the pages of merged rows (the files go at its end)
             await store.run(_delete_parts, named)
         return staged, removed
     except ANY_SQLITE_ERROR as exc:
@@ -112,14 +114,14 @@ async def commit_parts(
 
 
 async def _commit_merged(
-    sweep: Any,
-    batch: _Batch,
+    state: SweepState,
+    batch: Batch,
     lease: Lease,
     checkpoints: list[Checkpoint],
     participants: list[ParticipantRow],
     named: _Named,
 ) -> tuple[int, int]:
-    store, corpus, fence = sweep.store, sweep.corpus, lease.fence
+    store, corpus, fence = state.store, state.corpus, lease.fence
     days_of, pairs = await store.read(_summaries, named)
     days = sorted({day for per_part in days_of for day, *_ in per_part})
     paths = {day: path for per_part in days_of for day, path, *_ in per_part}
@@ -130,7 +132,7 @@ async def _commit_merged(
         by_day[day].append(line)
     # As the serial path: Redis may have lost the lease, and another holder taken it, since the
     # last renewal; no await between this check and the append.
-    await sweep.rt.lock().confirm(lease)
+    await state.rt.lock().confirm(lease)
     appended = await corpus.append(by_day)
     failpoint("ingest.corpus.appended")
     # Each part's corpus line of a row: its day's first new line, plus the rows of that day in
@@ -143,19 +145,20 @@ async def _commit_merged(
             base[day] = appended.firsts[day] + before[day] - first_idx
             before[day] += count
         bases.append(base)
-    sweep.report.corpus_files.extend(paths[day] for day in days)
-    removed = await sweep._write_batch(
+    state.report.corpus_files.extend(paths[day] for day in days)
+    removed = await write_batch(
+        state,
         appended,
-        _write_parts,
-        sweep.agent,
+        write_parts,
+        state.agent,
         named,
         bases,
         sorted(batch.seen_rowwise),
         checkpoints,
         batch.deletions,
         participants,
-        sweep.day_bucket,
-        sweep.now_ms,
+        state.day_bucket,
+        state.now_ms,
         sorted(paths.values()),
         fence=fence,
     )
@@ -163,8 +166,8 @@ async def _commit_merged(
 
 
 async def _commit_rowwise(
-    sweep: Any,
-    batch: _Batch,
+    state: SweepState,
+    batch: Batch,
     lease: Lease,
     gone: set[str],
     since: set[tuple[str, str]],
@@ -173,11 +176,11 @@ async def _commit_rowwise(
     named: _Named,
 ) -> tuple[int, int]:
     """The batch staged through the serial write, without the sessions forgotten meanwhile and
-    the lines (session id, seen hash) staged since by another sweep."""
-    store, corpus, fence = sweep.store, sweep.corpus, lease.fence
+    the lines (session id, seen hash) staged since by another state."""
+    store, corpus, fence = state.store, state.corpus, lease.fence
     rows = [CandRow(*r) for r in await store.read(_all_rows, named)]
     live = [r for r in rows if r.session_id not in gone]
-    sweep.report.messages_dropped_forgotten += len(rows) - len(live)
+    state.report.messages_dropped_forgotten += len(rows) - len(live)
     kept = [r for r in live if (r.session_id, r.seen_hash) not in since]
     by_day: dict[str, list[CandRow]] = {}
     for r in kept:
@@ -190,26 +193,27 @@ async def _commit_rowwise(
         pairs = sorted({(r.session_id, r.path) for r in kept})
         await store.write(reserve_corpus_files, pairs, corpus.sizes_before(list(days)), fence=fence)
         failpoint("ingest.corpus.reserved")
-        await sweep.rt.lock().confirm(lease)  # as in _commit_merged
+        await state.rt.lock().confirm(lease)  # as in _commit_merged
         appended = await corpus.append({day: [r.line for r in group] for day, group in days.items()})
         failpoint("ingest.corpus.appended")
         for day, group in days.items():
             first = appended.firsts[day]
-            sweep.report.corpus_files.append(group[0].path)
+            state.report.corpus_files.append(group[0].path)
             for offset, r in enumerate(group):
                 staged.append(_staged(r, first + offset))
-                seen.setdefault(seen_scope(sweep.agent, r.session_id), []).append(r.seen_hash)
-    removed = await sweep._write_batch(
+                seen.setdefault(seen_scope(state.agent, r.session_id), []).append(r.seen_hash)
+    removed = await write_batch(
+        state,
         appended,
         write_candidates,
-        sweep.agent,
+        state.agent,
         staged,
         seen,
         checkpoints,
         batch.deletions,
         participants,
-        sweep.day_bucket,
-        sweep.now_ms,
+        state.day_bucket,
+        state.now_ms,
         sorted({r.path for r in kept}),
         fence=fence,
     )
@@ -232,37 +236,6 @@ def _staged(r: CandRow, line: int) -> StagedMessage:
 
 
 # --- on the store's thread ------------------------------------------------------------------------
-
-
-def reserve_corpus_files(
-    conn: Connection, pairs: list[tuple[str, str]], sizes: list[tuple[str, int, int]]
-) -> None:
-    """Before an append: which corpus files the sessions' lines go to, and each file's size (so a
-    writer after a crash can cut off an append that never committed)."""
-    record_corpus_files(conn, pairs)
-    record_pending_appends(conn, sizes)
-
-
-def write_candidates(
-    conn: Connection,
-    agent_id: str,
-    staged: list[StagedMessage],
-    seen: dict[str, list[str]],
-    checkpoints: list[Checkpoint],
-    deletions: list[str],
-    participants: list[ParticipantRow],
-    day_bucket: str,
-    now_ms: int,
-    appended_paths: list[str],
-) -> int:
-    """A serial batch's one fenced transaction: origins, staged entries, participants, seen
-    hashes, checkpoints."""
-    clear_pending_appends(conn, appended_paths)  # committed with its lines: nothing to cut off
-    write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
-    record_participants(conn, participants)
-    add_seen(conn, seen)
-    upsert_checkpoints(conn, checkpoints)
-    return delete_checkpoints(conn, deletions)
 
 
 def _present(conn: Connection, named: _Named) -> bool:
@@ -313,7 +286,7 @@ def _delete_parts(conn: Connection, named: _Named) -> None:
         delete_part(conn, name, part)
 
 
-def _write_parts(
+def write_parts(
     conn: Connection,
     agent_id: str,
     named: _Named,

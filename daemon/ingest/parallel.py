@@ -24,11 +24,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -41,14 +40,15 @@ from daemon.constants import (
     SNIPPET_MIN_CHARS,
 )
 from daemon.errors import OperationFailed
+from daemon.ingest.batch import Batch
+from daemon.ingest.checkpoints import seen_scope
 from daemon.ingest.plan import ScanPlan
 from daemon.ingest.scan_task import ScanTask, SessionJob, SessionResult, TaskResult, exit_with_owner, run_task
+from daemon.ingest.sweep_state import SweepState
+from daemon.sessions.json_store import JsonSessionSource
 from daemon.sessions.model import Fingerprint, SessionInfo
 from daemon.store.engine import ANY_SQLITE_ERROR
 from daemon.store.scratch import Part
-
-if TYPE_CHECKING:
-    from daemon.ingest.sweep import _Batch
 
 
 def worker_count(configured: int) -> int:
@@ -147,8 +147,8 @@ def shutdown_pool() -> None:
 class BatchCutter:
     """Turns session results, in reading order, into the serial sweep's batches (module docstring)."""
 
-    batch: _Batch
-    new_batch: Callable[[], _Batch]
+    batch: Batch
+    new_batch: Callable[[], Batch]
     count: int = 0  # candidates in `batch`
 
     def add(
@@ -159,13 +159,13 @@ class BatchCutter:
         session: SessionInfo,
         fp: Fingerprint,
         seen_rowwise: bool,
-    ) -> list[_Batch]:
+    ) -> list[Batch]:
         """Add one session's result (its rows start at `first_seq` of `task`'s file); the batches
         it filled, to commit in order. `seen_rowwise`: its seen hashes cannot be numbered in the
         worker (hashes stored before, or more than the cap); a session split between batches
         cannot either."""
-        full: list[_Batch] = []
-        touched: list[_Batch] = []
+        full: list[Batch] = []
+        touched: list[Batch] = []
         offset = 0
         n = result.candidates
         while offset < n:
@@ -200,32 +200,31 @@ class BatchCutter:
 
 
 async def scan_with_workers(
-    sweep: Any,
+    state: SweepState,
     to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]],
     seen_sets: dict[str, set[str]],
     workers: int,
-    batch: _Batch,
-    token: str,
-) -> _Batch:
-    """Scan `to_scan` in the pool and hand each full batch to `sweep._submit`; the last batch
-    (not yet submitted). The scratch files are the sweep's to remove (`sweep.scratch_dir`)."""
-    from daemon.ingest.checkpoints import seen_scope
-    from daemon.ingest.sweep import _Batch
-
+    batch: Batch,
+    submit: Callable[[Batch], Awaitable[None]],
+) -> Batch:
+    """Scan `to_scan` in the pool and hand each full batch to `submit`; the last batch (not yet
+    submitted). The scratch files (`state.scratch_dir`, named with `state.scratch_token`) are the
+    sweep's to remove."""
     pool = scan_pool(workers)
-    agent = sweep.agent
-    source = sweep.rt.sessions
+    agent = state.agent
+    source = state.rt.sessions
+    assert isinstance(source, JsonSessionSource)  # use_workers(path_source=...): workers open files by path
     tasks = [
         ScanTask(
             n,
             agent,
             str(source.dir),
             str(source.root),
-            sweep.settings.dreaming.timezone,
-            str(sweep.scratch_dir),
+            state.settings.dreaming.timezone,
+            str(state.scratch_dir),
             os.getpid(),
-            token,
-            sweep.erased,
+            state.scratch_token,
+            state.erased,
             tuple(
                 SessionJob(
                     i,
@@ -239,7 +238,7 @@ async def scan_with_workers(
         )
         for n, run in enumerate(plan_tasks([fp.size for _, fp, _ in to_scan], workers))
     ]
-    cutter = BatchCutter(batch, _Batch)
+    cutter = BatchCutter(batch, Batch)
     ahead = 2 * workers  # tasks queued beyond the one awaited: the workers never wait on the merge
     futures: list[Future[TaskResult]] = []
     try:
@@ -250,11 +249,11 @@ async def scan_with_workers(
                 result = await anyio.to_thread.run_sync(futures[n].result, abandon_on_cancel=True)
             except _WORKER_FAILURES as exc:
                 raise OperationFailed(
-                    f"{sweep.scratch_dir}: a scan worker failed ({exc.__class__.__name__}: {exc}); what "
+                    f"{state.scratch_dir}: a scan worker failed ({exc.__class__.__name__}: {exc}); what "
                     "was staged before stays, the next sweep reads the rest again"
                 ) from None
-            for full in _consume(sweep, cutter, result, tasks[n], seen_sets):
-                await sweep._submit(full)
+            for full in _consume(state, cutter, result, tasks[n], seen_sets):
+                await submit(full)
     finally:
         for future in futures:
             future.cancel()
@@ -262,12 +261,12 @@ async def scan_with_workers(
 
 
 def _consume(
-    sweep: Any, cutter: BatchCutter, result: TaskResult, task: ScanTask, seen_sets: dict[str, set[str]]
-) -> list[_Batch]:
-    report = sweep.report
+    state: SweepState, cutter: BatchCutter, result: TaskResult, task: ScanTask, seen_sets: dict[str, set[str]]
+) -> list[Batch]:
+    report = state.report
     for reason, count in result.skipped.items():
         report.lines_skipped[reason] = report.lines_skipped.get(reason, 0) + count
-    full: list[_Batch] = []
+    full: list[Batch] = []
     seq = result.lo
     for job, r in zip(task.sessions, result.sessions, strict=True):
         session, fp = job.session, job.fingerprint
@@ -280,7 +279,6 @@ def _consume(
         rowwise = bool(job.seen) or r.candidates > MAX_TRACKED_MESSAGES_PER_SESSION
         full.extend(cutter.add(r, seq, result, session, fp, rowwise))
         seq += r.candidates
-        sweep._progress_messages(r.candidates)
-        if sweep.progress:
-            sweep.progress("sessions", report.sessions_scanned, sweep.sessions_to_read)
+        state.messages_taken(r.candidates)
+        state.sessions_progress()
     return full

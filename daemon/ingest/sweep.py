@@ -27,9 +27,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,12 +45,13 @@ from daemon.constants import (
     INGEST_SEEN_PREFETCH_SESSIONS,
     INGEST_TAKE_CHUNK,
 )
-from daemon.errors import MemorydError, OperationFailed
+from daemon.errors import MemorydError
 from daemon.failpoints import failpoint
+from daemon.ingest.batch import Batch
 from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
-from daemon.ingest.corpus import Appended, CorpusAppender, corpus_relative_path, render_line
+from daemon.ingest.commit import commit_serial
 from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
-from daemon.ingest.merge import commit_parts, reserve_corpus_files, write_candidates
+from daemon.ingest.merge import commit_pooled
 from daemon.ingest.parallel import scan_with_workers, use_workers, worker_count
 from daemon.ingest.pending_appends import cut_off_uncommitted
 from daemon.ingest.plan import (
@@ -63,8 +63,8 @@ from daemon.ingest.plan import (
     plan_scan,
 )
 from daemon.ingest.report import IngestReport
-from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
-from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query
+from daemon.ingest.scan import Candidate, Cursor, TranscriptScanner
+from daemon.ingest.sweep_state import SweepState
 from daemon.retention.gate import load_gate
 from daemon.sessions.admission import policy_of
 from daemon.sessions.json_store import JsonSessionSource
@@ -74,40 +74,19 @@ from daemon.store.checkpoints import (
     CheckpointStamp,
     load_checkpoints_by_key,
 )
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
+from daemon.store.db import Connection
 from daemon.store.erased_senders import ErasedSenders, load_erased_senders
 from daemon.store.exclusions import exclusion_generation
 from daemon.store.participants import ParticipantRow
-from daemon.store.scratch import Part, ensure_scratch_dir, remove_scratch, remove_sweep_scratch
-from daemon.store.seen_hashes import load_seen, seen_among
-from daemon.store.suppressions import suppressed_among
+from daemon.store.scratch import ensure_scratch_dir, remove_scratch, remove_sweep_scratch
+from daemon.store.seen_hashes import load_seen
 from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
     from daemon.agent_runtime import AgentRuntime
-    from daemon.lock import Lease
     from daemon.ops.op import ProgressFn
 
 log = logging.getLogger("memoryd.ingest")
-
-
-@dataclass
-class _Batch:
-    """What one lock hold commits."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-    cursors: dict[str, tuple[SessionInfo, Fingerprint, Cursor]] = field(default_factory=dict)
-    checkpoints: dict[str, Checkpoint] = field(default_factory=dict)  # exclusions
-    deletions: list[str] = field(default_factory=list)
-    senders: dict[str, dict[str, Any]] = field(default_factory=dict)  # session id -> actor -> identity
-    # Parallel scan (daemon/ingest/parallel.py): the candidates are rows of scratch files.
-    parts: list[Part] = field(default_factory=list)
-    staged_count: int = 0  # rows in `parts`
-    seen_rowwise: set[str] = field(default_factory=set)  # sessions whose seen hashes add_seen writes
-    part_sessions: dict[str, SessionInfo] = field(default_factory=dict)  # sessions with rows in `parts`
-
-    def empty(self) -> bool:
-        return not (self.candidates or self.parts or self.cursors or self.checkpoints or self.deletions)
 
 
 def _excluded_checkpoint(session: SessionInfo, reason: str, now_ms: int) -> Checkpoint:
@@ -127,14 +106,6 @@ def _excluded_checkpoint(session: SessionInfo, reason: str, now_ms: int) -> Chec
         "",
         reason,
         now_ms,
-    )
-
-
-def _commit_failed(path: object, exc: BaseException) -> OperationFailed:
-    """A batch's reservation or commit failed: nothing of it was staged (its corpus append is
-    cut back), so the next sweep reads it again."""
-    return OperationFailed(
-        f"{path}: ingest commit failed ({exc}); nothing of this batch was staged and the next sweep reads it again"
     )
 
 
@@ -261,49 +232,33 @@ class _Sweep:
         self, rt: AgentRuntime, progress: ProgressFn | None = None, consider: frozenset[str] | None = None
     ):
         self.rt = rt
-        self.progress = progress
+        self.state = SweepState.start(rt, progress)
         self.consider = consider  # session ids to stat; None: every admitted one
-        self.messages_read = 0  # candidates taken so far (progress)
-        self.sessions_to_read = 0
-        self.store = rt.require_store()
-        self.agent = rt.agent_id
-        self.settings = rt.settings
-        self.report = IngestReport(agent_id=self.agent)
-        self.now_ms = int(time.time() * 1000)
-        self.day_of = DayOf(self.settings.dreaming.timezone)
-        self.day_bucket = self.day_of(self.now_ms)
-        self.corpus = CorpusAppender(rt.paths.workspace)
-        self.secret = rt.secret()
-        self.erased = ErasedSenders(self.secret)  # read with the forgotten records
-        self.generation = 0  # the exclusion set's generation they were read at
-        # A purge committed while this sweep read (the generation moved): nothing more of it is
-        # committed, and run_ingest_sweep reads again under the new exclusion set.
-        self.stale = False
-        self.paths_by_id: dict[str, str] = {}  # of the sessions to read
-        self.kinds_by_id: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._done: anyio.Event | None = None  # set when the commit in flight has finished
-        self.scratch_dir: Path | None = None  # the parallel scan's, once it is used
-        self.scratch_token = ""
-        self.scratch_reclaim = False  # delete merged scratch rows (a sweep reading a lot)
+
+    @property
+    def stale(self) -> bool:
+        """A purge committed while this sweep read: run_ingest_sweep reads again (SweepState.stale)."""
+        return self.state.stale
 
     def _exclude(self, reason: str) -> None:
-        excluded = self.report.sessions_excluded
+        excluded = self.state.report.sessions_excluded
         excluded[reason] = excluded.get(reason, 0) + 1
 
     async def run(self) -> IngestReport:
         # The listing and the stat of every transcript are file I/O: off the event loop.
         decided = await anyio.to_thread.run_sync(self._decide)
-        self.generation, forgotten, (stamps, settled), self.erased = await self.store.read(
+        self.state.generation, forgotten, (stamps, settled), self.state.erased = await self.state.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
-            str(self.store.path),
-            self.agent,
+            str(self.state.store.path),
+            self.state.agent,
             decided.session_ids,
-            self.secret,
+            self.state.secret,
         )
         admitted, excluded = await self._admit_now(decided, forgotten)
-        batch = _Batch()
+        batch = Batch()
         self._record_exclusions(excluded, stamps, batch)
         considered = (
             admitted if self.consider is None else [a for a in admitted if a[1].session_id in self.consider]
@@ -312,7 +267,7 @@ class _Sweep:
             self._stat_admitted, considered, stamps, settled, decided.keys, batch
         )
         to_scan = await self._plan_scans(changed, stamps)
-        self.sessions_to_read = len(to_scan)
+        self.state.sessions_to_read = len(to_scan)
         await self._scan_and_commit(to_scan, len(admitted), batch)
         return self._finished_report()
 
@@ -320,17 +275,17 @@ class _Sweep:
         """Step 1 (module docstring): the listing and what the admission policy alone decides of
         it (kept while the listing is idle)."""
         listing = self.rt.sessions.list_sessions()
-        self.report.errors.extend(listing.errors)
-        policy = policy_of(self.settings)
-        decided = decide_listing(self.rt.caches.part(DecidedListings), self.agent, listing, policy)
-        self.report.sessions_seen = len(decided.admitted) + len(decided.excluded)
+        self.state.report.errors.extend(listing.errors)
+        policy = policy_of(self.state.settings)
+        decided = decide_listing(self.rt.caches.part(DecidedListings), self.state.agent, listing, policy)
+        self.state.report.sessions_seen = len(decided.admitted) + len(decided.excluded)
         return decided
 
     async def _admit_now(
         self, decided: DecidedListing, forgotten: set[str]
     ) -> tuple[list[tuple[str, SessionInfo]], list[tuple[str, SessionInfo, str]]]:
         """Step 2: the decided split with this sweep's forgotten records and expired scopes."""
-        gate = await load_gate(self.settings)
+        gate = await load_gate(self.state.settings)
         expiring = gate.active  # read once: most stores have nothing expired
         if not (forgotten or expiring):
             return decided.admitted, decided.excluded
@@ -340,13 +295,13 @@ class _Sweep:
         self,
         excluded: list[tuple[str, SessionInfo, str]],
         stamps: Mapping[str, CheckpointStamp],
-        batch: _Batch,
+        batch: Batch,
     ) -> None:
         """Step 2: an excluded session's checkpoint (written once, not every sweep) and counts."""
         for key, session, reason in excluded:
             if excluded_checkpoint_needs_write(stamps.get(key), reason, session.updated_at or 0):
-                batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.now_ms)
-        report = self.report
+                batch.checkpoints[key] = _excluded_checkpoint(session, reason, self.state.now_ms)
+        report = self.state.report
         for reason, count in Counter(reason for _, _, reason in excluded).items():
             report.sessions_excluded[reason] = report.sessions_excluded.get(reason, 0) + count
 
@@ -356,7 +311,7 @@ class _Sweep:
         stamps: Mapping[str, CheckpointStamp],
         settled: Mapping[str, tuple[int, int]],
         listed_keys: frozenset[str],
-        batch: _Batch,
+        batch: Batch,
     ) -> list[tuple[str, SessionInfo, Fingerprint]]:
         """Step 3: each admitted session's stat against its stamp. An unchanged one costs that
         stat and nothing else (the whole of a quiet re-sweep); the changed ones are returned.
@@ -374,8 +329,8 @@ class _Sweep:
                     missing.append(key)
             elif settled_fp(key) != fp:  # not is_unchanged(stamp, fp), with the lookup in C
                 changed.append((key, session, fp))
-        self.report.sessions_missing += n_missing
-        self.report.sessions_unchanged = len(admitted) - n_missing - len(changed)
+        self.state.report.sessions_missing += n_missing
+        self.state.report.sessions_unchanged = len(admitted) - n_missing - len(changed)
         batch.deletions.extend(sorted(stamps.keys() - listed_keys))
         batch.deletions.extend(missing)
         return changed
@@ -387,21 +342,21 @@ class _Sweep:
         for each that still needs reading."""
         with_checkpoint = [key for key, _, _ in changed if key in stamps]
         checkpoints = (
-            await self.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
+            await self.state.store.read(load_checkpoints_by_key, with_checkpoint) if with_checkpoint else {}
         )
         to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]] = []
         for key, session, fp in changed:
             plan = plan_scan(checkpoints.get(key), fp)
             if plan.action is ScanAction.UNCHANGED:  # its checkpoint moved on after the stamp was read
-                self.report.sessions_unchanged += 1
+                self.state.report.sessions_unchanged += 1
                 continue
             to_scan.append((session, fp, plan))
-            self.paths_by_id[session.session_id] = session.session_path
-            self.kinds_by_id[session.session_id] = session.session_kind
+            self.state.paths_by_id[session.session_id] = session.session_path
+            self.state.kinds_by_id[session.session_id] = session.session_kind
         return to_scan
 
     async def _scan_and_commit(
-        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int, batch: _Batch
+        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int, batch: Batch
     ) -> None:
         """Steps 4 and 5: read the sessions, committing each full batch in the background."""
         try:
@@ -419,23 +374,23 @@ class _Sweep:
         finally:
             # What was appended is made durable however the sweep ends (one fsync per day file).
             with anyio.CancelScope(shield=True):
-                if self.scratch_dir is not None:
+                if self.state.scratch_dir is not None:
                     await anyio.to_thread.run_sync(
-                        remove_sweep_scratch, self.scratch_dir, os.getpid(), self.scratch_token
+                        remove_sweep_scratch, self.state.scratch_dir, os.getpid(), self.state.scratch_token
                     )
-                await self.corpus.sync()
+                await self.state.corpus.sync()
 
     def _finished_report(self) -> IngestReport:
-        report = self.report
+        report = self.state.report
         report.lines_skipped = dict(sorted(report.lines_skipped.items()))
         report.sessions_excluded = dict(sorted(report.sessions_excluded.items()))
         report.corpus_files = sorted(set(report.corpus_files))
         return report
 
     async def _scan_all(
-        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int, batch: _Batch
-    ) -> _Batch:
-        ingest = self.settings.ingest
+        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], n_admitted: int, batch: Batch
+    ) -> Batch:
+        ingest = self.state.settings.ingest
         per_file = per_file_cap(n_admitted, ingest.max_messages_per_sweep, ingest.max_messages_per_file)
         remaining = ingest.max_messages_per_sweep
         workers = worker_count(ingest.workers)
@@ -450,14 +405,14 @@ class _Sweep:
         for start in range(0, len(to_scan), INGEST_SEEN_PREFETCH_SESSIONS):
             group = to_scan[start : start + INGEST_SEEN_PREFETCH_SESSIONS]
             if remaining <= 0:
-                self.report.sessions_deferred += len(group)
+                self.state.report.sessions_deferred += len(group)
                 continue
-            seen_sets = await self.store.read(
-                load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in group]
+            seen_sets = await self.state.store.read(
+                load_seen, [seen_scope(self.state.agent, s.session_id) for s, _, _ in group]
             )
             while group:
                 if remaining <= 0:
-                    self.report.sessions_deferred += len(group)
+                    self.state.report.sessions_deferred += len(group)
                     break
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
                 firsts = await anyio.to_thread.run_sync(
@@ -491,7 +446,7 @@ class _Sweep:
             for session, fp, plan in group:
                 if firsts and (remaining <= 0 or room <= 0 or budget <= 0):
                     break
-                scope = seen_scope(self.agent, session.session_id)
+                scope = seen_scope(self.state.agent, session.session_id)
                 scanner = TranscriptScanner(
                     self.rt.sessions,
                     session,
@@ -499,9 +454,9 @@ class _Sweep:
                     fp,
                     scope,
                     seen_sets.pop(scope, set()),
-                    self.day_of,
-                    self.report.lines_skipped,
-                    self.erased.test_for(session.session_id),
+                    self.state.day_of,
+                    self.state.report.lines_skipped,
+                    self.state.erased.test_for(session.session_id),
                 )
                 first = _FirstTake(session, fp, plan, _Reading(scanner), file_cap(per_file, remaining))
                 firsts.append(first)
@@ -525,21 +480,21 @@ class _Sweep:
         return firsts
 
     async def _scan_in_workers(
-        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], workers: int, batch: _Batch
-    ) -> _Batch:
+        self, to_scan: list[tuple[SessionInfo, Fingerprint, ScanPlan]], workers: int, batch: Batch
+    ) -> Batch:
         """Steps 4 and 5 in worker processes (daemon/ingest/parallel.py); the batches they fill are
         committed here, as the serial scan's are."""
-        seen_sets = await self.store.read(
-            load_seen, [seen_scope(self.agent, s.session_id) for s, _, _ in to_scan]
+        seen_sets = await self.state.store.read(
+            load_seen, [seen_scope(self.state.agent, s.session_id) for s, _, _ in to_scan]
         )
         scratch = self.rt.paths.scratch_dir
         await anyio.to_thread.run_sync(_prepare_scratch, scratch)
-        self.scratch_dir = scratch
-        self.scratch_token = secrets.token_hex(6)  # its files go when the sweep ends, however
-        self.scratch_reclaim = sum(fp.size for _, fp, _ in to_scan) >= INGEST_SCRATCH_RECLAIM_BYTES
-        return await scan_with_workers(self, to_scan, seen_sets, workers, batch, self.scratch_token)
+        self.state.scratch_dir = scratch
+        self.state.scratch_token = secrets.token_hex(6)  # its files go when the sweep ends, however
+        self.state.scratch_reclaim = sum(fp.size for _, fp, _ in to_scan) >= INGEST_SCRATCH_RECLAIM_BYTES
+        return await scan_with_workers(self.state, to_scan, seen_sets, workers, batch, self._submit)
 
-    async def _submit(self, batch: _Batch) -> None:
+    async def _submit(self, batch: Batch) -> None:
         """Commit `batch` in the background while reading goes on; commits stay strictly in order."""
         await self._drain()
         done = anyio.Event()
@@ -558,7 +513,7 @@ class _Sweep:
         if self._done is not None:
             await self._done.wait()
 
-    async def _scan_one(self, first: _FirstTake, batch: _Batch) -> tuple[int, _Batch]:
+    async def _scan_one(self, first: _FirstTake, batch: Batch) -> tuple[int, Batch]:
         """A session from its first take on: the rest of its takes, in worker threads (opening
         and reading are file I/O and parsing, kept off the event loop), each added to the batch."""
         session, reading, cap = first.session, first.reading, first.cap
@@ -570,7 +525,7 @@ class _Sweep:
                 raise first.error
             while True:
                 taken += len(found)
-                self._progress_messages(len(found))
+                self.state.messages_taken(len(found))
                 batch.candidates.extend(found)
                 batch.cursors[session.session_id] = (session, first.fp, scanner.cursor())
                 if scanner.senders:
@@ -579,7 +534,7 @@ class _Sweep:
                     break
                 if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
                     await self._submit(batch)  # the batch is full; carry on reading meanwhile
-                    batch = _Batch()
+                    batch = Batch()
                 else:
                     await anyio.lowlevel.checkpoint()  # let a background commit move on
                 room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
@@ -588,190 +543,59 @@ class _Sweep:
                 )
         except (MemorydError, OSError) as exc:
             # The last recorded cursor matches the candidates kept, so nothing is half-staged.
-            self.report.errors.append(f"session {session.session_id}: {exc}")
+            self.state.report.errors.append(f"session {session.session_id}: {exc}")
         finally:
             scanner.close()
-        self.report.sessions_scanned += reading.opened
+        self.state.report.sessions_scanned += reading.opened
         if scanner.rewritten or first.plan.rewrite:
-            self.report.sessions_rewritten += 1
+            self.state.report.sessions_rewritten += 1
         if taken >= cap and not scanner.finished:
-            self.report.sessions_capped += 1
-        if self.progress:
-            self.progress("sessions", self.report.sessions_scanned, self.sessions_to_read)
+            self.state.report.sessions_capped += 1
+        self.state.sessions_progress()
         if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
             await self._submit(batch)
-            batch = _Batch()
+            batch = Batch()
         return taken, batch
 
-    def _progress_messages(self, n: int) -> None:
-        self.messages_read += n
-        if self.progress:
-            self.progress("messages", self.messages_read, 0)
-
-    async def _commit(self, batch: _Batch) -> None:
+    async def _commit(self, batch: Batch) -> None:
         if batch.empty():
             return
-        report = self.report
-        store = self.store
+        state = self.state
         async with self.rt.lock().hold() as lease:
-            await cut_off_uncommitted(self.agent, store, self.rt.paths.workspace, lease.fence, self.corpus)
+            await cut_off_uncommitted(
+                state.agent, state.store, self.rt.paths.workspace, lease.fence, state.corpus
+            )
             # A purge may have finished while we were reading: re-check under the lock.
             touched = list({**batch.part_sessions, **batch.cursors})
             ids = sorted({*touched, *(c.session_id for c in batch.checkpoints.values())})
-            generation, gone, erased = await store.read(_forgotten_under_lock, touched, ids, self.secret)
-            if self.stale or generation != self.generation:
+            generation, gone, erased = await state.store.read(
+                _forgotten_under_lock, touched, ids, state.secret
+            )
+            if state.stale or generation != state.generation:
                 # Read under an exclusion set that a purge has changed since: publish nothing
                 # of it (the new set may exclude any sender or session in it).
-                self.stale = True
+                state.stale = True
                 return
             checkpoints = list(batch.checkpoints.values())
             for sid in gone:
                 cursor = batch.cursors.pop(sid, None)
                 session = cursor[0] if cursor is not None else batch.part_sessions[sid]
                 self._exclude(REASON_FORGOTTEN)
-                checkpoints.append(_excluded_checkpoint(session, REASON_FORGOTTEN, self.now_ms))
+                checkpoints.append(_excluded_checkpoint(session, REASON_FORGOTTEN, state.now_ms))
             if erased:  # no checkpoint names an erased session; any left from before goes
                 batch.deletions.extend(c.state_key for c in checkpoints if c.session_id in erased)
                 checkpoints = [c for c in checkpoints if c.session_id not in erased]
-            if batch.parts:
-                await self._commit_parts(batch, lease, gone, checkpoints)
-                return
-            candidates = batch.candidates
-            if gone:
-                kept = [c for c in candidates if c.session_id not in gone]
-                report.messages_dropped_forgotten += len(candidates) - len(kept)
-                candidates = kept
-            candidates = await self._without_suppressed(candidates)
-            if candidates:  # another sweep of this agent may have staged them since we read them
-                keys = [(seen_scope(self.agent, c.session_id), c.seen_hash) for c in candidates]
-                staged_since = await store.read(seen_among, keys)
-                if staged_since:
-                    candidates = [c for c, k in zip(candidates, keys, strict=True) if k not in staged_since]
-            if candidates:  # reserved before the append, so forget can find every line written
-                try:
-                    await store.write(
-                        reserve_corpus_files,
-                        [(c.session_id, corpus_relative_path(c.day)) for c in candidates],
-                        self.corpus.sizes_before(sorted({c.day for c in candidates})),
-                        fence=lease.fence,
-                    )
-                except ANY_SQLITE_ERROR as exc:
-                    raise _commit_failed(store.path, exc) from exc
-                failpoint("ingest.corpus.reserved")
-                # No await between this check and the append: no other job of this process
-                # can take the lease in between.
-                await self.rt.lock().confirm(lease)
-            appended, staged, seen = await self._append_corpus(candidates)
-            failpoint("ingest.corpus.appended")
             checkpoints.extend(
-                _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
+                _scanned_checkpoint(s, fp, cur, state.now_ms) for s, fp, cur in batch.cursors.values()
             )
             participants = _participant_rows(
-                [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
+                [s for s, _, _ in batch.cursors.values()], batch.senders, state.erased
             )
-            try:
-                removed = await self._write_batch(
-                    appended,
-                    write_candidates,
-                    self.agent,
-                    staged,
-                    seen,
-                    checkpoints,
-                    batch.deletions,
-                    participants,
-                    self.day_bucket,
-                    self.now_ms,
-                    sorted({corpus_relative_path(c.day) for c in candidates}),
-                    fence=lease.fence,
-                )
-            except ANY_SQLITE_ERROR as exc:
-                raise _commit_failed(store.path, exc) from exc
-        report.messages_staged += len(staged)
-        report.checkpoints_removed += removed
-
-    async def _without_suppressed(self, candidates: list[Candidate]) -> list[Candidate]:
-        """Less the claims forgotten from their session (forget --entry): never staged again."""
-        if not candidates:
-            return candidates
-        pairs = [(claim_hash(c.snippet), c.session_id) for c in candidates]
-        suppressed = await self.store.read(suppressed_among, pairs)
-        if not suppressed:
-            return candidates
-        kept = [c for c, p in zip(candidates, pairs, strict=True) if p not in suppressed]
-        self.report.messages_suppressed += len(candidates) - len(kept)
-        return kept
-
-    async def _commit_parts(
-        self, batch: _Batch, lease: Lease, gone: set[str], checkpoints: list[Checkpoint]
-    ) -> None:
-        """A batch of the parallel scan: its rows are in scratch files (daemon/ingest/merge.py)."""
-        checkpoints.extend(
-            _scanned_checkpoint(s, fp, cur, self.now_ms) for s, fp, cur in batch.cursors.values()
-        )
-        participants = _participant_rows(
-            [s for s, _, _ in batch.cursors.values()], batch.senders, self.erased
-        )
-        staged, removed = await commit_parts(self, batch, lease, gone, checkpoints, participants)
-        self.report.messages_staged += staged
-        self.report.checkpoints_removed += removed
-
-    async def _write_batch(
-        self, appended: Appended | None, fn: Callable[..., int], *args: Any, fence: FenceToken
-    ) -> int:
-        """The batch's store commit; if it fails (fenced off, disk full, cancelled) its corpus
-        append is undone, so the retry stages those lines once and a writer that lost its lease
-        leaves nothing of a session forgotten meanwhile."""
-        try:
-            return await self.store.write(fn, *args, fence=fence)
-        except BaseException:
-            if appended is not None:
-                left = self.corpus.undo(appended)
-                if left:  # another writer changed the file since: its sweep or forget owns it now
-                    log.warning("ingest %s: corpus append not undone in %d file(s)", self.agent, len(left))
-            raise
-
-    async def _append_corpus(
-        self, candidates: Sequence[Candidate]
-    ) -> tuple[Appended | None, list[StagedMessage], dict[str, list[str]]]:
-        by_day: dict[str, list[Candidate]] = {}
-        for c in candidates:
-            by_day.setdefault(c.day, []).append(c)
-        paths = self.paths_by_id
-        days = dict(sorted(by_day.items()))
-        if not days:
-            return None, [], {}
-        appended = await self.corpus.append(
-            {
-                day: [render_line(self.agent, paths[c.session_id], c.line_number, c.snippet) for c in group]
-                for day, group in days.items()
-            }
-        )
-        firsts = appended.firsts
-        staged: list[StagedMessage] = []
-        seen_by_id: dict[str, list[str]] = {}
-        kinds = self.kinds_by_id
-        for day, group in days.items():
-            path = corpus_relative_path(day)
-            self.report.corpus_files.append(path)
-            qh = query_hash(session_query(day))
-            first = firsts[day]
-            for offset, c in enumerate(group):
-                staged.append(
-                    StagedMessage(
-                        claim_hash(c.snippet),
-                        c.snippet,
-                        path,
-                        first + offset,
-                        c.origin_class,
-                        kinds[c.session_id],
-                        c.observed_at,
-                        c.session_id,
-                        c.session_key,
-                        qh,
-                    )
-                )
-                seen_by_id.setdefault(c.session_id, []).append(c.seen_hash)
-        return appended, staged, {seen_scope(self.agent, sid): hashes for sid, hashes in seen_by_id.items()}
+            # The parallel scan's rows are in scratch files (daemon/ingest/merge.py).
+            commit = commit_pooled if batch.parts else commit_serial
+            staged, removed = await commit(state, batch, lease, gone, checkpoints, participants)
+        state.report.messages_staged += staged
+        state.report.checkpoints_removed += removed
 
 
 def _prepare_scratch(path: Path) -> None:

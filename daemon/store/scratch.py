@@ -253,6 +253,12 @@ def merge_origins(conn: Connection, name: str, part: Part, agent_id: str) -> Non
     )
 
 
+# A part's corpus line bases by day, keyed: the claims' join looks each row's day up here (a
+# `json_each` of them re-read the JSON for every row). Days and numbers only, no memory text.
+_BASES = "temp.merge_line_bases"
+_BASES_SCHEMA = "CREATE TEMP TABLE IF NOT EXISTS merge_line_bases (day TEXT PRIMARY KEY, base INTEGER NOT NULL) WITHOUT ROWID"
+
+
 def merge_new_claims(
     conn: Connection,
     name: str,
@@ -267,16 +273,22 @@ def merge_new_claims(
     store/short_term.py's insert_new_claims writes them); `line_bases[day]` plus a row's day_idx
     is its corpus line; `skip_keys` are written by the caller (repeated or already staged)."""
     days = orjson.dumps([day_bucket]).decode().replace("'", "''")
+    conn.execute(_BASES_SCHEMA)
+    conn.execute(f"DELETE FROM {_BASES}")
+    conn.executemany(f"INSERT INTO {_BASES} (day, base) VALUES (?, ?)", line_bases.items())
+    # CROSS JOIN keeps the part's seq range the outer loop (its rows come in the ORDER BY's seq
+    # order); a query hash is hex, so '["' || it || '"]' is its json_array().
     conn.execute(
         "INSERT INTO main.short_term_entries (entry_key, path, start_line, end_line, snippet, daily_count, "
         "total_score, max_score, first_recalled_at, last_recalled_at, query_hashes, recall_days, origin_class, "
         "session_kind, observed_at, claim_hash) "
-        f"SELECT c.entry_key, c.path, c.day_idx + b.value, c.day_idx + b.value, c.snippet, 1, {float(score)!r}, "
-        f"{float(score)!r}, {int(now_ms)}, {int(now_ms)}, json_array(c.query_hash), '{days}', c.origin_class, "
-        f"c.session_kind, c.observed_at, c.claim_hash FROM {name}.cand c JOIN json_each(?) b ON b.key = c.day "
+        f"SELECT c.entry_key, c.path, c.day_idx + b.base, c.day_idx + b.base, c.snippet, 1, {float(score)!r}, "
+        f"{float(score)!r}, {int(now_ms)}, {int(now_ms)}, '[\"' || c.query_hash || '\"]', '{days}', "
+        f"c.origin_class, c.session_kind, c.observed_at, c.claim_hash FROM {name}.cand c "
+        f"CROSS JOIN {_BASES} b ON b.day = c.day "
         f"WHERE c.task = ? AND c.seq BETWEEN ? AND ? AND c.entry_key NOT IN (SELECT value FROM json_each(?)) "
         "ORDER BY c.day, c.seq",
-        (orjson.dumps(line_bases).decode(), *part[1:], orjson.dumps(list(skip_keys)).decode()),
+        (*part[1:], orjson.dumps(list(skip_keys)).decode()),
     )
 
 
