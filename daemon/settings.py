@@ -223,6 +223,21 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RedisAccess:
+    """How memoryd logs in to Redis; `redis_url` says where. Submitters (tools that enqueue jobs
+    and read their results) and daemons log in as different ACL users (deploy/redis.conf)."""
+
+    username: str | None = setting(
+        None, description="ACL user; overrides the user in redis_url (daemons and submitters differ)."
+    )
+    password_file: Path | None = setting(
+        None,
+        description="File whose first line is the Redis password; overrides the password in "
+        "redis_url (keep it 0600, out of the config).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class LockSettings:
     ttl_ms: int = setting(30_000, ge=1000, description="Lease length; renewed at a third of it.")
     wait_s: float = setting(10.0, ge=0, description="How long a writer waits for the workspace lock.")
@@ -246,6 +261,7 @@ class Settings:
         "redis://127.0.0.1:6379/0",
         description="redis://, rediss:// (TLS), with user:password for ACL/AUTH.",
     )
+    redis: RedisAccess = setting(factory=RedisAccess)
     agents: dict[str, AgentConfig] = setting(factory=dict, description="Per-agent overrides.")
     memory_policy: MemoryPolicy = setting(factory=MemoryPolicy)
     ingest: IngestSettings = setting(factory=IngestSettings)

@@ -42,7 +42,6 @@ from arq.constants import (
 from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
-from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError, ResponseError, WatchError
 
 from daemon.constants import (
@@ -67,7 +66,7 @@ from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
-from daemon.redis_conn import redact_url
+from daemon.redis_conn import connection_pool, unreachable
 from daemon.runtime import interrupted
 from daemon.runtime.hosts import host_of_queue, parse_heartbeat
 from daemon.runtime.wire import (
@@ -263,15 +262,13 @@ class MemorydClient:
     async def connect(
         cls, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S
     ) -> AsyncIterator[MemorydClient]:
-        pool = ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=5)
+        pool = connection_pool(settings, health_check_interval=0)
         redis = ArqRedis(pool, job_serializer=serialize, job_deserializer=deserialize)
         try:
             await redis.ping()
         except (RedisError, OSError) as exc:
             await redis.aclose(close_connection_pool=True)
-            raise OperationFailed(
-                f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}"
-            ) from None
+            raise unreachable(settings, exc) from None
         try:
             yield cls(redis, settings, poll_delay_s=poll_delay_s)
         finally:

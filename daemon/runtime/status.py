@@ -24,7 +24,7 @@ from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
 from daemon.errors import MemorydError
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
-from daemon.redis_conn import redact_url, redis_from_url
+from daemon.redis_conn import redis_client, redis_target
 from daemon.runtime.stalled import StalledPurges, read_stalled
 from daemon.runtime.wire import queue_name
 from daemon.sessions.admission import AdmissionPolicy, admission_reason
@@ -194,13 +194,13 @@ async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: s
         started_at=record.get("started_at") if running else None,
         heartbeat_age_s=age,
         redis=record.get("redis", redis_state) if running else redis_state,
-        redis_url=redact_url(settings.redis_url),
+        redis_url=redis_target(settings).shown,
     )
 
 
 async def collect_status(settings: Settings, agents: list[str] | None = None) -> StatusReport:
     agent_ids = agents if agents is not None else list_agents(settings)
-    redis: Redis | None = redis_from_url(settings.redis_url)
+    redis: Redis | None = redis_client(settings)
     redis_state = "ok"
     try:
         await redis.ping()  # type: ignore[union-attr]
