@@ -1,6 +1,12 @@
-"""Redis connections from settings: `redis_url` says where (redis://, rediss:// for TLS, unix://),
-the `redis` section how to log in (an ACL user, a password read from a file). Every connection
-memoryd opens is made here, so a credential is honoured by the daemon, the CLI and the client alike.
+"""Redis connections from settings: `redis_url` says where (redis://, rediss:// for TLS, unix://,
+or redis+sentinel:// for a primary that Redis Sentinel fails over), the `redis` section how to
+log in (an ACL user, a password read from a file). Every connection memoryd opens is made here,
+so a credential or a Sentinel deployment is honoured by the daemon, the CLI and the client alike.
+
+Under Sentinel the pool asks the Sentinels for the primary at each new connection; after a
+failover the old connections fail (or answer READONLY, which redis-py turns into a connection
+error), the daemon's Redis-outage handling backs off and reconnects, and the new connections
+reach the promoted replica.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import parse_url
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.exceptions import RedisError
 
 from daemon.errors import ConfigError, OperationFailed
 from daemon.redaction import redact_url as redact_url  # named here by its callers
+from daemon.redis_sentinel_url import SentinelAddress, is_sentinel_url, parse_sentinel_url
 
 if TYPE_CHECKING:
     from arq.connections import RedisSettings
@@ -75,10 +83,28 @@ def _options(target: RedisTarget, extra: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def _sentinel_pool(target: RedisTarget, options: dict[str, Any]) -> ConnectionPool:
+    try:
+        address: SentinelAddress = parse_sentinel_url(target.url)
+    except ValueError as exc:
+        raise ConfigError(f"redis_url {redact_url(target.url)}: {exc}") from None
+    # The Sentinels are asked without credentials; the primary is logged in to as the user.
+    sentinel_options = {"socket_connect_timeout": CONNECT_TIMEOUT_S, "socket_timeout": CONNECT_TIMEOUT_S}
+    sentinels = Sentinel(list(address.sentinels), sentinel_kwargs=sentinel_options)  # type: ignore[no-untyped-call]
+    username = target.username if target.username is not None else address.username
+    password = target.password if target.password is not None else address.password
+    pool: ConnectionPool = SentinelConnectionPool(  # type: ignore[no-untyped-call]
+        address.master, sentinels, db=address.db, username=username, password=password, **options
+    )
+    return pool
+
+
 def connection_pool(settings: Settings, **options: Any) -> ConnectionPool:
     """A pool for `settings`' Redis as its user (no I/O until the first command)."""
     target = redis_target(settings)
     defaults = {"socket_connect_timeout": CONNECT_TIMEOUT_S, "health_check_interval": HEALTH_CHECK_S}
+    if is_sentinel_url(target.url):
+        return _sentinel_pool(target, {**defaults, **options})
     return ConnectionPool(**_options(target, {**defaults, **options}))
 
 
@@ -109,7 +135,18 @@ def arq_redis_settings(settings: Settings) -> RedisSettings:
     from arq.connections import RedisSettings
 
     target = redis_target(settings)
-    found = RedisSettings.from_dsn(target.url)
+    if is_sentinel_url(target.url):
+        address = parse_sentinel_url(target.url)
+        found = RedisSettings(
+            host=list(address.sentinels),
+            sentinel=True,
+            sentinel_master=address.master,
+            database=address.db,
+            username=address.username,
+            password=address.password,
+        )
+    else:
+        found = RedisSettings.from_dsn(target.url)
     return dataclasses.replace(
         found,
         username=target.username if target.username is not None else found.username,
