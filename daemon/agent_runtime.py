@@ -103,9 +103,9 @@ async def agent_runtime(
             store = await Store.open(paths.db_path)
         if redis is True:
             # Imported here: a runtime without Redis must not load the client.
-            from daemon.redis_conn import redis_from_url
+            from daemon.redis_conn import redis_client
 
-            client = redis_from_url(settings.redis_url)  # no I/O until the first command
+            client = redis_client(settings)  # no I/O until the first command
             own_client = True
         elif redis is not False:
             client = redis

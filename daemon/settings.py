@@ -27,6 +27,7 @@ from typing import Any, Literal
 from daemon import derivations
 from daemon.did_you_mean import closest
 from daemon.errors import ConfigError
+from daemon.redis_sentinel_url import is_sentinel_url, parse_sentinel_url
 
 
 def setting(
@@ -281,9 +282,47 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RedisAccess:
+    """How memoryd logs in to Redis; `redis_url` says where. Submitters (tools that enqueue jobs
+    and read their results) and daemons log in as different ACL users (deploy/redis.conf)."""
+
+    username: str | None = setting(
+        None, description="ACL user; overrides the user in redis_url (daemons and submitters differ)."
+    )
+    password_file: Path | None = setting(
+        None,
+        description="File whose first line is the Redis password; overrides the password in "
+        "redis_url (keep it 0600, out of the config).",
+    )
+    purge_replicas: int | None = setting(
+        None,
+        ge=0,
+        description="Replicas that must hold a purge job (forget, erase, expire) before its enqueue "
+        "returns (Redis WAIT); unset = 1 with a redis+sentinel:// URL, 0 otherwise.",
+    )
+    purge_replica_timeout_ms: int = setting(
+        2000,
+        ge=1,
+        description="How long an enqueue waits for those replicas; then it fails (exit 1), "
+        "saying the job is queued but not yet replicated.",
+    )
+
+    def replicas_for_purges(self, redis_url: str) -> int:
+        if self.purge_replicas is not None:
+            return self.purge_replicas
+        return 1 if is_sentinel_url(redis_url) else 0
+
+
+@dataclass(frozen=True, slots=True)
 class LockSettings:
     ttl_ms: int = setting(30_000, ge=1000, description="Lease length; renewed at a third of it.")
     wait_s: float = setting(10.0, ge=0, description="How long a writer waits for the workspace lock.")
+
+
+def _check_redis_url(url: str) -> str:
+    if is_sentinel_url(url):
+        parse_sentinel_url(url)  # ValueError: the form it lacks, without the password
+    return url
 
 
 def _default_state_dir() -> Path:
@@ -302,8 +341,11 @@ class Settings:
     )
     redis_url: str = setting(
         "redis://127.0.0.1:6379/0",
-        description="redis://, rediss:// (TLS), with user:password for ACL/AUTH.",
+        description="redis://, rediss:// (TLS), with user:password for ACL/AUTH; "
+        "redis+sentinel://host:port[,host:port...]/<master>[/<db>] for Redis Sentinel.",
+        check=_check_redis_url,
     )
+    redis: RedisAccess = setting(factory=RedisAccess)
     agents: dict[str, AgentConfig] = setting(factory=dict, description="Per-agent overrides.")
     memory_policy: MemoryPolicy = setting(factory=MemoryPolicy)
     ingest: IngestSettings = setting(factory=IngestSettings)

@@ -247,11 +247,12 @@ async def test_a_purge_of_redis_values_whose_server_went_away_fails_as_a_redis_o
     from daemon.errors import OperationFailed
     from daemon.redis_conn import connect_redis
     from daemon.redis_values import purge_naming, scan_values
+    from daemon.settings import load_settings
     from tools.chaos import PrivateRedis
 
     server = PrivateRedis(tmp_path / "gone").start()
     try:
-        redis = await connect_redis(server.url)
+        redis = await connect_redis(load_settings(None, redis_url=server.url))
         await redis.set("arq:result:forget:x", b'{"r":"s01"}')
         server.shutdown_nosave()
         with pytest.raises(OperationFailed, match="Redis unavailable"):

@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from daemon.runtime import metrics
+from tests import redis_servers
 from tests.daemon_harness import REPO
 
 UNIT = REPO / "systemd" / "memoryd.service"
@@ -150,28 +149,8 @@ def test_no_metric_label_collides_with_prometheus_target_labels():
 @pytest.fixture
 def production_redis(tmp_path: Path):
     """redis-server started with deploy/redis.conf as shipped (port and dir moved for the test)."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed here")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        ["redis-server", str(REPO / "deploy" / "redis.conf"), "--port", str(port), "--dir", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"redis-server rejected deploy/redis.conf: {proc.stdout.read().decode()[-500:]}")
-            time.sleep(0.05)
-    yield f"redis://memoryd:CHANGE-ME@127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
+    with redis_servers.production_redis(tmp_path / "redis") as server:
+        yield server.url(redis_servers.DAEMON_USER)
 
 
 async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(

@@ -203,7 +203,8 @@ async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_pat
 async def test_an_unreachable_redis_error_names_the_url_without_its_password(bad):
     from daemon.errors import OperationFailed
     from daemon.redis_conn import connect_redis
+    from daemon.settings import load_settings
 
     with pytest.raises(OperationFailed) as err:
-        await connect_redis(bad)
+        await connect_redis(load_settings(None, redis_url=bad))
     assert "127.0.0.1:1" in str(err.value) and "hunter2" not in str(err.value)

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from redis.asyncio import Redis
 
 from daemon.errors import OperationFailed
 from daemon.lock import WorkspaceLock
@@ -22,6 +23,10 @@ FORGET = forget_op.OP.name
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 PASSWORD = "s3cret-pass-word"
+
+
+async def connect_redis_at(url: str) -> Redis:
+    return await connect_redis(load_settings(None, redis_url=url))
 
 
 @pytest.fixture
@@ -74,7 +79,7 @@ def _url(server: PrivateRedis, creds: str) -> str:
 
 async def test_an_acl_user_with_only_memoryd_keys_can_hold_the_lock_and_enqueue(acl_server, tmp_path):
     url = _url(acl_server, f"memoryd:{PASSWORD}")
-    redis = await connect_redis(url)
+    redis = await connect_redis_at(url)
     try:
         lock = WorkspaceLock(redis, tmp_path / "ws", wait_s=1)
         async with lock.hold() as lease:
@@ -94,19 +99,19 @@ async def test_an_acl_user_with_only_memoryd_keys_can_hold_the_lock_and_enqueue(
 async def test_a_refused_acl_login_or_a_read_only_user_is_a_clear_error(acl_server, tmp_path, creds):
     url = _url(acl_server, creds)  # a wrong password, an unknown user, a user without PING
     with pytest.raises(OperationFailed) as err:
-        await connect_redis(url)
+        await connect_redis_at(url)
     message = str(err.value)
     assert f"127.0.0.1:{acl_server.port}" in message and PASSWORD not in message and "\n" not in message
 
 
 async def test_requirepass_auth_with_a_password_only_url(auth_server):
-    redis = await connect_redis(_url(auth_server, f":{PASSWORD}"))
+    redis = await connect_redis_at(_url(auth_server, f":{PASSWORD}"))
     try:
         assert await redis.ping()
     finally:
         await redis.aclose()
     with pytest.raises(OperationFailed) as err:
-        await connect_redis(f"redis://127.0.0.1:{auth_server.port}/0")  # no password
+        await connect_redis_at(f"redis://127.0.0.1:{auth_server.port}/0")  # no password
     assert PASSWORD not in str(err.value)
 
 
@@ -198,7 +203,7 @@ async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentia
         url = (
             f"rediss://default:{PASSWORD}@127.0.0.1:{port}/0?ssl_cert_reqs=required&ssl_ca_certs={tls['ca']}"
         )
-        redis = await connect_redis(url)
+        redis = await connect_redis_at(url)
         try:
             async with WorkspaceLock(redis, tmp_path / "ws", wait_s=1).hold() as lease:
                 assert lease.fence_value > 0
@@ -207,10 +212,12 @@ async def test_rediss_urls_verify_the_server_certificate_and_carry_acl_credentia
         # A certificate from an unknown CA is refused, and the message hides the password.
         other = _tls_files(tmp_path / "other")
         with pytest.raises(OperationFailed) as err:
-            await connect_redis(url.replace(str(tls["ca"]), str(other["ca"])))
+            await connect_redis_at(url.replace(str(tls["ca"]), str(other["ca"])))
         assert PASSWORD not in str(err.value)
         with pytest.raises(OperationFailed):
-            await connect_redis(f"redis://default:{PASSWORD}@127.0.0.1:{port}/0")  # plain text to a TLS port
+            await connect_redis_at(
+                f"redis://default:{PASSWORD}@127.0.0.1:{port}/0"
+            )  # plain text to a TLS port
     finally:
         server.proc.kill()
         server.proc.wait(5)
@@ -289,7 +296,7 @@ async def test_a_lease_whose_fence_cannot_be_drawn_fails_as_a_redis_outage(tmp_p
         ),
     ).start()
     try:
-        redis = await connect_redis(_url(server, f"noscript:{PASSWORD}"))
+        redis = await connect_redis_at(_url(server, f"noscript:{PASSWORD}"))
         try:
             lock = WorkspaceLock(redis, tmp_path / "ws", wait_s=1)
             with pytest.raises(OperationFailed, match="workspace lock: Redis unavailable"):

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from arq.connections import RedisSettings
-
 from daemon.errors import MemorydError
+from daemon.redis_conn import arq_redis_settings
 from daemon.runtime.wire import queue_name
 from daemon.runtime.worker import quiet_job_logs, worker_kwargs
 from daemon.settings import load_settings
@@ -32,12 +31,13 @@ def worker_settings() -> dict[str, Any]:
     """The keyword arguments of arq's Worker, from memoryd's settings ($MEMORYD_CONFIG)."""
     try:
         settings = load_settings(None)  # $MEMORYD_CONFIG, else the defaults
+        redis_settings = arq_redis_settings(settings)  # reads redis.password_file
     except MemorydError as exc:
         raise SystemExit(f"memoryd: error: {exc}") from None
     host = settings.daemon.host_id
     kwargs = worker_kwargs(settings, queue_name(host), {"settings": settings, "host_id": host})
     kwargs["handle_signals"] = True  # arq's command owns this process: SIGTERM/SIGINT end it gracefully
-    kwargs["redis_settings"] = RedisSettings.from_dsn(settings.redis_url)
+    kwargs["redis_settings"] = redis_settings
     kwargs["on_startup"] = _on_startup
     return kwargs
 

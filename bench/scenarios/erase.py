@@ -32,7 +32,7 @@ async def _populate(settings: Any, others: int) -> None:
     from daemon.retention.api import ObjectWrite
 
     write_objects = entry("daemon.retention.api:write_objects")
-    redis = await connect_redis(settings.redis_url)
+    redis = await connect_redis(settings)
     try:
         items = [
             ObjectWrite(f"{SUBJECT}:session:s-0", "The erased subject's own note about the orchard budget.")
@@ -59,7 +59,7 @@ async def _erase(settings: Any, verify: bool) -> Any:
     from daemon.redis_conn import connect_redis
 
     request = entry("daemon.retention.request:EraseRequest")(scope=SUBJECT)
-    redis = await connect_redis(settings.redis_url)
+    redis = await connect_redis(settings)
     try:
         return await entry(RUN_ERASE)(settings, redis, request, verify=verify)
     finally:

@@ -51,7 +51,7 @@ async def _populate(settings: Any, objects: int) -> None:
     from daemon.retention.api import ObjectWrite, write_objects
 
     rng = random.Random(7)
-    redis = await connect_redis(settings.redis_url)
+    redis = await connect_redis(settings)
     try:
         items = [
             ObjectWrite(f"{TENANT}:user:u-{i % 50}:session:o-{i}", _sentence(rng, i)) for i in range(objects)
@@ -104,7 +104,7 @@ async def _verify(settings: Any, subject: Any) -> Any:
     from daemon.redis_conn import connect_redis
     from daemon.retention.verify import run_verify
 
-    redis = await connect_redis(settings.redis_url)
+    redis = await connect_redis(settings)
     try:
         return await run_verify(settings, redis, subject, embedder=None)
     finally:

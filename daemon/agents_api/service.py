@@ -145,9 +145,9 @@ class AgentsApi:
         if args.provenance_parent is not None:
             parent = check_scope_for(args.provenance_parent, who, "provenance_parent")
         if self._redis is None:
-            from daemon.redis_conn import redis_from_url
+            from daemon.redis_conn import redis_client
 
-            self._redis = redis_from_url(self.settings.redis_url)
+            self._redis = redis_client(self.settings)
         return await api.write_object(
             self.settings, self._redis, scope, args.content, parent, args.retention_days
         )

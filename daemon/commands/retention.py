@@ -63,7 +63,7 @@ def erase_fields(scope: str, allow_partial: bool, request_id: str | None, dry_ru
 
 def _with_redis(settings: Settings, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
     async def main() -> T:
-        redis = await connect_redis(settings.redis_url)
+        redis = await connect_redis(settings)
         try:
             return await fn(settings, redis, *args, **kwargs)
         finally:

@@ -93,7 +93,7 @@ class LocalResources:
         if self._redis is None:
             from daemon.redis_conn import connect_redis  # imports redis: only host-wide ops need it
 
-            self._redis = await connect_redis(self.settings.redis_url)  # one line if unreachable
+            self._redis = await connect_redis(self.settings)  # one line if unreachable
         return self._redis
 
     def lock_waited(self, op: str, waited_s: float, *, timed_out: bool) -> None:

@@ -35,7 +35,7 @@ async def forget_verified(settings: Settings, request: ForgetRequest) -> Verifie
         raise UsageError(
             "--verify: needs a real forget; a dry run removes nothing to verify (drop --dry-run)"
         )
-    redis = await connect_redis(settings.redis_url)
+    redis = await connect_redis(settings)
     try:
         report = await forget(settings, request, redis=redis)
         await purge_forgotten_from_redis(settings, redis, request.agent, report.sessionIds)

@@ -44,7 +44,6 @@ from arq.constants import (
 from arq.jobs import DeserializationError, Job, JobResult, JobStatus
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
-from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError, ResponseError, WatchError
 
 from daemon.constants import (
@@ -69,8 +68,8 @@ from daemon.ops import index_sync as index_op
 from daemon.ops import ingest_sweep as ingest_op
 from daemon.ops.op import Op, Routing, agent_of
 from daemon.ops.registry import op_named
-from daemon.redis_conn import redact_url
-from daemon.runtime import interrupted
+from daemon.redis_conn import connection_pool, unreachable
+from daemon.runtime import interrupted, replication
 from daemon.runtime.hosts import Route, host_of_queue, parse_heartbeat, parse_route
 from daemon.runtime.wire import (
     deserialize,
@@ -269,15 +268,13 @@ class MemorydClient:
     async def connect(
         cls, settings: Settings, *, poll_delay_s: float = CLIENT_POLL_S
     ) -> AsyncIterator[MemorydClient]:
-        pool = ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=5)
+        pool = connection_pool(settings, health_check_interval=0)
         redis = ArqRedis(pool, job_serializer=serialize, job_deserializer=deserialize)
         try:
             await redis.ping()
         except (RedisError, OSError) as exc:
             await redis.aclose(close_connection_pool=True)
-            raise OperationFailed(
-                f"redis_url {redact_url(settings.redis_url)}: cannot reach Redis: {exc}"
-            ) from None
+            raise unreachable(settings, exc) from None
         try:
             yield cls(redis, settings, poll_delay_s=poll_delay_s)
         finally:
@@ -373,7 +370,26 @@ class MemorydClient:
         `request_id`, the request id's (daemon.runtime.wire): a queued, running or successful run
         of the same payload under it answers this request (`deduplicated`), a failed one runs
         again, and another payload under it is refused (UsageError). `job_id`: the caller's
-        own unique id (the daemon's live sweeps name their agent)."""
+        own unique id (the daemon's live sweeps name their agent). A purge returns once
+        `redis.purge_replicas` replicas hold it (daemon.runtime.replication), else OperationFailed."""
+        job = await self._enqueue(function, payload, queue=queue, request_id=request_id, job_id=job_id)
+        replicas = self.settings.redis.replicas_for_purges(self.settings.redis_url)
+        if replicas and _is_purge(function):
+            timeout_ms = self.settings.redis.purge_replica_timeout_ms
+            acknowledged = await replication.ring_replicated(self.redis, queue, replicas, timeout_ms)
+            if acknowledged < replicas:
+                raise replication.not_replicated(function, job.job_id, acknowledged, replicas, timeout_ms)
+        return job
+
+    async def _enqueue(
+        self,
+        function: str,
+        payload: dict[str, Any],
+        *,
+        queue: str,
+        request_id: str | None,
+        job_id: str | None,
+    ) -> EnqueuedJob:
         if job_id is None and request_id is not None:
             return await self._enqueue_request(function, payload, queue, request_id)
         job_id = random_job_id(function) if job_id is None else job_id

@@ -40,7 +40,6 @@ from typing import Any
 import anyio
 import orjson
 from arq.connections import ArqRedis
-from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from daemon.agents import agent_paths, list_agents, missing_sessions_root
@@ -63,7 +62,7 @@ from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_lefto
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.ingest.live_hints import LiveHints
 from daemon.ops import ingest_sweep as ingest_op
-from daemon.redis_conn import connect_redis, redact_url
+from daemon.redis_conn import connect_redis, connection_pool, redis_target
 from daemon.retention.state import retention_db_path
 from daemon.runtime import interrupted, metrics
 from daemon.runtime.client import MemorydClient
@@ -168,8 +167,7 @@ async def migrate_retention_store(settings: Settings) -> None:
 
 
 def arq_pool(settings: Settings, queue: str) -> ArqRedis:
-    # From redis-py's URL handling, so rediss://, ACL users and unix sockets pass through.
-    pool = ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=30)
+    pool = connection_pool(settings)  # the daemon's own user (deploy/redis.conf)
     return ArqRedis(pool, job_serializer=serialize, job_deserializer=deserialize, default_queue_name=queue)
 
 
@@ -258,7 +256,7 @@ class Service:
         """Everything before READY; raises OperationFailed (one line) when something is unusable."""
         s = self.settings
         check_state_dir(s.state_dir)
-        probe = await connect_redis(s.redis_url)
+        probe = await connect_redis(s)
         try:
             try:
                 await self._refuse_a_second_daemon(probe)
@@ -274,7 +272,7 @@ class Service:
                 elsewhere = await self._claim_routes(probe, listed)
             except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
                 raise OperationFailed(
-                    f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
+                    f"redis_url {redis_target(s).shown}: cannot publish this host: {exc}"
                 ) from None
             try:
                 await self._open([a for a in listed if a in opened], elsewhere)
@@ -318,7 +316,7 @@ class Service:
             await self._publish()
         except (RedisError, OSError) as exc:  # Redis went away after the probe, or an ACL refuses
             raise OperationFailed(
-                f"redis_url {redact_url(s.redis_url)}: cannot publish this host: {exc}"
+                f"redis_url {redis_target(s).shown}: cannot publish this host: {exc}"
             ) from None
 
     def _note_refused(self, refused: dict[str, str]) -> None:
@@ -403,7 +401,7 @@ class Service:
             raw = await redis.hgetall(HOST_KEY.format(host=host))
         except (RedisError, OSError) as exc:  # an ACL that refuses reads, or Redis went away
             raise OperationFailed(
-                f"redis_url {redact_url(self.settings.redis_url)}: cannot publish this host (reading its record): {exc}"
+                f"redis_url {redis_target(self.settings).shown}: cannot publish this host (reading its record): {exc}"
             ) from None
         other = other_daemon(parse_host_record(host, raw), time.time(), socket.gethostname(), os.getpid())
         if other is not None:
@@ -571,7 +569,7 @@ class Service:
             metrics.REDIS_UP.set(1)
             metrics.REDIS_RECONNECTS.inc()
             self.notifier.status(self.state.summary())
-            log.info("Redis is back: %s", redact_url(self.settings.redis_url))
+            log.info("Redis is back: %s", redis_target(self.settings).shown)
 
     def _redis_lost(self, exc: BaseException) -> None:
         first = self.state.redis_ok
@@ -582,7 +580,7 @@ class Service:
         if first:
             log.warning(
                 "Redis unreachable (%s): %s; retrying with backoff",
-                redact_url(self.settings.redis_url),
+                redis_target(self.settings).shown,
                 self.state.redis_error,
             )
 

@@ -25,7 +25,7 @@ from daemon.errors import MemorydError
 from daemon.ingest.last_sweep import last_sweep_ms
 from daemon.lock import WorkspaceLock
 from daemon.redaction import redact_text
-from daemon.redis_conn import redact_url, redis_from_url
+from daemon.redis_conn import redis_client, redis_target
 from daemon.redis_problem import redis_problem
 from daemon.retention.gate import REASON_EXPIRED
 from daemon.runtime.hosts import parse_route
@@ -213,13 +213,13 @@ async def _daemon_status(settings: Settings, redis: Redis | None, redis_state: s
         started_at=record.get("started_at") if running else None,
         heartbeat_age_s=age,
         redis=record.get("redis", redis_state) if running else redis_state,
-        redis_url=redact_url(settings.redis_url),
+        redis_url=redis_target(settings).shown,
     )
 
 
 async def collect_status(settings: Settings, agents: list[str] | None = None) -> StatusReport:
     agent_ids = agents if agents is not None else list_agents(settings)
-    redis: Redis | None = redis_from_url(settings.redis_url)
+    redis: Redis | None = redis_client(settings)
     redis_state = "ok"
     try:
         await redis.ping()  # type: ignore[union-attr]

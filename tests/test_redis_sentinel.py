@@ -1,0 +1,173 @@
+"""Highly available Redis: the redis+sentinel:// form of `redis_url`, and purges that a failover
+cannot drop. A purge enqueue returns only once a replica holds its job (Redis WAIT); with the
+primary SIGKILLed while forgets and erases are in flight, every accepted purge completes, once."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from redis.exceptions import RedisError
+
+from daemon.errors import ConfigError, OperationFailed
+from daemon.ops import erase as erase_op
+from daemon.ops import forget as forget_op
+from daemon.redis_sentinel_url import SentinelAddress, parse_sentinel_url
+from daemon.runtime.client import EnqueuedJob, MemorydClient
+from daemon.runtime.wire import queue_name
+from daemon.settings import load_settings
+from tests import redis_servers
+from tests.builders import Msg, SessionStoreBuilder
+from tests.daemon_harness import cleanup_redis, forgotten, start_daemon, stop_cleanly
+
+
+def test_the_sentinel_form_of_redis_url_names_the_sentinels_master_database_and_user():
+    assert parse_sentinel_url("redis+sentinel://u:p@s1:26380,[::1]:1,s3/mymaster/2") == SentinelAddress(
+        (("s1", 26380), ("::1", 1), ("s3", 26379)), "mymaster", 2, "u", "p"
+    )
+    assert parse_sentinel_url("redis+sentinel://s1/m").db == 0
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis+sentinel://u:hunter2@s1:26379",  # no master
+        "redis+sentinel://u:hunter2@/m/0",  # no sentinel
+        "redis+sentinel://u:hunter2@s1:x/m/0",  # a port that is not one
+        "redis+sentinel://u:hunter2@s1/m/zero",  # a database that is not a number
+        "redis+sentinel://u:hunter2@s1/m/0?db=1",  # a query
+    ],
+)
+def test_a_malformed_sentinel_url_is_one_config_line_without_its_password(url):
+    with pytest.raises(ConfigError) as err:
+        load_settings(None, redis_url=url)
+    message = str(err.value)
+    assert "redis_url" in message and "redis+sentinel://host:port" in message
+    assert "hunter2" not in message and "\n" not in message
+
+
+async def test_a_purge_no_replica_confirms_is_refused_in_one_line_and_other_jobs_are_not_held(
+    tmp_path, redis_url, unique
+):
+    """The shared test Redis has no replica: with purge_replicas = 1 a forget's enqueue fails
+    after the timeout, saying so; an ingest is not a purge and does not wait."""
+    settings = load_settings(
+        None,
+        state_dir=tmp_path / "state",
+        redis_url=redis_url,
+        redis={"purge_replicas": 1, "purge_replica_timeout_ms": 50},
+    )
+    queue = queue_name(f"h{unique}")
+    async with MemorydClient.connect(settings) as client:
+        with pytest.raises(OperationFailed) as err:
+            await client.enqueue(forget_op.OP.name, {"agent": "main", "sessions": ["s1"]}, queue=queue)
+        ingest = await client.enqueue("ingest_sweep", {"agent": "main"}, queue=queue)
+        queued = [m.decode() for m in await client.redis.zrange(queue, 0, -1)]
+    message = str(err.value)
+    assert re.fullmatch(
+        r"forget job \S+: queued, but 0 of 1 replica\(s\) confirmed it within 50 ms "
+        r"\(redis.purge_replica_timeout_ms\), so a failover now could lose it; .*",
+        message,
+    ), message
+    assert len(queued) == 2 and ingest.job_id in queued
+    cleanup_redis(redis_url, [f"h{unique}"], [], queued)
+
+
+USERS = 6  # each: two sessions; one is forgotten, then the user is erased
+
+
+def _sessions(root: Path) -> None:
+    b = SessionStoreBuilder(root, "main")
+    for i in range(USERS):
+        for part in "ab":
+            b.add(
+                f"agent:main:dm:u{i}{part}",
+                f"s-u{i}-{part}",
+                [
+                    Msg("user", f"note {part} of user {i}: the quayzq{i} opens at nine"),
+                    Msg("assistant", "ok"),
+                ],
+                participants=[{"actorId": f"u{i}"}],
+            )
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="after the failover the daemon's heartbeat is not seen on the new primary for about a "
+    "minute although the daemon reports Redis ok, so enqueues are refused as 'host silent' "
+    "(issue 31, item 7: open)",
+    strict=False,
+)
+def test_every_purge_accepted_while_the_primary_fails_over_completes_exactly_once(tmp_path):
+    with redis_servers.sentinel_deployment(tmp_path / "redis") as deployment:
+        sessions = tmp_path / "sessions"
+        _sessions(sessions)
+        (tmp_path / "daemon").mkdir()
+        settings, notify, daemon = start_daemon(
+            tmp_path / "daemon", sessions, deployment.url, "h1", schedule=False, lock_wait_s=60
+        )
+        try:
+            notify.wait_for("READY=1", timeout_s=30)
+            accepted = anyio.run(_purges_across_a_failover, settings, deployment)
+            log = daemon.log()
+        finally:
+            stop_cleanly(daemon)
+    assert len(accepted) == 2 * USERS
+    for job_id in accepted:  # one run each, and it completed: no lost job, no second run
+        runs = re.findall(rf"job {re.escape(job_id)} \w+ (\w+) in ", log)
+        assert runs == ["complete"], (job_id, runs)
+    for i in range(USERS):
+        for part in "ab":
+            assert anyio.run(forgotten, settings, "main", f"s-u{i}-{part}")
+
+
+async def _purges_across_a_failover(settings, deployment) -> list[str]:
+    queue = queue_name("h1")
+    async with MemorydClient.connect(settings) as client:
+        ingest = await client.enqueue_ingest("main")
+        assert (await client.wait(ingest.job_id, queue=queue, timeout_s=60)).state == "complete"
+        requests = []
+        for i in range(USERS):
+            requests.append((forget_op.OP, {"agent": "main", "sessions": [f"s-u{i}-a"]}, f"forget-u{i}"))
+            requests.append((erase_op.OP, {"scope": f"tenant:default:user:u{i}"}, f"erase-u{i}"))
+        accepted: dict[str, EnqueuedJob] = {}
+        killed_at = None
+        for n, (op, request, request_id) in enumerate(requests):
+            if n == len(requests) // 3:  # a third sent; the rest go out while the primary is gone
+                await anyio.to_thread.run_sync(deployment.kill_primary)
+                killed_at = time.monotonic()
+            accepted[request_id] = await _submit_until_accepted(client, op, request, request_id, queue)
+        assert killed_at is not None
+        await anyio.to_thread.run_sync(deployment.wait_failover)
+        for request_id, job in accepted.items():
+            report = await _wait_across_outages(client, job, queue)
+            assert report.state == "complete", (request_id, report.error)
+            assert report.tries == 1, (request_id, report.tries)
+    return [job.job_id for job in accepted.values()]
+
+
+async def _submit_until_accepted(client, op, request, request_id, queue, timeout_s=90.0) -> EnqueuedJob:
+    """As a careful caller does: an enqueue that failed (Redis away, not replicated) is sent
+    again under its request id until it is accepted."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await client.submit(op, request, queue=queue, request_id=request_id)
+        except (OperationFailed, RedisError, OSError) as exc:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{request_id} never accepted: {exc}") from None
+        await anyio.sleep(0.2)
+
+
+async def _wait_across_outages(client, job, queue, timeout_s=120.0):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await client.wait(job.job_id, queue=queue, timeout_s=max(1.0, deadline - time.monotonic()))
+        except (RedisError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            await anyio.sleep(0.2)
