@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 from daemon.retention.needles import Needles
+from daemon.store.raw_files import read_outside
 
 HEADER_BYTES = 100
 WAL_HEADER_BYTES = 32
@@ -59,9 +60,8 @@ def raw_hits(path: Path, needles: Needles) -> dict[str, int]:
         return out
     files = ((path, "db"), (Path(f"{path}-wal"), "WAL frame"), (Path(f"{path}-journal"), "journal"))
     for candidate, kind in files:
-        try:
-            data = candidate.read_bytes()
-        except FileNotFoundError:
+        data = read_outside(candidate)  # never a descriptor of ours: its close would drop our locks
+        if data is None:
             continue
         if kind == "db":
             found = _db_hits(data, needles)

@@ -56,6 +56,7 @@ from daemon.store.db import Connection, Store
 from daemon.store.embedding_cache import all_cached_embeddings
 from daemon.store.index_vectors import all_embeddings
 from daemon.store.inspect import chunk_texts, compact, fts_index_terms, stored_integers, stored_values
+from daemon.store.raw_files import is_sqlite_file, read_outside
 
 # TOMBSTONE:<random hex>, as store/retention.py's rewrite makes it; anything else may be derived.
 OPAQUE_TOMBSTONE = re.compile(
@@ -179,7 +180,7 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
             if path.is_symlink():
                 continue
             try:
-                data = read_bytes_nofollow(path)
+                data = _read_file(path)
             except MemorydError:
                 continue
             if data is None:
@@ -194,6 +195,12 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
 
 
 _STORE_SUFFIXES = ("", "-wal", "-journal")  # read by the physical check, each hit placed
+
+
+def _read_file(path: Path) -> bytes | None:
+    """A file's bytes; a SQLite file (a scratch database, a -shm index) by a child process, so
+    no descriptor of ours drops the locks of this process's connections (store/raw_files.py)."""
+    return read_outside(path) if is_sqlite_file(path) else read_bytes_nofollow(path)
 
 
 def _scan_state_files(root: Path, skip: set[Path], stores: set[Path], needles: Needles) -> dict[str, int]:
@@ -216,7 +223,7 @@ def _scan_state_files(root: Path, skip: set[Path], stores: set[Path], needles: N
             if path in store_files or os.path.islink(path):
                 continue
             try:
-                data = read_bytes_nofollow(Path(path))
+                data = _read_file(Path(path))
             except MemorydError:
                 continue
             if data is None:
