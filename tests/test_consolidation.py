@@ -11,91 +11,12 @@ from typing import Any
 
 import pytest
 
-from daemon.dreaming.consolidation import normalize_fact
-from daemon.dreaming.memory_file import parse_entries
 from daemon.dreaming.promote import run_promote
 from daemon.markers import promotion_keys_in
 from daemon.store.preimages import list_preimages, prune_preimages, store_preimage
 from tests.conftest import make_settings
+from tests.consolidation_kit import ModelServer, honest_model, seed_mergeable, with_model
 from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
-from tests.local_http import JsonEndpoint, Request
-
-Reply = Callable[[dict[str, Any]], tuple[int, str]]
-
-
-class ModelServer(JsonEndpoint):
-    """Answers like an OpenAI chat-completions endpoint: `reply(payload)` gets the candidates
-    payload the prompt carries and returns (status, assistant content)."""
-
-    def __init__(self, reply: Reply):
-        def answer(request: Request) -> tuple[int, Any]:
-            status, content = reply(json.loads(request.body["messages"][1]["content"]))
-            message = {"role": "assistant", "content": content}
-            return status, {
-                "id": "x",
-                "object": "chat.completion",
-                "choices": [{"index": 0, "message": message}],
-            }
-
-        super().__init__(answer)
-
-
-def honest_model(payload: dict[str, Any]) -> tuple[int, str]:
-    """Merges a candidate into an existing entry stating the same fact, adds it otherwise."""
-    memory = payload["currentMemory"]
-    entries = [e.text for e in parse_entries(memory)]
-    lines = memory.split("\n")
-    ops = []
-    for c in payload["candidates"]:
-        same = [e for e in entries if normalize_fact(e) == normalize_fact(c["text"])]
-        if same:
-            ops.append(
-                {
-                    "candidateKey": c["key"],
-                    "action": "merged",
-                    "resultEntry": c["resultEntry"],
-                    "priorEntries": same,
-                }
-            )
-            lines = [c["resultEntry"] if ln in same else ln for ln in lines]
-        else:
-            ops.append(
-                {
-                    "candidateKey": c["key"],
-                    "action": "added",
-                    "resultEntry": c["resultEntry"],
-                    "priorEntries": [],
-                }
-            )
-            lines.append(c["resultEntry"])
-    return 200, json.dumps({"memory": "\n".join(lines), "operations": ops})
-
-
-def with_model(tmp_path: Path, sessions_root: Path, unique: str, url: str):
-    return make_settings(
-        tmp_path,
-        sessions_root,
-        daemon={"host_id": f"test-{unique}"},
-        dreaming={"consolidation": {"base_url": url, "timeout_s": 5}},
-    )
-
-
-async def _seed(rt) -> tuple[str, str]:
-    """MEMORY.md with a promoted entry (session a) and three hand-written ones; a new staged
-    candidate (session b) stating the same fact."""
-    s = Stager(rt.paths.workspace)
-    old = s.add("User: The deploy window is Friday.", ["a"])
-    await stage(rt, s)
-    plain = await run_promote(rt, OPEN_GATES)  # no model configured yet for this workspace's first entry
-    assert [p.entry_key for p in plain.promoted] == [old]
-    memory = rt.paths.workspace / "MEMORY.md"
-    memory.write_text(
-        memory.read_text() + "\n- the boiler is serviced in March\n- Nora prefers tea\n"
-        "- the wifi password rotates monthly\n"
-    )
-    new = s.add("User: the deploy window is friday.", ["b"], day="2026-11-22")
-    await stage(rt, s)
-    return old, new
 
 
 async def test_a_model_merge_rewrites_memory_and_the_survivor_inherits_every_origin(
@@ -106,7 +27,7 @@ async def test_a_model_merge_rewrites_memory_and_the_survivor_inherits_every_ori
         async with runtime(
             make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}), redis
         ) as rt:
-            old, new = await _seed(rt)
+            old, new = await seed_mergeable(rt)
             before = (rt.paths.workspace / "MEMORY.md").read_text()
         async with runtime(settings, redis) as rt:
             report = await run_promote(rt, OPEN_GATES)
@@ -182,7 +103,7 @@ async def test_an_invalid_model_plan_is_rejected_and_promotion_falls_back_to_app
         async with runtime(
             make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}), redis
         ) as rt:
-            old, new = await _seed(rt)
+            old, new = await seed_mergeable(rt)
             before = (rt.paths.workspace / "MEMORY.md").read_text()
         async with runtime(with_model(tmp_path, sessions_root, unique, server.url), redis) as rt:
             report = await run_promote(rt, OPEN_GATES)
@@ -222,7 +143,7 @@ async def test_a_memory_edit_during_the_model_call_falls_back_and_keeps_the_edit
         async with runtime(
             make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"}), redis
         ) as rt:
-            old, new = await _seed(rt)
+            old, new = await seed_mergeable(rt)
             memory_path.append(rt.paths.workspace / "MEMORY.md")
         async with runtime(with_model(tmp_path, sessions_root, unique, server.url), redis) as rt:
             report = await run_promote(rt, OPEN_GATES)

@@ -417,13 +417,13 @@ async def test_o04_a_merge_unions_origins_and_keeps_the_parents_rows_while_its_s
     forgetting the parent's session must still find that entry (docs/openclaw-parity.md)."""
     from daemon.dreaming.promote import run_promote
     from daemon.store.short_term import load_entries
+    from tests.consolidation_kit import ModelServer, honest_model, seed_mergeable, with_model
     from tests.dream_kit import OPEN_GATES, origin_sessions
-    from tests.test_consolidation import ModelServer, _seed, honest_model, with_model
 
     with ModelServer(honest_model) as server:
         plain = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
         async with runtime(plain, redis) as rt:
-            old, new = await _seed(rt)
+            old, new = await seed_mergeable(rt)
         async with runtime(with_model(tmp_path, sessions_root, unique, server.url), redis) as rt:
             await run_promote(rt, OPEN_GATES)
             assert await rt.store.read(origin_sessions, new) == ["a", "b"]
