@@ -321,3 +321,34 @@ def test_indexed_transcripts_of_the_facts_sessions_are_indexed_again_without_it(
         assert not cli(capsys, config, "search", "--agent", "main", "deploy window")["results"]
         kept = cli(capsys, config, "search", "--agent", "main", "teal green")["results"]
         assert {r["source"] for r in kept} == {"memory", "sessions"}
+
+
+def test_a_fact_forgotten_from_a_group_stays_forgotten_when_an_erasure_separates_the_group(
+    tmp_path: Path, sessions_root: Path, unique: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """olga's fact is forgotten from the group chat; nadia is then erased, which separates the
+    chat (it is read again for olga without nadia's turns). Before, the purge dropped the chat's
+    suppressions with it, and the re-read staged olga's forgotten fact again."""
+    from tests.erase_world import NADIA_GROUP_TEXT, OLGA_GROUP_TEXT, add_group_world
+
+    add_group_world(sessions_root)
+    config = write_config(tmp_path, sessions_root, unique)
+    cli(capsys, config, "ingest", "--agent", "main")
+    assert OLGA_GROUP_TEXT in corpus_text(config)
+    cli(capsys, config, "forget", "--agent", "main", "--match", OLGA_GROUP_TEXT)
+    assert f"] User: {OLGA_GROUP_TEXT}" not in corpus_text(config)
+    olga_claim = claim_hash("User: " + OLGA_GROUP_TEXT)
+    assert (olga_claim, "sess-group-1") in query(
+        config, "SELECT claim_hash, session_id FROM suppressed_claims"
+    )
+
+    receipt = cli(capsys, config, "erase", "--scope", "tenant:default:user:nadia")
+    assert receipt["state"] == "complete" and receipt["verified"] is True, receipt
+    assert receipt["artifacts"]["sharedSessionsSeparated"] == 1, receipt
+    cli(capsys, config, "ingest", "--agent", "main")  # the separated chat is read again for olga
+
+    rows = query(config, "SELECT claim_hash, session_id FROM suppressed_claims")
+    assert (olga_claim, "sess-group-1") in rows
+    assert claim_hash("User: " + NADIA_GROUP_TEXT) not in {c for c, _ in rows}
+    corpus = corpus_text(config)
+    assert f"] User: {OLGA_GROUP_TEXT}" not in corpus and NADIA_GROUP_TEXT not in corpus

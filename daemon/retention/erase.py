@@ -49,7 +49,7 @@ from daemon.redis_values import purge_naming
 from daemon.retention import journal
 from daemon.retention.contributions import Voices, read_contributions, session_texts, session_voices
 from daemon.retention.journal import PendingErasure
-from daemon.retention.needles import VerifySubject, compile_needles
+from daemon.retention.needles import VerifySubject, compile_needles, subject_claim_hashes
 from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
 from daemon.retention.receipts import (
     BlockedByHold,
@@ -72,6 +72,7 @@ from daemon.store.curated_writes import delete_writes_of_sessions
 from daemon.store.db import Connection, FenceToken, Store, truncate_wal
 from daemon.store.erased_senders import load_erased_senders, record_erased_senders, record_erased_subject
 from daemon.store.participants import participants_of_sessions
+from daemon.store.suppressions import record_suppressions, suppressions_of_sessions
 from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
 if TYPE_CHECKING:
@@ -172,6 +173,7 @@ def _record_erasure(
     user: str | None,
     day_ms: int,
     agent_wide: bool,
+    suppressions: list[tuple[str, str]],
 ) -> tuple[int, int, int]:
     """In one transaction, after the purge: the plain forgotten records of the erased sessions
     are swapped for keyed-hash ones (admission checks both forms, so one is always found; the
@@ -187,6 +189,9 @@ def _record_erasure(
     added = record_tombstones(conn, agent_id, whole, day_ms, reason=REASON_ERASED)
     delete_tombstones(conn, session_ids)
     split = record_erased_senders(conn, secret, [(s, user) for s in separated], day_ms) if user else 0
+    # The other participants' facts forgotten from a separated session stay forgotten when it is
+    # read again (the forget pipeline dropped the session's suppressions with the session).
+    record_suppressions(conn, suppressions, day_ms)
     curated = delete_writes_of_sessions(conn, session_ids)
     return added, split, curated
 
@@ -225,6 +230,7 @@ async def _erase_agent_sessions(
     day_ms: int,
     purge_sessions: PurgeSessions,
     agent_wide: bool,
+    subject_claims: frozenset[str],
 ) -> SessionsErased:
     done = SessionsErased()
     secret = rt.secret()
@@ -242,11 +248,26 @@ async def _erase_agent_sessions(
         # A session forgotten before (a plain record) stays forgotten: it is never separated.
         separate = sorted(t.session_id for t in targets if t.separable and t.session_id not in plain | hashed)
         recorded = len(await store.read(participants_of_sessions, ids)) if ids else 0
+        # Suppressed facts of a separated session that are not the subject's own, kept over the purge.
+        suppressions = [
+            pair
+            for pair in (await store.read(suppressions_of_sessions, separate) if separate else [])
+            if pair[0] not in subject_claims
+        ]
         if ids:
             done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
         failpoint("erase.hash_records")
         added, split, curated = await store.write(
-            _record_erasure, rt.agent_id, secret, ids, separate, user, day_ms, agent_wide, fence=lease.fence
+            _record_erasure,
+            rt.agent_id,
+            secret,
+            ids,
+            separate,
+            user,
+            day_ms,
+            agent_wide,
+            suppressions,
+            fence=lease.fence,
         )
         await store.run(truncate_wal)  # the plain records' frames go with them
     new = {s for s in ids if s not in hashed}
@@ -266,11 +287,14 @@ async def forget_sessions(
     purge_sessions: PurgeSessions,
     user: str | None = None,
     agent_wide: bool = False,
+    subject_claims: frozenset[str] = frozenset(),
 ) -> SessionsErased:
     """Each agent's erased sessions through its forget pipeline, then their records: hashed
     forgotten records, or, for a separated shared session, the subject as an erased sender.
     `agent_wide` (a user's erasure): every agent with state on this host records the user as
-    an erased sender, sessions or not, so what it has not read yet is skipped when it is."""
+    an erased sender, sessions or not, so what it has not read yet is skipped when it is.
+    `subject_claims`: the claim hashes of the subject's own messages; a separated session keeps
+    its other suppressed facts (forget --entry), never one of these."""
     by_agent: dict[str, list[SessionTarget]] = defaultdict(list)
     for s in sessions:
         by_agent[s.agent_id].append(s)
@@ -281,7 +305,9 @@ async def forget_sessions(
     day_ms = now // DAY_MS * DAY_MS
     for agent, targets in sorted(by_agent.items()):
         async with agent_runtime(settings, agent, redis=redis) as rt:
-            part = await _erase_agent_sessions(rt, targets, user, day_ms, purge_sessions, agent_wide)
+            part = await _erase_agent_sessions(
+                rt, targets, user, day_ms, purge_sessions, agent_wide, subject_claims
+            )
         done.sessions += part.sessions
         done.scopes |= part.scopes
         done.shared += part.shared
@@ -514,8 +540,9 @@ async def run_erase(
         await store.run(truncate_wal)  # frames of the deleted rows leave the WAL now
         done = SessionsErased()
         if plan.forget_sessions or agent_wide:
+            claims = await anyio.to_thread.run_sync(subject_claim_hashes, pending.subject.contents)
             done = await forget_sessions(
-                settings, redis, plan.forget_sessions, ts, purge_sessions, user, agent_wide
+                settings, redis, plan.forget_sessions, ts, purge_sessions, user, agent_wide, claims
             )
         subject = await _with_surviving(settings, plan, pending.subject)
         purged, verification = await _purge_and_verify(settings, redis, subject, embedder, verify)

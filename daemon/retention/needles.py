@@ -110,6 +110,12 @@ def derived_values(content: str) -> set[str]:
     }
 
 
+def subject_claim_hashes(contents: Iterable[str]) -> frozenset[str]:
+    """Every value the registry's text derivations make of these messages (claim hashes among
+    them): what no record may keep once they are erased."""
+    return frozenset(v for content in contents for v in derived_values(content))
+
+
 def time_forms(ms: int) -> list[str]:
     if ms % DAY_MS == 0:
         return []  # whole days are allowed to remain
