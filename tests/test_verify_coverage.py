@@ -402,15 +402,21 @@ async def test_verify_without_a_subject_says_in_plain_words_that_it_checked_none
     assert "  derivability: skipped — no erased subject given" in out
 
 
-async def test_a_job_argument_naming_a_subject_without_a_memory_tool_scope_fails(
-    tmp_path, sessions_root, unique, redis
-) -> None:
+async def _nora_swept(tmp_path, sessions_root, unique, redis):
+    """Settings of an agent whose one session, nora's direct chat of LONG, has been swept."""
     s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
     SessionStoreBuilder(sessions_root, "main").add(
         "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
     )
     async with agent_runtime(s, "main", redis=redis) as rt:
         await run_ingest_sweep(rt)
+    return s
+
+
+async def test_a_job_argument_naming_a_subject_without_a_memory_tool_scope_fails(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    s = await _nora_swept(tmp_path, sessions_root, unique, redis)
     request = EraseRequest(scope=USER)  # nora never wrote a memory-tool object: no scope row
     _, subject = await api.plan_erase(s, request)
     assert (await erasure.run_erase(s, redis, request)).verified
@@ -429,12 +435,7 @@ async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_waits_for
     """No purge deletes another (a queued forget of her session runs later), so the erasure leaves
     it, and its receipt waits for it: `waiting`, never `verified` while it is queued, verified once
     it has run. Anything else naming her still fails the check."""
-    s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
-    SessionStoreBuilder(sessions_root, "main").add(
-        "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
-    )
-    async with agent_runtime(s, "main", redis=redis) as rt:
-        await run_ingest_sweep(rt)
+    s = await _nora_swept(tmp_path, sessions_root, unique, redis)
     job_id = f"queued-forget-{unique}"
     key = f"arq:job:{job_id}"
     record = (
@@ -464,12 +465,7 @@ async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_waits_for
 async def test_a_queued_purge_does_not_hide_another_job_naming_the_subject(
     tmp_path, sessions_root, unique, redis
 ) -> None:
-    s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
-    SessionStoreBuilder(sessions_root, "main").add(
-        "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
-    )
-    async with agent_runtime(s, "main", redis=redis) as rt:
-        await run_ingest_sweep(rt)
+    s = await _nora_swept(tmp_path, sessions_root, unique, redis)
     _, subject = await api.plan_erase(s, EraseRequest(scope=USER))
     assert (await erasure.run_erase(s, redis, EraseRequest(scope=USER))).verified
     queued = f"arq:job:queued-forget-{unique}"
@@ -488,12 +484,7 @@ async def test_a_queued_purge_does_not_hide_another_job_naming_the_subject(
 async def test_a_key_whose_name_is_not_utf8_is_read_and_purged_by_its_bytes(
     tmp_path, sessions_root, unique, redis
 ) -> None:
-    s = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
-    SessionStoreBuilder(sessions_root, "main").add(
-        "agent:main:dm:nora", "sess-nora-1", [Msg("user", LONG)], participants=[{"actorId": "nora"}]
-    )
-    async with agent_runtime(s, "main", redis=redis) as rt:
-        await run_ingest_sweep(rt)
+    s = await _nora_swept(tmp_path, sessions_root, unique, redis)
     # An earlier result, under a name that is not UTF-8, holding the words to be erased.
     result = b"arq:result:dream:\xff\xfe" + unique.encode()
     named = b"memoryd:note:\xff:" + LONG[100:140].encode()
