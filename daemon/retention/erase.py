@@ -230,7 +230,7 @@ async def _erase_agent_sessions(
     day_ms: int,
     purge_sessions: PurgeSessions,
     agent_wide: bool,
-    subject_claims: frozenset[str],
+    subject_texts: tuple[str, ...],
 ) -> SessionsErased:
     done = SessionsErased()
     secret = rt.secret()
@@ -248,12 +248,12 @@ async def _erase_agent_sessions(
         # A session forgotten before (a plain record) stays forgotten: it is never separated.
         separate = sorted(t.session_id for t in targets if t.separable and t.session_id not in plain | hashed)
         recorded = len(await store.read(participants_of_sessions, ids)) if ids else 0
-        # Suppressed facts of a separated session that are not the subject's own, kept over the purge.
-        suppressions = [
-            pair
-            for pair in (await store.read(suppressions_of_sessions, separate) if separate else [])
-            if pair[0] not in subject_claims
-        ]
+        # Suppressed facts of a separated session that are not the subject's own, kept over the
+        # purge. The subject's hashes are derived only when there is such a fact (rarely).
+        suppressions = await store.read(suppressions_of_sessions, separate) if separate else []
+        if suppressions:
+            own = await anyio.to_thread.run_sync(subject_claim_hashes, subject_texts)
+            suppressions = [pair for pair in suppressions if pair[0] not in own]
         if ids:
             done.add({**await purge_sessions(rt, ids, lease), PARTICIPANT_ROWS: recorded})
         failpoint("erase.hash_records")
@@ -287,14 +287,14 @@ async def forget_sessions(
     purge_sessions: PurgeSessions,
     user: str | None = None,
     agent_wide: bool = False,
-    subject_claims: frozenset[str] = frozenset(),
+    subject_texts: tuple[str, ...] = (),
 ) -> SessionsErased:
     """Each agent's erased sessions through its forget pipeline, then their records: hashed
     forgotten records, or, for a separated shared session, the subject as an erased sender.
     `agent_wide` (a user's erasure): every agent with state on this host records the user as
     an erased sender, sessions or not, so what it has not read yet is skipped when it is.
-    `subject_claims`: the claim hashes of the subject's own messages; a separated session keeps
-    its other suppressed facts (forget --entry), never one of these."""
+    `subject_texts`: the subject's messages; a separated session keeps its other suppressed facts
+    (forget --entry), never one derived from these."""
     by_agent: dict[str, list[SessionTarget]] = defaultdict(list)
     for s in sessions:
         by_agent[s.agent_id].append(s)
@@ -306,7 +306,7 @@ async def forget_sessions(
     for agent, targets in sorted(by_agent.items()):
         async with agent_runtime(settings, agent, redis=redis) as rt:
             part = await _erase_agent_sessions(
-                rt, targets, user, day_ms, purge_sessions, agent_wide, subject_claims
+                rt, targets, user, day_ms, purge_sessions, agent_wide, subject_texts
             )
         done.sessions += part.sessions
         done.scopes |= part.scopes
@@ -540,9 +540,15 @@ async def run_erase(
         await store.run(truncate_wal)  # frames of the deleted rows leave the WAL now
         done = SessionsErased()
         if plan.forget_sessions or agent_wide:
-            claims = await anyio.to_thread.run_sync(subject_claim_hashes, pending.subject.contents)
             done = await forget_sessions(
-                settings, redis, plan.forget_sessions, ts, purge_sessions, user, agent_wide, claims
+                settings,
+                redis,
+                plan.forget_sessions,
+                ts,
+                purge_sessions,
+                user,
+                agent_wide,
+                pending.subject.contents,
             )
         subject = await _with_surviving(settings, plan, pending.subject)
         purged, verification = await _purge_and_verify(settings, redis, subject, embedder, verify)
