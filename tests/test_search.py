@@ -210,7 +210,7 @@ def test_the_plain_search_report_is_the_models_json() -> None:
     from daemon.index import report as models
     from daemon.index import search_report as plain
 
-    for name in ("SearchReport", "SearchHit", "HitProvenance", "HitSession"):
+    for name in ("SearchReport", "SearchHit", "HitProvenance", "HitSession", "EntryReport"):
         model = getattr(models, name)
         assert [f.name for f in fields(getattr(plain, name))] == list(model.model_fields), name
     hits = [

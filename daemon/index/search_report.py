@@ -3,7 +3,7 @@
 A search is a fresh process each time an agent's tool calls it, so its report does not load
 pydantic. `daemon.index.report.SearchReport` is the same report as a model (the `search --json`
 schema); `to_json` gives the model's JSON form, camelCase keys in its field order
-(tests/test_search.py holds the two together).
+(tests/test_search.py holds the two together, `EntryReport` too).
 """
 
 from __future__ import annotations
