@@ -3,7 +3,7 @@ client then runs in another process, as a real caller does.
 
     python -m bench.arq_worker     # stdin: one JSON line {"settings": {...}, "queue": "..."}
 
-The worker is memoryd's own (daemon.runtime.worker: MemorydWorker, its functions and polls) plus
+The worker is memoryd's own (memoryd.runtime.worker: MemorydWorker, its functions and polls) plus
 the `bench_noop` job. It prints `ready` once it polls the queue and stops when stdin closes,
 so it never outlives the scenario that started it.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from bench.baselines import noop
-from daemon.allocator import tune_allocator
+from memoryd.allocator import tune_allocator
 
 NOOP = "bench_noop"
 
@@ -28,9 +28,9 @@ async def serve(settings_data: dict[str, Any], queue: str) -> None:
     from arq.connections import RedisSettings
     from arq.worker import func
 
-    from daemon.runtime.wire import deserialize, serialize
-    from daemon.runtime.worker import MemorydWorker, worker_kwargs
-    from daemon.settings import load_settings
+    from memoryd.runtime.wire import deserialize, serialize
+    from memoryd.runtime.worker import MemorydWorker, worker_kwargs
+    from memoryd.settings import load_settings
 
     settings = load_settings(None, **settings_data)
     pool = await create_pool(

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from daemon.sessions.transcript_writer import Turn, encode_lines, message_line, session_header
+from memoryd.sessions.transcript_writer import Turn, encode_lines, message_line, session_header
 
 CACHE_DIR = Path(os.environ.get("MEMORYD_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache")
 CORPUS_VERSION = 2  # bump when the generator's output changes, so stale caches are rebuilt

@@ -34,7 +34,7 @@ import anyio
 import orjson
 
 from bench.corpus import Corpus, ensure_corpus
-from daemon.allocator import tune_allocator
+from memoryd.allocator import tune_allocator
 
 # Repetitions per scale: (warm-up runs, measured runs).
 # At small scale the modules a scenario needs are imported before timing (its `missing()` check)
@@ -199,7 +199,7 @@ class Context:
 
     def settings(self, state_dir: Path, **overrides: Any) -> Any:
         """memoryd settings for a bench store over the corpus: no per-sweep caps, FTS only."""
-        from daemon.settings import load_settings
+        from memoryd.settings import load_settings
 
         return load_settings(None, **self.settings_data(state_dir, **overrides))
 

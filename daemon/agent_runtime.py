@@ -10,7 +10,7 @@ read-only commands. The runtime's own Redis client connects on first use (the lo
 operation that ends up changing nothing (a quiet re-sweep) never talks to Redis; an
 unreachable Redis is then reported by the lock ("workspace lock: Redis unavailable").
 
-The worker builds the same runtime over the stores it keeps open (daemon.runtime.jobs).
+The worker builds the same runtime over the stores it keeps open (memoryd.runtime.jobs).
 
 `rt.caches` is what the process keeps between operations (daemon/caches.py): the worker hands
 its own to every job; without one, the runtime gets a fresh one that ends with it.
@@ -23,20 +23,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from daemon.agents import AgentPaths, agent_paths
-from daemon.caches import ProcessCaches
-from daemon.sessions.json_store import ListingCache
-from daemon.sessions.model import SessionSource
-from daemon.sessions.source import session_source_for
-from daemon.settings import Settings
-from daemon.store.db import Store
-from daemon.store.tombstones import load_or_create_secret
+from memoryd.agents import AgentPaths, agent_paths
+from memoryd.caches import ProcessCaches
+from memoryd.sessions.json_store import ListingCache
+from memoryd.sessions.model import SessionSource
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import Settings
+from memoryd.store.db import Store
+from memoryd.store.tombstones import load_or_create_secret
 
 if TYPE_CHECKING:
     # Typing only: a read-only runtime (a dry run) never loads the Redis client.
     from redis.asyncio import Redis
 
-    from daemon.lock import WorkspaceLock
+    from memoryd.lock import WorkspaceLock
 
 
 @dataclass
@@ -56,7 +56,7 @@ class AgentRuntime:
     def lock(self) -> WorkspaceLock:
         if self.redis is None:
             raise RuntimeError("this runtime was opened without Redis")
-        from daemon.lock import WorkspaceLock  # imports redis: only a runtime with Redis locks
+        from memoryd.lock import WorkspaceLock  # imports redis: only a runtime with Redis locks
 
         return WorkspaceLock(
             self.redis,
@@ -103,7 +103,7 @@ async def agent_runtime(
             store = await Store.open(paths.db_path)
         if redis is True:
             # Imported here: a runtime without Redis must not load the client.
-            from daemon.redis_conn import redis_client
+            from memoryd.redis_conn import redis_client
 
             client = redis_client(settings)  # no I/O until the first command
             own_client = True

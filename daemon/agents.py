@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.constants import INGEST_SCRATCH_DIR
-from daemon.ids import validate_agent_id
-from daemon.settings import Settings
+from memoryd.constants import INGEST_SCRATCH_DIR
+from memoryd.ids import validate_agent_id
+from memoryd.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from daemon.constants import MMAP_THRESHOLD_BYTES
+from memoryd.constants import MMAP_THRESHOLD_BYTES
 
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers
 M_MMAP_THRESHOLD = -3

@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from daemon import __version__
-from daemon.allocator import tune_allocator
-from daemon.commands import COMMANDS, ENQUEUE_COMMANDS, CliState
-from daemon.errors import MemorydError, OperationFailed
+from memoryd import __version__
+from memoryd.allocator import tune_allocator
+from memoryd.commands import COMMANDS, ENQUEUE_COMMANDS, CliState
+from memoryd.errors import MemorydError, OperationFailed
 
 _loaded: set[tuple[str, bool]] = set()
 
@@ -27,7 +27,7 @@ def load_family(module: str, *, enqueue: bool = False) -> None:
     """Import `daemon/commands/<module>.py` and let it register its commands (once). A family
     may register its `memoryd enqueue` twins apart (`register_enqueue_commands`), so that its
     direct commands do not load what only the twins need (the op registry's request models)."""
-    family = importlib.import_module(f"daemon.commands.{module}")
+    family = importlib.import_module(f"memoryd.commands.{module}")
     if (module, False) not in _loaded:
         _loaded.add((module, False))
         family.register(cli)
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         # Imported here: --version and --help must not load SQLite.
-        from daemon.store.engine import ANY_SQLITE_ERROR
+        from memoryd.store.engine import ANY_SQLITE_ERROR
 
         if not isinstance(exc, ANY_SQLITE_ERROR):
             raise

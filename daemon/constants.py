@@ -145,7 +145,7 @@ AGENT_WAIT_FIRST_S = 0.05
 AGENT_WAIT_STEP_MAX_S = HEARTBEAT_S / 5
 MAX_AGENTS_NAMED = 20  # a refusal lists at most this many agents by name (a Redis may route thousands)
 # hash per queue: worker instance → {"node", "pid"} of the process running it, so a starting
-# worker can tell which in-progress jobs died with their worker (daemon.runtime.interrupted)
+# worker can tell which in-progress jobs died with their worker (memoryd.runtime.interrupted)
 WORKERS_KEY = REDIS_PREFIX + "workers:{queue}"
 WORKER_ALIVE_KEY = REDIS_PREFIX + "worker:{instance}"  # refreshed while the worker polls
 WORKER_ALIVE_TTL_S = 3 * HEARTBEAT_S  # a worker that missed three beats is dead to other hosts

@@ -26,10 +26,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from daemon.errors import UsageError
-from daemon.fileio import commit_file
-from daemon.redaction import redact_url
-from daemon.sessions.transcript_writer import Turn, encode_lines, transcript
+from memoryd.errors import UsageError
+from memoryd.fileio import commit_file
+from memoryd.redaction import redact_url
+from memoryd.sessions.transcript_writer import Turn, encode_lines, transcript
 
 DAY_MS = 86_400_000
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 import anyio
 
-from daemon.errors import OperationFailed
+from memoryd.errors import OperationFailed
 
 ENV_VAR = "MEMORYD_FAILPOINTS"
 TRACE_ENV_VAR = "MEMORYD_FAILPOINT_TRACE"

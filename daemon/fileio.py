@@ -6,7 +6,7 @@
   changed since, WriteConflict is raised and nothing is written;
 * `content=None` removes the file (after the same check);
 * fenced: right before it changes a file, every write guard of the running task is asked
-  (`guarded_writes`): a workspace lease whose holder may have lost it refuses (daemon.lock),
+  (`guarded_writes`): a workspace lease whose holder may have lost it refuses (memoryd.lock),
   so a writer stopped past its lease writes nothing when it resumes.
 
 Temp files of atomic writes are an artifact kind: a crash between the write of the temp and
@@ -34,10 +34,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from daemon.constants import DIR_MODE, FILE_MODE, PID_START_MARGIN_S, READ_CHUNK_BYTES, TEMP_NONCE_BYTES
-from daemon.derivations import bytes_digest
-from daemon.errors import OperationFailed, UsageError, WriteConflict
-from daemon.failpoints import failpoint
+from memoryd.constants import DIR_MODE, FILE_MODE, PID_START_MARGIN_S, READ_CHUNK_BYTES, TEMP_NONCE_BYTES
+from memoryd.derivations import bytes_digest
+from memoryd.errors import OperationFailed, UsageError, WriteConflict
+from memoryd.failpoints import failpoint
 
 ABSENT = "absent"  # expected_hash for "the file must not exist yet"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from daemon.errors import UsageError
+from memoryd.errors import UsageError
 
 _AGENT_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")  # \Z: no trailing newline
 MAX_SESSION_ID_CHARS = 512

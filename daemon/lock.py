@@ -14,7 +14,7 @@
 * Renewal: a task in the lease's task group extends the lease at ttl/3 (compare-and-extend).
   If the lease is lost, the body is cancelled and LockLost is raised.
 * Fenced files: while a lease is held, every workspace file write of its task checks it first
-  (daemon.fileio.guarded_writes) and refuses when the lease may have expired: lost, or not
+  (memoryd.fileio.guarded_writes) and refuses when the lease may have expired: lost, or not
   renewed within LEASE_WRITABLE_FRACTION of its ttl by the monotonic clock (which a SIGSTOP
   does not stop), so a holder stopped past its lease writes no file when it resumes.
 * Release: compare-and-delete, shielded from cancellation.
@@ -39,11 +39,11 @@ import anyio
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from daemon.constants import FENCE_KEY, LOCK_KEY, LOCK_RETRY_S, LOCK_TTL_MS, LOCK_WAIT_S
-from daemon.errors import LockLost, LockTimeout, OperationFailed
-from daemon.failpoints import failpoint
-from daemon.fileio import guarded_writes
-from daemon.store.db import FenceToken, stored_fence
+from memoryd.constants import FENCE_KEY, LOCK_KEY, LOCK_RETRY_S, LOCK_TTL_MS, LOCK_WAIT_S
+from memoryd.errors import LockLost, LockTimeout, OperationFailed
+from memoryd.failpoints import failpoint
+from memoryd.fileio import guarded_writes
+from memoryd.store.db import FenceToken, stored_fence
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from daemon.constants import (
+from memoryd.constants import (
     FOREIGN_LINEAGE_MARKER_PREFIX,
     FOREIGN_PROMOTION_MARKER_PREFIX,
     LINEAGE_MARKER_PREFIX,

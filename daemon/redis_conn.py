@@ -21,14 +21,14 @@ from redis.asyncio.connection import parse_url
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.exceptions import RedisError
 
-from daemon.errors import ConfigError, OperationFailed
-from daemon.redaction import redact_url as redact_url  # named here by its callers
-from daemon.redis_sentinel_url import SentinelAddress, is_sentinel_url, parse_sentinel_url
+from memoryd.errors import ConfigError, OperationFailed
+from memoryd.redaction import redact_url as redact_url  # named here by its callers
+from memoryd.redis_sentinel_url import SentinelAddress, is_sentinel_url, parse_sentinel_url
 
 if TYPE_CHECKING:
     from arq.connections import RedisSettings
 
-    from daemon.settings import Settings
+    from memoryd.settings import Settings
 
 CONNECT_TIMEOUT_S = 5  # a Redis that does not answer a connect in 5 s is reported, not waited on
 HEALTH_CHECK_S = 30  # idle pooled connections are PINGed before reuse after this long

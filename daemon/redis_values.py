@@ -35,8 +35,8 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, result_key_pre
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from daemon.constants import MAX_PAYLOAD_BYTES, REDIS_PREFIX
-from daemon.errors import OperationFailed
+from memoryd.constants import MAX_PAYLOAD_BYTES, REDIS_PREFIX
+from memoryd.errors import OperationFailed
 
 PREFIXES = ("arq:", REDIS_PREFIX)
 PURGEABLE = (job_key_prefix, result_key_prefix)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from daemon import derivations
-from daemon.did_you_mean import closest
-from daemon.errors import ConfigError
-from daemon.redis_sentinel_url import is_sentinel_url, parse_sentinel_url
+from memoryd import derivations
+from memoryd.did_you_mean import closest
+from memoryd.errors import ConfigError
+from memoryd.redis_sentinel_url import is_sentinel_url, parse_sentinel_url
 
 
 def setting(

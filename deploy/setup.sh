@@ -25,7 +25,9 @@ fi
 # The lock holds pip, setuptools and every dependency; memoryd itself is then installed
 # editable from this tree without resolving or downloading anything else.
 "$VENV/bin/python" -m pip install --quiet --require-hashes -r "$LOCK"
-"$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e .
+# Strict editable mode: a tree of links named as the package imports (`memoryd`), which mypy
+# reads too; a module added or removed later needs this script run again.
+"$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
 "$VENV/bin/python" -m pip check
-"$VENV/bin/python" -c "import daemon, aiosqlite, arq"
+"$VENV/bin/python" -c "import memoryd, aiosqlite, arq"
 bash deploy/ensure-redis.sh

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daemon.sessions.transcript_writer import Turn, encode_lines, message_lines, transcript
+from memoryd.sessions.transcript_writer import Turn, encode_lines, message_lines, transcript
 
 DAY_MS = 86_400_000
 

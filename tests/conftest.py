@@ -12,8 +12,8 @@ import pytest
 import redis as sync_redis
 from redis.asyncio import Redis
 
-from daemon.constants import FENCE_KEY
-from daemon.settings import Settings, load_settings
+from memoryd.constants import FENCE_KEY
+from memoryd.settings import Settings, load_settings
 from tests.builders import SessionStoreBuilder
 
 REDIS_URL = os.environ.get("MEMORYD_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from daemon.dreaming.consolidation import normalize_fact
-from daemon.dreaming.memory_file import parse_entries
-from daemon.dreaming.promote import run_promote
+from memoryd.dreaming.consolidation import normalize_fact
+from memoryd.dreaming.memory_file import parse_entries
+from memoryd.dreaming.promote import run_promote
 from tests.conftest import make_settings
 from tests.dream_kit import OPEN_GATES, Stager, stage
 from tests.local_http import JsonEndpoint, Request

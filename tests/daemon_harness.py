@@ -14,13 +14,13 @@ from typing import Any
 
 import redis as sync_redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY, REQUEST_KEY, WORKERS_KEY
-from daemon.failpoints import TRACE_ENV_VAR
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.wire import queue_name
-from daemon.settings import Settings, load_settings
-from daemon.store.tombstones import is_forgotten
+from memoryd.agent_runtime import agent_runtime
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY, REQUEST_KEY, WORKERS_KEY
+from memoryd.failpoints import TRACE_ENV_VAR
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import Settings, load_settings
+from memoryd.store.tombstones import is_forgotten
 from tests.polling import until
 
 REPO = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ class DaemonProcess:
             env["NOTIFY_SOCKET"] = self.notify.address
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run", *self.run_args],
+            [sys.executable, "-m", "memoryd.cli", "--config", str(self.config), "run", *self.run_args],
             cwd=REPO,
             env=env,
             stdout=self._log,
@@ -227,7 +227,7 @@ def start_cli(config: Path, *args: str, env: dict[str, str] | None = None) -> su
     """`memoryd --config CONFIG ARGS…` started in the background, output piped (`env` added)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.Popen(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -240,7 +240,7 @@ def run_cli(config: Path, *args: str, timeout: float = 60) -> subprocess.Complet
     """`memoryd --config CONFIG ARGS…` as a subprocess of its own, output captured."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), *args],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from daemon.agent_runtime import agent_runtime
-from daemon.dreaming.rank import PromotionGates
-from daemon.dreaming.text import claim_hash
-from daemon.store.short_term import COLUMNS
+from memoryd.agent_runtime import agent_runtime
+from memoryd.dreaming.rank import PromotionGates
+from memoryd.dreaming.text import claim_hash
+from memoryd.store.short_term import COLUMNS
 
 DAY_MS = 86_400_000
 NOW_MS = int(time.time() * 1000)

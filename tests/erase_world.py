@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.settings import Settings
+from memoryd.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 

@@ -17,10 +17,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.agents import agent_paths
-from daemon.fileio import sha256_hex
-from daemon.settings import Settings
-from daemon.store.db import Connection, Store
+from memoryd.agents import agent_paths
+from memoryd.fileio import sha256_hex
+from memoryd.settings import Settings
+from memoryd.store.db import Connection, Store
 from tests.builders import Msg, SessionStoreBuilder
 
 TARGET_SNIPPET = "User: Please remember violet-mongoose-42."

@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from daemon.settings import Settings
+from memoryd.settings import Settings
 
 
 def corpus_text(settings: Settings, agent: str = "main") -> str:

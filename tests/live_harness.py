@@ -12,8 +12,8 @@ import httpx
 import orjson
 import redis as sync_redis
 
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, exchange
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, host_record, write_config
 from tests.ingest_harness import corpus_text

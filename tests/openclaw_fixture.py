@@ -15,8 +15,8 @@ from typing import Any
 
 import zstandard
 
-from daemon.sessions.transcript_writer import message_line, session_header
-from daemon.store.db import sqlite3
+from memoryd.sessions.transcript_writer import message_line, session_header
+from memoryd.store.db import sqlite3
 from tests.builders import DAY_MS, Msg
 
 EVENT_TIME = "2026-11-29T18:57:58.203Z"  # the events' own ISO time (readers prefer the message's)

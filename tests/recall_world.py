@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.store.origins import EntryOrigin, record_origins
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.store.origins import EntryOrigin, record_origins
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 

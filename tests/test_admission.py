@@ -5,14 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.sessions.admission import (
+from memoryd.sessions.admission import (
     AdmissionPolicy,
     admission_reason,
     exclusion_reason,
     ineligibility_reason,
 )
-from daemon.sessions.model import SessionInfo
-from daemon.settings import ExcludeSessions
+from memoryd.sessions.model import SessionInfo
+from memoryd.settings import ExcludeSessions
 
 
 def session(

@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.sessions.admission import (
+from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.sessions.admission import (
     REASON_CRON,
     REASON_INCOGNITO,
     AdmissionPolicy,
@@ -19,8 +19,8 @@ from daemon.sessions.admission import (
     key_reason,
     policy_of,
 )
-from daemon.sessions.model import SessionInfo
-from daemon.settings import ExcludeSessions
+from memoryd.sessions.model import SessionInfo
+from memoryd.settings import ExcludeSessions
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime

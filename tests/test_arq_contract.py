@@ -1,4 +1,4 @@
-"""memoryd's worker overrides the arq methods for which arq has no hook (daemon.runtime.worker).
+"""memoryd's worker overrides the arq methods for which arq has no hook (memoryd.runtime.worker).
 These tests pin what each override relies on to the arq range pyproject.toml allows: they fail
 when an arq release changes it, before a daemon misbehaves."""
 
@@ -13,7 +13,7 @@ from arq.worker import Worker
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from daemon.runtime.worker import MemorydWorker
+from memoryd.runtime.worker import MemorydWorker
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 # Every arq method MemorydWorker overrides, with the parameters it is called with.

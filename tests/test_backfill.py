@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from daemon.agent_runtime import agent_runtime
-from daemon.cli import main as cli_main
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.dreaming.diary import block_text
-from daemon.dreaming.text import claim_hash
-from daemon.markers import promotion_key
-from daemon.store.tombstones import list_tombstones, record_tombstones
+from memoryd.agent_runtime import agent_runtime
+from memoryd.cli import main as cli_main
+from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+from memoryd.dreaming.diary import block_text
+from memoryd.dreaming.text import claim_hash
+from memoryd.markers import promotion_key
+from memoryd.store.tombstones import list_tombstones, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage

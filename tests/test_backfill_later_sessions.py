@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.dreaming.backfill import BackfillRequest, Scan, plan_claims, read_cursor, run_backfill
-from daemon.dreaming.backfill_plan import Message
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
+from memoryd.dreaming.backfill import BackfillRequest, Scan, plan_claims, read_cursor, run_backfill
+from memoryd.dreaming.backfill_plan import Message
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime

@@ -17,7 +17,7 @@ import pytest
 from bench.baselines import noop, orjson_parse
 from bench.corpus import generate
 from bench.runner import Context, at_least, at_most
-from daemon.sessions.json_store import JsonSessionSource
+from memoryd.sessions.json_store import JsonSessionSource
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def test_bench_cli_runs_a_baseline_scenario_and_writes_json_rows(tmp_path: Path)
 
 def test_merge_growth_cuts_its_rows_into_the_serial_sweeps_batches(tmp_path: Path) -> None:
     from bench.scenarios.merge_growth import _write_step
-    from daemon.constants import INGEST_FLUSH_MESSAGES
+    from memoryd.constants import INGEST_FLUSH_MESSAGES
 
     batches = _write_step(tmp_path, 0, 12_000)
     sizes = [sum(p.hi - p.lo + 1 for p in b.parts) for b in batches]

@@ -107,8 +107,8 @@ async def test_a_job_enqueued_again_while_it_runs_after_redis_lost_its_keys_runs
     from arq.worker import func
     from redis.asyncio import ConnectionPool
 
-    from daemon.runtime.wire import deserialize, serialize
-    from daemon.runtime.worker import MemorydWorker
+    from memoryd.runtime.wire import deserialize, serialize
+    from memoryd.runtime.worker import MemorydWorker
     from tests.conftest import REDIS_URL
 
     runs: list[dict] = []
@@ -170,12 +170,12 @@ async def test_an_ingest_sweep_after_an_erasure_writes_no_checkpoint_naming_the_
     """Found by tools/chaos.py (erase receipts failing verification at
     `ingest_checkpoints.session_id`): the sweep after an erasure wrote an excluded `forgotten`
     checkpoint for the erased session, putting its id back in clear next to its `hmac:` record."""
-    from daemon.agent_runtime import agent_runtime
-    from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.ops import erasure
-    from daemon.ops.verification import run_verify
-    from daemon.retention.api import EraseRequest
-    from daemon.retention.needles import VerifySubject
+    from memoryd.agent_runtime import agent_runtime
+    from memoryd.ingest.sweep import run_ingest_sweep
+    from memoryd.ops import erasure
+    from memoryd.ops.verification import run_verify
+    from memoryd.retention.api import EraseRequest
+    from memoryd.retention.needles import VerifySubject
     from tests.builders import Msg
     from tests.conftest import make_settings
     from tests.erase_world import add_two_users
@@ -205,15 +205,15 @@ async def test_forgetting_an_erased_session_again_adds_no_plain_forgotten_record
     """Found by tools/chaos.py (erase receipts failing verification at
     `memory_session_tombstones.session_id`): a forget naming a session an erasure had already
     recorded as `hmac:` only added a plain record beside it, putting the erased id back in clear."""
-    from daemon.agent_runtime import agent_runtime
-    from daemon.forget.request import ForgetRequest
-    from daemon.forget.run import run_forget
-    from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.ops import erasure
-    from daemon.ops.verification import run_verify
-    from daemon.retention.api import EraseRequest
-    from daemon.retention.needles import VerifySubject
-    from daemon.store.tombstones import forgotten_ids, hashed_session_ref
+    from memoryd.agent_runtime import agent_runtime
+    from memoryd.forget.request import ForgetRequest
+    from memoryd.forget.run import run_forget
+    from memoryd.ingest.sweep import run_ingest_sweep
+    from memoryd.ops import erasure
+    from memoryd.ops.verification import run_verify
+    from memoryd.retention.api import EraseRequest
+    from memoryd.retention.needles import VerifySubject
+    from memoryd.store.tombstones import forgotten_ids, hashed_session_ref
     from tests.conftest import make_settings
     from tests.erase_world import add_two_users
 
@@ -244,10 +244,10 @@ async def test_a_purge_of_redis_values_whose_server_went_away_fails_as_a_redis_o
     server.`): Redis restarted after the forget's purge, while it deleted earlier job arguments and
     results naming the forgotten sessions; the error was not memoryd's transient OperationFailed.
     The erasure's purge and its verifier's Redis check read the same values."""
-    from daemon.errors import OperationFailed
-    from daemon.redis_conn import connect_redis
-    from daemon.redis_values import purge_naming, scan_values
-    from daemon.settings import load_settings
+    from memoryd.errors import OperationFailed
+    from memoryd.redis_conn import connect_redis
+    from memoryd.redis_values import purge_naming, scan_values
+    from memoryd.settings import load_settings
     from tools.chaos import PrivateRedis
 
     server = PrivateRedis(tmp_path / "gone").start()
@@ -276,9 +276,9 @@ async def test_a_forget_cuts_off_the_corpus_lines_of_an_ingest_that_died_before_
     import signal
     import sqlite3
 
-    from daemon.constants import CORPUS_RELATIVE_DIR
-    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
-    from daemon.settings import load_settings
+    from memoryd.constants import CORPUS_RELATIVE_DIR
+    from memoryd.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from memoryd.settings import load_settings
     from tests.builders import Msg, SessionStoreBuilder, conversation
     from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
 
@@ -426,12 +426,12 @@ async def test_an_ingest_whose_lease_redis_lost_to_another_holder_appends_nothin
     them again. An append now first confirms, in Redis, that the lease is still its own."""
     import redis as sync_redis
 
-    from daemon.agent_runtime import agent_runtime
-    from daemon.constants import CORPUS_RELATIVE_DIR, LOCK_KEY
-    from daemon.errors import LockLost
-    from daemon.failpoints import on_failpoint
-    from daemon.ingest.sweep import run_ingest_sweep
-    from daemon.lock import workspace_key
+    from memoryd.agent_runtime import agent_runtime
+    from memoryd.constants import CORPUS_RELATIVE_DIR, LOCK_KEY
+    from memoryd.errors import LockLost
+    from memoryd.failpoints import on_failpoint
+    from memoryd.ingest.sweep import run_ingest_sweep
+    from memoryd.lock import workspace_key
     from tests.conftest import REDIS_URL, make_settings
     from tests.erase_world import add_two_users
 
@@ -464,9 +464,9 @@ async def test_two_sweeps_that_read_the_same_new_lines_stage_them_once(tmp_path,
     since it read them."""
     import signal
 
-    from daemon.constants import CORPUS_RELATIVE_DIR
-    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
-    from daemon.settings import load_settings
+    from memoryd.constants import CORPUS_RELATIVE_DIR
+    from memoryd.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from memoryd.settings import load_settings
     from tests.builders import SessionStoreBuilder, conversation
     from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
 
@@ -586,7 +586,7 @@ async def test_a_forget_after_an_ingest_died_before_appending_prints_nothing_ext
     stderr beside the command's own output."""
     import signal
 
-    from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+    from memoryd.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
     from tests.builders import SessionStoreBuilder, conversation
     from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
 
@@ -631,8 +631,8 @@ async def test_a_store_open_that_fails_on_a_full_disk_leaves_no_file_of_it_open(
     collector, holding the WAL and -shm files. Once another process's last close had removed
     those files, this process's next connections shared the stale shared-memory index of the
     leaked one: "disk I/O error" or "malformed" on open, and commits into a deleted WAL."""
-    from daemon.errors import OperationFailed
-    from daemon.store.db import Store
+    from memoryd.errors import OperationFailed
+    from memoryd.store.db import Store
 
     db = tmp_path / "state" / "memory.sqlite"
     with _small_disk(tmp_path / "state") as disk:

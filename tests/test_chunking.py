@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.index.chunking import (
+from memoryd.index.chunking import (
     CHARS_PER_TOKEN,
     Annotations,
     chunk_memory_file,
@@ -15,7 +15,7 @@ from daemon.index.chunking import (
     strip_annotations,
     window_lines,
 )
-from daemon.index.transcript import render_transcript
+from memoryd.index.transcript import render_transcript
 
 MEMORY = """# Long-Term Memory
 

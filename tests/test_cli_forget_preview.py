@@ -11,13 +11,13 @@ import anyio
 import orjson
 import pytest
 
-from daemon.cli import main
-from daemon.commands.forget import FORGET, _preview_selectors, forget_fields
-from daemon.constants import MAX_SELECTORS
-from daemon.errors import MemorydError
-from daemon.ops import forget as forget_op
-from daemon.ops.execute import run_locally
-from daemon.settings import load_settings
+from memoryd.cli import main
+from memoryd.commands.forget import FORGET, _preview_selectors, forget_fields
+from memoryd.constants import MAX_SELECTORS
+from memoryd.errors import MemorydError
+from memoryd.ops import forget as forget_op
+from memoryd.ops.execute import run_locally
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 

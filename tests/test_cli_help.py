@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pytest
 
-from daemon.cli import cli, main
+from memoryd.cli import cli, main
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 
@@ -56,8 +56,8 @@ def test_help_flags_work_on_every_command(flag: str, capsys: pytest.CaptureFixtu
 def test_the_command_table_names_each_commands_module_and_help() -> None:
     """`memoryd --help` lists commands from the table in daemon/commands/__init__.py without
     importing them: the table must say what the commands themselves say."""
-    from daemon.cli import load_all
-    from daemon.commands import COMMANDS, ENQUEUE_COMMANDS
+    from memoryd.cli import load_all
+    from memoryd.commands import COMMANDS, ENQUEUE_COMMANDS
 
     load_all()
     enqueue = cli.commands["enqueue"]
@@ -70,8 +70,8 @@ def test_the_command_table_names_each_commands_module_and_help() -> None:
             if isinstance(command, click.Group):  # a group's subcommands come from the same module
                 callback = next(iter(command.commands.values())).callback
             assert callback is not None and callback.__module__ in (
-                f"daemon.commands.{module}",
-                "daemon.commands._enqueue",
+                f"memoryd.commands.{module}",
+                "memoryd.commands._enqueue",
             ), name
             assert command.get_short_help_str(1000) == summary, name
 
@@ -81,7 +81,7 @@ def _imported_after(*args: str) -> set[str]:
     import sys
 
     code = (
-        "import sys\nfrom daemon.cli import main\n"
+        "import sys\nfrom memoryd.cli import main\n"
         f"code = main({list(args)!r})\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
@@ -92,15 +92,15 @@ def _imported_after(*args: str) -> set[str]:
 def test_version_and_help_import_no_command() -> None:
     for args in (["--version"], ["--help"]):
         modules = _imported_after(*args)
-        assert not {m for m in modules if m.startswith("daemon.commands.")}, args
+        assert not {m for m in modules if m.startswith("memoryd.commands.")}, args
         assert not modules & {"pydantic", "anyio", "redis", "numpy", "httpx", "orjson"}, args
 
 
 def test_a_command_imports_its_own_module_only() -> None:
     modules = _imported_after("ingest", "--help")
-    commands = {m for m in modules if m.startswith("daemon.commands.")}
-    assert "daemon.commands.ingest" in commands
-    assert not commands & {"daemon.commands.forget", "daemon.commands.retention", "daemon.commands.dream"}
+    commands = {m for m in modules if m.startswith("memoryd.commands.")}
+    assert "memoryd.commands.ingest" in commands
+    assert not commands & {"memoryd.commands.forget", "memoryd.commands.retention", "memoryd.commands.dream"}
     assert not modules & {"numpy", "httpx"}
 
 
@@ -118,7 +118,7 @@ def test_a_forget_dry_run_imports_neither_redis_nor_arq(
     modules = _imported_after(
         "--config", str(config), "forget", "--agent", "main", "--session", "direct-1", "--dry-run"
     )
-    assert "daemon.commands.forget" in modules
+    assert "memoryd.commands.forget" in modules
     assert not modules & {"redis", "arq"}
 
 
@@ -138,7 +138,7 @@ def test_a_forget_dry_run_imports_no_pydantic(
         modules = _imported_after(
             "--config", str(config), "forget", "--agent", "main", "--session", "direct-1", "--dry-run", *extra
         )
-        assert "daemon.commands.forget" in modules
+        assert "memoryd.commands.forget" in modules
         assert not {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}, extra
 
 
@@ -158,16 +158,16 @@ def test_an_fts_only_search_imports_neither_httpx_numpy_nor_redis(
     assert main(["--config", str(config), "index", "--agent", "main"]) == 0
     for extra in ([], ["--json"]):
         modules = _imported_after("--config", str(config), "search", "--agent", "main", "orchard", *extra)
-        assert "daemon.commands.index" in modules
-        assert not modules & {"httpx", "numpy", "redis", "daemon.ops.op", "daemon.lock", "pydantic"}, extra
+        assert "memoryd.commands.index" in modules
+        assert not modules & {"httpx", "numpy", "redis", "memoryd.ops.op", "memoryd.lock", "pydantic"}, extra
 
 
 def test_families_name_their_ops_commands() -> None:
     # Families that load their op only when it runs name its command themselves.
-    from daemon.commands.forget import FORGET
-    from daemon.commands.index import INDEX
-    from daemon.ops import forget as forget_op
-    from daemon.ops import index_sync as index_op
+    from memoryd.commands.forget import FORGET
+    from memoryd.commands.index import INDEX
+    from memoryd.ops import forget as forget_op
+    from memoryd.ops import index_sync as index_op
 
     assert (index_op.OP.command, forget_op.OP.command) == (INDEX, FORGET)
 
@@ -184,7 +184,7 @@ def test_shell_completion_completes_lazy_commands_and_is_documented() -> None:
         "COMP_CWORD": "2",
     }
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from daemon.cli import main; sys.exit(main())"],
+        [sys.executable, "-c", "import sys; from memoryd.cli import main; sys.exit(main())"],
         env=env,
         capture_output=True,
         text=True,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
-from daemon.commands import ago, human_size
+from memoryd.cli import main
+from memoryd.commands import ago, human_size
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 import pytest
 
-from daemon.cli import cli, main
-from daemon.commands._environment import state_dir_problem
+from memoryd.cli import cli, main
+from memoryd.commands._environment import state_dir_problem
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 

@@ -1,4 +1,4 @@
-"""daemon.runtime.client and `memoryd enqueue` / `memoryd jobs` / `memoryd status`: routing by the
+"""memoryd.runtime.client and `memoryd enqueue` / `memoryd jobs` / `memoryd status`: routing by the
 published owner, request validation before enqueue, deduplication of identical requests."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import time
 import pytest
 from redis.asyncio import Redis
 
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
-from daemon.errors import UsageError
-from daemon.forget.request import ForgetRequest
-from daemon.ops import erase as erase_op
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import route_value
-from daemon.runtime.wire import queue_name
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from memoryd.errors import UsageError
+from memoryd.forget.request import ForgetRequest
+from memoryd.ops import erase as erase_op
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import route_value
+from memoryd.runtime.wire import queue_name
 from tests.daemon_harness import cleanup_redis, run_cli, start_cli, write_config
 
 
@@ -80,7 +80,7 @@ async def test_a_bad_request_is_refused_by_the_client_before_enqueue(settings, r
 
 
 async def test_waiting_for_an_unknown_job_fails_clearly(settings):
-    from daemon.errors import OperationFailed
+    from memoryd.errors import OperationFailed
 
     async with MemorydClient.connect(settings) as client:
         with pytest.raises(OperationFailed, match="job forget:nope: not found"):
@@ -231,7 +231,7 @@ async def test_an_erase_refused_by_a_hold_exits_3_whether_run_directly_or_enqueu
     ],
 )
 def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
-    from daemon.errors import exit_code_of
+    from memoryd.errors import exit_code_of
 
     assert exit_code_of(error) == code
 
@@ -239,8 +239,8 @@ def test_a_failed_jobs_exit_code_follows_the_error_hierarchy(error, code):
 def test_every_operation_with_a_command_can_be_enqueued_with_the_same_flags():
     import click
 
-    from daemon.cli import cli, load_all
-    from daemon.ops.registry import OPS
+    from memoryd.cli import cli, load_all
+    from memoryd.ops.registry import OPS
 
     load_all()
     enqueue = cli.commands["enqueue"]
@@ -282,7 +282,7 @@ async def test_an_erase_job_id_says_nothing_of_its_subject_and_its_result_keeps_
 ):
     """A job id hashed from the payload would confirm a guessed scope (an oracle); a result
     holding the payload would keep the scope in Redis after the erasure. Neither may."""
-    from daemon.runtime.wire import request_job_id
+    from memoryd.runtime.wire import request_job_id
     from tests.worker_harness import run_jobs
 
     agent, queue, job_ids = routed

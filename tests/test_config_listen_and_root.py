@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.conftest import REDIS_URL
 from tests.daemon_harness import cleanup_redis, start_daemon, stop_cleanly
 

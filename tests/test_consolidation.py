@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from daemon.dreaming.promote import run_promote
-from daemon.markers import promotion_keys_in
-from daemon.store.preimages import list_preimages, prune_preimages, store_preimage
+from memoryd.dreaming.promote import run_promote
+from memoryd.markers import promotion_keys_in
+from memoryd.store.preimages import list_preimages, prune_preimages, store_preimage
 from tests.conftest import make_settings
 from tests.consolidation_kit import ModelServer, honest_model, seed_mergeable, with_model
 from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage

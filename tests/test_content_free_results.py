@@ -16,14 +16,14 @@ import pytest
 from click.testing import CliRunner
 from pydantic import BaseModel
 
-from daemon.commands import CliState
-from daemon.commands.service import register
-from daemon.ops.registry import OPS
-from daemon.redis_values import scan_values
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
-from daemon.stored_form import is_content, stored_form
+from memoryd.commands import CliState
+from memoryd.commands.service import register
+from memoryd.ops.registry import OPS
+from memoryd.redis_values import scan_values
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
+from memoryd.stored_form import is_content, stored_form
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis, write_config
 from tests.worker_harness import run_jobs
@@ -184,7 +184,7 @@ async def test_no_redis_value_names_a_forgotten_participants_text_or_sessions(wo
 
 
 def test_the_stored_form_blanks_what_a_direct_caller_still_gets():
-    from daemon.dreaming.report import PromotedEntry
+    from memoryd.dreaming.report import PromotedEntry
 
     entry = PromotedEntry(entry_key="memory:claim:ab", score=0.5, session_ids=["s1"], text=ZED_TEXT[0])
     stored = stored_form(entry)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon.ops import ingest_sweep
-from daemon.runtime.client import MemorydClient
-from daemon.store.short_term import COLUMNS
+from memoryd.ops import ingest_sweep
+from memoryd.runtime.client import MemorydClient
+from memoryd.store.short_term import COLUMNS
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import cleanup_redis, start_daemon, stop_cleanly
 from tests.polling import until

@@ -11,14 +11,14 @@ import anyio
 import orjson
 import pytest
 
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
-from daemon.forget.request import ForgetRequest
-from daemon.lock import WorkspaceLock
-from daemon.ops import forget as forget_op
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import parse_route
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from memoryd.forget.request import ForgetRequest
+from memoryd.lock import WorkspaceLock
+from memoryd.ops import forget as forget_op
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import parse_route
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
     DaemonProcess,
@@ -121,8 +121,8 @@ async def test_two_deployments_restarted_while_the_other_enqueues_never_run_a_jo
     Now the route is the first deployment's for good: each is restarted while the other
     enqueues; every job sent through the first's config runs on its store, every one sent
     through the second's is refused in one line, and the second's store forgets nothing."""
-    from daemon.constants import HEARTBEAT_S
-    from daemon.runtime.client import OtherDeployment
+    from memoryd.constants import HEARTBEAT_S
+    from memoryd.runtime.client import OtherDeployment
 
     agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]
     daemons: list[DaemonProcess] = []
@@ -290,7 +290,7 @@ async def test_a_daemon_that_was_stalled_yields_a_route_another_host_took_meanwh
 ):
     import signal
 
-    from daemon.constants import HOST_KEY_TTL_S
+    from memoryd.constants import HOST_KEY_TTL_S
     from tests.polling import until
 
     agent, hosts = f"a{unique}", [f"h{unique}-1", f"h{unique}-2"]

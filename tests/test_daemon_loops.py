@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from daemon.constants import HEARTBEAT_S
-from daemon.failpoints import ENV_VAR as FAILPOINTS_ENV
-from daemon.ops import ingest_sweep
-from daemon.runtime.client import MemorydClient
-from daemon.settings import Settings
-from daemon.store.short_term import COLUMNS
+from memoryd.constants import HEARTBEAT_S
+from memoryd.failpoints import ENV_VAR as FAILPOINTS_ENV
+from memoryd.ops import ingest_sweep
+from memoryd.runtime.client import MemorydClient
+from memoryd.settings import Settings
+from memoryd.store.short_term import COLUMNS
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
     DaemonProcess,
@@ -118,7 +118,7 @@ async def test_a_loop_that_fails_unexpectedly_starts_again_and_the_daemon_serves
         notify.wait_for("READY=1", timeout_s=60)
         await until(lambda: "starting it again" in daemon.log(), "the loop's one line", 20)
         line = next(ln for ln in daemon.log().splitlines() if "starting it again" in ln)
-        assert "live ingest stopped on FailpointTriggered at daemon/runtime/live.py:" in line, line
+        assert "live ingest stopped on FailpointTriggered at memoryd/runtime/live.py:" in line, line
         assert daemon.proc is not None and daemon.proc.poll() is None, daemon.log()
         async with MemorydClient.connect(settings) as client:
             job = await client.submit(ingest_sweep.OP, {"agent": agent})

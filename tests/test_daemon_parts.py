@@ -10,16 +10,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.ops import dream as dream_op
-from daemon.ops import index_sync as index_op
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.ops import retention_sweep as retention_sweep_op
-from daemon.runtime.scheduler import Schedule, Scheduler, due, schedules
-from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
-from daemon.runtime.service import arq_pool
-from daemon.runtime.status import summarize
-from daemon.runtime.wire import deserialize, request_job_id, serialize
-from daemon.store.checkpoints import CheckpointSummary
+from memoryd.ops import dream as dream_op
+from memoryd.ops import index_sync as index_op
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.ops import retention_sweep as retention_sweep_op
+from memoryd.runtime.scheduler import Schedule, Scheduler, due, schedules
+from memoryd.runtime.sdnotify import Notifier, watchdog_interval_s
+from memoryd.runtime.service import arq_pool
+from memoryd.runtime.status import summarize
+from memoryd.runtime.wire import deserialize, request_job_id, serialize
+from memoryd.store.checkpoints import CheckpointSummary
 from tests.daemon_harness import cleanup_redis
 
 DREAM, INDEX_SYNC, INGEST_SWEEP, RETENTION_SWEEP = (
@@ -208,9 +208,9 @@ async def _claim(
 ) -> dict[str, str]:
     """A claim of one deployment's host whose agents' stores are the same ones everywhere (shared
     storage): the rules of liveness alone (tests/test_deployment_routes.py has the others)."""
-    from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
-    from daemon.runtime.hosts import CLAIM_ROUTES, kept_routes
-    from daemon.runtime.wire import queue_name
+    from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
+    from memoryd.runtime.hosts import CLAIM_ROUTES, kept_routes
+    from memoryd.runtime.wire import queue_name
 
     reply = await redis.eval(
         CLAIM_ROUTES,
@@ -231,8 +231,8 @@ async def _claim(
 
 
 async def _owners(redis, agents: list[str]) -> list[str | None]:
-    from daemon.constants import AGENT_OWNER_KEY
-    from daemon.runtime.hosts import parse_route
+    from memoryd.constants import AGENT_OWNER_KEY
+    from memoryd.runtime.hosts import parse_route
 
     return [
         None if (r := parse_route(raw)) is None else r.queue
@@ -245,9 +245,9 @@ async def test_a_route_claim_keeps_a_live_hosts_routes_and_takes_a_stopped_or_si
 ) -> None:
     import time
 
-    from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S
-    from daemon.runtime.hosts import route_value
-    from daemon.runtime.wire import queue_name
+    from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S
+    from memoryd.runtime.hosts import route_value
+    from memoryd.runtime.wire import queue_name
 
     a, b, c = f"h{unique}-a", f"h{unique}-b", f"h{unique}-c"
     agents = [f"x{unique}-1", f"x{unique}-2", f"x{unique}-3"]

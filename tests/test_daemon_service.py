@@ -13,10 +13,10 @@ import anyio
 import httpx
 import pytest
 
-from daemon.forget.request import ForgetRequest
-from daemon.lock import WorkspaceLock
-from daemon.runtime.client import MemorydClient
-from daemon.settings import load_settings
+from memoryd.forget.request import ForgetRequest
+from memoryd.lock import WorkspaceLock
+from memoryd.runtime.client import MemorydClient
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
     DaemonProcess,
@@ -99,7 +99,7 @@ async def test_forget_from_another_process_then_sigterm_mid_job_leaves_it_for_th
     ready = notify.wait_for("READY=1")
     assert "STATUS=serving 1 agent(s)" in ready
 
-    # Another process (the CLI, through daemon.runtime.client) enqueues a forget and waits for the report.
+    # Another process (the CLI, through memoryd.runtime.client) enqueues a forget and waits for the report.
     done = run_cli(
         world.config, "enqueue", "forget", "--agent", world.agent, "--session", "s-one", "--wait", "--json"
     )

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
-from daemon.sessions.admission import AdmissionPolicy, exclusion_reason
-from daemon.sessions.json_store import JsonSessionSource
-from daemon.settings import load_settings
+from memoryd.cli import main
+from memoryd.sessions.admission import AdmissionPolicy, exclusion_reason
+from memoryd.sessions.json_store import JsonSessionSource
+from memoryd.settings import load_settings
 
 
 def _init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.runtime import metrics
+from memoryd.runtime import metrics
 from tests import redis_servers
 from tests.daemon_harness import REPO
 
@@ -156,12 +156,12 @@ def production_redis(tmp_path: Path):
 async def test_the_acl_of_deploy_redis_conf_allows_everything_memoryd_does(
     production_redis, tmp_path, unique
 ):
-    from daemon.forget.request import ForgetRequest
-    from daemon.runtime.client import MemorydClient
-    from daemon.runtime.service import Service
-    from daemon.runtime.status import collect_status
-    from daemon.runtime.wire import queue_name
-    from daemon.settings import load_settings
+    from memoryd.forget.request import ForgetRequest
+    from memoryd.runtime.client import MemorydClient
+    from memoryd.runtime.service import Service
+    from memoryd.runtime.status import collect_status
+    from memoryd.runtime.wire import queue_name
+    from memoryd.settings import load_settings
     from tests.builders import Msg, SessionStoreBuilder
     from tests.worker_harness import run_jobs
 

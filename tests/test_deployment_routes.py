@@ -12,11 +12,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
-from daemon.errors import ConfigError
-from daemon.ops import forget as forget_op
-from daemon.runtime.client import MemorydClient, OtherDeployment
-from daemon.runtime.hosts import (
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
+from memoryd.errors import ConfigError
+from memoryd.ops import forget as forget_op
+from memoryd.runtime.client import MemorydClient, OtherDeployment
+from memoryd.runtime.hosts import (
     ALIVE,
     CLAIM_ROUTES,
     OTHER_DEPLOYMENT,
@@ -26,12 +26,12 @@ from daemon.runtime.hosts import (
     parse_route,
     route_value,
 )
-from daemon.runtime.served import SERVED, ServedAgents
-from daemon.runtime.service import arq_pool, migrate_store
-from daemon.runtime.wire import queue_name
-from daemon.runtime.worker import MemorydWorker, worker_kwargs
-from daemon.settings import Settings
-from daemon.store.migrate import AGENT
+from memoryd.runtime.served import SERVED, ServedAgents
+from memoryd.runtime.service import arq_pool, migrate_store
+from memoryd.runtime.wire import queue_name
+from memoryd.runtime.worker import MemorydWorker, worker_kwargs
+from memoryd.settings import Settings
+from memoryd.store.migrate import AGENT
 from tests.builders import SessionStoreBuilder, exchange
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis, forgotten, wait_state

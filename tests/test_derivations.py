@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon import derivations
-from daemon.retention.needles import derivation_inputs
-from daemon.retention.pieces import EXPORT_PREFIXES
+from memoryd import derivations
+from memoryd.retention.needles import derivation_inputs
+from memoryd.retention.pieces import EXPORT_PREFIXES
 
 ROOT = Path(__file__).resolve().parents[1] / "daemon"
 
@@ -76,11 +76,11 @@ def test_every_entry_says_how_the_verifier_derives_it_or_why_it_cannot() -> None
 
 
 def test_the_writers_call_the_registry() -> None:
-    from daemon import fileio
-    from daemon.dreaming import text
-    from daemon.ingest import staging
-    from daemon.retention import content
-    from daemon.store import erased_senders, tombstones
+    from memoryd import fileio
+    from memoryd.dreaming import text
+    from memoryd.ingest import staging
+    from memoryd.retention import content
+    from memoryd.store import erased_senders, tombstones
 
     assert staging.claim_hash is derivations.claim_hash is text.claim_hash
     assert staging.query_hash is derivations.query_hash
@@ -97,9 +97,9 @@ MESSAGE = "Remember  that the violet mongoose launch\tis on Friday at noon, Ｎ�
 def test_each_text_derivation_of_each_stored_form_is_a_needle(entry: str) -> None:
     """What the sweep, the index and the retention store hash (the exported line cut as a staged
     snippet, the text as written, …) is what the verifier looks for, truncated and in any case."""
-    from daemon.constants import SNIPPET_MAX_CHARS
-    from daemon.retention.needles import VerifySubject, compile_needles
-    from daemon.utf16 import truncate_utf16
+    from memoryd.constants import SNIPPET_MAX_CHARS
+    from memoryd.retention.needles import VerifySubject, compile_needles
+    from memoryd.utf16 import truncate_utf16
 
     d = derivations.BY_NAME[entry]
     needles = compile_needles(VerifySubject(contents=(MESSAGE,)))

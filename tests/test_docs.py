@@ -8,8 +8,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from daemon.ops.registry import OPS, op_named
-from daemon.settings import load_settings, settings_as_dict
+from memoryd.ops.registry import OPS, op_named
+from memoryd.settings import load_settings, settings_as_dict
 from tools import docsgen
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def test_every_command_with_json_output_has_a_documented_schema() -> None:
 
 
 def test_demo_init_json_output_has_the_documented_fields_in_order(tmp_path: Path, capsys) -> None:
-    from daemon.cli import main
+    from memoryd.cli import main
 
     assert main(["demo", "init", str(tmp_path / "d"), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from bench.scenarios.dream_sweep import stage
-from daemon.agent_runtime import agent_runtime
-from daemon.forget.request import ForgetRequest
-from daemon.ops import dream as dream_op
-from daemon.runtime.client import MemorydClient
-from daemon.settings import load_settings
+from memoryd.agent_runtime import agent_runtime
+from memoryd.forget.request import ForgetRequest
+from memoryd.ops import dream as dream_op
+from memoryd.runtime.client import MemorydClient
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
     DaemonProcess,

@@ -3,9 +3,9 @@ exactly the sessions their text came from."""
 
 from __future__ import annotations
 
-from daemon.dreaming.sweep import run_dreaming
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.markers import promotion_key
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.markers import promotion_key
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import origin_sessions, runtime
@@ -82,9 +82,9 @@ async def test_ingest_then_dream_promotes_marked_entries_with_exact_session_line
 async def test_forgetting_a_session_removes_every_dreamed_line_that_quotes_it(
     tmp_path, sessions_root, unique, redis
 ):
-    from daemon.dreaming.backfill import BackfillRequest, run_backfill
-    from daemon.forget.request import ForgetRequest
-    from daemon.forget.run import run_forget
+    from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+    from memoryd.forget.request import ForgetRequest
+    from memoryd.forget.run import run_forget
 
     b = SessionStoreBuilder(sessions_root, "main")
     b.add(

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.constants import SKETCH_MISS_AT_THRESHOLD, SKETCH_PERMUTATIONS
-from daemon.dreaming.selection import group_similar
-from daemon.dreaming.sketch import band_keys, band_shape
-from daemon.dreaming.staged import StagedEntry
-from daemon.dreaming.text import claim_identity, claim_words, similarity, word_set, words
+from memoryd.constants import SKETCH_MISS_AT_THRESHOLD, SKETCH_PERMUTATIONS
+from memoryd.dreaming.selection import group_similar
+from memoryd.dreaming.sketch import band_keys, band_shape
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.dreaming.text import claim_identity, claim_words, similarity, word_set, words
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "Alpha", "BETA"]
 

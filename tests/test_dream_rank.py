@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.dreaming.memory_file import AppendItem, build_append, parse_entries
-from daemon.dreaming.rank import PromotionGates, Thresholds, rank_candidates
-from daemon.dreaming.staged import StagedEntry
-from daemon.settings import DreamingSettings
-from daemon.store.origins import EntryOrigin
+from memoryd.dreaming.memory_file import AppendItem, build_append, parse_entries
+from memoryd.dreaming.rank import PromotionGates, Thresholds, rank_candidates
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.settings import DreamingSettings
+from memoryd.store.origins import EntryOrigin
 from tests.dream_kit import DAY_MS, NOW_MS, OPEN_GATES
 
 
@@ -152,7 +152,7 @@ _line_text = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")
 @settings(max_examples=60, deadline=None)
 @given(existing=st.lists(_line_text, max_size=5), snippets=st.lists(_line_text, min_size=1, max_size=5))
 def test_appended_entries_parse_back_with_their_markers_and_keep_existing_text(existing, snippets):
-    from daemon.dreaming.promote import entry_text
+    from memoryd.dreaming.promote import entry_text
 
     original = "".join(f"- {t}\n" for t in existing)
     items = [
@@ -169,7 +169,7 @@ def test_appended_entries_parse_back_with_their_markers_and_keep_existing_text(e
 
 @given(st.text(max_size=200))
 def test_entry_text_never_carries_a_marker_or_a_line_break(snippet):
-    from daemon.dreaming.promote import entry_text
+    from memoryd.dreaming.promote import entry_text
 
     text = entry_text(snippet, 640)
     if text is not None:

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from daemon.dreaming.diary import block_text
-from daemon.dreaming.sweep import run_dreaming
-from daemon.errors import UsageError
-from daemon.markers import promotion_key, promotion_keys_in
-from daemon.store.tombstones import record_tombstones
+from memoryd.dreaming.diary import block_text
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.errors import UsageError
+from memoryd.markers import promotion_key, promotion_keys_in
+from memoryd.store.tombstones import record_tombstones
 from tests.dream_kit import NOW_MS, Stager, origin_sessions, runtime, stage
 
 

@@ -8,13 +8,13 @@ import dataclasses
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.failpoints import ENV_VAR, FailpointTriggered
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.retention import api
-from daemon.retention.api import EraseRequest
-from daemon.store.tombstones import forgotten_ids
+from memoryd.agent_runtime import agent_runtime
+from memoryd.failpoints import ENV_VAR, FailpointTriggered
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest
+from memoryd.store.tombstones import forgotten_ids
 from tests.erase_world import build_world
 
 USER = "tenant:default:user:nora"
@@ -125,7 +125,7 @@ async def test_a_rerun_after_a_crash_verifies_against_the_journaled_needles(
 async def test_a_real_sigkill_mid_erasure_leaves_needles_the_rerun_verifies_with(
     tmp_path, sessions_root, unique, redis
 ) -> None:
-    from daemon.settings import LockSettings
+    from memoryd.settings import LockSettings
     from tests.daemon_harness import FailpointTrace, start_cli
 
     # A short lease: the killed holder's retention lease lapses within seconds.

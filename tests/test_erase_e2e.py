@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import redis as sync_redis
 
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
-from daemon.store.engine import sqlite3
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
+from memoryd.store.engine import sqlite3
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, run_cli, write_config
 from tests.erase_world import (
     NADIA_WORDS,

@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.agent_runtime import agent_runtime
-from daemon.failpoints import on_failpoint
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.retention.api import EraseRequest
-from daemon.settings import Settings, load_settings
+from memoryd.agent_runtime import agent_runtime
+from memoryd.failpoints import on_failpoint
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.retention.api import EraseRequest
+from memoryd.settings import Settings, load_settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL, make_settings
 
@@ -297,7 +297,7 @@ async def _erase_during_a_sweep(settings_: Settings, redis: Any) -> None:
 async def test_a_dreaming_phase_that_read_its_pool_before_the_erasure_publishes_nothing_of_her(
     tmp_path, sessions_root, unique, redis
 ) -> None:
-    from daemon.dreaming.sweep import run_dreaming
+    from memoryd.dreaming.sweep import run_dreaming
 
     settings = _world(tmp_path, sessions_root, unique)
     b = SessionStoreBuilder(sessions_root, "main")
@@ -346,7 +346,7 @@ async def test_a_dreaming_phase_that_read_its_pool_before_the_erasure_publishes_
 async def test_an_erasure_enqueued_while_turns_arrive_leaves_nothing_of_her_in_a_live_daemon(
     tmp_path, unique
 ) -> None:
-    from daemon.runtime.wire import queue_name
+    from memoryd.runtime.wire import queue_name
     from tests.daemon_harness import (
         DaemonProcess,
         NotifySocket,

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.constants import ERASURE_JOURNAL_DIR
-from daemon.failpoints import ENV_VAR, STOP_ENV_VAR, TRACE_ENV_VAR, FailpointTriggered
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.retention import api
-from daemon.retention.api import EraseRequest
-from daemon.retention.state import retention_db_path
-from daemon.settings import load_settings
+from memoryd.agent_runtime import agent_runtime
+from memoryd.constants import ERASURE_JOURNAL_DIR
+from memoryd.failpoints import ENV_VAR, STOP_ENV_VAR, TRACE_ENV_VAR, FailpointTriggered
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest
+from memoryd.retention.state import retention_db_path
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, conversation
 from tests.daemon_harness import FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
 from tests.erase_world import build_world

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.retention.api import EraseRequest
-from daemon.retention.scopes import Scope, encode_component, parse_scope
-from daemon.retention.subjects import SessionFacts, subject_sessions
+from memoryd.agent_runtime import agent_runtime
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.retention.api import EraseRequest
+from memoryd.retention.scopes import Scope, encode_component, parse_scope
+from memoryd.retention.subjects import SessionFacts, subject_sessions
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL, make_settings
 from tests.daemon_harness import run_cli, write_config
@@ -104,7 +104,7 @@ def test_an_odd_id_is_named_by_its_percent_encoding(actor_id: str, encoded: str)
 def test_a_scope_typed_another_way_is_refused_with_the_one_to_type(
     text: str, problem: str, canonical: str
 ) -> None:
-    from daemon.errors import UsageError
+    from memoryd.errors import UsageError
 
     with pytest.raises(UsageError) as info:
         parse_scope(text)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.cli import main
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.retention import api
-from daemon.retention.api import EraseRequest
-from daemon.retention.state import retention_db_path
-from daemon.settings import Settings
+from memoryd.agent_runtime import agent_runtime
+from memoryd.cli import main
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest
+from memoryd.retention.state import retention_db_path
+from memoryd.settings import Settings
 from tests.erase_world import build_world
 
 USER = "tenant:default:user:nora"

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 
-from daemon.cli import main
-from daemon.constants import DAY_MS, TOMBSTONE_REF_PREFIX
-from daemon.ops import erasure
-from daemon.retention import api
-from daemon.retention.api import EraseRequest, ObjectWrite
-from daemon.retention.content import content_hash
-from daemon.retention.state import retention_db_path
-from daemon.store.db import Store
-from daemon.store.migrate import RETENTION
+from memoryd.cli import main
+from memoryd.constants import DAY_MS, TOMBSTONE_REF_PREFIX
+from memoryd.ops import erasure
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest, ObjectWrite
+from memoryd.retention.content import content_hash
+from memoryd.retention.state import retention_db_path
+from memoryd.store.db import Store
+from memoryd.store.migrate import RETENTION
 
 CHILDREN = 1847
 USER = "tenant:acme:user:u-1234"

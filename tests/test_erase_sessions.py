@@ -4,14 +4,14 @@ and the verifier (with the configured embedder) passes over every agent store an
 
 from __future__ import annotations
 
-from daemon.agent_runtime import agent_runtime
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.ops.verification import run_verify
-from daemon.retention import api
-from daemon.retention.api import EraseRequest
-from daemon.store.tombstones import forgotten_ids, hashed_session_ref
+from memoryd.agent_runtime import agent_runtime
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.ops.verification import run_verify
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest
+from memoryd.store.tombstones import forgotten_ids, hashed_session_ref
 from tests.erase_world import build_world
 
 
@@ -90,8 +90,8 @@ async def test_a_hold_on_a_users_session_scope_blocks_its_forget(
 async def test_a_subject_for_forget_verify_ignores_plain_records_only_when_asked(
     tmp_path, sessions_root, unique, redis
 ) -> None:
-    from daemon.forget.request import ForgetRequest
-    from daemon.forget.run import run_forget
+    from memoryd.forget.request import ForgetRequest
+    from memoryd.forget.run import run_forget
 
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:
@@ -118,7 +118,7 @@ async def test_a_result_naming_the_subject_stored_during_the_erasure_is_purged_b
     import orjson
     import redis as sync_redis
 
-    from daemon.failpoints import on_failpoint
+    from memoryd.failpoints import on_failpoint
 
     settings = build_world(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:

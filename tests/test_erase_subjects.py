@@ -5,15 +5,15 @@ counted apart; nobody else's direct session is touched."""
 
 from __future__ import annotations
 
-from daemon.agent_runtime import agent_runtime
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.ops.verification import run_verify
-from daemon.retention.api import EraseRequest, plan_erase
-from daemon.retention.subjects import gather_sessions
+from memoryd.agent_runtime import agent_runtime
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.ops.verification import run_verify
+from memoryd.retention.api import EraseRequest, plan_erase
+from memoryd.retention.subjects import gather_sessions
 from tests.conftest import make_settings
 from tests.erase_world import (
     NADIA_WORDS,

@@ -4,16 +4,16 @@ the expired scope; a held scope is never hidden and nothing of another user chan
 
 from __future__ import annotations
 
-from daemon.agent_runtime import agent_runtime
-from daemon.constants import DAY_MS
-from daemon.dreaming.promote import run_promote
-from daemon.dreaming.sweep import run_dreaming
-from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import api
-from daemon.retention.gate import REASON_EXPIRED
-from daemon.retention.state import now_ms
+from memoryd.agent_runtime import agent_runtime
+from memoryd.constants import DAY_MS
+from memoryd.dreaming.promote import run_promote
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.index.search import run_search
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.retention import api
+from memoryd.retention.gate import REASON_EXPIRED
+from memoryd.retention.state import now_ms
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.failpoints import ENV_VAR, TRACE_ENV_VAR, FailpointTriggered, failpoint, on_failpoint
+from memoryd.failpoints import ENV_VAR, TRACE_ENV_VAR, FailpointTriggered, failpoint, on_failpoint
 from tests.daemon_harness import REPO
 
 
@@ -32,7 +32,7 @@ def test_a_callback_hears_its_step_while_registered_and_before_an_armed_failure(
 
 def test_the_trace_records_each_step_reached_with_its_process(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
-    code = "from daemon.failpoints import failpoint; failpoint('demo.a'); failpoint('demo.b')"
+    code = "from memoryd.failpoints import failpoint; failpoint('demo.a'); failpoint('demo.b')"
     env = {**os.environ, "PYTHONPATH": str(REPO), TRACE_ENV_VAR: str(trace)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(2)]
     pids = {str(p.pid) for p in procs}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon.constants import CORPUS_RELATIVE_DIR
-from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
-from daemon.settings import load_settings
+from memoryd.constants import CORPUS_RELATIVE_DIR
+from memoryd.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+from memoryd.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.daemon_harness import REPO, FailpointTrace, cleanup_redis, run_cli, start_cli, write_config
 
@@ -105,7 +105,7 @@ def test_a_sweep_on_a_full_disk_fails_in_one_line_and_its_retry_leaves_no_duplic
     long = [Msg("user", f"Remember the harbour ledger entry {i}: " + "tide " * 60) for i in range(400)]
     builder.append("s-kept", long, start_index=4)
     full = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", agent],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), "ingest", "--agent", agent],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,

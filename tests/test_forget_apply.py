@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.forget.report import ForgetReport
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget, run_forget
-from daemon.settings import Settings
-from daemon.store.index_state import current_revision
-from daemon.store.tombstones import list_tombstones
+from memoryd.agent_runtime import agent_runtime
+from memoryd.forget.report import ForgetReport
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget, run_forget
+from memoryd.settings import Settings
+from memoryd.store.index_state import current_revision
+from memoryd.store.tombstones import list_tombstones
 from tests.conftest import make_settings
 from tests.forget_world import (
     BACKUP_UNRELATED,
@@ -201,7 +201,7 @@ async def test_rewrite_preimages_are_scrubbed_in_place_not_deleted(world, redis)
     rows = await world.query("SELECT content, content_hash FROM memory_backups ORDER BY id")
     assert len(rows) == 2
     assert rows[0][0] == MEMORY_MD_AFTER and rows[0][0] != BACKUP_WITH_TARGET
-    from daemon.fileio import sha256_hex
+    from memoryd.fileio import sha256_hex
 
     assert rows[0][1] == sha256_hex(MEMORY_MD_AFTER)
     assert rows[1][0] == BACKUP_UNRELATED
@@ -294,7 +294,7 @@ async def test_an_unresolved_explicit_id_is_still_recorded_as_forgotten(world, r
 
 async def test_run_forget_refuses_a_runtime_of_another_agent(world):
     async with agent_runtime(world.settings, "ops", readonly=True, redis=False) as rt:
-        from daemon.errors import UsageError
+        from memoryd.errors import UsageError
 
         with pytest.raises(UsageError, match="agent"):
             await run_forget(rt, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
@@ -324,7 +324,7 @@ async def test_invalid_utf8_and_symlinked_files_are_never_rewritten(world, redis
 
 
 async def test_human_summary_names_sessions_counts_and_retained_items(world):
-    from daemon.forget.report import render_human
+    from memoryd.forget.report import render_human
 
     text = render_human(await preview(world, sessions=["target"], participants=["omar"]))
     assert text.splitlines()[0] == "Memory Deletion Preview"

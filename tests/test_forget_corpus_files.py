@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.errors import OperationFailed
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.forget.snapshot import corpus_files_to_scan
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.retention.api import EraseRequest
+from memoryd.agent_runtime import agent_runtime
+from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+from memoryd.errors import OperationFailed
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.forget.snapshot import corpus_files_to_scan
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.retention.api import EraseRequest
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 
@@ -204,10 +204,10 @@ async def test_backfill_apply_records_its_corpus_files_and_forget_removes_them(
 
 def test_stale_internal_session_chunks_are_read_through_the_partial_index_not_a_scan():
     """The query's WHERE must stay the partial index's WHERE, or every session chunk is scanned."""
-    from daemon.index.provenance import INTERNAL_SESSION_KINDS
-    from daemon.store.db import sqlite3
-    from daemon.store.index_chunks import INTERNAL_KINDS, STALE_CHUNKS_SQL
-    from daemon.store.migrate import migrate_connection
+    from memoryd.index.provenance import INTERNAL_SESSION_KINDS
+    from memoryd.store.db import sqlite3
+    from memoryd.store.index_chunks import INTERNAL_KINDS, STALE_CHUNKS_SQL
+    from memoryd.store.migrate import migrate_connection
 
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate_connection(conn)
@@ -219,7 +219,7 @@ def test_stale_internal_session_chunks_are_read_through_the_partial_index_not_a_
 
 def test_memory_files_under_a_corpus_subdirectory_are_still_listed(tmp_path):
     """The corpus directory is skipped unlisted only when it has no subdirectory."""
-    from daemon.forget.snapshot import list_memory_files
+    from memoryd.forget.snapshot import list_memory_files
 
     workspace = tmp_path / "ws"
     corpus_dir = workspace / CORPUS
@@ -240,8 +240,8 @@ def test_memory_files_under_a_corpus_subdirectory_are_still_listed(tmp_path):
 async def test_forget_removes_the_backfill_journal_rows_of_the_session_and_keeps_the_others(
     tmp_path, sessions_root, unique, redis
 ):
-    from daemon.agents import agent_paths
-    from daemon.store.db import Store
+    from memoryd.agents import agent_paths
+    from memoryd.store.db import Store
 
     settings, _ = build(tmp_path, sessions_root, unique)
     async with agent_runtime(settings, "main", redis=redis) as rt:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.derivations import claim_hash
-from daemon.errors import UsageError
-from daemon.forget.entries import (
+from memoryd.derivations import claim_hash
+from memoryd.errors import UsageError
+from memoryd.forget.entries import (
     EntryFacts,
     EntryOriginRef,
     derived_keys,

@@ -13,14 +13,14 @@ import anyio
 import pytest
 from redis.asyncio import Redis
 
-from daemon.cli import main
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
-from daemon.derivations import claim_hash
-from daemon.runtime.client import JobReport, MemorydClient
-from daemon.runtime.hosts import route_value
-from daemon.runtime.wire import queue_name
-from daemon.settings import Settings, load_settings
-from daemon.store.engine import sqlite3
+from memoryd.cli import main
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from memoryd.derivations import claim_hash
+from memoryd.runtime.client import JobReport, MemorydClient
+from memoryd.runtime.hosts import route_value
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import Settings, load_settings
+from memoryd.store.engine import sqlite3
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL
 from tests.daemon_harness import cleanup_redis

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.errors import OperationFailed, WriteConflict
-from daemon.failpoints import ENV_VAR, FailpointTriggered
-from daemon.forget.apply import apply_plan
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget, plan_for
-from daemon.forget.select import Selectors, select_sessions
-from daemon.forget.snapshot import read_catalog
+from memoryd.agent_runtime import agent_runtime
+from memoryd.errors import OperationFailed, WriteConflict
+from memoryd.failpoints import ENV_VAR, FailpointTriggered
+from memoryd.forget.apply import apply_plan
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget, plan_for
+from memoryd.forget.select import Selectors, select_sessions
+from memoryd.forget.snapshot import read_catalog
 from tests.forget_world import (
     CORPUS_MIXED,
     CORPUS_TARGET_ONLY,

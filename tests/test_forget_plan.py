@@ -5,14 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.fileio import sha256_hex
-from daemon.forget.index_plan import ChunkRow, SourceRow
-from daemon.forget.lineage import Lineage, OriginRow, lineage_identity, read_lineage
-from daemon.forget.plan import FileSnapshot, ForgetSnapshot, plan_forget
-from daemon.forget.report import build_report
-from daemon.forget.select import SessionSelection, SessionTarget
-from daemon.store.db import sqlite3
-from daemon.store.migrate import migrate_connection
+from memoryd.fileio import sha256_hex
+from memoryd.forget.index_plan import ChunkRow, SourceRow
+from memoryd.forget.lineage import Lineage, OriginRow, lineage_identity, read_lineage
+from memoryd.forget.plan import FileSnapshot, ForgetSnapshot, plan_forget
+from memoryd.forget.report import build_report
+from memoryd.forget.select import SessionSelection, SessionTarget
+from memoryd.store.db import sqlite3
+from memoryd.store.migrate import migrate_connection
 
 
 def selection(*sids: str) -> SessionSelection:

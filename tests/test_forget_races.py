@@ -8,19 +8,19 @@ from pathlib import Path
 
 import anyio
 
-from daemon.agent_runtime import agent_runtime
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.dreaming.promote import run_promote
-from daemon.dreaming.rank import PromotionGates
-from daemon.dreaming.sweep import run_dreaming
-from daemon.failpoints import on_failpoint
-from daemon.forget.apply import apply_plan
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget, plan_for, run_forget
-from daemon.forget.select import Selectors, select_sessions
-from daemon.forget.snapshot import read_catalog
-from daemon.index.sync import prepare_index, publish_index, run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
+from memoryd.agent_runtime import agent_runtime
+from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+from memoryd.dreaming.promote import run_promote
+from memoryd.dreaming.rank import PromotionGates
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.failpoints import on_failpoint
+from memoryd.forget.apply import apply_plan
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget, plan_for, run_forget
+from memoryd.forget.select import Selectors, select_sessions
+from memoryd.forget.snapshot import read_catalog
+from memoryd.index.sync import prepare_index, publish_index, run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.forget_world import ForgetWorld

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.dreaming.sweep import run_dreaming
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.index import purge
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.store.engine import connect
-from daemon.store.index_chunks import delete_chunks, rewrite_chunk_pages, rowids_of_chunks
-from daemon.store.migrate import AGENT as AGENT_SCHEMA
-from daemon.store.migrate import migrate_connection
-from daemon.store.short_term import purge_entries
+from memoryd.agent_runtime import agent_runtime
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.index import purge
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.store.engine import connect
+from memoryd.store.index_chunks import delete_chunks, rewrite_chunk_pages, rowids_of_chunks
+from memoryd.store.migrate import AGENT as AGENT_SCHEMA
+from memoryd.store.migrate import migrate_connection
+from memoryd.store.short_term import purge_entries
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.dreaming.sweep import run_dreaming
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.forget.select import Selectors, select_sessions
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.sessions.model import SessionInfo
-from daemon.store.tombstones import list_tombstones
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.forget.select import Selectors, select_sessions
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.sessions.model import SessionInfo
+from memoryd.store.tombstones import list_tombstones
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from daemon.ops.forget_redis import purge_forgotten_from_redis
+from memoryd.ops.forget_redis import purge_forgotten_from_redis
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 

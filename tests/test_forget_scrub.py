@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.forget.refs import references_session
-from daemon.forget.scrub import Selection, has_history_highlights, scrub_corpus, scrub_memory
-from daemon.markers import promotion_key
+from memoryd.forget.refs import references_session
+from memoryd.forget.scrub import Selection, has_history_highlights, scrub_corpus, scrub_memory
+from memoryd.markers import promotion_key
 
 SEL = Selection(
     "main", frozenset({"target"}), frozenset({"k1"}), ("User: Please remember violet-mongoose-42.",)

@@ -11,13 +11,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.commands import CliState
-from daemon.commands.forget import register
-from daemon.errors import UsageError
-from daemon.forget.refs import references_session, session_id_from_file_name
-from daemon.forget.request import ForgetRequest
-from daemon.forget.select import Selectors, select_sessions
-from daemon.sessions.model import ArchiveInfo, Participant, SessionInfo
+from memoryd.commands import CliState
+from memoryd.commands.forget import register
+from memoryd.errors import UsageError
+from memoryd.forget.refs import references_session, session_id_from_file_name
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.select import Selectors, select_sessions
+from memoryd.sessions.model import ArchiveInfo, Participant, SessionInfo
 
 PROFILE = (("type", "profile"),)
 
@@ -149,7 +149,7 @@ def test_a_request_without_a_selector_is_a_usage_error():
 
 
 def test_request_rejects_unknown_fields_and_names_them():
-    from daemon.ops import forget
+    from memoryd.ops import forget
 
     with pytest.raises(UsageError, match="^forget: bogus: unknown field$"):
         forget.OP.parse({"agent": "main", "sessions": ["a"], "bogus": 1})

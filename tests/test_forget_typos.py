@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.cli import main
-from daemon.forget.select import Selectors, UnmatchedSelector, select_sessions, suggest_close
-from daemon.sessions.model import Participant, SessionInfo
+from memoryd.cli import main
+from memoryd.forget.select import Selectors, UnmatchedSelector, select_sessions, suggest_close
+from memoryd.sessions.model import Participant, SessionInfo
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 

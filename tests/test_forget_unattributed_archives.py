@@ -8,13 +8,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.forget.index_plan import ChunkRow, plan_index
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.forget.scrub import Selection
-from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
+from memoryd.forget.index_plan import ChunkRow, plan_index
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.forget.scrub import Selection
+from memoryd.index.search import run_search
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
-from daemon.settings import load_settings
+from memoryd.cli import main
+from memoryd.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL
 

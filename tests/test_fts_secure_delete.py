@@ -10,13 +10,13 @@ import random
 import string
 from pathlib import Path
 
-from daemon.agent_runtime import agent_runtime
-from daemon.index.purge import purge_chunks, rebuild_is_cheaper
-from daemon.index.sync import run_index_sync
-from daemon.store.engine import connect
-from daemon.store.index_chunks import FtsShape, fts_shape, rewrite_chunk_pages, rowids_of_chunks
-from daemon.store.migrate import AGENT as AGENT_SCHEMA
-from daemon.store.migrate import migrate_connection
+from memoryd.agent_runtime import agent_runtime
+from memoryd.index.purge import purge_chunks, rebuild_is_cheaper
+from memoryd.index.sync import run_index_sync
+from memoryd.store.engine import connect
+from memoryd.store.index_chunks import FtsShape, fts_shape, rewrite_chunk_pages, rowids_of_chunks
+from memoryd.store.migrate import AGENT as AGENT_SCHEMA
+from memoryd.store.migrate import migrate_connection
 from tests.conftest import index_settings
 
 AGENT = "main"

@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths
-from daemon.errors import MemorydError, UsageError
-from daemon.fileio import ABSENT, commit_file
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.ids import session_id_problem, validate_agent_id
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.settings import load_settings
+from memoryd.agent_runtime import agent_runtime
+from memoryd.agents import agent_paths
+from memoryd.errors import MemorydError, UsageError
+from memoryd.fileio import ABSENT, commit_file
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.ids import session_id_problem, validate_agent_id
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.settings import load_settings
 from tests.builders import conversation
 
 EXAMPLES = 500

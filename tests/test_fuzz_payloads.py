@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from daemon.errors import JobPayloadError, UsageError
-from daemon.ids import session_id_problem, validate_agent_id
-from daemon.ops import forget
-from daemon.ops.registry import OPS, op_named
-from daemon.runtime.wire import canonical_json, deserialize, serialize
+from memoryd.errors import JobPayloadError, UsageError
+from memoryd.ids import session_id_problem, validate_agent_id
+from memoryd.ops import forget
+from memoryd.ops.registry import OPS, op_named
+from memoryd.runtime.wire import canonical_json, deserialize, serialize
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.forget.refs import references_session
-from daemon.forget.scrub import Selection, promotion_keys_on_lines, scrub_corpus, scrub_memory
+from memoryd.forget.refs import references_session
+from memoryd.forget.scrub import Selection, promotion_keys_on_lines, scrub_corpus, scrub_memory
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

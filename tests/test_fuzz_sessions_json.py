@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.errors import OperationFailed
-from daemon.ids import session_source_problem
-from daemon.sessions.json_store import JsonSessionSource
+from memoryd.errors import OperationFailed
+from memoryd.ids import session_source_problem
+from memoryd.sessions.json_store import JsonSessionSource
 
 EXAMPLES = 300
 FUZZ = settings(

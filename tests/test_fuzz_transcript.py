@@ -11,9 +11,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.sessions.lines import iter_lines
-from daemon.sessions.model import OversizedLine
-from daemon.sessions.transcript import (
+from memoryd.sessions.lines import iter_lines
+from memoryd.sessions.model import OversizedLine
+from memoryd.sessions.transcript import (
     MAX_TIMESTAMP_MS,
     SKIP_KINDS,
     Carry,
@@ -185,8 +185,8 @@ async def test_a_sweep_over_a_hostile_transcript_stages_the_good_lines_and_count
 ):
     """Regression: a message timestamp beyond year 9999 (9e15 ms, or an ISO date with an offset)
     made day bucketing raise, failing every sweep of the agent."""
-    from daemon.agent_runtime import agent_runtime
-    from daemon.ingest.sweep import run_ingest_sweep
+    from memoryd.agent_runtime import agent_runtime
+    from memoryd.ingest.sweep import run_ingest_sweep
     from tests.builders import Msg, conversation
 
     store_builder.add("agent:main:main", "hostile", conversation("orchard", "hostile", 4))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.conftest import REDIS_URL
 
 GMAIL = "gmail-inv-2291"

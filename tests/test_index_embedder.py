@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daemon.errors import ConfigError, OperationFailed
-from daemon.index.embedder import HashingEmbedder, OpenAIEmbedder, make_embedder
-from daemon.settings import EmbeddingSettings
+from memoryd.errors import ConfigError, OperationFailed
+from memoryd.index.embedder import HashingEmbedder, OpenAIEmbedder, make_embedder
+from memoryd.settings import EmbeddingSettings
 from tests.local_http import JsonEndpoint, Request
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.index import prepare_worker, sync
-from daemon.index.sync import run_index_sync
+from memoryd.agent_runtime import agent_runtime
+from memoryd.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.index import prepare_worker, sync
+from memoryd.index.sync import run_index_sync
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import index_settings
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.index import prepare_worker, publish, streaming, sync
-from daemon.index.sync import run_index_sync
+from memoryd.agent_runtime import agent_runtime
+from memoryd.index import prepare_worker, publish, streaming, sync
+from memoryd.index.sync import run_index_sync
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import index_settings
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.index.purge import purge_chunks
-from daemon.index.sync import prepare_index, publish_index, run_index_sync
-from daemon.store.index_state import current_revision
-from daemon.store.tombstones import record_tombstones
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.index.purge import purge_chunks
+from memoryd.index.sync import prepare_index, publish_index, run_index_sync
+from memoryd.store.index_state import current_revision
+from memoryd.store.tombstones import record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import index_settings
 

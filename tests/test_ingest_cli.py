@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 
@@ -121,8 +121,8 @@ def test_a_sweep_reports_its_progress_session_by_session(
 ) -> None:
     import anyio
 
-    from daemon.ops import ingest_sweep
-    from daemon.ops.execute import run_locally
+    from memoryd.ops import ingest_sweep
+    from memoryd.ops.execute import run_locally
     from tests.conftest import make_settings
 
     for i in range(3):

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.ids import session_id_problem
-from daemon.ingest.plan import ScanAction, is_unchanged, plan_scan
-from daemon.sessions import json_store, lines
-from daemon.sessions.json_store import JsonSessionSource, ListingCache
-from daemon.sessions.model import Fingerprint, OversizedLine
-from daemon.store.checkpoints import Checkpoint, CheckpointStamp
+from memoryd.ids import session_id_problem
+from memoryd.ingest.plan import ScanAction, is_unchanged, plan_scan
+from memoryd.sessions import json_store, lines
+from memoryd.sessions.json_store import JsonSessionSource, ListingCache
+from memoryd.sessions.model import Fingerprint, OversizedLine
+from memoryd.store.checkpoints import Checkpoint, CheckpointStamp
 from tests.builders import SessionStoreBuilder
 
 # The process's kept listings, shared by the sources of one test (as the worker's are by its jobs).

@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from daemon.constants import SESSION_INGESTION_SCORE
-from daemon.derivations import claim_hash, query_hash
-from daemon.ingest.corpus import render_line
-from daemon.ingest.staging import CLAIM_KEY_PREFIX, StagedMessage, session_query, stage_claims
-from daemon.store.db import Connection, Store
-from daemon.store.scratch import (
+from memoryd.constants import SESSION_INGESTION_SCORE
+from memoryd.derivations import claim_hash, query_hash
+from memoryd.ingest.corpus import render_line
+from memoryd.ingest.staging import CLAIM_KEY_PREFIX, StagedMessage, session_query, stage_claims
+from memoryd.store.db import Connection, Store
+from memoryd.store.scratch import (
     CandRow,
     Part,
     attach,

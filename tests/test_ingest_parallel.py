@@ -20,25 +20,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths
-from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
-from daemon.errors import OperationFailed
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.ingest import parallel
-from daemon.ingest import sweep as sweep_module
-from daemon.ingest.parallel import plan_tasks, use_workers
-from daemon.ingest.report import IngestReport
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops.erasure import run_erase
-from daemon.retention.needles import VerifySubject
-from daemon.retention.request import EraseRequest
-from daemon.retention.verify import run_verify
-from daemon.sessions.transcript import Carry, export_line
-from daemon.settings import Settings, load_settings
-from daemon.store.scratch import CandRow, ensure_scratch_dir, remove_scratch, scratch_name, write_rows
-from daemon.utf16 import truncate_utf16, utf16_len
+from memoryd.agent_runtime import agent_runtime
+from memoryd.agents import agent_paths
+from memoryd.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
+from memoryd.errors import OperationFailed
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.ingest import parallel
+from memoryd.ingest import sweep as sweep_module
+from memoryd.ingest.parallel import plan_tasks, use_workers
+from memoryd.ingest.report import IngestReport
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops.erasure import run_erase
+from memoryd.retention.needles import VerifySubject
+from memoryd.retention.request import EraseRequest
+from memoryd.retention.verify import run_verify
+from memoryd.sessions.transcript import Carry, export_line
+from memoryd.settings import Settings, load_settings
+from memoryd.store.scratch import CandRow, ensure_scratch_dir, remove_scratch, scratch_name, write_rows
+from memoryd.utf16 import truncate_utf16, utf16_len
 from tests.builders import DAY_MS, Msg, SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL, make_settings
 from tests.ingest_harness import corpus_text
@@ -301,7 +301,7 @@ def test_a_sweep_killed_before_its_merge_leaves_scratch_that_the_next_sweep_remo
         "MEMORYD_FAILPOINT_TRACE": str(trace),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", "main", "--json"],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), "ingest", "--agent", "main", "--json"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -330,7 +330,7 @@ def test_a_sweep_killed_before_its_merge_leaves_scratch_that_the_next_sweep_remo
 
 def run_sweep_cli(config: Path) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", "main", "--json"],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), "ingest", "--agent", "main", "--json"],
         capture_output=True,
         text=True,
         timeout=300,

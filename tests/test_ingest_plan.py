@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from daemon.ingest.plan import ScanAction, excluded_checkpoint_needs_write, file_cap, per_file_cap, plan_scan
-from daemon.sessions.model import Fingerprint
-from daemon.store.checkpoints import Checkpoint
+from memoryd.ingest.plan import ScanAction, excluded_checkpoint_needs_write, file_cap, per_file_cap, plan_scan
+from memoryd.sessions.model import Fingerprint
+from memoryd.store.checkpoints import Checkpoint
 
 
 def checkpoint(**kw: object) -> Checkpoint:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.caches import ProcessCaches
-from daemon.ingest.decided import DecidedListings
-from daemon.ingest.report import IngestReport
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.settings import Settings
-from daemon.store.db import sqlite3
-from daemon.store.tombstones import hashed_session_ref, record_tombstones
+from memoryd.agent_runtime import agent_runtime
+from memoryd.caches import ProcessCaches
+from memoryd.ingest.decided import DecidedListings
+from memoryd.ingest.report import IngestReport
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.settings import Settings
+from memoryd.store.db import sqlite3
+from memoryd.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 
@@ -41,7 +41,7 @@ async def sweep(settings: Settings, redis: Redis) -> IngestReport:
 def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # The source keeps a listing only once sessions.json has been still for a while (its ctime
     # cannot be dated back); these tests do not wait that out.
-    monkeypatch.setattr("daemon.sessions.json_store.LISTING_SETTLED_NS", 0)
+    monkeypatch.setattr("memoryd.sessions.json_store.LISTING_SETTLED_NS", 0)
 
 
 async def idle_listing(settings: Settings, redis: Redis) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.ingest.plan import ScanAction, plan_scan
-from daemon.ingest.scan import Candidate, DayOf, TranscriptScanner
-from daemon.sessions.json_store import JsonSessionSource
-from daemon.sessions.model import SessionInfo
-from daemon.store.checkpoints import Checkpoint
-from daemon.utf16 import truncate_utf16, utf16_key, utf16_len
+from memoryd.ingest.plan import ScanAction, plan_scan
+from memoryd.ingest.scan import Candidate, DayOf, TranscriptScanner
+from memoryd.sessions.json_store import JsonSessionSource
+from memoryd.sessions.model import SessionInfo
+from memoryd.store.checkpoints import Checkpoint
+from memoryd.utf16 import truncate_utf16, utf16_key, utf16_len
 
 ROLES = st.sampled_from(["owner", "stranger", "assistant", "network", "bad"])
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.constants import MAX_QUERY_HASHES
-from daemon.ingest.staging import (
+from memoryd.constants import MAX_QUERY_HASHES
+from memoryd.ingest.staging import (
     StagedMessage,
     claim_hash,
     merge_signals,
@@ -18,8 +18,8 @@ from daemon.ingest.staging import (
     session_query,
     write_staging,
 )
-from daemon.store.db import IntegrityError, Store
-from daemon.store.short_term import encode_row, load_entries
+from memoryd.store.db import IntegrityError, Store
+from memoryd.store.short_term import encode_row, load_entries
 
 
 def message(
@@ -137,6 +137,6 @@ async def test_a_failed_origin_write_leaves_no_staged_entry(tmp_path: Path) -> N
 
 @given(st.text())
 def test_normalize_snippet_is_the_references_trim_and_collapse(text: str) -> None:
-    from daemon.ingest.staging import normalize_snippet
+    from memoryd.ingest.staging import normalize_snippet
 
     assert normalize_snippet(text) == " ".join(text.split())

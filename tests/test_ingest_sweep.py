@@ -11,16 +11,16 @@ import anyio
 import pytest
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.errors import LockTimeout, OperationFailed
-from daemon.failpoints import on_failpoint
-from daemon.ingest import sweep as sweep_module
-from daemon.ingest.report import IngestReport
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.lock import WorkspaceLock
-from daemon.settings import Settings
-from daemon.store.checkpoints import load_checkpoints
-from daemon.store.tombstones import hashed_session_ref, record_tombstones
+from memoryd.agent_runtime import agent_runtime
+from memoryd.errors import LockTimeout, OperationFailed
+from memoryd.failpoints import on_failpoint
+from memoryd.ingest import sweep as sweep_module
+from memoryd.ingest.report import IngestReport
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.lock import WorkspaceLock
+from memoryd.settings import Settings
+from memoryd.store.checkpoints import load_checkpoints
+from memoryd.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.ingest_harness import FifoWatch, corpus_text, make_fifo

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 from tests.daemon_harness import REPO, cleanup_redis, host_record, start_daemon, stop_cleanly
@@ -58,7 +58,7 @@ def test_until_done_draws_a_progress_bar_on_a_terminal(config: Path) -> None:
     primary, secondary = os.openpty()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", "main"]
+            [sys.executable, "-m", "memoryd.cli", "--config", str(config), "ingest", "--agent", "main"]
             + ["--until-done"],
             cwd=REPO,
             env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "TERM": "xterm"},

@@ -11,13 +11,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.constants import HEARTBEATS_KEY, REQUEST_KEY, WORKER_ALIVE_KEY, WORKERS_KEY
-from daemon.forget.request import ForgetRequest
-from daemon.lock import WorkspaceLock
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import route_value
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
+from memoryd.constants import HEARTBEATS_KEY, REQUEST_KEY, WORKER_ALIVE_KEY, WORKERS_KEY
+from memoryd.forget.request import ForgetRequest
+from memoryd.lock import WorkspaceLock
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import route_value
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import (
     DaemonProcess,
@@ -129,7 +129,7 @@ async def test_a_request_sent_again_while_its_only_worker_is_dead_gets_a_new_run
 
 
 def test_which_workers_are_dead():
-    from daemon.runtime.interrupted import WorkerRecord, dead_workers
+    from memoryd.runtime.interrupted import WorkerRecord, dead_workers
 
     records = [
         WorkerRecord("me", "n1", 10),

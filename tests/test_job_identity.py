@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, REQUEST_KEY
-from daemon.errors import UsageError
-from daemon.ops import forget as forget_op
-from daemon.ops.registry import OPS
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import parse_route, route_value
-from daemon.runtime.wire import (
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, REQUEST_KEY
+from memoryd.errors import UsageError
+from memoryd.ops import forget as forget_op
+from memoryd.ops.registry import OPS
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import parse_route, route_value
+from memoryd.runtime.wire import (
     LIVE,
     OTHER,
     RANDOM,
@@ -212,7 +212,7 @@ def test_any_other_tools_job_id_parses_without_error(job_id):
 
 
 def test_the_request_record_holds_no_payload_text():
-    from daemon.runtime.wire import request_fingerprint
+    from memoryd.runtime.wire import request_fingerprint
 
     payload = {"agent": AGENT, "sessions": ["s-secret-session"]}
     fingerprint = request_fingerprint("r-1", "forget", payload)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.retention.literals import MIN_CHARS, literal_set, non_overlapping
-from daemon.retention.needles import ID_WORD_CHARS, VerifySubject, compile_needles
+from memoryd.retention.literals import MIN_CHARS, literal_set, non_overlapping
+from memoryd.retention.needles import ID_WORD_CHARS, VerifySubject, compile_needles
 
 # A small alphabet, so literals share grams and heads and text repeats them.
 ALPHABET = "ab cİK\u00e9"

@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.index.plan import IndexedSource, plan_sync
-from daemon.index.sources import FileStat, SessionRef
-from daemon.index.sync import run_index_sync
-from daemon.ingest.live_hints import LiveHints
-from daemon.ops import forget as forget_op
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.watch import changed_sessions
-from daemon.runtime.wire import queue_name
-from daemon.settings import Settings
-from daemon.store.index_sources import all_sources
+from memoryd.agent_runtime import agent_runtime
+from memoryd.index.plan import IndexedSource, plan_sync
+from memoryd.index.sources import FileStat, SessionRef
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.live_hints import LiveHints
+from memoryd.ops import forget as forget_op
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.watch import changed_sessions
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import Settings
+from memoryd.store.index_sources import all_sources
 from tests.builders import SessionStoreBuilder, exchange
 from tests.conftest import index_settings
 from tests.daemon_harness import cleanup_redis
@@ -112,7 +112,7 @@ def world(settings: Settings, store_builder: SessionStoreBuilder, redis_url: str
 
 @pytest.fixture
 def hints() -> LiveHints:
-    """The worker's hints, as the service puts them in its context (daemon.runtime.jobs.LIVE_HINTS)."""
+    """The worker's hints, as the service puts them in its context (memoryd.runtime.jobs.LIVE_HINTS)."""
     return LiveHints()
 
 
@@ -176,8 +176,8 @@ async def test_a_live_index_sync_indexes_the_considered_sessions_and_keeps_the_o
 async def test_a_live_index_sync_leaves_the_stale_mark_of_work_it_did_not_look_at(
     redis, tmp_path, sessions_root, store_builder, unique
 ) -> None:
-    from daemon.index.reset import RESET_REASON, reset_index
-    from daemon.store.index_state import read_dirty
+    from memoryd.index.reset import RESET_REASON, reset_index
+    from memoryd.store.index_state import read_dirty
 
     settings = index_settings(tmp_path, sessions_root, unique, sources=["memory", "sessions"])
     store_builder.add("agent:main:one", "s-one", exchange("orchard"), chatType="direct")
@@ -195,13 +195,13 @@ async def test_a_live_index_sync_leaves_the_stale_mark_of_work_it_did_not_look_a
 
 def test_the_hints_live_in_the_workers_context_not_in_a_module_global() -> None:
     """Two services in one process (tests, tools) keep their own hints: the module holds none."""
-    from daemon.ingest import live_hints
-    from daemon.runtime.service import Service
+    from memoryd.ingest import live_hints
+    from memoryd.runtime.service import Service
 
     assert not [name for name, value in vars(live_hints).items() if isinstance(value, LiveHints)]
     settings = Settings()
     one, two = Service(settings, None), Service(settings, None)
-    from daemon.runtime.jobs import LIVE_HINTS
+    from memoryd.runtime.jobs import LIVE_HINTS
 
     assert one.ctx[LIVE_HINTS] is one.hints and two.ctx[LIVE_HINTS] is two.hints
     assert one.hints is not two.hints

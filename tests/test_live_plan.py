@@ -7,8 +7,8 @@ import os
 
 import anyio
 
-from daemon.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_agents
-from daemon.runtime.watch import content_changed
+from memoryd.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_agents
+from memoryd.runtime.watch import content_changed
 
 
 def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
@@ -81,7 +81,7 @@ def test_a_readers_empty_wal_coming_and_going_is_not_content(tmp_path) -> None:
 
 
 def test_a_watch_error_names_the_watched_directory_never_a_file_in_it(tmp_path) -> None:
-    from daemon.runtime.watch import watch_error_line
+    from memoryd.runtime.watch import watch_error_line
 
     d = tmp_path / "agents" / "main" / "sessions"
     exc = RuntimeError(f'Permission denied (os error 13) about ["{d}/sid-secret.jsonl", "{d}"]\nmore')

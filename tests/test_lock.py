@@ -10,10 +10,10 @@ import anyio
 import pytest
 from redis.asyncio import Redis
 
-from daemon.errors import FencedOut, LockLost, LockTimeout
-from daemon.lock import WorkspaceLock
-from daemon.store.db import Store
-from daemon.store.migrate import AGENT
+from memoryd.errors import FencedOut, LockLost, LockTimeout
+from memoryd.lock import WorkspaceLock
+from memoryd.store.db import Store
+from memoryd.store.migrate import AGENT
 
 
 async def test_two_holders_never_overlap(redis: Redis, tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ async def test_fence_survives_a_redis_counter_reset(redis: Redis, tmp_path: Path
 async def test_an_acquisition_that_finds_the_lock_held_reaches_lock_wait_once(
     redis: Redis, tmp_path: Path
 ) -> None:
-    from daemon.failpoints import on_failpoint
+    from memoryd.failpoints import on_failpoint
 
     held, release, waiting = anyio.Event(), anyio.Event(), anyio.Event()
     reached: list[int] = []

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.sessions.json_text import loads
+from memoryd.sessions.json_text import loads
 from tests.builders import Msg, SessionStoreBuilder, exchange
 from tests.daemon_harness import run_cli, write_config
 

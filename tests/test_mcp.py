@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from daemon.agent_runtime import agent_runtime
+from memoryd.agent_runtime import agent_runtime
 from tests.daemon_harness import REPO, DaemonProcess, NotifySocket, cleanup_redis, stop_cleanly, write_config
 from tests.recall_world import AGENT, ANN_DIRECT, BEN_DIRECT, GROUP, build_world, ingest_and_index
 
@@ -43,7 +43,7 @@ def _stdio(config: Path, *args: str) -> Client:
     return Client(
         StdioServerParameters(
             command=sys.executable,
-            args=["-m", "daemon.cli", "--config", str(config), "mcp", "--agent", AGENT, *args],
+            args=["-m", "memoryd.cli", "--config", str(config), "mcp", "--agent", AGENT, *args],
             env={**os.environ, "PYTHONPATH": str(REPO)},
             cwd=str(REPO),
         )
@@ -147,7 +147,7 @@ def _start_http(config: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
         [
             sys.executable,
             "-m",
-            "daemon.cli",
+            "memoryd.cli",
             "--config",
             str(config),
             "mcp",
@@ -171,7 +171,7 @@ async def test_http_on_loopback_serves_the_tools_and_a_token_is_required_elsewhe
     tmp_path, sessions_root, unique, redis
 ) -> None:
     config = await _config(tmp_path, sessions_root, unique, redis)
-    base = [sys.executable, "-m", "daemon.cli", "--config", str(config), "mcp", "--agent", AGENT, "--http"]
+    base = [sys.executable, "-m", "memoryd.cli", "--config", str(config), "mcp", "--agent", AGENT, "--http"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     refused = await anyio.run_process([*base, "--listen", "0.0.0.0:0"], cwd=REPO, env=env, check=False)
     assert refused.returncode == 2, refused

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon.store import migrate
-from daemon.store.db import OperationalError, Store, sqlite3
-from daemon.store.migrate import (
+from memoryd.store import migrate
+from memoryd.store.db import OperationalError, Store, sqlite3
+from memoryd.store.migrate import (
     AGENT,
     RETENTION,
     Schema,
@@ -98,7 +98,7 @@ def _at_step(path: Path, schema: Schema, version: int):
 
 
 def test_released_steps_are_never_edited() -> None:
-    folder = resources.files("daemon.store").joinpath("migrations")
+    folder = resources.files("memoryd.store").joinpath("migrations")
     found = {
         f"{schema}/{step.file_name}": hashlib.sha256(
             folder.joinpath(schema, step.file_name).read_bytes()
@@ -305,7 +305,7 @@ def test_a_command_on_an_outdated_store_prints_one_line_and_no_traceback(
     )
     env = {**os.environ, "MEMORYD_CONFIG": str(config)}
     result = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", *command], capture_output=True, text=True, env=env, cwd=ROOT
+        [sys.executable, "-m", "memoryd.cli", *command], capture_output=True, text=True, env=env, cwd=ROOT
     )
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("memoryd: error: "), result.stderr

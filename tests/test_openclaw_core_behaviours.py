@@ -8,13 +8,13 @@ import sqlite3
 
 import pytest
 
-from daemon.agents import agent_paths
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.store.index_state import current_revision
-from daemon.store.origins import EntryOrigin, record_origins
-from daemon.store.tombstones import list_tombstones, record_tombstones
+from memoryd.agents import agent_paths
+from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.store.index_state import current_revision
+from memoryd.store.origins import EntryOrigin, record_origins
+from memoryd.store.tombstones import list_tombstones, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime
@@ -304,7 +304,7 @@ async def test_f07_forgetting_a_backfilled_session_removes_its_staged_entry(
 async def test_b04_a_session_forgotten_while_backfill_prepares_is_not_staged(
     tmp_path, sessions_root, unique, redis, monkeypatch
 ):
-    import daemon.dreaming.backfill as backfill
+    import memoryd.dreaming.backfill as backfill
 
     b = SessionStoreBuilder(sessions_root, "main")
     b.add("agent:main:main", "source", [Msg("user", "The source session holds this durable note.", ts=JAN_2)])
@@ -336,7 +336,7 @@ async def test_b04_a_session_forgotten_while_backfill_prepares_is_not_staged(
 
 
 def test_c04_c05_session_sections_and_traceable_highlights_go_without_a_refusal():
-    from daemon.forget.scrub import Selection, has_history_highlights, scrub_memory
+    from memoryd.forget.scrub import Selection, has_history_highlights, scrub_memory
 
     sel = Selection(
         "main", frozenset({"target"}), frozenset(), ("User: Please remember violet-mongoose-42.",)
@@ -358,7 +358,7 @@ async def test_f04_a_memory_rewrite_that_fails_mid_write_leaves_the_file_whole(
 ):
     import errno
 
-    import daemon.fileio as fileio
+    import memoryd.fileio as fileio
 
     world = await ForgetWorld(settings, sessions_root).build()
     real_fsync = os.fsync
@@ -376,8 +376,8 @@ async def test_f04_a_memory_rewrite_that_fails_mid_write_leaves_the_file_whole(
 
 
 async def test_o05_o06_supersede_rekeys_lineage_and_a_rollback_removes_only_what_it_reserved(settings, redis):
-    from daemon.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
-    from daemon.store.origins import delete_origin_rows
+    from memoryd.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
+    from memoryd.store.origins import delete_origin_rows
 
     def origins(conn):
         return conn.execute(
@@ -415,8 +415,8 @@ async def test_o04_a_merge_unions_origins_and_keeps_the_parents_rows_while_its_s
     """Differs by design: the reference retires the parent key's origin rows; memoryd keeps them
     while the parent's staged entry (promoted, merged away from MEMORY.md) still exists, because
     forgetting the parent's session must still find that entry (docs/openclaw-parity.md)."""
-    from daemon.dreaming.promote import run_promote
-    from daemon.store.short_term import load_entries
+    from memoryd.dreaming.promote import run_promote
+    from memoryd.store.short_term import load_entries
     from tests.consolidation_kit import ModelServer, honest_model, seed_mergeable, with_model
     from tests.dream_kit import OPEN_GATES, origin_sessions
 

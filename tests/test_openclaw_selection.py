@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths, list_agents
-from daemon.forget.report import ForgetReport
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
-from daemon.sessions.json_store import JsonSessionSource
-from daemon.sessions.openclaw_store import OpenClawSessionSource
-from daemon.sessions.source import session_source_for
-from daemon.settings import ExcludeSessions
+from memoryd.agent_runtime import agent_runtime
+from memoryd.agents import agent_paths, list_agents
+from memoryd.forget.report import ForgetReport
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.sessions.admission import AdmissionPolicy, admission_reason
+from memoryd.sessions.json_store import JsonSessionSource
+from memoryd.sessions.openclaw_store import OpenClawSessionSource
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import ExcludeSessions
 from tests.conftest import make_settings
 from tests.openclaw_fixture import (
     HOUR_MS,
@@ -212,7 +212,7 @@ def test_memoryd_state_stays_under_state_dir_and_the_openclaw_directory_is_untou
 
 
 async def test_a_preview_reads_the_selected_transcripts_with_one_snapshot_each_and_a_fixed_few_more(tmp_path):
-    from daemon.forget.run import run_forget
+    from memoryd.forget.run import run_forget
     from tests.builders import Msg
 
     root = tmp_path / "openclaw"
@@ -279,8 +279,8 @@ SELECTABLE_CASES = [
 
 @pytest.mark.parametrize(("refs", "actors", "hooks"), SELECTABLE_CASES)
 def test_the_selectable_windows_select_what_the_whole_listing_selects(odd_agent, refs, actors, hooks):
-    from daemon.forget.select import Selectors, select_sessions
-    from daemon.forget.snapshot import SessionCatalog
+    from memoryd.forget.select import Selectors, select_sessions
+    from memoryd.forget.snapshot import SessionCatalog
 
     src = OpenClawSessionSource("main", odd_agent.path)
     archives = tuple(src.list_archives())
@@ -316,7 +316,7 @@ def test_a_participant_selection_lists_only_its_windows_and_the_internal_ones(tm
 
 
 async def test_a_participant_preview_never_lists_every_window(tmp_path):
-    from daemon.forget.run import run_forget
+    from memoryd.forget.run import run_forget
     from tests.builders import Msg
 
     root = tmp_path / "openclaw"

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import zstandard
 
-from daemon.errors import SourceChanged
-from daemon.sessions.model import OversizedLine, SessionInfo
-from daemon.sessions.openclaw_store import OpenClawSessionSource
-from daemon.sessions.transcript import SKIP_MALFORMED, SKIP_OVERSIZED, iter_exported
-from daemon.store.db import sqlite3
+from memoryd.errors import SourceChanged
+from memoryd.sessions.model import OversizedLine, SessionInfo
+from memoryd.sessions.openclaw_store import OpenClawSessionSource
+from memoryd.sessions.transcript import SKIP_MALFORMED, SKIP_OVERSIZED, iter_exported
+from memoryd.store.db import sqlite3
 from tests.builders import Msg
 from tests.openclaw_fixture import (
     HOUR_MS,

@@ -7,13 +7,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from daemon.agent_runtime import agent_runtime
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.sessions.openclaw_store import OpenClawSessionSource
+from memoryd.agent_runtime import agent_runtime
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.index.search import run_search
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.sessions.openclaw_store import OpenClawSessionSource
 from tests.builders import Msg
 from tests.conftest import make_settings
 from tests.openclaw_fixture import OpenClawDbBuilder, populate, sid

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from daemon.cli import main
-from daemon.constants import MAX_PAYLOAD_BYTES, MAX_SELECTORS
-from daemon.errors import JobPayloadError
-from daemon.ops.registry import OPS, op_named
+from memoryd.cli import main
+from memoryd.constants import MAX_PAYLOAD_BYTES, MAX_SELECTORS
+from memoryd.errors import JobPayloadError
+from memoryd.ops.registry import OPS, op_named
 
 # A payload each op accepts; the tests change one field of it.
 VALID: dict[str, dict[str, Any]] = {

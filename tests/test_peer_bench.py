@@ -103,11 +103,11 @@ def test_memoryd_is_measured_from_compiled_bytecode() -> None:
     import importlib.util
     from pathlib import Path
 
-    import daemon
+    import memoryd
     from bench.peer.memoryd_side import compile_bytecode
 
     compile_bytecode()
-    for module in Path(daemon.__file__).parent.rglob("*.py"):
+    for module in Path(memoryd.__file__).parent.rglob("*.py"):
         assert Path(importlib.util.cache_from_source(str(module))).exists(), module
 
 

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
-from daemon.ops import forget as forget_op
-from daemon.ops.execute import run_locally
-from daemon.ops.registry import OPS
-from daemon.redis_values import PURGE_FAMILIES
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import route_value
-from daemon.runtime.wire import queue_name
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from memoryd.ops import forget as forget_op
+from memoryd.ops.execute import run_locally
+from memoryd.ops.registry import OPS
+from memoryd.redis_values import PURGE_FAMILIES
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import route_value
+from memoryd.runtime.wire import queue_name
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis, forgotten, run_cli, write_config
 from tests.worker_harness import run_jobs
@@ -70,13 +70,13 @@ async def test_a_forget_does_not_delete_a_queued_forget_naming_the_same_session(
 
 
 def _purge_by_text(redis, needle: str):
-    from daemon.redis_values import purge_naming
+    from memoryd.redis_values import purge_naming
 
     return purge_naming(redis, lambda v: needle in v)
 
 
 def _purge_by_bytes(redis, needle: str):
-    from daemon.retention.redis_bytes import purge_naming_bytes
+    from memoryd.retention.redis_bytes import purge_naming_bytes
 
     return purge_naming_bytes(redis, lambda v: needle.encode() in v)
 
@@ -121,7 +121,7 @@ json_values = st.recursive(
     record=json_values | st.dictionaries(st.just("f"), json_values | st.sampled_from(sorted(PURGE_FAMILIES)))
 )
 def test_any_json_record_is_a_pending_purge_only_when_its_function_is_a_purge_family(record) -> None:
-    from daemon.redis_values import is_pending_purge
+    from memoryd.redis_values import is_pending_purge
 
     expected = isinstance(record, dict) and isinstance(record.get("f"), str) and record["f"] in PURGE_FAMILIES
     assert is_pending_purge(b"arq:job:x", [orjson.dumps(record)]) is expected
@@ -215,7 +215,7 @@ async def test_a_purge_waiting_on_a_stopped_host_shows_in_jobs_and_status(
 
 
 def test_only_queues_of_hosts_not_alive_with_purges_are_stalled():
-    from daemon.runtime.stalled import stalled
+    from memoryd.runtime.stalled import stalled
 
     now = 1_000_000.0
     queues = {
@@ -236,7 +236,7 @@ async def test_the_verifiers_scan_leaves_out_a_pending_purge_and_sees_any_other_
 ):
     """A queued forget naming an erased subject's session must stay (it is still to run) and is
     not residue; a queued sweep naming it is."""
-    from daemon.redis_values import scan_values
+    from memoryd.redis_values import scan_values
 
     needle = f"sess-{unique}"
     keys = {}

@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import DaemonProcess, NotifySocket, cleanup_redis, run_cli, write_config
 from tests.polling import until

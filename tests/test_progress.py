@@ -36,7 +36,7 @@ def run_on_terminal(config: Path, *args: str) -> tuple[int, str, str]:
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "TERM": "xterm"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), *args],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -70,7 +70,7 @@ def test_ingest_and_index_on_a_terminal_show_their_rates(config: Path) -> None:
 def test_on_a_pipe_nothing_is_drawn(config: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), "ingest", "--agent", "main"],
+        [sys.executable, "-m", "memoryd.cli", "--config", str(config), "ingest", "--agent", "main"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.dreaming.promote import prepare_promotion, publish_promotion, run_promote
-from daemon.errors import UsageError
-from daemon.failpoints import ENV_VAR, FailpointTriggered
-from daemon.fileio import sha256_hex
-from daemon.markers import promotion_keys_in
-from daemon.store.tombstones import record_tombstones
+from memoryd.dreaming.promote import prepare_promotion, publish_promotion, run_promote
+from memoryd.errors import UsageError
+from memoryd.failpoints import ENV_VAR, FailpointTriggered
+from memoryd.fileio import sha256_hex
+from memoryd.markers import promotion_keys_in
+from memoryd.store.tombstones import record_tombstones
 from tests.dream_kit import NOW_MS, OPEN_GATES, Stager, origin_sessions, runtime, stage
 
 
@@ -266,7 +266,7 @@ async def test_promote_explain_gives_the_verdict_the_score_parts_and_each_gate(
 
     import anyio
 
-    from daemon.cli import main as cli_main
+    from memoryd.cli import main as cli_main
 
     async def main(args: list[str]) -> int:  # the CLI runs its own event loop
         return await anyio.to_thread.run_sync(cli_main, args)

@@ -4,10 +4,10 @@ MemorydPurgeFailing)."""
 
 from __future__ import annotations
 
-from daemon.runtime import metrics
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.wire import queue_name
-from daemon.settings import Settings
+from memoryd.runtime import metrics
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import Settings
 from tests.builders import SessionStoreBuilder, conversation
 from tests.worker_harness import run_jobs
 

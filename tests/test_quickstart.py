@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis as redis_sync
 
-from daemon.runtime.hosts import parse_route
+from memoryd.runtime.hosts import parse_route
 from tests.daemon_harness import cleanup_redis
 
 ROOT = Path(__file__).resolve().parent.parent

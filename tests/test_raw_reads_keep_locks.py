@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from daemon.retention.needles import VerifySubject, compile_needles
-from daemon.retention.raw_bytes import raw_hits
-from daemon.store.engine import sqlite3
-from daemon.store.raw_files import is_sqlite_file, read_outside
+from memoryd.retention.needles import VerifySubject, compile_needles
+from memoryd.retention.raw_bytes import raw_hits
+from memoryd.store.engine import sqlite3
+from memoryd.store.raw_files import is_sqlite_file, read_outside
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = (
-    "import sys; from daemon.store.engine import sqlite3; "
+    "import sys; from memoryd.store.engine import sqlite3; "
     "c = sqlite3.connect(sys.argv[1], timeout=0); "
     "print(c.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()[0])"
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -9,10 +9,10 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.agent_runtime import agent_runtime
-from daemon.index.recall_scope import HitLineage, visible_to
-from daemon.index.search import run_search
-from daemon.store.tombstones import record_tombstones
+from memoryd.agent_runtime import agent_runtime
+from memoryd.index.recall_scope import HitLineage, visible_to
+from memoryd.index.search import run_search
+from memoryd.store.tombstones import record_tombstones
 from tests.recall_world import AGENT, ANN_DIRECT, BEN_DIRECT, GROUP, build_world, ingest_and_index
 
 QUERIES = ("quince", "walnut", "marigold picnic", "lantern", "savings account", "allergy")

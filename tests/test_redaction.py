@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.dreaming.consolidation import ConsolidationRejected, call_model
-from daemon.redaction import redact_text, redact_url
-from daemon.settings import load_settings
+from memoryd.dreaming.consolidation import ConsolidationRejected, call_model
+from memoryd.redaction import redact_text, redact_url
+from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, exchange
 from tests.daemon_harness import run_cli, write_config
 from tests.local_http import JsonEndpoint

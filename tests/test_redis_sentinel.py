@@ -12,13 +12,13 @@ import anyio
 import pytest
 from redis.exceptions import RedisError
 
-from daemon.errors import ConfigError, OperationFailed
-from daemon.ops import erase as erase_op
-from daemon.ops import forget as forget_op
-from daemon.redis_sentinel_url import SentinelAddress, parse_sentinel_url
-from daemon.runtime.client import EnqueuedJob, MemorydClient
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
+from memoryd.errors import ConfigError, OperationFailed
+from memoryd.ops import erase as erase_op
+from memoryd.ops import forget as forget_op
+from memoryd.redis_sentinel_url import SentinelAddress, parse_sentinel_url
+from memoryd.runtime.client import EnqueuedJob, MemorydClient
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
 from tests import redis_servers
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis, forgotten, start_daemon, stop_cleanly

@@ -12,10 +12,10 @@ import pytest
 import redis as sync_redis
 from redis.exceptions import NoPermissionError
 
-from daemon.constants import AGENT_OWNER_KEY, FENCE_KEY, HEARTBEATS_KEY, HOST_KEY, LOCK_KEY
-from daemon.errors import ConfigError
-from daemon.redis_conn import connect_redis
-from daemon.settings import load_settings
+from memoryd.constants import AGENT_OWNER_KEY, FENCE_KEY, HEARTBEATS_KEY, HOST_KEY, LOCK_KEY
+from memoryd.errors import ConfigError
+from memoryd.redis_conn import connect_redis
+from memoryd.settings import load_settings
 from tests import redis_servers
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import forgotten, run_cli, start_daemon, stop_cleanly

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from daemon.redis_values import VALUE_CAP_BYTES, purge_values, scan_values
+from memoryd.redis_values import VALUE_CAP_BYTES, purge_values, scan_values
 from tests.conftest import REDIS_URL
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.utf16 import locale_key
+from memoryd.utf16 import locale_key
 
 ASCII = "".join(chr(c) for c in range(0x20, 0x7F))
 

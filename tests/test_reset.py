@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 

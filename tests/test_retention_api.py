@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from daemon.cli import main
-from daemon.constants import DAY_MS, TOMBSTONE_REF_PREFIX
-from daemon.errors import RefusedError, UsageError
-from daemon.retention import api
-from daemon.retention.content import content_hash
-from daemon.retention.state import retention_db_path
-from daemon.sessions.model import Participant, SessionInfo
+from memoryd.cli import main
+from memoryd.constants import DAY_MS, TOMBSTONE_REF_PREFIX
+from memoryd.errors import RefusedError, UsageError
+from memoryd.retention import api
+from memoryd.retention.content import content_hash
+from memoryd.retention.state import retention_db_path
+from memoryd.sessions.model import Participant, SessionInfo
 from tests.conftest import make_settings
 
 T0 = 1_790_000_000_000 + 12_345  # a sub-day instant

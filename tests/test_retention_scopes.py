@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.constants import DAY_MS
-from daemon.errors import UsageError
-from daemon.retention.expire import plan_expiry
-from daemon.retention.mapping import session_scope
-from daemon.retention.plan import ErasureSnapshot, SessionTarget, plan_erasure
-from daemon.retention.scopes import (
+from memoryd.constants import DAY_MS
+from memoryd.errors import UsageError
+from memoryd.retention.expire import plan_expiry
+from memoryd.retention.mapping import session_scope
+from memoryd.retention.plan import ErasureSnapshot, SessionTarget, plan_erasure
+from memoryd.retention.scopes import (
     Scope,
     covering,
     decide_expiry,
@@ -19,8 +19,8 @@ from daemon.retention.scopes import (
     is_within,
     parse_scope,
 )
-from daemon.sessions.model import Participant, SessionInfo
-from daemon.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow, subtree_bounds
+from memoryd.sessions.model import Participant, SessionInfo
+from memoryd.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow, subtree_bounds
 
 component = st.text(
     st.characters(min_codepoint=33, max_codepoint=0x2FFF, blacklist_categories=("Cc", "Cs")),

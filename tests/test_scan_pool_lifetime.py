@@ -18,7 +18,7 @@ import pytest
 
 OWNER = """
 import sys, time
-from daemon.ingest import parallel
+from memoryd.ingest import parallel
 from multiprocessing import forkserver
 pool = parallel.scan_pool(2)
 list(pool.map(abs, [-1, -2, -3, -4]))  # the workers are up

@@ -11,17 +11,17 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from daemon.agent_runtime import agent_runtime
-from daemon.commands import CliState
-from daemon.commands.index import register
-from daemon.errors import UsageError
-from daemon.index.embedder import HashingEmbedder
-from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
-from daemon.index.vectors import nearest, to_blob
-from daemon.store.db import Store
-from daemon.store.origins import EntryOrigin, record_origins
-from daemon.store.tombstones import record_tombstones
+from memoryd.agent_runtime import agent_runtime
+from memoryd.commands import CliState
+from memoryd.commands.index import register
+from memoryd.errors import UsageError
+from memoryd.index.embedder import HashingEmbedder
+from memoryd.index.search import run_search
+from memoryd.index.sync import run_index_sync
+from memoryd.index.vectors import nearest, to_blob
+from memoryd.store.db import Store
+from memoryd.store.origins import EntryOrigin, record_origins
+from memoryd.store.tombstones import record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import index_settings
 
@@ -126,7 +126,7 @@ async def test_search_reports_stale_when_the_index_lags_the_files(
 async def test_a_very_common_query_ranks_a_bounded_candidate_set(
     redis, tmp_path, sessions_root, unique, monkeypatch
 ) -> None:
-    import daemon.index.search as search
+    import memoryd.index.search as search
 
     monkeypatch.setattr(search, "FTS_CANDIDATE_CAP", 50)
     settings = index_settings(tmp_path, sessions_root, unique, chunk_tokens=16, chunk_overlap=0)
@@ -207,8 +207,8 @@ def test_the_plain_search_report_is_the_models_json() -> None:
     # is the model's. Both must give the same JSON, byte for byte, keys in the same order.
     from dataclasses import fields
 
-    from daemon.index import report as models
-    from daemon.index import search_report as plain
+    from memoryd.index import report as models
+    from memoryd.index import search_report as plain
 
     for name in ("SearchReport", "SearchHit", "HitProvenance", "HitSession", "EntryReport"):
         model = getattr(models, name)
@@ -242,8 +242,8 @@ def test_the_plain_search_report_is_the_models_json() -> None:
 
 
 def test_the_shown_text_is_the_part_that_matched_not_the_chunks_head() -> None:
-    from daemon.constants import SEARCH_SNIPPET_MAX_CHARS
-    from daemon.index.snippet import matched_snippet
+    from memoryd.constants import SEARCH_SNIPPET_MAX_CHARS
+    from memoryd.index.snippet import matched_snippet
 
     filler = " ".join(f"filler{i}" for i in range(400))
     text = f"{filler} the zephyr valve is replaced. {filler}"

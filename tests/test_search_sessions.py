@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.index.search import run_search
-from daemon.index.sync import run_index_sync
-from daemon.sessions.openclaw_store import OpenClawSessionSource
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.index.search import run_search
+from memoryd.index.sync import run_index_sync
+from memoryd.sessions.openclaw_store import OpenClawSessionSource
 from tests.builders import Msg
 from tests.conftest import index_settings
 from tests.openclaw_fixture import OpenClawDbBuilder
@@ -150,8 +150,8 @@ async def test_a_backfill_preview_reads_every_transcript_from_one_snapshot(
 ) -> None:
     """Backfill scans every admitted session's transcript: one snapshot of OpenClaw's database
     for all of them, not a connection each, and the same messages found."""
-    from daemon.dreaming.backfill import run_backfill
-    from daemon.dreaming.backfill_request import BackfillRequest
+    from memoryd.dreaming.backfill import run_backfill
+    from memoryd.dreaming.backfill_request import BackfillRequest
 
     opened: dict[int, int] = {}
     for n in (8, 80):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.dreaming.backfill import BackfillRequest, run_backfill
-from daemon.dreaming.sweep import run_dreaming
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.retention import api
+from memoryd.dreaming.backfill import BackfillRequest, run_backfill
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.retention import api
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime

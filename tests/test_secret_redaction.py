@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.constants import SNIPPET_MAX_CHARS
-from daemon.sessions.redact import MASK, redact_secrets
-from daemon.sessions.transcript import Carry, collapse_ws, export_line
+from memoryd.constants import SNIPPET_MAX_CHARS
+from memoryd.sessions.redact import MASK, redact_secrets
+from memoryd.sessions.transcript import Carry, collapse_ws, export_line
 from tests.secret_corpus import NEAR_MISSES, SECRETS
 
 
@@ -117,7 +117,7 @@ def test_ordinary_text_is_never_changed(words) -> None:
 def test_the_verifier_looks_for_a_message_as_it_was_stored_masked() -> None:
     # A forgotten message that held a credential was stored masked; its stored form is what a
     # purge must remove, so the verifier's needles include it.
-    from daemon.retention.needles import VerifySubject, compile_needles
+    from memoryd.retention.needles import VerifySubject, compile_needles
 
     said = "OPENAI_API_KEY=sk-Zq8vN3rT5wY7uK1mP9sL2dF4gH6jA0cX is the harbour deploy key"
     needles = compile_needles(VerifySubject(contents=(said,)))

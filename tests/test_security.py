@@ -14,22 +14,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.agent_runtime import agent_runtime
-from daemon.dreaming.promote import run_promote
-from daemon.dreaming.rank import PromotionGates
-from daemon.dreaming.sweep import run_dreaming
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import run_forget
-from daemon.index.sync import run_index_sync
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import forget as forget_op
-from daemon.redis_conn import redact_url
-from daemon.runtime import metrics
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.service import check_state_dir
-from daemon.runtime.wire import deserialize, queue_name, serialize
-from daemon.runtime.worker import worker_kwargs
-from daemon.settings import load_settings
+from memoryd.agent_runtime import agent_runtime
+from memoryd.dreaming.promote import run_promote
+from memoryd.dreaming.rank import PromotionGates
+from memoryd.dreaming.sweep import run_dreaming
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import run_forget
+from memoryd.index.sync import run_index_sync
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import forget as forget_op
+from memoryd.redis_conn import redact_url
+from memoryd.runtime import metrics
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.service import check_state_dir
+from memoryd.runtime.wire import deserialize, queue_name, serialize
+from memoryd.runtime.worker import worker_kwargs
+from memoryd.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis, start_daemon
@@ -201,9 +201,9 @@ async def test_the_daemon_log_holds_no_memory_content_and_no_subject_ids(tmp_pat
 
 @pytest.mark.parametrize("bad", ["redis://u:hunter2@127.0.0.1:1/0", "redis://127.0.0.1:1/0?password=hunter2"])
 async def test_an_unreachable_redis_error_names_the_url_without_its_password(bad):
-    from daemon.errors import OperationFailed
-    from daemon.redis_conn import connect_redis
-    from daemon.settings import load_settings
+    from memoryd.errors import OperationFailed
+    from memoryd.redis_conn import connect_redis
+    from memoryd.settings import load_settings
 
     with pytest.raises(OperationFailed) as err:
         await connect_redis(load_settings(None, redis_url=bad))

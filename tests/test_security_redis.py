@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from daemon.errors import OperationFailed
-from daemon.lock import WorkspaceLock
-from daemon.ops import forget as forget_op
-from daemon.redis_conn import connect_redis
-from daemon.runtime.client import MemorydClient
-from daemon.settings import load_settings
+from memoryd.errors import OperationFailed
+from memoryd.lock import WorkspaceLock
+from memoryd.ops import forget as forget_op
+from memoryd.redis_conn import connect_redis
+from memoryd.runtime.client import MemorydClient
+from memoryd.settings import load_settings
 from tools.chaos import PrivateRedis
 
 FORGET = forget_op.OP.name
@@ -260,7 +260,7 @@ def test_a_daemon_whose_acl_user_cannot_register_refuses_to_start_with_one_line(
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("NOTIFY_SOCKET", None)
         done = subprocess.run(
-            [sys.executable, "-m", "daemon.cli", "--config", str(config), "run"],
+            [sys.executable, "-m", "memoryd.cli", "--config", str(config), "run"],
             cwd=REPO,
             env=env,
             capture_output=True,

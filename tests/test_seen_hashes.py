@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.store.db import Store
-from daemon.store.seen_hashes import add_seen, seen_among
+from memoryd.store.db import Store
+from memoryd.store.seen_hashes import add_seen, seen_among
 
 
 async def test_seen_among_finds_the_pairs_already_stored_whatever_scopes_are_asked(tmp_path: Path) -> None:

@@ -13,15 +13,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.agent_runtime import agent_runtime
-from daemon.forget.refs import references_session
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.ids import session_id_problem, session_reference_problem
-from daemon.ingest.checkpoints import seen_scope, state_key
-from daemon.ingest.corpus import render_line
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.sessions.admission import CHECKPOINT_TWIN_RE
+from memoryd.agent_runtime import agent_runtime
+from memoryd.forget.refs import references_session
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.ids import session_id_problem, session_reference_problem
+from memoryd.ingest.checkpoints import seen_scope, state_key
+from memoryd.ingest.corpus import render_line
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.sessions.admission import CHECKPOINT_TWIN_RE
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 

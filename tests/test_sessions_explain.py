@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.cli import main
-from daemon.sessions.admission import AdmissionPolicy, admission_reason, explain_admission
-from daemon.sessions.model import SessionInfo
+from memoryd.cli import main
+from memoryd.sessions.admission import AdmissionPolicy, admission_reason, explain_admission
+from memoryd.sessions.model import SessionInfo
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL
 

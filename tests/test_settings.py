@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
-from daemon.errors import ConfigError
-from daemon.settings import load_settings
+from memoryd.cli import main
+from memoryd.errors import ConfigError
+from memoryd.settings import load_settings
 
 
 def test_unknown_key_is_named(tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ def test_loading_settings_imports_no_pydantic(tmp_path: Path) -> None:
     cfg = tmp_path / "m.toml"
     cfg.write_text("[dreaming]\ntimezone = 'Europe/Berlin'\n")
     code = (
-        "import sys\nfrom daemon.settings import load_settings, settings_as_dict\n"
+        "import sys\nfrom memoryd.settings import load_settings, settings_as_dict\n"
         f"settings_as_dict(load_settings({str(cfg)!r}))\n"
         "print(any(m.split('.')[0] in ('pydantic', 'pydantic_core') for m in sys.modules))\n"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 
@@ -71,7 +71,7 @@ def test_two_sweeps_of_one_agent_ending_at_once_both_record_their_time(tmp_path:
     each writing the last-sweep file from a worker thread: neither write may fail."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from daemon.ingest.last_sweep import last_sweep_ms, record_sweep
+    from memoryd.ingest.last_sweep import last_sweep_ms, record_sweep
 
     def writes(start: int) -> None:
         for at_ms in range(start, start + 300):

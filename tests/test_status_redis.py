@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli import main
+from memoryd.cli import main
 from tests.builders import SessionStoreBuilder, conversation
 
 

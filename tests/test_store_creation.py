@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from daemon.store.db import Store, sqlite3
-from daemon.store.migrate import AGENT, RETENTION, Schema, latest_version
+from memoryd.store.db import Store, sqlite3
+from memoryd.store.migrate import AGENT, RETENTION, Schema, latest_version
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATOR = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from daemon.store.db import Store
+    from memoryd.store.db import Store
 
     async def main() -> None:
         for name in sys.argv[3:]:

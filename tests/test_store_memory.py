@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daemon.store.db import SQLITE_SOFT_HEAP_LIMIT_BYTES, Store
+from memoryd.store.db import SQLITE_SOFT_HEAP_LIMIT_BYTES, Store
 
-PROBE = "import daemon.allocator as a; print(a.tune_allocator())"
+PROBE = "import memoryd.allocator as a; print(a.tune_allocator())"
 
 
 def _probe(**env: str) -> str:

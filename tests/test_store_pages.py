@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.store.engine import Connection, connect
-from daemon.store.pages import MAX_PAGE_NEIGHBOURS, _a_page_of, rows_sharing_pages
+from memoryd.store.engine import Connection, connect
+from memoryd.store.pages import MAX_PAGE_NEIGHBOURS, _a_page_of, rows_sharing_pages
 
 ROWS = 300
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.runtime.store_pool import StorePool
-from daemon.store.db import Connection, Store
+from memoryd.runtime.store_pool import StorePool
+from memoryd.store.db import Connection, Store
 
 
 def _note(conn: Connection, text: str) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.store.db import Store
-from daemon.store.engine import Connection
+from memoryd.store.db import Store
+from memoryd.store.engine import Connection
 
 
 class Ended(Exception):

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 PROBE = """
-from daemon.store.db import Store
-from daemon.store.engine import Connection
+from memoryd.store.db import Store
+from memoryd.store.engine import Connection
 
 
 def rows(conn: Connection, limit: int, table: str) -> list[int]:

@@ -7,7 +7,7 @@ import json
 import anyio
 import pytest
 
-from daemon.runtime.supervise import innermost, raised_at
+from memoryd.runtime.supervise import innermost, raised_at
 
 
 def _from_a_library() -> None:

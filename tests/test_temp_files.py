@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.failpoints import STOP_ENV_VAR, on_failpoint
-from daemon.fileio import (
+from memoryd.failpoints import STOP_ENV_VAR, on_failpoint
+from memoryd.fileio import (
     atomic_temp,
     commit_file,
     current_hash,
@@ -29,9 +29,9 @@ from daemon.fileio import (
     temp_name,
     temp_target,
 )
-from daemon.retention.needles import VerifySubject
-from daemon.retention.verify import run_verify
-from daemon.settings import Settings, load_settings
+from memoryd.retention.needles import VerifySubject
+from memoryd.retention.verify import run_verify
+from memoryd.settings import Settings, load_settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import (
     DaemonProcess,

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.sessions.model import OversizedLine
-from daemon.sessions.transcript import (
+from memoryd.sessions.model import OversizedLine
+from memoryd.sessions.transcript import (
     SKIP_INVALID_UTF8,
     SKIP_MALFORMED,
     SKIP_NUL,
@@ -204,7 +204,7 @@ def test_resuming_with_a_carry_classifies_like_a_full_pass() -> None:
 def test_an_erased_senders_turns_and_the_replies_to_them_are_not_exported_even_across_a_resume() -> None:
     import orjson
 
-    from daemon.sessions.transcript import Carry, export_line
+    from memoryd.sessions.transcript import Carry, export_line
 
     def line(role: str, text: str, sender: str | None = None) -> bytes:
         meta = {"senderId": sender} if sender else {}

@@ -9,7 +9,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.sessions.transcript import Carry, collapse_ws, export_line
+from memoryd.sessions.transcript import Carry, collapse_ws, export_line
 
 # Every code point str.split() splits on, plus look-alikes it does not (zero-width space, BOM).
 WHITESPACE = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]

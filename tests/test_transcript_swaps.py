@@ -12,9 +12,9 @@ import os
 import threading
 from pathlib import Path
 
-from daemon.agent_runtime import agent_runtime
-from daemon.failpoints import on_failpoint
-from daemon.ingest.sweep import run_ingest_sweep
+from memoryd.agent_runtime import agent_runtime
+from memoryd.failpoints import on_failpoint
+from memoryd.ingest.sweep import run_ingest_sweep
 from tests.builders import SessionStoreBuilder, exchange
 
 

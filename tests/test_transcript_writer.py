@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.sessions.transcript import Carry, ExportedLine, export_line
-from daemon.sessions.transcript_writer import Turn, encode_lines, message_line, session_header, transcript
+from memoryd.sessions.transcript import Carry, ExportedLine, export_line
+from memoryd.sessions.transcript_writer import Turn, encode_lines, message_line, session_header, transcript
 
 
 def test_a_transcript_is_a_header_then_messages_chained_by_id() -> None:

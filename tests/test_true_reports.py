@@ -10,9 +10,9 @@ import time
 import anyio
 from redis.asyncio import Redis
 
-from daemon.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
-from daemon.runtime.hosts import route_value
-from daemon.runtime.wire import queue_name
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from memoryd.runtime.hosts import route_value
+from memoryd.runtime.wire import queue_name
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
 from tests.daemon_harness import cleanup_redis, run_cli, start_cli, write_config
@@ -71,7 +71,7 @@ async def test_memoryd_jobs_lists_a_wrong_type_result_key_as_one_line_and_the_re
     tmp_path, settings, redis, redis_url, unique
 ):
     """Before: `memoryd jobs` died on WRONGTYPE (a traceback) when any `arq:result:*` key was a hash."""
-    from daemon.runtime.client import MemorydClient
+    from memoryd.runtime.client import MemorydClient
 
     host = settings.daemon.host_id
     queue = queue_name(host)
@@ -108,7 +108,7 @@ async def test_jobs_given_up_without_running_are_counted_by_family_and_error(set
     and before neither was counted anywhere."""
     import pickle
 
-    from daemon.runtime import metrics
+    from memoryd.runtime import metrics
 
     queue = queue_name(settings.daemon.host_id)
 

@@ -16,23 +16,23 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from daemon import derivations
-from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths
-from daemon.constants import VERIFY_PIECE_CHARS
-from daemon.ingest.corpus import render_line
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.ops.verification import run_verify
-from daemon.retention import api
-from daemon.retention.api import EraseRequest
-from daemon.retention.needles import VerifySubject, compile_needles, derivation_inputs, subject_pieces
-from daemon.retention.pieces import PieceMatcher, message_forms, pieces, windows, without_shared
-from daemon.retention.settle import settle_waiting_receipts
-from daemon.retention.state import retention_db_path
-from daemon.settings import Settings
-from daemon.store.db import Store
-from daemon.store.migrate import RETENTION
+from memoryd import derivations
+from memoryd.agent_runtime import agent_runtime
+from memoryd.agents import agent_paths
+from memoryd.constants import VERIFY_PIECE_CHARS
+from memoryd.ingest.corpus import render_line
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.ops.verification import run_verify
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest
+from memoryd.retention.needles import VerifySubject, compile_needles, derivation_inputs, subject_pieces
+from memoryd.retention.pieces import PieceMatcher, message_forms, pieces, windows, without_shared
+from memoryd.retention.settle import settle_waiting_receipts
+from memoryd.retention.state import retention_db_path
+from memoryd.settings import Settings
+from memoryd.store.db import Store
+from memoryd.store.migrate import RETENTION
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 
@@ -387,7 +387,7 @@ async def test_verify_without_a_subject_says_in_plain_words_that_it_checked_none
 ) -> None:
     import anyio
 
-    from daemon.cli import main
+    from memoryd.cli import main
 
     cfg = tmp_path / "memoryd.toml"
     cfg.write_text(
@@ -522,7 +522,7 @@ def test_the_shared_forms_drop_exactly_the_windows_a_survivor_holds(subject: str
 def test_a_check_is_passed_failed_or_skipped_with_its_reason() -> None:
     from pydantic import ValidationError
 
-    from daemon.retention.receipts import VerificationCheck
+    from memoryd.retention.receipts import VerificationCheck
 
     assert VerificationCheck(name="redis", status="skipped", count=0, note="no subject").status == "skipped"
     for bad in (

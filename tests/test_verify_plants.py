@@ -13,22 +13,22 @@ from dataclasses import dataclass
 import orjson
 import pytest
 
-from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths
-from daemon.index.embedder import HashingEmbedder
-from daemon.index.vectors import to_blob
-from daemon.ingest.staging import claim_hash
-from daemon.ingest.sweep import run_ingest_sweep
-from daemon.ops import erasure
-from daemon.ops.verification import run_verify
-from daemon.retention import api
-from daemon.retention.api import EraseRequest
-from daemon.retention.content import content_hash
-from daemon.retention.needles import VerifySubject, snippets
-from daemon.retention.state import retention_db_path
-from daemon.settings import Settings
-from daemon.store.db import Store, sqlite3
-from daemon.store.migrate import RETENTION
+from memoryd.agent_runtime import agent_runtime
+from memoryd.agents import agent_paths
+from memoryd.index.embedder import HashingEmbedder
+from memoryd.index.vectors import to_blob
+from memoryd.ingest.staging import claim_hash
+from memoryd.ingest.sweep import run_ingest_sweep
+from memoryd.ops import erasure
+from memoryd.ops.verification import run_verify
+from memoryd.retention import api
+from memoryd.retention.api import EraseRequest
+from memoryd.retention.content import content_hash
+from memoryd.retention.needles import VerifySubject, snippets
+from memoryd.retention.state import retention_db_path
+from memoryd.settings import Settings
+from memoryd.store.db import Store, sqlite3
+from memoryd.store.migrate import RETENTION
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 
@@ -453,7 +453,7 @@ async def test_the_physical_check_fails_while_the_text_is_still_stored(settings,
 
 
 async def test_verify_with_an_unknown_receipt_is_a_usage_error(settings, redis) -> None:
-    from daemon.errors import UsageError
+    from memoryd.errors import UsageError
 
     with pytest.raises(UsageError, match="no erasure receipt"):
         await run_verify(settings, redis, receipt_id="rcpt-missing")
@@ -464,7 +464,7 @@ async def test_the_verify_command_exits_1_when_a_check_fails_and_0_when_all_pass
 ) -> None:
     import anyio
 
-    from daemon.cli import main
+    from memoryd.cli import main
 
     cfg = tmp_path / "memoryd.toml"
     cfg.write_text(

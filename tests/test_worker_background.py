@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from daemon.failpoints import HOLD_ENV_VAR, RELEASE_ENV_VAR
-from daemon.forget.request import ForgetRequest
-from daemon.ops import dream as dream_op
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.wire import queue_name
-from daemon.settings import load_settings
+from memoryd.failpoints import HOLD_ENV_VAR, RELEASE_ENV_VAR
+from memoryd.forget.request import ForgetRequest
+from memoryd.ops import dream as dream_op
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.wire import queue_name
+from memoryd.settings import load_settings
 from tests.daemon_harness import (
     DaemonProcess,
     FailpointTrace,

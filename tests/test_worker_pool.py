@@ -14,17 +14,17 @@ from typing import Any
 import anyio
 import pytest
 
-from daemon.constants import QUEUE_BELL_KEY
-from daemon.ops import erase as erase_op
-from daemon.ops import forget as forget_op
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.runtime.client import JobReport, MemorydClient
-from daemon.runtime.jobs import CACHES
-from daemon.runtime.served import SERVED, ServedAgents
-from daemon.runtime.service import arq_pool
-from daemon.runtime.wire import queue_name
-from daemon.runtime.worker import MemorydWorker, worker_kwargs
-from daemon.settings import Settings
+from memoryd.constants import QUEUE_BELL_KEY
+from memoryd.ops import erase as erase_op
+from memoryd.ops import forget as forget_op
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.runtime.client import JobReport, MemorydClient
+from memoryd.runtime.jobs import CACHES
+from memoryd.runtime.served import SERVED, ServedAgents
+from memoryd.runtime.service import arq_pool
+from memoryd.runtime.wire import queue_name
+from memoryd.runtime.worker import MemorydWorker, worker_kwargs
+from memoryd.settings import Settings
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis
 from tests.erase_world import add_two_users
@@ -166,7 +166,7 @@ async def test_an_erase_then_forgets_on_the_same_agent_work_with_the_pool(served
 async def test_the_jobs_of_a_worker_share_its_process_caches(served, monkeypatch):
     """A quiet re-sweep in the daemon reuses the listing, admission decisions and checkpoint
     stamps of the sweep before, because every job's runtime gets the worker's one caches object."""
-    monkeypatch.setattr("daemon.sessions.json_store.LISTING_SETTLED_NS", 0)  # the corpus is seconds old
+    monkeypatch.setattr("memoryd.sessions.json_store.LISTING_SETTLED_NS", 0)  # the corpus is seconds old
     assert set(served.worker.caches.sizes().values()) <= {0}
     reports = [await served.run(INGEST_SWEEP, {"agent": "main"}) for _ in range(3)]
     assert served.worker.ctx[CACHES] is served.worker.caches

@@ -13,16 +13,16 @@ import anyio
 import orjson
 import pytest
 
-from daemon.failpoints import on_failpoint
-from daemon.ops import erase as erase_op
-from daemon.ops import forget as forget_op
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.served import SERVED, ServedAgents
-from daemon.runtime.service import arq_pool
-from daemon.runtime.wire import queue_name, random_job_id
-from daemon.runtime.worker import MemorydWorker, worker_kwargs
-from daemon.settings import Settings
+from memoryd.failpoints import on_failpoint
+from memoryd.ops import erase as erase_op
+from memoryd.ops import forget as forget_op
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.served import SERVED, ServedAgents
+from memoryd.runtime.service import arq_pool
+from memoryd.runtime.wire import queue_name, random_job_id
+from memoryd.runtime.worker import MemorydWorker, worker_kwargs
+from memoryd.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import REPO, cleanup_redis, write_config
 from tests.polling import until
@@ -177,7 +177,7 @@ async def test_an_erase_given_up_before_running_keeps_its_result_only_for_the_er
 
 
 async def test_a_finished_job_rings_its_done_bell_after_its_result_is_stored(world, redis):
-    from daemon.constants import JOB_DONE_KEY
+    from memoryd.constants import JOB_DONE_KEY
 
     settings, queue, job_ids = world
     ok = await enqueue_and_run(
@@ -201,7 +201,7 @@ async def test_a_finished_job_rings_its_done_bell_after_its_result_is_stored(wor
 async def test_wait_is_woken_by_the_done_bell_not_by_its_poll(world, redis):
     import anyio
 
-    from daemon.constants import JOB_DONE_KEY
+    from memoryd.constants import JOB_DONE_KEY
 
     settings, queue, job_ids = world
     # Polls so slow that only the ring can end the wait within the test's deadline.
@@ -270,7 +270,7 @@ async def test_an_enqueue_rings_the_queue_bell_and_the_worker_starts_it_before_i
 
     import anyio
 
-    from daemon.constants import QUEUE_BELL_KEY
+    from memoryd.constants import QUEUE_BELL_KEY
 
     settings, queue, job_ids = world
     # A worker that polls once a minute: only the queue bell can start the job in time.
@@ -327,7 +327,7 @@ async def test_arqs_own_command_runs_the_registrys_jobs_from_the_worker_settings
         )
         job_ids.append(job.job_id)
         ran = await anyio.to_thread.run_sync(
-            _run_arq_command, config, "workers.settings.WorkerSettings", "--burst"
+            _run_arq_command, config, "memoryd.workers.settings.WorkerSettings", "--burst"
         )
         assert ran.returncode == 0, ran.stderr
         report = await client.job(job.job_id)
@@ -339,7 +339,7 @@ async def test_arqs_own_command_runs_the_registrys_jobs_from_the_worker_settings
 def test_arqs_own_command_with_a_bad_config_ends_with_one_line(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("no_such_key = 1\n")
-    ran = _run_arq_command(bad, "workers.settings.WorkerSettings", "--burst")
+    ran = _run_arq_command(bad, "memoryd.workers.settings.WorkerSettings", "--burst")
     assert ran.returncode == 1
     assert ran.stderr.strip().splitlines() == [f"memoryd: error: {bad}: unknown key 'no_such_key'"]
 
@@ -383,7 +383,7 @@ MEMORY_TEXT = ("orchard rota changes", "on Tuesdays")
 async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
     """DESIGN §6: a result is stored in Redis, outside what forget and erase reach, so no
     operation's report may carry memory text; the registry declares it (and none may)."""
-    from daemon.ops.registry import OPS
+    from memoryd.ops.registry import OPS
 
     settings, queue, job_ids = world
     payloads = {
@@ -423,7 +423,7 @@ def test_the_memory_text_check_finds_text_planted_in_a_result():
 
 
 def test_only_sqlites_file_and_disk_errors_are_storage_problems(tmp_path):
-    from daemon.store.engine import sqlite3, storage_problem
+    from memoryd.store.engine import sqlite3, storage_problem
 
     conn = sqlite3.connect(tmp_path / "small.sqlite")
     conn.execute("PRAGMA max_page_count = 2")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.ingest.live_hints import LiveHints
-from daemon.runtime.jobs import LIVE_HINTS
-from daemon.runtime.served import SERVED, ServedAgents
-from daemon.runtime.service import arq_pool
-from daemon.runtime.worker import MemorydWorker, worker_kwargs
-from daemon.settings import Settings
+from memoryd.ingest.live_hints import LiveHints
+from memoryd.runtime.jobs import LIVE_HINTS
+from memoryd.runtime.served import SERVED, ServedAgents
+from memoryd.runtime.service import arq_pool
+from memoryd.runtime.worker import MemorydWorker, worker_kwargs
+from memoryd.settings import Settings
 
 
 async def run_jobs(

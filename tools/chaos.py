@@ -4,7 +4,7 @@ Runs `memoryd run` as a subprocess against a Redis server this runner starts its
 `redis-server` on a free loopback port, no persistence) and a generated session store, while a
 driver keeps appending to transcripts and enqueues forget jobs (sessions, participants, hook
 sources) and erase jobs (the user scope `tenant:<t>:user:<u>` of a participant) through
-daemon.runtime.client. At random points it kills the daemon with SIGKILL and starts it
+memoryd.runtime.client. At random points it kills the daemon with SIGKILL and starts it
 again, and restarts its Redis (`redis-cli -p P shutdown nosave`, then starts it again). It also
 plants poisoned jobs (records arq's decoding trips over, members scored -inf or not UTF-8),
 SIGSTOPs the daemon past its lease while this runner forgets sessions under the lock the
@@ -257,7 +257,7 @@ class Daemon:
         env.pop("NOTIFY_SOCKET", None)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "daemon.cli", "--config", str(self.config), "run"],
+                [sys.executable, "-m", "memoryd.cli", "--config", str(self.config), "run"],
                 cwd=REPO,
                 env=env,
                 stdout=log,
@@ -418,7 +418,7 @@ class Pending:
 
     @property
     def kind(self) -> str:
-        from daemon.ops import erase, forget
+        from memoryd.ops import erase, forget
 
         return (erase.OP if self.erase else forget.OP).name
 
@@ -573,7 +573,7 @@ def _store_facts(
 ) -> dict[str, Any]:
     # Its own SQL, not the repositories' (daemon/store/): an oracle that shared their queries
     # would share their mistakes. Only the forgotten-record check, with its keyed hash, is theirs.
-    from daemon.store.tombstones import forgotten_ids
+    from memoryd.store.tombstones import forgotten_ids
 
     facts: dict[str, Any] = {"leaks": _rows_of_forgotten_sessions(conn, done), "origins": {}, "hashes": {}}
     for tok in tokens:
@@ -676,8 +676,8 @@ def scan_workspace(ws: Path, done: set[str]) -> WorkspaceScan:
 
 
 async def read_store_facts(settings: Any, done: set[str], watch: list[str]) -> dict[str, Any] | None:
-    from daemon.agents import agent_paths
-    from daemon.store.db import Store
+    from memoryd.agents import agent_paths
+    from memoryd.store.db import Store
 
     paths = agent_paths(settings, AGENT)
     store = await Store.open_existing(paths.db_path)
@@ -714,7 +714,7 @@ def judge_citations(scan: WorkspaceScan, facts: dict[str, Any]) -> tuple[int, li
 
 def judge_store(facts: dict[str, Any], done: set[str], obs: Observed, memory_md: str) -> list[str]:
     """The store's leaks, lost records and collateral losses; updates what was observed."""
-    from daemon.forget.scrub import promotion_keys_on_lines
+    from memoryd.forget.scrub import promotion_keys_on_lines
 
     found = list(facts["leaks"])
     for sid in done:
@@ -795,7 +795,7 @@ def judge_corpus(
 def _store_files(settings: Any) -> str:
     """The agent store's files and their sizes, and the space left where they are: what to
     look at when the store cannot be opened."""
-    from daemon.agents import agent_paths
+    from memoryd.agents import agent_paths
 
     db = agent_paths(settings, AGENT).db_path
     sizes = []
@@ -822,7 +822,7 @@ async def check_invariants(
     planted: bool = False,
     disk_full: bool = False,
 ) -> None:
-    from daemon.agents import agent_paths
+    from memoryd.agents import agent_paths
 
     scan = scan_workspace(agent_paths(settings, AGENT).workspace, done)
     found = list(scan.found)
@@ -972,7 +972,7 @@ async def poll_pending(
     queue: str,
     also_transient: frozenset[str] = frozenset(),
 ) -> list[Pending]:
-    from daemon.ops import forget
+    from memoryd.ops import forget
 
     still: list[Pending] = []
     for job in pending:
@@ -1104,8 +1104,8 @@ class Run:
             )
 
     async def enqueue_requests(self, client: Any) -> None:
-        from daemon.errors import MemorydError
-        from daemon.ops import forget
+        from memoryd.errors import MemorydError
+        from memoryd.ops import forget
 
         if self.rng.random() < self.forget_rate:
             request, targets = self.world.random_request()
@@ -1174,8 +1174,8 @@ class Run:
         a FIFO, a symlink to a FIFO, a symlink out of sessions_root (to a planted copy), a
         symlink loop or /dev/zero; meanwhile a forget must complete and, for a transcript,
         another session's new message must be staged; then put the original back."""
-        from daemon.errors import MemorydError
-        from daemon.ops import forget
+        from memoryd.errors import MemorydError
+        from memoryd.ops import forget
 
         target = self.rng.choice(TARGETS)
         replacement = self.rng.choice(REPLACEMENTS)
@@ -1272,8 +1272,8 @@ class Run:
         """Restart the daemon with a failpoint that SIGSTOPs it right before one kind of file
         write; once it stopped there, hold it past its lease while this runner forgets under the
         lock, then SIGCONT: the write must be refused or undone (the invariants check it)."""
-        from daemon.errors import MemorydError
-        from daemon.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
+        from memoryd.errors import MemorydError
+        from memoryd.failpoints import STOP_ENV_VAR, TRACE_ENV_VAR
 
         what = self.rng.choice(sorted(WRITE_STEPS))
         step = WRITE_STEPS[what]
@@ -1307,7 +1307,7 @@ class Run:
             sys.executable,
             *(
                 "-m",
-                "daemon.cli",
+                "memoryd.cli",
                 "--config",
                 str(self.config),
                 "forget",
@@ -1383,8 +1383,8 @@ class Run:
     async def forget_while_stopped(self) -> None:
         """With the daemon stopped: past its lease, forget a random selection under the lock it
         lost; then SIGCONT."""
-        from daemon.ops import forget
-        from daemon.ops.execute import LocalResources, execute
+        from memoryd.ops import forget
+        from memoryd.ops.execute import LocalResources, execute
 
         request, targets = self.world.random_request()
         resources = LocalResources(self.settings)
@@ -1407,8 +1407,8 @@ class Run:
 
     async def step_fence_ahead(self, client: Any) -> None:
         """The token a clock an hour fast hands out; the next round's Redis restart loses it."""
-        from daemon.constants import FENCE_KEY
-        from daemon.lock import workspace_key
+        from memoryd.constants import FENCE_KEY
+        from memoryd.lock import workspace_key
 
         key = FENCE_KEY.format(workspace=workspace_key(self.settings.workspace_for(AGENT)))
         try:
@@ -1488,11 +1488,11 @@ async def campaign(
     erase_rate: float = 0.15,
     tmpfs: Tmpfs | None = None,
 ) -> Tally:
-    from daemon.constants import LOCK_KEY
-    from daemon.lock import workspace_key
-    from daemon.runtime.client import MemorydClient
-    from daemon.runtime.wire import queue_name
-    from daemon.settings import load_settings
+    from memoryd.constants import LOCK_KEY
+    from memoryd.lock import workspace_key
+    from memoryd.runtime.client import MemorydClient
+    from memoryd.runtime.wire import queue_name
+    from memoryd.settings import load_settings
 
     rng = random.Random(seed)
     tally = Tally()
@@ -1572,7 +1572,7 @@ async def _forget_running(client: Any, pending: list[Pending]) -> bool:
 
 
 def _corpus_text(settings: Any) -> str:
-    from daemon.agents import agent_paths
+    from memoryd.agents import agent_paths
 
     text = ""
     for p in sorted(agent_paths(settings, AGENT).corpus_dir.glob("*.txt")):
@@ -1610,14 +1610,14 @@ async def _receipts_waiting(settings: Any, receipt_ids: list[str]) -> list[str]:
     """The receipts among `receipt_ids` that are not verified (yet), as the retention store says."""
     if not receipt_ids:
         return []
-    from daemon.retention.api import list_receipts
+    from memoryd.retention.api import list_receipts
 
     verified = {r.receipt_id for r in (await list_receipts(settings)).receipts if r.verified}
     return [r for r in receipt_ids if r not in verified]
 
 
 async def _keepers_staged(settings: Any, world: World) -> bool:
-    from daemon.agents import agent_paths
+    from memoryd.agents import agent_paths
 
     corpus = agent_paths(settings, AGENT).corpus_dir
     try:

@@ -31,32 +31,32 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from daemon.settings import SettingField, Settings, is_section, section_fields
+from memoryd.settings import SettingField, Settings, is_section, section_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # `memoryd <command> --json` -> the model of the document it prints ("list:" = a JSON array of it),
 # for the commands that are not an operation's (those print the op's report: `cli_json_models`).
 CLI_JSON: dict[str, str] = {
-    "status": "daemon.runtime.status:StatusReport",
-    "jobs": "list:daemon.runtime.client:JobReport",
-    "demo init": "daemon.demo:DemoReport",
-    "sessions": "daemon.ingest.report:SessionsReport",
-    "checkpoints": "daemon.ingest.report:CheckpointsReport",
-    "promote": "daemon.dreaming.report:PromoteReport",
-    "reset": "daemon.index.report:ResetReport",
-    "search": "daemon.index.report:SearchReport",
-    "mem write": "daemon.retention.models:WriteResult",
-    "mem read": "daemon.retention.models:ReadResult",
-    "mem lineage": "daemon.retention.models:LineageReport",
-    "hold add": "daemon.retention.models:HoldView",
-    "hold release": "daemon.retention.models:HoldReleased",
-    "hold list": "daemon.retention.models:HoldList",
-    "receipts": "daemon.retention.receipts:ReceiptList",
-    "erasure": "daemon.retention.receipts:DeploymentReceipt",
-    "verify": "daemon.retention.receipts:Verification",
+    "status": "memoryd.runtime.status:StatusReport",
+    "jobs": "list:memoryd.runtime.client:JobReport",
+    "demo init": "memoryd.demo:DemoReport",
+    "sessions": "memoryd.ingest.report:SessionsReport",
+    "checkpoints": "memoryd.ingest.report:CheckpointsReport",
+    "promote": "memoryd.dreaming.report:PromoteReport",
+    "reset": "memoryd.index.report:ResetReport",
+    "search": "memoryd.index.report:SearchReport",
+    "mem write": "memoryd.retention.models:WriteResult",
+    "mem read": "memoryd.retention.models:ReadResult",
+    "mem lineage": "memoryd.retention.models:LineageReport",
+    "hold add": "memoryd.retention.models:HoldView",
+    "hold release": "memoryd.retention.models:HoldReleased",
+    "hold list": "memoryd.retention.models:HoldList",
+    "receipts": "memoryd.retention.receipts:ReceiptList",
+    "erasure": "memoryd.retention.receipts:DeploymentReceipt",
+    "verify": "memoryd.retention.receipts:Verification",
 }
-ENQUEUED_JOB = "daemon.runtime.client:EnqueuedJob"
+ENQUEUED_JOB = "memoryd.runtime.client:EnqueuedJob"
 
 # Defaults computed on the host; the example shows them commented out with where they come from.
 HOST_DEFAULTS = {
@@ -196,7 +196,7 @@ def _model_at(path: tuple[str, ...]) -> type | None:
 
 
 def _agents_example(key: Key) -> list[str]:
-    from daemon.settings import AgentConfig
+    from memoryd.settings import AgentConfig
 
     lines = [f"# {key.description} One table per agent id, e.g.:", "# [agents.main]"]
     for name, field in section_fields(AgentConfig).items():
@@ -229,7 +229,7 @@ def config_reference() -> str:
         name = "agents.&lt;id&gt;.*" if key.dotted == "agents" else key.dotted
         desc = key.description
         if key.dotted == "agents":
-            from daemon.settings import AgentConfig
+            from memoryd.settings import AgentConfig
 
             desc += " Keys: " + "; ".join(
                 f"`{n}` ({f.description})" for n, f in section_fields(AgentConfig).items()
@@ -293,11 +293,11 @@ def _resolve(ref: str) -> Any:
 
 def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
     """docs/schemas/<job>.(payload|result).schema.json -> JSON text, for every operation of the
-    registry (daemon.ops.registry): its request model and its report model.
+    registry (memoryd.ops.registry): its request model and its report model.
 
     A job whose models cannot be imported is named in `missing` (if given) instead of raising.
     """
-    from daemon.ops.registry import OPS
+    from memoryd.ops.registry import OPS
 
     out: dict[str, str] = {}
     for op in OPS:
@@ -325,7 +325,7 @@ def cli_json_models() -> dict[str, tuple[Any, bool]]:
     """Every `--json` command -> (the model of what it prints, whether it prints a list of it):
     an operation's command prints its report; `enqueue <command> --json` the enqueued job (with
     --wait, the job's result: the same report)."""
-    from daemon.ops.registry import OPS
+    from memoryd.ops.registry import OPS
 
     refs: dict[str, Any] = dict(CLI_JSON)
     refs["config check"] = settings_model  # settings are dataclasses: their pydantic twin
@@ -375,7 +375,7 @@ def json_commands() -> list[str]:
     """Every CLI command (path below `memoryd`) that has a --json option."""
     import click
 
-    from daemon.cli import cli
+    from memoryd.cli import cli
 
     found: list[str] = []
 
@@ -396,7 +396,7 @@ def json_commands() -> list[str]:
 def cli_reference() -> str:
     import click
 
-    from daemon.cli import cli
+    from memoryd.cli import cli
 
     out = [
         "# CLI reference",
@@ -435,7 +435,7 @@ class RaiseSite:
 
 def _error_classes(trees: dict[str, ast.Module]) -> dict[str, int]:
     """Every MemorydError subclass in the code (by class name) -> its exit code."""
-    import daemon.errors as errors
+    import memoryd.errors as errors
 
     codes: dict[str, int] = {
         name: cls.exit_code

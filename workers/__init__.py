@@ -1,3 +1,3 @@
-"""memoryd's jobs for arq's own command: `arq workers.settings.WorkerSettings` (see settings.py).
-The job functions are generated from the operation registry (daemon.runtime.jobs); the daemon
+"""memoryd's jobs for arq's own command: `arq memoryd.workers.settings.WorkerSettings` (see settings.py).
+The job functions are generated from the operation registry (memoryd.runtime.jobs); the daemon
 (`memoryd run`) runs the same ones in its own worker."""

@@ -1,6 +1,6 @@
 """arq's WorkerSettings for memoryd, for an operator who runs workers with arq's own command:
 
-    MEMORYD_CONFIG=/etc/memoryd/memoryd.toml arq workers.settings.WorkerSettings
+    MEMORYD_CONFIG=/etc/memoryd/memoryd.toml arq memoryd.workers.settings.WorkerSettings
 
 It consumes this host's queue (`memoryd:queue:<daemon.host_id>`) with the job functions of the
 operation registry, JSON on the wire, and the daemon's timeouts, tries and result TTLs. It is a
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.errors import MemorydError
-from daemon.redis_conn import arq_redis_settings
-from daemon.runtime.wire import queue_name
-from daemon.runtime.worker import quiet_job_logs, worker_kwargs
-from daemon.settings import load_settings
+from memoryd.errors import MemorydError
+from memoryd.redis_conn import arq_redis_settings
+from memoryd.runtime.wire import queue_name
+from memoryd.runtime.worker import quiet_job_logs, worker_kwargs
+from memoryd.settings import load_settings
 
 
 async def _on_startup(ctx: dict[str, Any]) -> None:

@@ -51,9 +51,9 @@ def compile_bytecode() -> None:
     module it imports in each command, and that is start-up neither side ships with."""
     import compileall
 
-    import daemon
+    import memoryd
 
-    compileall.compile_dir(Path(daemon.__file__).parent, quiet=1, workers=0)
+    compileall.compile_dir(Path(memoryd.__file__).parent, quiet=1, workers=0)
 
 
 def env(home: OpenClawHome) -> dict[str, str]:

@@ -9,15 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CONTEXT = "daemon.agent_runtime:agent_runtime"
-INGEST = "daemon.ingest.sweep:run_ingest_sweep"
-INDEX = "daemon.index.sync:run_index_sync"
-SEARCH = "daemon.index.search:run_search"
-RUN_FORGET = "daemon.forget.run:run_forget"
-FORGET_REQUEST = "daemon.forget.request:ForgetRequest"
-FORGET_OP = "daemon.ops.forget:OP"  # the operation: its name, its one validation
-RUN_ERASE = "daemon.ops.erasure:run_erase"
-CACHES = "daemon.caches:ProcessCaches"
+CONTEXT = "memoryd.agent_runtime:agent_runtime"
+INGEST = "memoryd.ingest.sweep:run_ingest_sweep"
+INDEX = "memoryd.index.sync:run_index_sync"
+SEARCH = "memoryd.index.search:run_search"
+RUN_FORGET = "memoryd.forget.run:run_forget"
+FORGET_REQUEST = "memoryd.forget.request:ForgetRequest"
+FORGET_OP = "memoryd.ops.forget:OP"  # the operation: its name, its one validation
+RUN_ERASE = "memoryd.ops.erasure:run_erase"
+CACHES = "memoryd.caches:ProcessCaches"
 
 
 def entry(name: str) -> Any:
@@ -28,7 +28,7 @@ def entry(name: str) -> Any:
 async def sweep_agents(settings: Any, agents: list[str], caches: Any = None) -> list[Any]:
     """One sweep of each agent; `caches` is the process's (runtime/caches.py), kept across calls
     as the daemon's worker keeps its own across jobs (None: each runtime gets a fresh one)."""
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     run_ingest_sweep = entry(INGEST)
     reports = []

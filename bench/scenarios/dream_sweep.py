@@ -32,16 +32,16 @@ from bench.scenarios._common import CONTEXT, entry
 
 NAME = "dream_sweep"
 AGENT = "main"
-SWEEP = "daemon.dreaming.sweep:run_dreaming"
-READ_STAGED = "daemon.dreaming.staged:read_staged"
+SWEEP = "memoryd.dreaming.sweep:run_dreaming"
+READ_STAGED = "memoryd.dreaming.staged:read_staged"
 SIZES = {"tiny": (200, 1_000), "small": (1_000, 4_000, 20_000)}
 CEILING_S = {20_000: 30.0}
 STALL_CEILING_S = 1.0
 DAY_MS = 86_400_000
-GROUPING = "daemon.dreaming.selection:group_similar"
+GROUPING = "memoryd.dreaming.selection:group_similar"
 THRESHOLDS = (
     ("light", "dreaming.dedupe_similarity", True),
-    ("REM", "daemon.dreaming.rem:TRUTH_SIMILARITY", False),
+    ("REM", "memoryd.dreaming.rem:TRUTH_SIMILARITY", False),
 )
 
 
@@ -57,7 +57,7 @@ def text_kinds() -> list[str]:
 def stage(db: Path, workspace: Path, n: int, now_ms: int, agent: str = AGENT, text: str = "varied") -> None:
     """Corpus lines and staged rows with origins, written with SQL as ingestion commits them."""
     from bench.baselines import connect
-    from daemon.store.short_term import COLUMNS
+    from memoryd.store.short_term import COLUMNS
 
     rng = random.Random(n)
     texts = staged_texts(n, rng, text)

@@ -21,17 +21,17 @@ SUBJECT = f"{TENANT}:user:u-erased"
 def missing() -> str | None:
     return entry_point_missing(
         RUN_ERASE,
-        "daemon.retention.api:write_objects",
-        "daemon.retention.request:EraseRequest",
-        "daemon.redis_conn:connect_redis",
+        "memoryd.retention.api:write_objects",
+        "memoryd.retention.request:EraseRequest",
+        "memoryd.redis_conn:connect_redis",
     )
 
 
 async def _populate(settings: Any, others: int) -> None:
-    from daemon.redis_conn import connect_redis
-    from daemon.retention.api import ObjectWrite
+    from memoryd.redis_conn import connect_redis
+    from memoryd.retention.api import ObjectWrite
 
-    write_objects = entry("daemon.retention.api:write_objects")
+    write_objects = entry("memoryd.retention.api:write_objects")
     redis = await connect_redis(settings)
     try:
         items = [
@@ -56,9 +56,9 @@ async def _populate(settings: Any, others: int) -> None:
 
 
 async def _erase(settings: Any, verify: bool) -> Any:
-    from daemon.redis_conn import connect_redis
+    from memoryd.redis_conn import connect_redis
 
-    request = entry("daemon.retention.request:EraseRequest")(scope=SUBJECT)
+    request = entry("memoryd.retention.request:EraseRequest")(scope=SUBJECT)
     redis = await connect_redis(settings)
     try:
         return await entry(RUN_ERASE)(settings, redis, request, verify=verify)

@@ -54,7 +54,7 @@ def run(ctx: Context) -> list[Row]:
             info(NAME, "baseline: orjson parse of the same transcripts", "msg/s", base),
             not_available(NAME, figure, reason),
         ]
-    from daemon.ingest.parallel import worker_count
+    from memoryd.ingest.parallel import worker_count
 
     default = worker_count(0)
     counts = sorted({*worker_curve(), default})

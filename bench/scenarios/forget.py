@@ -154,7 +154,7 @@ def flush_tree(root: Path) -> None:
 
 
 async def _forget(settings: Any, target: str, dry_run: bool, caches: Any) -> None:
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     request = entry(FORGET_REQUEST).model_validate({"agent": AGENT, "sessions": [target], "dry_run": dry_run})
     async with agent_runtime(settings, AGENT, readonly=dry_run, redis=not dry_run, caches=caches) as rt:

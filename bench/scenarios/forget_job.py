@@ -2,8 +2,8 @@
 real session, against a no-op arq job round trip on the same Redis in the same run, plus the
 same forget run in-process. Target: job <= no-op + in-process.
 
-As a real caller would: memoryd's own worker (daemon.runtime.worker) runs in a process of its own
-(bench.arq_worker) and this process enqueues with `daemon.runtime.client.MemorydClient` and waits for
+As a real caller would: memoryd's own worker (memoryd.runtime.worker) runs in a process of its own
+(bench.arq_worker) and this process enqueues with `memoryd.runtime.client.MemorydClient` and waits for
 the report with its polls. The no-op job returns as many bytes as the forget report, so storing,
 reading and decoding the result count on both sides. Both forgets are previews (dry runs), so
 every repetition does the same work; the empty selection names a participant nobody has
@@ -38,14 +38,14 @@ def missing() -> str | None:
         INGEST,
         RUN_FORGET,
         FORGET_OP,
-        "daemon.runtime.worker:worker_kwargs",
-        "daemon.runtime.client:MemorydClient",
+        "memoryd.runtime.worker:worker_kwargs",
+        "memoryd.runtime.client:MemorydClient",
     )
 
 
 async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float, int]:
     """One in-process forget preview: (seconds, bytes of its JSON report)."""
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     request = entry(FORGET_OP).parse(payload)
     t0 = time.perf_counter()
@@ -66,7 +66,7 @@ async def _round_trips(
 ) -> dict[str, list[float]]:
     """Per repetition, the median of `trips` rounds of: no-op job, then per payload its job and
     its in-process run. Returns {"noop": [...], "<name>:job": [...], "<name>:local": [...]}."""
-    from daemon.runtime.client import MemorydClient
+    from memoryd.runtime.client import MemorydClient
 
     forget_op = entry(FORGET_OP)
 
@@ -115,7 +115,7 @@ def _ms(iso: str | None) -> float:
 
 
 def run(ctx: Context) -> list[Row]:
-    from daemon.settings import load_settings
+    from memoryd.settings import load_settings
 
     state = ctx.scratch("state")
     data = ctx.settings_data(state)

@@ -21,7 +21,7 @@ def missing() -> str | None:
 
 
 async def _index_all(settings: Any, agents: list[str], caches: Any) -> None:
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     run_index_sync = entry(INDEX)
     for agent in agents:

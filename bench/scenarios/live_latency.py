@@ -32,7 +32,7 @@ from bench.runner import Context, Row, entry_point_missing, info, limit, not_ava
 from bench.scenarios._common import CONTEXT, INDEX, INGEST, SEARCH, entry, sweep_agents
 
 NAME = "live_latency"
-LIVE = "daemon.runtime.live:LiveIngest"
+LIVE = "memoryd.runtime.live:LiveIngest"
 MESSAGES = {"tiny": 8, "small": 30, "medium": 40, "large": 40}
 GAP_S = (0.2, 1.5)  # random pause between two appends
 POLL_S = 0.02
@@ -51,8 +51,8 @@ def _p(values: list[float], q: float) -> float:
 
 def _admitted_sessions(settings: Any, agents: list[str]) -> list[tuple[str, str, Path]]:
     """(agent, session id, transcript) of the sessions the default policy admits."""
-    from daemon.sessions.admission import AdmissionPolicy, admission_reason
-    from daemon.sessions.source import session_source_for
+    from memoryd.sessions.admission import AdmissionPolicy, admission_reason
+    from memoryd.sessions.source import session_source_for
 
     policy = AdmissionPolicy.from_settings(settings.memory_policy.exclude_sessions)
     out = []
@@ -67,7 +67,7 @@ def _admitted_sessions(settings: Any, agents: list[str]) -> list[tuple[str, str,
 
 async def _prepare(settings: Any, agents: list[str]) -> None:
     """The first sweep and index of the copy, uncapped and unmeasured."""
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     await sweep_agents(settings, agents)
     run_index_sync = entry(INDEX)
@@ -117,7 +117,7 @@ class _Daemon:
         self.log = log
         self._out = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon.cli", "--config", str(config), "run"],
+            [sys.executable, "-m", "memoryd.cli", "--config", str(config), "run"],
             cwd=REPO,
             env=env,
             stdout=self._out,
@@ -215,7 +215,7 @@ class _StagedWatch:
 
 
 def _append(path: Path, sid: str, word: str, n: int) -> None:
-    from daemon.sessions.transcript_writer import Turn, encode_lines, message_line
+    from memoryd.sessions.transcript_writer import Turn, encode_lines, message_line
 
     now = int(time.time() * 1000)
     text = f"{word} is the code word the ops team agreed on for the live ingestion check."
@@ -227,7 +227,7 @@ def _append(path: Path, sid: str, word: str, n: int) -> None:
 async def _measure(
     settings: Any, targets: list[tuple[str, str, Path]], n: int
 ) -> tuple[list[float], list[float]]:
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     run_search = entry(SEARCH)
     rng = random.Random(20261201)
@@ -285,7 +285,7 @@ def run(ctx: Context) -> list[Row]:
 def measure(ctx: Context, name: str, dreaming: bool) -> list[Row]:
     """With `dreaming`, every dream job is held at its grouping (a failpoint) from the start to
     the end of the run: the minutes-long first dream sweeps of a large history, at their worst."""
-    from daemon.failpoints import HOLD_ENV_VAR, RELEASE_ENV_VAR, TRACE_ENV_VAR
+    from memoryd.failpoints import HOLD_ENV_VAR, RELEASE_ENV_VAR, TRACE_ENV_VAR
 
     reason = missing()
     staged_figure = "append -> staged (in the corpus): p95"
@@ -315,7 +315,7 @@ def measure(ctx: Context, name: str, dreaming: bool) -> list[Row]:
     try:
         daemon.wait_for("ready:")
         daemon.wait_for(": watching ", count=len(agents))
-        from daemon.runtime.wire import queue_name
+        from memoryd.runtime.wire import queue_name
 
         if dreaming:  # until the dreams that can start have started, and are held
             held = min(len(agents), max(1, settings.daemon.max_jobs - 1))

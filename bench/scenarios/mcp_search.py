@@ -26,7 +26,7 @@ ASKER = "alice"
 CEILING_MS = 20.0
 SESSION_COUNTS = (100, 10_000)
 ROUNDS = 3  # each query this many times per repetition
-SERVER = "daemon.agents_api.server:McpServer"
+SERVER = "memoryd.agents_api.server:McpServer"
 
 
 def missing() -> str | None:
@@ -70,7 +70,7 @@ async def _tool_p95(config: Path, calls: list[tuple[str, dict[str, Any]]]) -> fl
 
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "daemon.cli", "--config", str(config), "mcp", "--agent", AGENT],
+        args=["-m", "memoryd.cli", "--config", str(config), "mcp", "--agent", AGENT],
         env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
     )
     times = []
@@ -86,7 +86,7 @@ async def _tool_p95(config: Path, calls: list[tuple[str, dict[str, Any]]]) -> fl
 
 
 async def _in_process_p95(settings: Any, qs: list[str]) -> float:
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     run_search = entry(SEARCH)
     times = []

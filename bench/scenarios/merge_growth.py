@@ -28,7 +28,7 @@ from bench.runner import Context, Row, at_most, entry_point_missing, info, limit
 
 NAME = "merge_growth"
 AGENT = "main"
-MERGE = "daemon.ingest.merge:write_parts"
+MERGE = "memoryd.ingest.merge:write_parts"
 STEPS = {"tiny": (2, 5_000), "small": (4, 50_000), "medium": (6, 50_000), "large": (6, 50_000)}
 FIRST_CEILING_US = 10.0
 GROWTH_FACTOR = 1.5
@@ -100,12 +100,12 @@ def run(ctx: Context) -> list[Row]:
 
 def _write_step(scratch: Path, step: int, size: int) -> list[Batch]:
     """Write one step's rows into the scratch files as the pool's workers would; its batches."""
-    from daemon.derivations import claim_hash, query_hash, seen_hash
-    from daemon.ingest.corpus import corpus_relative_path, render_line
-    from daemon.ingest.staging import CLAIM_KEY_PREFIX, session_query
-    from daemon.store.checkpoints import Checkpoint
-    from daemon.store.participants import ParticipantRow
-    from daemon.store.scratch import CandRow, Part, write_rows
+    from memoryd.derivations import claim_hash, query_hash, seen_hash
+    from memoryd.ingest.corpus import corpus_relative_path, render_line
+    from memoryd.ingest.staging import CLAIM_KEY_PREFIX, session_query
+    from memoryd.store.checkpoints import Checkpoint
+    from memoryd.store.participants import ParticipantRow
+    from memoryd.store.scratch import CandRow, Part, write_rows
 
     rng = random.Random(35_000 + step)
     text = _Text(rng)
@@ -143,7 +143,7 @@ def _write_step(scratch: Path, step: int, size: int) -> list[Batch]:
         lo, hi = write_rows(file, rows)
         ranges.append((Part(str(file), task, lo, hi), group))
     # The serial sweep's batches: INGEST_FLUSH_MESSAGES consecutive rows in reading order.
-    from daemon.constants import INGEST_FLUSH_MESSAGES
+    from memoryd.constants import INGEST_FLUSH_MESSAGES
 
     batches: list[Batch] = []
     current = Batch([], [], [], [])
@@ -188,7 +188,7 @@ def _extend(batch: Batch, part: Any) -> None:
 
 async def _merge_all(db: Path, plan: list[list[Batch]]) -> list[float]:
     """Merge every step's batches into the store at `db`: each step's merging CPU seconds."""
-    from daemon.store.db import Store
+    from memoryd.store.db import Store
 
     store = await Store.open(db)
     lines: Counter[str] = Counter()  # corpus lines per day file so far
@@ -207,8 +207,8 @@ async def _merge_all(db: Path, plan: list[list[Batch]]) -> list[float]:
 def _merge_batch(conn: Any, batch: Batch, lines: Counter[str]) -> float:
     """One batch as daemon/ingest/merge.py `_commit_merged` commits it, on the store's thread: its
     corpus line bases, then `write_parts` in one transaction (timed, with the commit)."""
-    from daemon.ingest.merge import write_parts
-    from daemon.store.scratch import attach, detach, part_days
+    from memoryd.ingest.merge import write_parts
+    from memoryd.store.scratch import attach, detach, part_days
 
     paths = sorted({p.path for p in batch.parts})
     names = attach(conn, paths)

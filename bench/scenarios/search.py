@@ -22,7 +22,7 @@ AGENT = "main"
 
 
 def missing() -> str | None:
-    return entry_point_missing("daemon.agent_runtime:agent_runtime", SEARCH)
+    return entry_point_missing("memoryd.agent_runtime:agent_runtime", SEARCH)
 
 
 def queries(text: _Text) -> list[str]:
@@ -50,7 +50,7 @@ def queries(text: _Text) -> list[str]:
 
 def build_store(ctx: Context, n: int) -> tuple[Any, Path]:
     """A store with `n` indexed memory chunks in the product's schema (created by Store.open)."""
-    from daemon.store.db import Store
+    from memoryd.store.db import Store
 
     settings = ctx.settings(ctx.scratch("state"))
     db_path = settings.state_dir / "agents" / AGENT / "memory.sqlite"
@@ -136,7 +136,7 @@ def run(ctx: Context) -> list[Row]:
     run_search = entry(SEARCH)
 
     async def product_rep() -> float:
-        from daemon.agent_runtime import agent_runtime
+        from memoryd.agent_runtime import agent_runtime
 
         times = []
         async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:

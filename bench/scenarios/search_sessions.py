@@ -84,7 +84,7 @@ def queries() -> list[str]:
 
 
 async def _index(settings: Any) -> None:
-    from daemon.agent_runtime import agent_runtime
+    from memoryd.agent_runtime import agent_runtime
 
     async with agent_runtime(settings, AGENT, redis=True) as rt:
         await entry(INDEX)(rt)
@@ -100,7 +100,7 @@ def _one_size(ctx: Context, n: int) -> tuple[list[float], list[float], list[floa
     conn = connect(settings.state_dir / "agents" / AGENT / "memory.sqlite")
 
     async def product_rep(stale: bool) -> float:
-        from daemon.agent_runtime import agent_runtime
+        from memoryd.agent_runtime import agent_runtime
 
         times = []
         async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:

@@ -24,7 +24,7 @@ def run(ctx: Context) -> list[Row]:
     settings = ctx.settings(ctx.scratch("state"))
     run_async(sweep_agents, settings, list(ctx.corpus.manifest.agents))
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    from daemon.ingest.parallel import pool_pids
+    from memoryd.ingest.parallel import pool_pids
 
     workers = [_peak_mb(pid) for pid in pool_pids()]  # ingest.workers processes, if the sweep used them
     peak = own + sum(workers)

@@ -32,9 +32,9 @@ def missing() -> str | None:
     if shutil.which("grep") is None:
         return "no grep on PATH for the baseline"
     return entry_point_missing(
-        "daemon.retention.verify:run_verify",
-        "daemon.retention.api:write_objects",
-        "daemon.retention.pieces:pieces",
+        "memoryd.retention.verify:run_verify",
+        "memoryd.retention.api:write_objects",
+        "memoryd.retention.pieces:pieces",
     )
 
 
@@ -47,8 +47,8 @@ def _sentence(rng: random.Random, n: int) -> str:
 
 
 async def _populate(settings: Any, objects: int) -> None:
-    from daemon.redis_conn import connect_redis
-    from daemon.retention.api import ObjectWrite, write_objects
+    from memoryd.redis_conn import connect_redis
+    from memoryd.retention.api import ObjectWrite, write_objects
 
     rng = random.Random(7)
     redis = await connect_redis(settings)
@@ -77,7 +77,7 @@ def _workspace(workspace: Path, files: int) -> None:
 
 
 def _subject() -> Any:
-    from daemon.retention.needles import VerifySubject
+    from memoryd.retention.needles import VerifySubject
 
     rng = random.Random(13)
     contents = tuple(_sentence(rng, 10**8 + i) for i in range(SUBJECT_MESSAGES))
@@ -86,7 +86,7 @@ def _subject() -> Any:
 
 def _needles_file(subject: Any, path: Path) -> int:
     """The subject's pieces and hash prefixes, one a line, as grep -f reads them."""
-    from daemon.retention.needles import derived_values, subject_pieces
+    from memoryd.retention.needles import derived_values, subject_pieces
 
     lines = {p for p in subject_pieces(subject) if b"\n" not in p}
     lines |= {v[:12].encode() for c in subject.contents for v in derived_values(c)}
@@ -101,8 +101,8 @@ def _files(settings: Any) -> list[str]:
 
 
 async def _verify(settings: Any, subject: Any) -> Any:
-    from daemon.redis_conn import connect_redis
-    from daemon.retention.verify import run_verify
+    from memoryd.redis_conn import connect_redis
+    from memoryd.retention.verify import run_verify
 
     redis = await connect_redis(settings)
     try:

@@ -51,7 +51,7 @@ def _data(messages: int) -> tuple[list[str], str]:
 
 
 def _matching(contents: list[str], text: str, data: bytes) -> Callable[[], float]:
-    from daemon.retention.needles import VerifySubject, compile_needles
+    from memoryd.retention.needles import VerifySubject, compile_needles
 
     needles = compile_needles(VerifySubject(contents=tuple(contents)))
 
@@ -62,7 +62,7 @@ def _matching(contents: list[str], text: str, data: bytes) -> Callable[[], float
 
 
 def run(ctx: Context) -> list[Row]:
-    from daemon.retention.needles import snippets
+    from memoryd.retention.needles import snippets
 
     messages = MESSAGES[ctx.scale]
     contents, text = _data(messages)

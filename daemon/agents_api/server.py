@@ -19,11 +19,11 @@ import orjson
 from mcp.server.lowlevel import Server
 from pydantic import BaseModel, ValidationError
 
-from daemon import __version__
-from daemon.agents_api.service import AgentsApi
-from daemon.agents_api.tools import ForgetArgs, GetArgs, ReadArgs, SearchArgs, WriteArgs
-from daemon.errors import MemorydError
-from daemon.ops.op import describe_validation
+from memoryd import __version__
+from memoryd.agents_api.service import AgentsApi
+from memoryd.agents_api.tools import ForgetArgs, GetArgs, ReadArgs, SearchArgs, WriteArgs
+from memoryd.errors import MemorydError
+from memoryd.ops.op import describe_validation
 
 SERVER_NAME = "memoryd"
 UNTRUSTED_FRAME = (
@@ -47,9 +47,9 @@ class ToolDef:
 
 
 def _result_models() -> dict[str, type[BaseModel]]:
-    from daemon.forget.report import ForgetReport
-    from daemon.index.report import EntryReport, SearchReport
-    from daemon.retention.models import ReadResult, WriteResult
+    from memoryd.forget.report import ForgetReport
+    from memoryd.index.report import EntryReport, SearchReport
+    from memoryd.retention.models import ReadResult, WriteResult
 
     return {
         "memory_search": SearchReport,

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.agents_api.tools import (
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.agents_api.tools import (
     ForgetArgs,
     GetArgs,
     ReadArgs,
@@ -25,12 +25,12 @@ from daemon.agents_api.tools import (
     check_scope_for,
     forget_request,
 )
-from daemon.constants import MCP_FORGET_WAIT_S
-from daemon.errors import OperationFailed, RefusedError
-from daemon.settings import Settings
-from daemon.store.checkpoints import recorded_session_keys
-from daemon.store.db import Connection
-from daemon.store.participants import participants_of_sessions
+from memoryd.constants import MCP_FORGET_WAIT_S
+from memoryd.errors import OperationFailed, RefusedError
+from memoryd.settings import Settings
+from memoryd.store.checkpoints import recorded_session_keys
+from memoryd.store.db import Connection
+from memoryd.store.participants import participants_of_sessions
 
 
 def _actors_of_session(conn: Connection, session: str) -> set[str]:
@@ -79,19 +79,19 @@ class AgentsApi:
         return asking(self.scope, self.participant, given)
 
     async def search(self, args: SearchArgs) -> Any:
-        from daemon.index.search import run_search
+        from memoryd.index.search import run_search
 
         who = self._who(args.participant)
         return await run_search(await self._reader(), args.query, args.limit, participant=who)
 
     async def get(self, args: GetArgs) -> Any:
-        from daemon.index.entry import get_entry
+        from memoryd.index.entry import get_entry
 
         return await get_entry(await self._reader(), args.key, participant=self._who(args.participant))
 
     async def forget(self, args: ForgetArgs) -> dict[str, Any]:
-        from daemon.ops import forget as forget_op
-        from daemon.runtime.client import MemorydClient
+        from memoryd.ops import forget as forget_op
+        from memoryd.runtime.client import MemorydClient
 
         who = self._who(args.participant)
         request = forget_request(self.agent_id, args)
@@ -110,7 +110,7 @@ class AgentsApi:
     async def _check_forgettable_by(self, who: str, args: ForgetArgs) -> None:
         """A participant forgets only what derives from sessions they took part in: a session
         of theirs, or a memory whose every session is one (owner-level memory is not theirs)."""
-        from daemon.index.entry import get_entry
+        from memoryd.index.entry import get_entry
 
         rt = await self._reader()
         if args.session is not None:
@@ -131,13 +131,13 @@ class AgentsApi:
             raise RefusedError(f"{what}; a participant forgets only memory of their own sessions")
 
     async def read(self, args: ReadArgs) -> BaseModel:
-        from daemon.retention import api
+        from memoryd.retention import api
 
         scope = check_scope_for(args.scope, self._who(args.participant))
         return await api.read_scope(self.settings, scope)
 
     async def write(self, args: WriteArgs) -> BaseModel:
-        from daemon.retention import api
+        from memoryd.retention import api
 
         who = self._who(args.participant)
         scope = check_scope_for(args.scope, who)
@@ -145,7 +145,7 @@ class AgentsApi:
         if args.provenance_parent is not None:
             parent = check_scope_for(args.provenance_parent, who, "provenance_parent")
         if self._redis is None:
-            from daemon.redis_conn import redis_client
+            from memoryd.redis_conn import redis_client
 
             self._redis = redis_client(self.settings)
         return await api.write_object(

@@ -13,11 +13,11 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from daemon.constants import CHUNK_KEY_PREFIX, SEARCH_MAX_LIMIT
-from daemon.errors import RefusedError, UsageError
-from daemon.forget.request import ForgetRequest
-from daemon.index.recall_scope import RecallScope
-from daemon.retention.scopes import parse_scope
+from memoryd.constants import CHUNK_KEY_PREFIX, SEARCH_MAX_LIMIT
+from memoryd.errors import RefusedError, UsageError
+from memoryd.forget.request import ForgetRequest
+from memoryd.index.recall_scope import RecallScope
+from memoryd.retention.scopes import parse_scope
 
 Participant = Annotated[
     str | None,

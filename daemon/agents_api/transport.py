@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daemon.agents_api.server import McpServer
-from daemon.errors import UsageError
+from memoryd.agents_api.server import McpServer
+from memoryd.errors import UsageError
 
 MCP_PATH = "/mcp"
 

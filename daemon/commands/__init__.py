@@ -14,8 +14,8 @@ import click
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from daemon.ops.op import Op, ProgressFn, R
-    from daemon.settings import Settings
+    from memoryd.ops.op import Op, ProgressFn, R
+    from memoryd.settings import Settings
 
 T = TypeVar("T")
 
@@ -106,8 +106,8 @@ class CliState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            from daemon.commands import _environment as env
-            from daemon.settings import load_settings, resolve_config_path
+            from memoryd.commands import _environment as env
+            from memoryd.settings import load_settings, resolve_config_path
 
             settings = load_settings(self.config_path)
             if resolve_config_path(self.config_path) is None:
@@ -124,7 +124,7 @@ pass_state = click.make_pass_decorator(CliState)
 
 
 def warn_missing_sessions_root(settings: Settings) -> None:
-    from daemon.agents import missing_sessions_root
+    from memoryd.agents import missing_sessions_root
 
     warning = missing_sessions_root(settings)
     if warning is not None:
@@ -135,7 +135,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 
 
 def known_agent_callback(ctx: click.Context, _param: click.Parameter, agent_id: str | None) -> str | None:
-    from daemon.commands._environment import require_known_agent
+    from memoryd.commands._environment import require_known_agent
 
     if agent_id is None:
         return None
@@ -164,8 +164,8 @@ def command_name(op: Op[Any]) -> str:
 
 
 def run_op(state: CliState, op: Op[R], request: R, progress: ProgressFn | None = None) -> Any:
-    """Run an operation in the foreground, as the daemon's job would (daemon.ops.execute)."""
-    from daemon.ops.execute import run_locally
+    """Run an operation in the foreground, as the daemon's job would (memoryd.ops.execute)."""
+    from memoryd.ops.execute import run_locally
 
     async def go() -> Any:
         return await run_locally(op, state.settings, request, progress=progress)

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from daemon.commands import CliState, command_name, emit_json, json_option, pass_state, run_async
-from daemon.ops.op import Op, Routing
+from memoryd.commands import CliState, command_name, emit_json, json_option, pass_state, run_async
+from memoryd.ops.op import Op, Routing
 
 if TYPE_CHECKING:
-    from daemon.runtime.client import UnroutedAgent
+    from memoryd.runtime.client import UnroutedAgent
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -83,7 +83,7 @@ def _refuse_unrouted(state: CliState, exc: UnroutedAgent) -> NoReturn:
     """No host serves the agent. When this host's config lists agents and the name is not one
     of them it is most likely a typo: say so against those names; else the client's refusal
     (which lists the agents the hosts serve)."""
-    from daemon.commands._environment import known_agents, require_known_agent
+    from memoryd.commands._environment import known_agents, require_known_agent
 
     if known_agents(state.settings):
         require_known_agent(state.settings, exc.agent)
@@ -98,7 +98,7 @@ def enqueue_and_maybe_wait(
     as_json: bool,
     human: Callable[[dict[str, Any]], str] | None = None,
 ) -> None:
-    from daemon.runtime.client import MemorydClient
+    from memoryd.runtime.client import MemorydClient
 
     async def go() -> tuple[Any, Any, float | None]:
         async with MemorydClient.connect(state.settings) as client:
@@ -107,7 +107,7 @@ def enqueue_and_maybe_wait(
             report = await client.wait(job.job_id, queue=job.queue, timeout_s=timeout_s) if wait else None
             return job, report, stands_s
 
-    from daemon.runtime.client import UnroutedAgent
+    from memoryd.runtime.client import UnroutedAgent
 
     try:
         job, report, stands_s = run_async(go)

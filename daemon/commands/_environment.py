@@ -9,10 +9,10 @@ import os
 import stat
 from pathlib import Path
 
-from daemon.agents import list_agents
-from daemon.errors import ConfigError, OperationFailed, UsageError
-from daemon.ids import validate_agent_id
-from daemon.settings import Settings
+from memoryd.agents import list_agents
+from memoryd.errors import ConfigError, OperationFailed, UsageError
+from memoryd.ids import validate_agent_id
+from memoryd.settings import Settings
 
 
 def _os_error_text(exc: OSError) -> str:

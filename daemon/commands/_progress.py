@@ -22,7 +22,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from daemon.ops.op import ProgressFn
+from memoryd.ops.op import ProgressFn
 
 
 class RateColumn(ProgressColumn):

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from daemon.commands import CliState, emit, json_option, pass_state, warn_missing_sessions_root
-from daemon.redaction import redact_urls_in
-from daemon.settings import settings_as_dict
+from memoryd.commands import CliState, emit, json_option, pass_state, warn_missing_sessions_root
+from memoryd.redaction import redact_urls_in
+from memoryd.settings import settings_as_dict
 
 
 def _human(data: dict[str, Any]) -> str:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from daemon.commands import emit, json_option, table
-from daemon.demo import DEFAULT_REDIS_URL, DemoReport, write_demo
+from memoryd.commands import emit, json_option, table
+from memoryd.demo import DEFAULT_REDIS_URL, DemoReport, write_demo
 
 
 def _human(report: DemoReport) -> str:

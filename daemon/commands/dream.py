@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from daemon.agent_runtime import agent_runtime
-from daemon.commands import (
+from memoryd.agent_runtime import agent_runtime
+from memoryd.commands import (
     CliState,
     agent_name_option,
     agent_option,
@@ -21,15 +21,15 @@ from daemon.commands import (
     run_op,
     table,
 )
-from daemon.commands._enqueue import register_enqueue
-from daemon.dreaming.promote import run_promote
-from daemon.dreaming.rank import PromotionGates
-from daemon.dreaming.report import BackfillReport, DreamReport, PromoteExplanation, PromoteReport
-from daemon.dreaming.sweep import PHASES
-from daemon.errors import UsageError
-from daemon.ops import backfill as backfill_op
-from daemon.ops import dream as dream_op
-from daemon.settings import Settings
+from memoryd.commands._enqueue import register_enqueue
+from memoryd.dreaming.promote import run_promote
+from memoryd.dreaming.rank import PromotionGates
+from memoryd.dreaming.report import BackfillReport, DreamReport, PromoteExplanation, PromoteReport
+from memoryd.dreaming.sweep import PHASES
+from memoryd.errors import UsageError
+from memoryd.ops import backfill as backfill_op
+from memoryd.ops import dream as dream_op
+from memoryd.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -126,7 +126,7 @@ def _explain_human(r: PromoteExplanation) -> str:
 
 
 async def _explain(settings: Settings, agent_id: str, key: str, gates: PromotionGates) -> PromoteExplanation:
-    from daemon.dreaming.explain import explain_promotion
+    from memoryd.dreaming.explain import explain_promotion
 
     async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
         report = await explain_promotion(rt, key, gates)

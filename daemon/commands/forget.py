@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from daemon.commands import CliState, agent_option, emit, json_option, pass_state, run_async
-from daemon.errors import JobPayloadError, OperationFailed, UsageError
+from memoryd.commands import CliState, agent_option, emit, json_option, pass_state, run_async
+from memoryd.errors import JobPayloadError, OperationFailed, UsageError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from daemon.forget.select import Selectors
+    from memoryd.forget.select import Selectors
 
-# The forget operation's name (daemon.ops.forget), which prefixes its request errors. A dry run
+# The forget operation's name (memoryd.ops.forget), which prefixes its request errors. A dry run
 # validates its flags without the op (see `_preview`); tests/test_cli_forget_preview.py checks
 # that both ways give the same report and the same errors.
 FORGET = "forget"
@@ -129,14 +129,14 @@ def _done(report: Mapping[str, Any]) -> str:
 
 def _human(report: BaseModel | Mapping[str, Any]) -> str:
     """The report (its model, or its JSON form for a dry run) for a reader."""
-    from daemon.forget.summary import render_human
+    from memoryd.forget.summary import render_human
 
     data = report if isinstance(report, Mapping) else report.model_dump(mode="json", by_alias=True)
     lines = [render_human(data)]
     if not data["dryRun"]:
         lines.append(_done(data))
     if getattr(report, "verification", None) is not None:  # forget --verify: the verifier is loaded
-        from daemon.ops.verified_forget import render_verification
+        from memoryd.ops.verified_forget import render_verification
 
         lines += render_verification(report)  # type: ignore[arg-type]
     return "\n".join(lines)
@@ -146,9 +146,9 @@ def _preview_selectors(fields: dict[str, Any]) -> tuple[str, Selectors]:
     """The agent and selectors of a dry run, checked by the request's rules in the request
     model's order (the payload's size, each field, then the selectors together), each error
     worded as the op's (`forget: <field>: …`)."""
-    from daemon.forget import rules
-    from daemon.forget.select import Selectors
-    from daemon.ops.payload import check_payload_size
+    from memoryd.forget import rules
+    from memoryd.forget.select import Selectors
+    from memoryd.ops.payload import check_payload_size
 
     check_payload_size(FORGET, fields)
     try:
@@ -173,9 +173,9 @@ def _preview(state: CliState, fields: dict[str, Any]) -> dict[str, Any]:
     lock), reported as the JSON form of its report: no pydantic model is built, so the preview
     an operator runs before every forget starts as fast as `memoryd --version`, nearly."""
     agent, selectors = _preview_selectors(fields)
-    from daemon.agent_runtime import agent_runtime
-    from daemon.forget.run import preview_plan
-    from daemon.forget.summary import report_data
+    from memoryd.agent_runtime import agent_runtime
+    from memoryd.forget.run import preview_plan
+    from memoryd.forget.summary import report_data
 
     async def go() -> dict[str, Any]:
         async with agent_runtime(state.settings, agent, readonly=True, redis=False) as rt:
@@ -229,14 +229,14 @@ def register(cli: click.Group) -> None:
         if dry_run:  # the forget op's outcome of a report is always None: nothing to raise
             emit(_preview(state, fields), as_json, _human)
             return
-        from daemon.commands import emit_report, run_op
-        from daemon.ops import forget as forget_op
+        from memoryd.commands import emit_report, run_op
+        from memoryd.ops import forget as forget_op
 
         request = forget_op.OP.parse(fields)
         if not verify:
             emit_report(forget_op.OP, run_op(state, forget_op.OP, request), as_json, _human)
             return
-        from daemon.ops.verified_forget import forget_verified
+        from memoryd.ops.verified_forget import forget_verified
 
         report = run_async(forget_verified, state.settings, request)
         emit_report(forget_op.OP, report, as_json, _human)
@@ -250,8 +250,8 @@ def register(cli: click.Group) -> None:
 
 def register_enqueue_commands(cli: click.Group) -> None:
     """`memoryd enqueue forget` (the op's request model: loaded only for it)."""
-    from daemon.commands._enqueue import register_enqueue
-    from daemon.ops import forget as forget_op
+    from memoryd.commands._enqueue import register_enqueue
+    from memoryd.ops import forget as forget_op
 
     register_enqueue(
         cli,

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from daemon.agent_runtime import agent_runtime
-from daemon.commands import (
+from memoryd.agent_runtime import agent_runtime
+from memoryd.commands import (
     CliState,
     agent_option,
     emit,
@@ -19,14 +19,14 @@ from daemon.commands import (
     run_op,
     table,
 )
-from daemon.index.search import run_search
-from daemon.sessions.admission import POLICY_REASON_PREFIXES
+from memoryd.index.search import run_search
+from memoryd.sessions.admission import POLICY_REASON_PREFIXES
 
 if TYPE_CHECKING:
-    from daemon.index.report import IndexReport, ResetReport
-    from daemon.index.search_report import SearchReport
+    from memoryd.index.report import IndexReport, ResetReport
+    from memoryd.index.search_report import SearchReport
 
-# The index operation's command (daemon.ops.index_sync): the op and its request model are
+# The index operation's command (memoryd.ops.index_sync): the op and its request model are
 # loaded by `memoryd index` and its enqueue twin only, not by `memoryd search` or `reset`
 # (tests/test_cli_help.py checks the name against the op).
 INDEX = "index"
@@ -93,10 +93,10 @@ def register(cli: click.Group) -> None:
     @pass_state
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
         """Index the agent's memory files (and transcripts, if configured) for search."""
-        from daemon.ops import index_sync as index_op
+        from memoryd.ops import index_sync as index_op
 
         request = index_op.OP.parse({"agent": agent_id, "force": force})
-        from daemon.commands._progress import progress_bar
+        from memoryd.commands._progress import progress_bar
 
         with progress_bar(INDEX_UNITS, quiet=as_json) as progress:
             report = run_op(state, index_op.OP, request, progress)
@@ -111,7 +111,7 @@ def register(cli: click.Group) -> None:
 
         Search finds nothing (and says the index is stale) until `memoryd index` rebuilds it.
         """
-        from daemon.index.reset import reset_index
+        from memoryd.index.reset import reset_index
 
         async def go() -> ResetReport:
             async with agent_runtime(state.settings, agent_id) as rt:
@@ -149,8 +149,8 @@ def register(cli: click.Group) -> None:
 
 def register_enqueue_commands(cli: click.Group) -> None:
     """`memoryd enqueue index` (the op's request model: loaded only for it)."""
-    from daemon.commands._enqueue import register_enqueue
-    from daemon.ops import index_sync as index_op
+    from memoryd.commands._enqueue import register_enqueue
+    from memoryd.ops import index_sync as index_op
 
     register_enqueue(
         cli,

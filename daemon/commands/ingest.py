@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from daemon.agent_runtime import agent_runtime
-from daemon.commands import (
+from memoryd.agent_runtime import agent_runtime
+from memoryd.commands import (
     CliState,
     agent_option,
     ago,
@@ -21,9 +21,9 @@ from daemon.commands import (
     run_op,
     table,
 )
-from daemon.commands._enqueue import register_enqueue
-from daemon.errors import OperationFailed, UsageError
-from daemon.ingest.report import (
+from memoryd.commands._enqueue import register_enqueue
+from memoryd.errors import OperationFailed, UsageError
+from memoryd.ingest.report import (
     CheckpointRow,
     CheckpointsReport,
     CursorView,
@@ -36,8 +36,8 @@ from daemon.ingest.report import (
     SessionsReport,
     combine_sweeps,
 )
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.sessions.admission import (
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.sessions.admission import (
     AdmissionPolicy,
     RuleCheck,
     admission_reason,
@@ -45,12 +45,12 @@ from daemon.sessions.admission import (
     explain_key,
     policy_of,
 )
-from daemon.settings import Settings
-from daemon.store.checkpoints import Checkpoint, load_checkpoints
-from daemon.store.tombstones import forgotten_ids
+from memoryd.settings import Settings
+from memoryd.store.checkpoints import Checkpoint, load_checkpoints
+from memoryd.store.tombstones import forgotten_ids
 
 if TYPE_CHECKING:
-    from daemon.ops.op import ProgressFn
+    from memoryd.ops.op import ProgressFn
 
 # What the sweep's progress phases count (daemon/ingest/sweep.py).
 INGEST_UNITS = {"sessions": "sessions", "messages": "messages", "backlog": "sessions"}
@@ -130,9 +130,9 @@ def _views(checks: tuple[RuleCheck, ...]) -> list[RuleView]:
 async def _explain(settings: Settings, agent_id: str, query: str) -> SessionExplanation:
     """Why a session (by id or key) is in or out: every admission rule, its checkpoint, whether
     it is forgotten. Metadata and the store only; no transcript is read."""
-    from daemon.forget.select import Selectors, select_sessions, suggest_close
-    from daemon.forget.snapshot import read_recorded
-    from daemon.store.checkpoints import checkpoint_keys_of_sessions, load_checkpoints_by_key
+    from memoryd.forget.select import Selectors, select_sessions, suggest_close
+    from memoryd.forget.snapshot import read_recorded
+    from memoryd.store.checkpoints import checkpoint_keys_of_sessions, load_checkpoints_by_key
 
     async with agent_runtime(settings, agent_id, readonly=True, redis=False) as rt:
         listing = rt.sessions.list_sessions()
@@ -343,7 +343,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def ingest(state: CliState, agent_id: str, until_done: bool, as_json: bool) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
-        from daemon.commands._progress import progress_bar
+        from memoryd.commands._progress import progress_bar
 
         request = ingest_op.OP.parse({"agent": agent_id})
         with progress_bar(INGEST_UNITS, quiet=as_json) as progress:

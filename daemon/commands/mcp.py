@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from daemon.commands import CliState, agent_option, pass_state, run_async
-from daemon.constants import MCP_HTTP_DEFAULT_LISTEN
+from memoryd.commands import CliState, agent_option, pass_state, run_async
+from memoryd.constants import MCP_HTTP_DEFAULT_LISTEN
 
 
 def register(cli: click.Group) -> None:
@@ -55,10 +55,10 @@ def register(cli: click.Group) -> None:
         Tools: memory_search, memory_get, memory_forget, memory_read, memory_write. Recall
         follows recall.scope: under "participant" each call names the conversation's
         participant (or the server is started for one with --participant)."""
-        from daemon.agents_api.server import McpServer
-        from daemon.agents_api.service import AgentsApi
-        from daemon.agents_api.transport import check_http, parse_listen, serve_http, serve_stdio
-        from daemon.errors import UsageError
+        from memoryd.agents_api.server import McpServer
+        from memoryd.agents_api.service import AgentsApi
+        from memoryd.agents_api.transport import check_http, parse_listen, serve_http, serve_stdio
+        from memoryd.errors import UsageError
 
         if participant is not None and not participant.strip():
             raise UsageError("--participant: must name an actor id, not be empty")

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from daemon.commands import (
+from memoryd.commands import (
     CliState,
     ago,
     command_name,
@@ -23,17 +23,17 @@ from daemon.commands import (
     table,
     yes_no,
 )
-from daemon.commands._enqueue import register_enqueue
-from daemon.errors import OperationFailed, RefusedError, UsageError
-from daemon.ops import erase as erase_op
-from daemon.ops import expire as expire_op
-from daemon.ops.verification import run_verify
-from daemon.redis_conn import connect_redis
-from daemon.retention import api
-from daemon.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
-from daemon.retention.receipts import DeploymentReceipt, ErasureReceipt, ReceiptList, Verification
-from daemon.retention.request import ExpireRequest
-from daemon.settings import Settings
+from memoryd.commands._enqueue import register_enqueue
+from memoryd.errors import OperationFailed, RefusedError, UsageError
+from memoryd.ops import erase as erase_op
+from memoryd.ops import expire as expire_op
+from memoryd.ops.verification import run_verify
+from memoryd.redis_conn import connect_redis
+from memoryd.retention import api
+from memoryd.retention.models import ExpireReport, HoldList, LineageReport, ReadResult, WriteResult
+from memoryd.retention.receipts import DeploymentReceipt, ErasureReceipt, ReceiptList, Verification
+from memoryd.retention.request import ExpireRequest
+from memoryd.settings import Settings
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -240,8 +240,8 @@ def _erase_everywhere(
     as_json: bool,
 ) -> None:
     """`memoryd enqueue erase` without --queue: the erasure on every host (runtime/erasure_fanout)."""
-    from daemon.runtime.client import MemorydClient
-    from daemon.runtime.erasure_fanout import deployment_state, send_everywhere
+    from memoryd.runtime.client import MemorydClient
+    from memoryd.runtime.erasure_fanout import deployment_state, send_everywhere
 
     ttl = state.settings.retention.erase_result_ttl_s
 
@@ -443,8 +443,8 @@ def register(cli: click.Group) -> None:
         An erasure `memoryd enqueue erase` sent without --queue is complete only when every
         host has erased; this exits 1 while any has not (a stopped host runs it once it is back).
         """
-        from daemon.runtime.client import MemorydClient
-        from daemon.runtime.erasure_fanout import deployment_state
+        from memoryd.runtime.client import MemorydClient
+        from memoryd.runtime.erasure_fanout import deployment_state
 
         async def go() -> DeploymentReceipt:
             async with MemorydClient.connect(state.settings) as client:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from daemon.commands import (
+from memoryd.commands import (
     CliState,
     ago_iso,
     count_of,
@@ -19,8 +19,8 @@ from daemon.commands import (
     table,
     warn_missing_sessions_root,
 )
-from daemon.errors import OperationFailed
-from daemon.runtime.wire import queue_name
+from memoryd.errors import OperationFailed
+from memoryd.runtime.wire import queue_name
 
 
 def _status_human(report: Any) -> str:
@@ -83,7 +83,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def run_cmd(state: CliState, log_level: str) -> None:
         """Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."""
-        from daemon.runtime.service import configure_logging, serve
+        from memoryd.runtime.service import configure_logging, serve
 
         configure_logging(log_level)
         code = run_async(serve, state.settings, state.config_path)
@@ -96,7 +96,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def status_cmd(state: CliState, agent_id: str | None, as_json: bool) -> None:
         """Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder."""
-        from daemon.runtime.status import collect_status
+        from memoryd.runtime.status import collect_status
 
         warn_missing_sessions_root(state.settings)
         agents = [agent_id] if agent_id else None
@@ -116,7 +116,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def jobs_cmd(state: CliState, queue: str | None, limit: int, as_json: bool) -> None:
         """Queued, running and finished jobs of a queue, with their results."""
-        from daemon.runtime.client import MemorydClient
+        from memoryd.runtime.client import MemorydClient
 
         target = queue or queue_name(state.settings.daemon.host_id)
 

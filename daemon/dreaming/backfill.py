@@ -27,8 +27,8 @@ from functools import reduce
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import (
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import (
     BACKFILL_DEFAULT_LIMIT_DAYS,
     DREAM_COMMIT_ATTEMPTS,
     EXCLUSION_STALE_RETRIES,
@@ -36,7 +36,7 @@ from daemon.constants import (
     SNIPPET_MAX_CHARS,
     SNIPPET_MIN_CHARS,
 )
-from daemon.dreaming.backfill_plan import (
+from memoryd.dreaming.backfill_plan import (
     BACKFILL_QUERY_PREFIX,
     Claim,
     Message,
@@ -44,22 +44,22 @@ from daemon.dreaming.backfill_plan import (
     diary_items,
     select_days,
 )
-from daemon.dreaming.backfill_request import BackfillRequest
-from daemon.dreaming.diary import DIARY_HEADER, block_text, publish_block, read_diary, remove_block
-from daemon.dreaming.memory_file import commit_memory, marker_keys, read_memory_file
-from daemon.dreaming.report import BackfillDay, BackfillReport
-from daemon.dreaming.staged import TRUSTED_ORIGINS
-from daemon.dreaming.text import normalize_snippet
-from daemon.errors import OperationFailed, UsageError, WriteConflict
-from daemon.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
-from daemon.ingest.corpus import corpus_relative_path, render_line
-from daemon.ingest.scan import DayOf
-from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
-from daemon.markers import promotion_key
-from daemon.sessions.admission import admission_reason, policy_of
-from daemon.sessions.model import SessionInfo
-from daemon.sessions.transcript import iter_exported
-from daemon.store.backfill_journal import (
+from memoryd.dreaming.backfill_request import BackfillRequest
+from memoryd.dreaming.diary import DIARY_HEADER, block_text, publish_block, read_diary, remove_block
+from memoryd.dreaming.memory_file import commit_memory, marker_keys, read_memory_file
+from memoryd.dreaming.report import BackfillDay, BackfillReport
+from memoryd.dreaming.staged import TRUSTED_ORIGINS
+from memoryd.dreaming.text import normalize_snippet
+from memoryd.errors import OperationFailed, UsageError, WriteConflict
+from memoryd.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
+from memoryd.ingest.corpus import corpus_relative_path, render_line
+from memoryd.ingest.scan import DayOf
+from memoryd.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
+from memoryd.markers import promotion_key
+from memoryd.sessions.admission import admission_reason, policy_of
+from memoryd.sessions.model import SessionInfo
+from memoryd.sessions.transcript import iter_exported
+from memoryd.store.backfill_journal import (
     active_run_ids,
     add_journal_rows,
     begin_run,
@@ -67,13 +67,13 @@ from daemon.store.backfill_journal import (
     mark_rolled_back,
     processed_days,
 )
-from daemon.store.corpus_files import record_corpus_files
-from daemon.store.db import Connection
-from daemon.store.erased_senders import ErasedSenders, SenderTest, load_erased_senders
-from daemon.store.exclusions import ExclusionsChanged, check_exclusions, exclusion_generation
-from daemon.store.origins import delete_origin_rows, origins_for_entries, record_origins
-from daemon.store.phase_signals import delete_signals
-from daemon.store.short_term import (
+from memoryd.store.corpus_files import record_corpus_files
+from memoryd.store.db import Connection
+from memoryd.store.erased_senders import ErasedSenders, SenderTest, load_erased_senders
+from memoryd.store.exclusions import ExclusionsChanged, check_exclusions, exclusion_generation
+from memoryd.store.origins import delete_origin_rows, origins_for_entries, record_origins
+from memoryd.store.phase_signals import delete_signals
+from memoryd.store.short_term import (
     add_grounded_signal,
     delete_entries,
     insert_raw_row,
@@ -81,9 +81,9 @@ from daemon.store.short_term import (
     load_raw_rows,
     restore_raw_row,
 )
-from daemon.store.suppressions import suppressed_among
-from daemon.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
-from daemon.utf16 import truncate_utf16
+from memoryd.store.suppressions import suppressed_among
+from memoryd.store.tombstones import forgotten_ids, hashed_session_ref, list_tombstones
+from memoryd.utf16 import truncate_utf16
 
 log = logging.getLogger("memoryd.backfill")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key
-from daemon.dreaming.text import claim_identity
-from daemon.markers import promotion_keys_in
-from daemon.store.origins import EntryOrigin
+from memoryd.dreaming.diary import BlockItem, DiaryLine, diary_key
+from memoryd.dreaming.text import claim_identity
+from memoryd.markers import promotion_keys_in
+from memoryd.store.origins import EntryOrigin
 
 BACKFILL_QUERY_PREFIX = "__dreaming_session_backfill__:"
 DIARY_KIND = "session-backfill"

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
-from daemon.constants import BACKFILL_DEFAULT_LIMIT_DAYS
-from daemon.errors import UsageError
-from daemon.ids import validate_agent_id
+from memoryd.constants import BACKFILL_DEFAULT_LIMIT_DAYS
+from memoryd.errors import UsageError
+from memoryd.ids import validate_agent_id
 
 _DAY = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 Mode = Literal["preview", "rem", "apply", "rollback"]

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 
 import httpx
 
-from daemon.constants import PROMOTED_TEXT_MAX_CHARS
-from daemon.dreaming.lineage import Transfer
-from daemon.dreaming.memory_file import MEMORY_HEADER, MemoryEntry, MemorySnapshot, parse_entries
-from daemon.dreaming.staged import TRUSTED_ORIGINS
-from daemon.dreaming.text import normalize_snippet
-from daemon.markers import lineage_marker, promotion_keys_in, promotion_marker
-from daemon.redaction import redact_text
-from daemon.settings import DreamingSettings
+from memoryd.constants import PROMOTED_TEXT_MAX_CHARS
+from memoryd.dreaming.lineage import Transfer
+from memoryd.dreaming.memory_file import MEMORY_HEADER, MemoryEntry, MemorySnapshot, parse_entries
+from memoryd.dreaming.staged import TRUSTED_ORIGINS
+from memoryd.dreaming.text import normalize_snippet
+from memoryd.markers import lineage_marker, promotion_keys_in, promotion_marker
+from memoryd.redaction import redact_text
+from memoryd.settings import DreamingSettings
 
 ACTIONS = ("added", "merged", "superseded")
 MAX_RESULT_TEXT_CHARS = PROMOTED_TEXT_MAX_CHARS

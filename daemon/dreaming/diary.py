@@ -13,18 +13,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import DREAM_COMMIT_ATTEMPTS
-from daemon.derivations import diary_digest
-from daemon.dreaming.lineage import reserve_rows, rollback_rows
-from daemon.dreaming.memory_file import MemorySnapshot, commit_memory, read_snapshot
-from daemon.errors import WriteConflict
-from daemon.lock import Lease
-from daemon.markers import promotion_keys_in, promotion_marker
-from daemon.store.db import Connection
-from daemon.store.exclusions import check_exclusions
-from daemon.store.origins import EntryOrigin, delete_origins_for_entries
-from daemon.store.tombstones import forgotten_ids
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import DREAM_COMMIT_ATTEMPTS
+from memoryd.derivations import diary_digest
+from memoryd.dreaming.lineage import reserve_rows, rollback_rows
+from memoryd.dreaming.memory_file import MemorySnapshot, commit_memory, read_snapshot
+from memoryd.errors import WriteConflict
+from memoryd.lock import Lease
+from memoryd.markers import promotion_keys_in, promotion_marker
+from memoryd.store.db import Connection
+from memoryd.store.exclusions import check_exclusions
+from memoryd.store.origins import EntryOrigin, delete_origins_for_entries
+from memoryd.store.tombstones import forgotten_ids
 
 DIARY_HEADER = "# Dream Diary"
 MAX_COMMIT_ATTEMPTS = DREAM_COMMIT_ATTEMPTS

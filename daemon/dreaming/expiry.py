@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.dreaming.staged import StagedEntry
-from daemon.retention.gate import hidden_entries, load_visibility
-from daemon.sessions.model import SessionSource
-from daemon.settings import Settings
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.retention.gate import hidden_entries, load_visibility
+from memoryd.sessions.model import SessionSource
+from memoryd.settings import Settings
 
 
 async def drop_expired(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.dreaming.expiry import drop_expired
-from daemon.dreaming.rank import WEIGHTS, PromotionGates, Thresholds, explain
-from daemon.dreaming.report import GateResult, PromoteExplanation, ScorePart
-from daemon.dreaming.staged import read_staged
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.dreaming.expiry import drop_expired
+from memoryd.dreaming.rank import WEIGHTS, PromotionGates, Thresholds, explain
+from memoryd.dreaming.report import GateResult, PromoteExplanation, ScorePart
+from memoryd.dreaming.staged import read_staged
 
 
 async def explain_promotion(

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.dreaming.pool import read_pool, rerun_if_purged
-from daemon.dreaming.report import LightReport
-from daemon.dreaming.selection import Group, group_similar
-from daemon.dreaming.staged import StagedEntry
-from daemon.failpoints import held
-from daemon.store.phase_signals import record_phase_hits
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
+from memoryd.dreaming.pool import read_pool, rerun_if_purged
+from memoryd.dreaming.report import LightReport
+from memoryd.dreaming.selection import Group, group_similar
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.failpoints import held
+from memoryd.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "light", "Light Sleep"
 

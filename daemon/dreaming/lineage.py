@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from daemon.store.db import Connection
-from daemon.store.origins import EntryOrigin, delete_origin_rows, origins_for_entries, record_origins
+from memoryd.store.db import Connection
+from memoryd.store.origins import EntryOrigin, delete_origin_rows, origins_for_entries, record_origins
 
 
 @dataclass(frozen=True, slots=True)

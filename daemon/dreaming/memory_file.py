@@ -1,7 +1,7 @@
 """MEMORY.md: read a snapshot, parse marked entries, build an append, commit with a hash check.
 
 Pure parsing/building functions take text and return text; the only I/O is `read_memory_file`
-(no symlinks, size cap, UTF-8 check) and `commit_memory` (daemon.fileio.commit_file with the
+(no symlinks, size cap, UTF-8 check) and `commit_memory` (memoryd.fileio.commit_file with the
 hash of the snapshot the new content was built from, so a concurrent edit is a WriteConflict).
 A file that is not valid UTF-8 or exceeds the size cap is never rewritten.
 """
@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
-from daemon.fileio import ABSENT, commit_file, read_bytes_nofollow, sha256_hex
-from daemon.markers import lineage_key, lineage_marker, promotion_key, promotion_keys_in, promotion_marker
+from memoryd.constants import MEMORY_MARKDOWN_MAX_BYTES
+from memoryd.fileio import ABSENT, commit_file, read_bytes_nofollow, sha256_hex
+from memoryd.markers import lineage_key, lineage_marker, promotion_key, promotion_keys_in, promotion_marker
 
 MEMORY_HEADER = "# Long-Term Memory"
 _BULLET = re.compile(r"^[-*+]\s")

@@ -14,14 +14,14 @@ from typing import TypeVar
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import EXCLUSION_STALE_RETRIES
-from daemon.dreaming.expiry import drop_expired
-from daemon.dreaming.rehydrate import read_sources
-from daemon.dreaming.selection import eligible
-from daemon.dreaming.staged import StagedEntry, read_unforgotten
-from daemon.errors import OperationFailed
-from daemon.store.exclusions import ExclusionsChanged, exclusion_generation
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import EXCLUSION_STALE_RETRIES
+from memoryd.dreaming.expiry import drop_expired
+from memoryd.dreaming.rehydrate import read_sources
+from memoryd.dreaming.selection import eligible
+from memoryd.dreaming.staged import StagedEntry, read_unforgotten
+from memoryd.errors import OperationFailed
+from memoryd.store.exclusions import ExclusionsChanged, exclusion_generation
 
 T = TypeVar("T")
 log = logging.getLogger("memoryd.dreaming")

@@ -23,12 +23,12 @@ from zoneinfo import ZoneInfo
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import DREAM_COMMIT_ATTEMPTS
-from daemon.dreaming import consolidation
-from daemon.dreaming.expiry import drop_expired
-from daemon.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
-from daemon.dreaming.memory_file import (
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import DREAM_COMMIT_ATTEMPTS
+from memoryd.dreaming import consolidation
+from memoryd.dreaming.expiry import drop_expired
+from memoryd.dreaming.lineage import Transfer, reserve_transfers, rollback_rows
+from memoryd.dreaming.memory_file import (
     AppendItem,
     MemorySnapshot,
     build_append,
@@ -36,19 +36,19 @@ from daemon.dreaming.memory_file import (
     marker_keys,
     read_memory_file,
 )
-from daemon.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
-from daemon.dreaming.rehydrate import Located, locate, read_sources
-from daemon.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
-from daemon.dreaming.staged import StagedEntry, read_staged
-from daemon.dreaming.text import normalize_snippet, truncate
-from daemon.errors import WriteConflict
-from daemon.failpoints import failpoint
-from daemon.settings import DreamingSettings
-from daemon.store.db import Connection, FenceToken
-from daemon.store.origins import EntryOrigin
-from daemon.store.preimages import drop_preimage, prune_preimages, store_preimage
-from daemon.store.short_term import mark_promoted
-from daemon.store.tombstones import forgotten_ids
+from memoryd.dreaming.rank import Candidate, PromotionGates, Ranking, Thresholds, rank_candidates
+from memoryd.dreaming.rehydrate import Located, locate, read_sources
+from memoryd.dreaming.report import PromotedEntry, PromoteReport, SkippedEntry
+from memoryd.dreaming.staged import StagedEntry, read_staged
+from memoryd.dreaming.text import normalize_snippet, truncate
+from memoryd.errors import WriteConflict
+from memoryd.failpoints import failpoint
+from memoryd.settings import DreamingSettings
+from memoryd.store.db import Connection, FenceToken
+from memoryd.store.origins import EntryOrigin
+from memoryd.store.preimages import drop_preimage, prune_preimages, store_preimage
+from memoryd.store.short_term import mark_promoted
+from memoryd.store.tombstones import forgotten_ids
 
 APPEND_HEADING = "Promoted From Short-Term Memory ({day})"
 MAX_COMMIT_ATTEMPTS = DREAM_COMMIT_ATTEMPTS

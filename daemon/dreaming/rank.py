@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.dreaming.staged import StagedEntry
-from daemon.dreaming.text import claim_identity, derive_tags, log_ratio
-from daemon.settings import DreamingSettings
-from daemon.store.origins import EntryOrigin
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.dreaming.text import claim_identity, derive_tags, log_ratio
+from memoryd.settings import DreamingSettings
+from memoryd.store.origins import EntryOrigin
 
 DAY_MS = 86_400_000
 W_RELEVANCE, W_FREQUENCY, W_DIVERSITY, W_RECENCY, W_CONSOLIDATION, W_CONCEPTUAL = (

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from daemon.dreaming.staged import StagedEntry
-from daemon.dreaming.text import normalize_snippet
-from daemon.errors import UsageError
-from daemon.fileio import read_bytes_nofollow
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.dreaming.text import normalize_snippet
+from memoryd.errors import UsageError
+from memoryd.fileio import read_bytes_nofollow
 
 CORPUS_PATH_RE = re.compile(r"^memory/\.dreams/session-corpus/\d{4}-\d{2}-\d{2}\.(?:txt|md)$")
 DAILY_PATH_RE = re.compile(r"^memory/(?:[^/]+/)*\d{4}-\d{2}-\d{2}[^/]*\.md$")

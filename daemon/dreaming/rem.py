@@ -14,15 +14,15 @@ from dataclasses import dataclass
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
-from daemon.dreaming.pool import read_pool, rerun_if_purged
-from daemon.dreaming.report import RemReport
-from daemon.dreaming.selection import Group, group_similar
-from daemon.dreaming.staged import StagedEntry
-from daemon.dreaming.text import derive_tags
-from daemon.settings import DreamingSettings
-from daemon.store.phase_signals import record_phase_hits
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.dreaming.diary import BlockItem, DiaryLine, diary_key, publish_block
+from memoryd.dreaming.pool import read_pool, rerun_if_purged
+from memoryd.dreaming.report import RemReport
+from memoryd.dreaming.selection import Group, group_similar
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.dreaming.text import derive_tags
+from memoryd.settings import DreamingSettings
+from memoryd.store.phase_signals import record_phase_hits
 
 BLOCK, HEADING = "rem", "REM Sleep"
 TRUTH_SIMILARITY = 0.88

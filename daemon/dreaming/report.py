@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from daemon.stored_form import Content
+from memoryd.stored_form import Content
 
 
 class _Model(BaseModel):

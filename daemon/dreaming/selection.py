@@ -9,11 +9,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.constants import GROUP_COMPARISONS_MAX
-from daemon.dreaming.sketch import band_keys
-from daemon.dreaming.staged import StagedEntry
-from daemon.dreaming.text import jaccard, word_set
-from daemon.store.origins import EntryOrigin
+from memoryd.constants import GROUP_COMPARISONS_MAX
+from memoryd.dreaming.sketch import band_keys
+from memoryd.dreaming.staged import StagedEntry
+from memoryd.dreaming.text import jaccard, word_set
+from memoryd.store.origins import EntryOrigin
 
 DAY_MS = 86_400_000
 # Keys no word can be (words are non-empty): the empty word set, and "any word" for threshold 0.

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from daemon.constants import SKETCH_MISS_AT_THRESHOLD, SKETCH_PERMUTATIONS, SKETCH_SEED
-from daemon.derivations import word_hash
+from memoryd.constants import SKETCH_MISS_AT_THRESHOLD, SKETCH_PERMUTATIONS, SKETCH_SEED
+from memoryd.derivations import word_hash
 
 _CHUNK_WORDS = 1 << 16  # words hashed at once: bounds the (words x permutations) array to 32 MiB
 _EMPTY = np.iinfo(np.uint64).max  # an empty set's values: equal to every other empty set's

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.store.db import Connection
-from daemon.store.origins import EntryOrigin, origins_for_entries
-from daemon.store.short_term import ShortTermEntry, read_with_signals
-from daemon.store.suppressions import suppressed_among
-from daemon.store.tombstones import forgotten_ids
+from memoryd.store.db import Connection
+from memoryd.store.origins import EntryOrigin, origins_for_entries
+from memoryd.store.short_term import ShortTermEntry, read_with_signals
+from memoryd.store.suppressions import suppressed_among
+from memoryd.store.tombstones import forgotten_ids
 
 TRUSTED_ORIGINS = frozenset({"owner", "agent"})
 

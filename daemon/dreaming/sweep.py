@@ -6,12 +6,12 @@ import time
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.dreaming.light import run_light
-from daemon.dreaming.promote import run_promote
-from daemon.dreaming.rem import run_rem
-from daemon.dreaming.report import DreamReport
-from daemon.errors import UsageError
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.dreaming.light import run_light
+from memoryd.dreaming.promote import run_promote
+from memoryd.dreaming.rem import run_rem
+from memoryd.dreaming.report import DreamReport
+from memoryd.errors import UsageError
 
 PHASES: tuple[str, ...] = ("light", "rem", "deep")
 

@@ -7,8 +7,8 @@ import re
 from collections import Counter
 
 # The claim key and its normalisation are the staging's own (daemon/derivations.py).
-from daemon.derivations import claim_hash as claim_hash
-from daemon.derivations import normalize_snippet as normalize_snippet
+from memoryd.derivations import claim_hash as claim_hash
+from memoryd.derivations import normalize_snippet as normalize_snippet
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)

@@ -27,34 +27,34 @@ from pathlib import Path
 
 import anyio
 
-from daemon.errors import MemorydError, OperationFailed
-from daemon.failpoints import failpoint
-from daemon.fileio import commit_file, remove_leftover_temps_under
-from daemon.forget.lineage import read_lineage
-from daemon.forget.plan import FileRewrite, ForgetPlan
-from daemon.forget.refs import references_session
-from daemon.forget.scrub import corpus_line_claim
-from daemon.index.purge import clear_embedding_cache, purge_chunks, rebuild_is_cheaper
-from daemon.store.backfill_journal import (
+from memoryd.errors import MemorydError, OperationFailed
+from memoryd.failpoints import failpoint
+from memoryd.fileio import commit_file, remove_leftover_temps_under
+from memoryd.forget.lineage import read_lineage
+from memoryd.forget.plan import FileRewrite, ForgetPlan
+from memoryd.forget.refs import references_session
+from memoryd.forget.scrub import corpus_line_claim
+from memoryd.index.purge import clear_embedding_cache, purge_chunks, rebuild_is_cheaper
+from memoryd.store.backfill_journal import (
     corpus_line_rows,
     delete_origin_rows_of_sessions,
     delete_rows,
     delete_rows_of_entries,
 )
-from daemon.store.checkpoints import delete_checkpoints
-from daemon.store.corpus_files import delete_corpus_files
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
-from daemon.store.index_chunks import fts_shape, rewrite_chunk_pages, rowids_of_chunks
-from daemon.store.index_sources import delete_sources_by_id
-from daemon.store.index_state import bump_revision
-from daemon.store.origins import delete_origins_for_entries
-from daemon.store.participants import delete_participants_of_sessions
-from daemon.store.phase_signals import delete_signals
-from daemon.store.preimages import rewrite_preimage
-from daemon.store.seen_hashes import delete_scopes
-from daemon.store.short_term import purge_entries
-from daemon.store.suppressions import delete_suppressions_of_sessions, record_suppressions
-from daemon.store.tombstones import forgotten_ids, record_tombstones
+from memoryd.store.checkpoints import delete_checkpoints
+from memoryd.store.corpus_files import delete_corpus_files
+from memoryd.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
+from memoryd.store.index_chunks import fts_shape, rewrite_chunk_pages, rowids_of_chunks
+from memoryd.store.index_sources import delete_sources_by_id
+from memoryd.store.index_state import bump_revision
+from memoryd.store.origins import delete_origins_for_entries
+from memoryd.store.participants import delete_participants_of_sessions
+from memoryd.store.phase_signals import delete_signals
+from memoryd.store.preimages import rewrite_preimage
+from memoryd.store.seen_hashes import delete_scopes
+from memoryd.store.short_term import purge_entries
+from memoryd.store.suppressions import delete_suppressions_of_sessions, record_suppressions
+from memoryd.store.tombstones import forgotten_ids, record_tombstones
 
 RERUN_HINT = (
     "the forgotten records are in force and the remaining evidence is kept; "

@@ -19,11 +19,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.constants import CORPUS_SNIPPET_MIN_CHARS
-from daemon.derivations import claim_hash, normalize_snippet
-from daemon.errors import UsageError
-from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
-from daemon.utf16 import utf16_key, utf16_len
+from memoryd.constants import CORPUS_SNIPPET_MIN_CHARS
+from memoryd.derivations import claim_hash, normalize_snippet
+from memoryd.errors import UsageError
+from memoryd.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from memoryd.utf16 import utf16_key, utf16_len
 
 CLAIM_KEY_PREFIX = "memory:claim:"
 ROLE_PREFIXES = ("User: ", "Assistant: ")  # the exported line forms (daemon/sessions/transcript.py)

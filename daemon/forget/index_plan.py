@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from daemon.constants import CORPUS_SNIPPET_MIN_CHARS
-from daemon.forget.refs import references_session
-from daemon.forget.scrub import Selection, scrub_memory
-from daemon.index.provenance import INTERNAL_SESSION_KINDS
-from daemon.utf16 import utf16_len
+from memoryd.constants import CORPUS_SNIPPET_MIN_CHARS
+from memoryd.forget.refs import references_session
+from memoryd.forget.scrub import Selection, scrub_memory
+from memoryd.index.provenance import INTERNAL_SESSION_KINDS
+from memoryd.utf16 import utf16_len
 
 _ROLES = ("User", "Assistant")  # the role prefix of an exported message line
 

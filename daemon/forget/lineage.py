@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from daemon.store.db import Connection
-from daemon.store.origins import entry_keys_of_sessions, origin_pairs
+from memoryd.store.db import Connection
+from memoryd.store.origins import entry_keys_of_sessions, origin_pairs
 
 
 @dataclass(frozen=True, slots=True, order=True)

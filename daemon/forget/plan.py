@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from daemon.fileio import sha256_hex
-from daemon.forget.curated import CuratedWrite
-from daemon.forget.entries import NO_ENTRIES, EntrySelection
-from daemon.forget.index_plan import ChunkRow, IndexPlan, SourceRow, plan_index
-from daemon.forget.lineage import Lineage
-from daemon.forget.refs import references_session
-from daemon.forget.scrub import (
+from memoryd.fileio import sha256_hex
+from memoryd.forget.curated import CuratedWrite
+from memoryd.forget.entries import NO_ENTRIES, EntrySelection
+from memoryd.forget.index_plan import ChunkRow, IndexPlan, SourceRow, plan_index
+from memoryd.forget.lineage import Lineage
+from memoryd.forget.refs import references_session
+from memoryd.forget.scrub import (
     Selection,
     has_history_highlights,
     promotion_keys_on_lines,
@@ -21,7 +21,7 @@ from daemon.forget.scrub import (
     scrub_corpus_claims,
     scrub_memory,
 )
-from daemon.forget.select import SessionSelection
+from memoryd.forget.select import SessionSelection
 
 
 @dataclass(frozen=True, slots=True)

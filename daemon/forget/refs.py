@@ -23,7 +23,7 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 
-from daemon.sessions.json_store import ARCHIVE_TS
+from memoryd.sessions.json_store import ARCHIVE_TS
 
 _SESSION_ID_LABEL_RE = re.compile(r"\bSession ID:\s*([^;\s]+)", re.IGNORECASE)
 _ARCHIVE_MARKER_RE = re.compile(r"\.jsonl\.(?:reset|deleted)\.")

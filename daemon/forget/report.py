@@ -1,5 +1,5 @@
 """The forget report's model (reference §7.8): field names and order are the JSON emission
-order. The data comes from daemon.forget.summary (built without pydantic, for the CLI's dry
+order. The data comes from memoryd.forget.summary (built without pydantic, for the CLI's dry
 run); validating it into this model is what a job's result and the JSON Schema use.
 """
 
@@ -9,10 +9,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.forget import summary
-from daemon.forget.plan import ForgetPlan
-from daemon.forget.summary import report_data
-from daemon.stored_form import Content
+from memoryd.forget import summary
+from memoryd.forget.plan import ForgetPlan
+from memoryd.forget.summary import report_data
+from memoryd.stored_form import Content
 
 
 class _Model(BaseModel):

@@ -1,5 +1,5 @@
 """The forget request: one model for the CLI and the `forget` job, so they cannot drift
-(validated through its operation, daemon.ops.forget), by the rules of daemon.forget.rules.
+(validated through its operation, memoryd.ops.forget), by the rules of memoryd.forget.rules.
 
 Selectors are exact strings, never patterns. Every problem raises UsageError naming the field.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from daemon.forget.rules import (
+from memoryd.forget.rules import (
     check_agent,
     check_selector_count,
     clean_match,

@@ -1,4 +1,4 @@
-"""The rules of a forget request, as plain functions: the request model (daemon.forget.request)
+"""The rules of a forget request, as plain functions: the request model (memoryd.forget.request)
 validates with them, and so does a dry run from the CLI, which builds no pydantic model (a
 preview is the command an operator runs most, and pydantic's import was most of its start-up).
 
@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from daemon.constants import MAX_SELECTORS, STAGED_SNIPPET_MAX_CHARS
-from daemon.errors import UsageError
-from daemon.ids import has_surrogate, session_id_problem, validate_agent_id
+from memoryd.constants import MAX_SELECTORS, STAGED_SNIPPET_MAX_CHARS
+from memoryd.errors import UsageError
+from memoryd.ids import has_surrogate, session_id_problem, validate_agent_id
 
 NO_SELECTOR_MESSAGE = (
     "memory forget requires a session, hook source, or participant selector "

@@ -16,25 +16,25 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.errors import OperationFailed, UsageError
-from daemon.forget.entries import NO_ENTRIES, EntrySelection
-from daemon.forget.plan import ForgetPlan, plan_forget
-from daemon.forget.select import Selectors, SessionSelection, select_sessions, suggest_close
-from daemon.forget.snapshot import SessionCatalog, read_catalog, read_entry_selection, read_snapshot
-from daemon.ingest.pending_appends import cut_off_uncommitted
-from daemon.settings import Settings
-from daemon.store.db import truncate_wal
-from daemon.store.scratch import remove_scratch
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.errors import OperationFailed, UsageError
+from memoryd.forget.entries import NO_ENTRIES, EntrySelection
+from memoryd.forget.plan import ForgetPlan, plan_forget
+from memoryd.forget.select import Selectors, SessionSelection, select_sessions, suggest_close
+from memoryd.forget.snapshot import SessionCatalog, read_catalog, read_entry_selection, read_snapshot
+from memoryd.ingest.pending_appends import cut_off_uncommitted
+from memoryd.settings import Settings
+from memoryd.store.db import truncate_wal
+from memoryd.store.scratch import remove_scratch
 
 if TYPE_CHECKING:
     # Typing only: a dry run never loads the Redis client or the lock, and a dry run from the
     # CLI (`preview_plan`) no pydantic model either.
     from redis.asyncio import Redis
 
-    from daemon.forget.report import ForgetReport
-    from daemon.forget.request import ForgetRequest
-    from daemon.lock import Lease
+    from memoryd.forget.report import ForgetReport
+    from memoryd.forget.request import ForgetRequest
+    from memoryd.lock import Lease
 
 # Each round re-plans after another writer changed the lineage mid-apply; a workspace whose
 # lineage keeps changing under the lock points at a writer that ignores the lock.
@@ -99,7 +99,7 @@ async def preview_plan(rt: AgentRuntime, selectors: Selectors) -> ForgetPlan:
 
 async def preview_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
     """The report of a dry run: what a purge would remove now."""
-    from daemon.forget.report import build_report
+    from memoryd.forget.report import build_report
 
     _check_agent(rt, request)
     return build_report(await preview_plan(rt, _selectors(request)), dry_run=True)
@@ -111,8 +111,8 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     store = rt.require_store()
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
-    from daemon.forget.apply import apply_plan  # a dry run applies nothing
-    from daemon.forget.report import build_report
+    from memoryd.forget.apply import apply_plan  # a dry run applies nothing
+    from memoryd.forget.report import build_report
 
     # Scratch files of the parallel scan hold memory text until merged; a sweep whose file goes
     # stages nothing of that batch (merge.py checks), so none survives the purge.

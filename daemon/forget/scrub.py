@@ -15,11 +15,11 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from daemon.constants import CORPUS_SNIPPET_MIN_CHARS
-from daemon.derivations import claim_hash
-from daemon.forget.refs import corpus_line_session, references_session
-from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
-from daemon.utf16 import utf16_len
+from memoryd.constants import CORPUS_SNIPPET_MIN_CHARS
+from memoryd.derivations import claim_hash
+from memoryd.forget.refs import corpus_line_session, references_session
+from memoryd.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from memoryd.utf16 import utf16_len
 
 # `[<agent>/<sessionPath>#L<n>] <snippet>`; JavaScript's `.` stops at every line terminator.
 _CORPUS_ROW_RE = re.compile(r"^\[[^\]]+#L\d+\]\s*([^\n\r\u2028\u2029]+)$")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from difflib import get_close_matches
 from typing import Any, Literal
 
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.utf16 import utf16_key
+from memoryd.sessions.model import ArchiveInfo, SessionInfo
+from memoryd.utf16 import utf16_key
 
 Resolution = Literal["live", "archived", "recorded", "unresolved"]
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
-from daemon.errors import MemorydError
-from daemon.fileio import read_bytes_nofollow, sha256_hex
-from daemon.forget.curated import CuratedWrite, merge_curated, transcript_writes
-from daemon.forget.entries import (
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import MEMORY_MARKDOWN_MAX_BYTES
+from memoryd.errors import MemorydError
+from memoryd.fileio import read_bytes_nofollow, sha256_hex
+from memoryd.forget.curated import CuratedWrite, merge_curated, transcript_writes
+from memoryd.forget.entries import (
     NO_ENTRIES,
     EntryFacts,
     EntryOriginRef,
@@ -37,20 +37,20 @@ from daemon.forget.entries import (
     promoted_texts,
     select_entries,
 )
-from daemon.forget.index_plan import ChunkRow, SourceRow
-from daemon.forget.lineage import Lineage, read_lineage
-from daemon.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
-from daemon.forget.scrub import promotion_keys_on_lines
-from daemon.forget.select import Selectors, SessionSelection
-from daemon.index.provenance import INTERNAL_SESSION_KINDS
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.store.checkpoints import checkpoint_keys_of_sessions
-from daemon.store.checkpoints import recorded_session_keys as recorded_checkpoint_keys
-from daemon.store.corpus_files import corpus_files_by_session
-from daemon.store.curated_writes import writes_of_session_keys, writes_of_sessions
-from daemon.store.db import Connection
-from daemon.store.embedding_cache import cached_count
-from daemon.store.index_chunks import (
+from memoryd.forget.index_plan import ChunkRow, SourceRow
+from memoryd.forget.lineage import Lineage, read_lineage
+from memoryd.forget.plan import BackupRow, FileSnapshot, ForgetSnapshot, ShortTermRow
+from memoryd.forget.scrub import promotion_keys_on_lines
+from memoryd.forget.select import Selectors, SessionSelection
+from memoryd.index.provenance import INTERNAL_SESSION_KINDS
+from memoryd.sessions.model import ArchiveInfo, SessionInfo
+from memoryd.store.checkpoints import checkpoint_keys_of_sessions
+from memoryd.store.checkpoints import recorded_session_keys as recorded_checkpoint_keys
+from memoryd.store.corpus_files import corpus_files_by_session
+from memoryd.store.curated_writes import writes_of_session_keys, writes_of_sessions
+from memoryd.store.db import Connection
+from memoryd.store.embedding_cache import cached_count
+from memoryd.store.index_chunks import (
     ChunkFacts,
     memory_chunk_facts,
     path_chunk_facts,
@@ -58,13 +58,13 @@ from daemon.store.index_chunks import (
     session_chunk_facts_with_text,
     stale_internal_chunk_facts,
 )
-from daemon.store.index_sources import session_sources, sources_at_paths
-from daemon.store.origins import keys_with_origins, origins_for_entries
-from daemon.store.origins import recorded_session_keys as recorded_origin_keys
-from daemon.store.preimages import preimage_rows
-from daemon.store.seen_hashes import existing_scopes
-from daemon.store.short_term import texts_by_key, texts_by_path, texts_outside
-from daemon.store.suppressions import suppressions_of_claims
+from memoryd.store.index_sources import session_sources, sources_at_paths
+from memoryd.store.origins import keys_with_origins, origins_for_entries
+from memoryd.store.origins import recorded_session_keys as recorded_origin_keys
+from memoryd.store.preimages import preimage_rows
+from memoryd.store.seen_hashes import existing_scopes
+from memoryd.store.short_term import texts_by_key, texts_by_path, texts_outside
+from memoryd.store.suppressions import suppressions_of_claims
 
 CORPUS_SUFFIXES = (".txt", ".md")
 # memory/.dreams/ and everything under it, as a key range ("0" sorts right after "/").

@@ -1,5 +1,5 @@
 """The forget report (reference §7.8) as plain data, and its human rendering: built from a plan
-without pydantic, so a dry run from the CLI needs none. `daemon.forget.report` declares the same
+without pydantic, so a dry run from the CLI needs none. `memoryd.forget.report` declares the same
 report as a model (the job's result, the JSON Schema) and validates this data into it; the keys
 and their order here are the JSON emission order.
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from daemon.forget.plan import ForgetPlan
-from daemon.utf16 import locale_key, utf16_key
+from memoryd.forget.plan import ForgetPlan
+from memoryd.utf16 import locale_key, utf16_key
 
 
 def _sorted(values: Any) -> list[str]:

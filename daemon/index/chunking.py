@@ -18,10 +18,10 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from daemon.derivations import chunk_hash
-from daemon.index.provenance import ChunkProvenance, least_trusted
-from daemon.index.transcript import TranscriptLine
-from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE, promotion_key
+from memoryd.derivations import chunk_hash
+from memoryd.index.provenance import ChunkProvenance, least_trusted
+from memoryd.index.transcript import TranscriptLine
+from memoryd.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE, promotion_key
 
 CHARS_PER_TOKEN = 4  # the reference's estimate; settings.index.chunk_tokens is in tokens
 PER_ENTRY_FILES = frozenset({"MEMORY.md", "USER.md"})

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from daemon.errors import ConfigError, OperationFailed
-from daemon.redaction import redact_text, redact_url
-from daemon.settings import EmbeddingSettings
+from memoryd.errors import ConfigError, OperationFailed
+from memoryd.redaction import redact_text, redact_url
+from memoryd.settings import EmbeddingSettings
 
 if TYPE_CHECKING:
     import httpx

@@ -10,16 +10,16 @@ participant may recall; otherwise the key reads as unknown, never as withheld.
 
 from __future__ import annotations
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import CHUNK_KEY_PREFIX, MEMORY_KEY_MAX_CHARS, PROMOTED_MEMORY_FILES
-from daemon.errors import UsageError
-from daemon.index.hit_lineage import entry_keys_of, read_page_lineage
-from daemon.index.provenance import least_trusted
-from daemon.index.recall_scope import visible_to
-from daemon.index.search_report import EntryReport, HitProvenance, HitSession
-from daemon.index.snippet import flatten
-from daemon.store.db import Connection
-from daemon.store.index_chunks import HitRow, hit_rows, rowids_in_file_containing, rowids_of_chunk_ids
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import CHUNK_KEY_PREFIX, MEMORY_KEY_MAX_CHARS, PROMOTED_MEMORY_FILES
+from memoryd.errors import UsageError
+from memoryd.index.hit_lineage import entry_keys_of, read_page_lineage
+from memoryd.index.provenance import least_trusted
+from memoryd.index.recall_scope import visible_to
+from memoryd.index.search_report import EntryReport, HitProvenance, HitSession
+from memoryd.index.snippet import flatten
+from memoryd.store.db import Connection
+from memoryd.store.index_chunks import HitRow, hit_rows, rowids_in_file_containing, rowids_of_chunk_ids
 
 
 def check_key(key: str) -> str:

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.errors import MemorydError
-from daemon.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats
-from daemon.sessions.admission import policy_of
-from daemon.store.db import Connection
-from daemon.store.index_sources import index_models, sources_of
-from daemon.store.index_state import read_dirty, sessions_seen
-from daemon.store.tombstones import forgotten_ids
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.errors import MemorydError
+from memoryd.index.sources import FileStat, file_hash, list_session_refs, memory_file_stats
+from memoryd.sessions.admission import policy_of
+from memoryd.store.db import Connection
+from memoryd.store.index_sources import index_models, sources_of
+from memoryd.store.index_state import read_dirty, sessions_seen
+from memoryd.store.tombstones import forgotten_ids
 
 
 @dataclass(frozen=True, slots=True)

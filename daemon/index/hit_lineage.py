@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from daemon.index.recall_scope import HitLineage
-from daemon.markers import PROMOTION_ANYWHERE_RE
-from daemon.store.checkpoints import recorded_session_keys
-from daemon.store.engine import Connection
-from daemon.store.index_chunks import HitRow
-from daemon.store.origins import origins_for_entries
-from daemon.store.participants import participants_of_sessions
-from daemon.store.tombstones import forgotten_ids
+from memoryd.index.recall_scope import HitLineage
+from memoryd.markers import PROMOTION_ANYWHERE_RE
+from memoryd.store.checkpoints import recorded_session_keys
+from memoryd.store.engine import Connection
+from memoryd.store.index_chunks import HitRow
+from memoryd.store.origins import origins_for_entries
+from memoryd.store.participants import participants_of_sessions
+from memoryd.store.tombstones import forgotten_ids
 
 
 @dataclass(frozen=True, slots=True)

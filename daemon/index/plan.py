@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from daemon.index.sources import MemoryFile, SessionRef
-from daemon.store.tombstones import REASON_FORGOTTEN
+from memoryd.index.sources import MemoryFile, SessionRef
+from memoryd.store.tombstones import REASON_FORGOTTEN
 
 REASON_GONE = "no longer present"
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from daemon.errors import OperationFailed
-from daemon.index.chunking import chunk_memory_file, chunk_session
-from daemon.index.plan import Note
-from daemon.index.provenance import ChunkProvenance, least_trusted, memory_file_origin, single_value
-from daemon.index.publish import PreparedChunk, PreparedFile
-from daemon.index.sources import MemoryFile, SessionRef
-from daemon.index.transcript import render_transcript, without_suppressed
-from daemon.markers import lineage_key
-from daemon.sessions.model import SessionSource
-from daemon.store.erased_senders import ErasedSenders
+from memoryd.errors import OperationFailed
+from memoryd.index.chunking import chunk_memory_file, chunk_session
+from memoryd.index.plan import Note
+from memoryd.index.provenance import ChunkProvenance, least_trusted, memory_file_origin, single_value
+from memoryd.index.publish import PreparedChunk, PreparedFile
+from memoryd.index.sources import MemoryFile, SessionRef
+from memoryd.index.transcript import render_transcript, without_suppressed
+from memoryd.markers import lineage_key
+from memoryd.sessions.model import SessionSource
+from memoryd.store.erased_senders import ErasedSenders
 
 REASON_SYSTEM_ONLY = "system-only transcript"
 

@@ -37,9 +37,9 @@ from typing import cast
 
 import anyio
 
-from daemon.failpoints import failpoint
-from daemon.index.prepare import FileDone, PreparedGroup, PrepareWork, merge_groups, prepare_files
-from daemon.index.sources import MemoryFile, SessionRef
+from memoryd.failpoints import failpoint
+from memoryd.index.prepare import FileDone, PreparedGroup, PrepareWork, merge_groups, prepare_files
+from memoryd.index.sources import MemoryFile, SessionRef
 
 # Transcript bytes per group: small enough that publication starts soon after the run does
 # (the first group is the only one nothing overlaps), large enough that a group's commit and

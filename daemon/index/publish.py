@@ -21,15 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from daemon import derivations
-from daemon.index.chunking import Chunk
-from daemon.index.provenance import ChunkProvenance
-from daemon.index.purge import PurgeCounts, purge_chunks, remove_sources
-from daemon.index.sources import file_hash
-from daemon.store.db import Connection
-from daemon.store.embedding_cache import CacheValues, cache_embeddings
-from daemon.store.exclusions import exclusion_generation
-from daemon.store.index_chunks import (
+from memoryd import derivations
+from memoryd.index.chunking import Chunk
+from memoryd.index.provenance import ChunkProvenance
+from memoryd.index.purge import PurgeCounts, purge_chunks, remove_sources
+from memoryd.index.sources import file_hash
+from memoryd.store.db import Connection
+from memoryd.store.embedding_cache import CacheValues, cache_embeddings
+from memoryd.store.exclusions import exclusion_generation
+from memoryd.store.index_chunks import (
     ChunkValues,
     ProvenanceValues,
     RecallValues,
@@ -39,9 +39,9 @@ from daemon.store.index_chunks import (
     next_chunk_rowid,
     refresh_kept,
 )
-from daemon.store.index_sources import SourceRecord, upsert_sources
-from daemon.store.index_state import bump_revision, current_revision
-from daemon.store.tombstones import forgotten_ids
+from memoryd.store.index_sources import SourceRecord, upsert_sources
+from memoryd.store.index_state import bump_revision, current_revision
+from memoryd.store.tombstones import forgotten_ids
 
 
 # Tuples: a large run's prepared files cross the preparation worker's pipe (prepare_worker.py).

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from daemon.store.embedding_cache import clear_cache
-from daemon.store.engine import Connection
-from daemon.store.index_chunks import FtsShape, chunk_ids_of_sources, delete_chunks
-from daemon.store.index_sources import delete_sources
-from daemon.store.index_state import bump_revision
+from memoryd.store.embedding_cache import clear_cache
+from memoryd.store.engine import Connection
+from memoryd.store.index_chunks import FtsShape, chunk_ids_of_sources, delete_chunks
+from memoryd.store.index_sources import delete_sources
+from memoryd.store.index_state import bump_revision
 
 
 @dataclass(frozen=True, slots=True)

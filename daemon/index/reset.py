@@ -5,13 +5,13 @@ memory files, and a forgotten session stays forgotten."""
 
 from __future__ import annotations
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.index.purge import PurgeCounts, clear_embedding_cache, remove_sources
-from daemon.index.report import ResetReport
-from daemon.store.engine import Connection
-from daemon.store.index_chunks import orphan_chunk_files
-from daemon.store.index_sources import all_sources
-from daemon.store.index_state import set_dirty
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.index.purge import PurgeCounts, clear_embedding_cache, remove_sources
+from memoryd.index.report import ResetReport
+from memoryd.store.engine import Connection
+from memoryd.store.index_chunks import orphan_chunk_files
+from memoryd.store.index_sources import all_sources
+from memoryd.store.index_state import set_dirty
 
 RESET_REASON = "the index was reset; run `memoryd index` to rebuild it"
 

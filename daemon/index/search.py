@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.constants import (
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.constants import (
     CHUNK_KEY_PREFIX,
     FTS_CANDIDATE_CAP,
     HYBRID_TEXT_WEIGHT,
@@ -36,21 +36,21 @@ from daemon.constants import (
     MIN_VECTOR_SIMILARITY,
     SEARCH_MAX_LIMIT,
 )
-from daemon.errors import UsageError
-from daemon.index.embedder import make_embedder, model_name
-from daemon.index.freshness import Freshness, check_freshness, disk_state
-from daemon.index.hit_lineage import PageLineage, read_page_lineage
-from daemon.index.provenance import least_trusted
-from daemon.index.recall_scope import visible_to
-from daemon.index.search_report import HitProvenance, HitSession, SearchHit, SearchReport
-from daemon.index.snippet import matched_snippet
-from daemon.index.vectors import VectorMatrices, nearest
-from daemon.markers import PROMOTION_ANYWHERE_RE
-from daemon.retention.gate import hidden_entries, load_visibility
-from daemon.store.db import Connection
-from daemon.store.index_chunks import HitRow, hit_rows
-from daemon.store.index_fts import count_matches, matches_from, ranked_newest, unranked_newest
-from daemon.store.origins import origins_for_entries
+from memoryd.errors import UsageError
+from memoryd.index.embedder import make_embedder, model_name
+from memoryd.index.freshness import Freshness, check_freshness, disk_state
+from memoryd.index.hit_lineage import PageLineage, read_page_lineage
+from memoryd.index.provenance import least_trusted
+from memoryd.index.recall_scope import visible_to
+from memoryd.index.search_report import HitProvenance, HitSession, SearchHit, SearchReport
+from memoryd.index.snippet import matched_snippet
+from memoryd.index.vectors import VectorMatrices, nearest
+from memoryd.markers import PROMOTION_ANYWHERE_RE
+from memoryd.retention.gate import hidden_entries, load_visibility
+from memoryd.store.db import Connection
+from memoryd.store.index_chunks import HitRow, hit_rows
+from memoryd.store.index_fts import count_matches, matches_from, ranked_newest, unranked_newest
+from memoryd.store.origins import origins_for_entries
 
 if TYPE_CHECKING:
     import numpy as np  # the query's vector; numpy is loaded by the embedder that makes it

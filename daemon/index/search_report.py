@@ -1,7 +1,7 @@
 """The search report as plain data: what `run_search` returns and `memoryd search` prints.
 
 A search is a fresh process each time an agent's tool calls it, so its report does not load
-pydantic. `daemon.index.report.SearchReport` is the same report as a model (the `search --json`
+pydantic. `memoryd.index.report.SearchReport` is the same report as a model (the `search --json`
 schema); `to_json` gives the model's JSON form, camelCase keys in its field order
 (tests/test_search.py holds the two together, `EntryReport` too).
 """
@@ -34,7 +34,7 @@ class _Plain:
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form of the matching model in daemon.index.report (by alias, field order)."""
+        """The JSON form of the matching model in memoryd.index.report (by alias, field order)."""
         keys = _KEYS.get(type(self))
         if keys is None:
             keys = _KEYS[type(self)] = tuple((f.name, _camel(f.name)) for f in fields(self))  # type: ignore[arg-type]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from daemon.constants import SEARCH_SNIPPET_MAX_CHARS
-from daemon.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from memoryd.constants import SEARCH_SNIPPET_MAX_CHARS
+from memoryd.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
 
 ELLIPSIS = "…"
 # Context kept before the first matched word, so the match reads in its sentence.

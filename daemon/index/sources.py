@@ -18,13 +18,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.constants import MEMORY_MARKDOWN_MAX_BYTES
-from daemon.errors import MemorydError
-from daemon.fileio import read_bytes_nofollow, sha256_hex
-from daemon.index.provenance import INTERNAL_SESSION_KINDS
-from daemon.sessions.admission import AdmissionPolicy, exclusion_reason, key_reason
-from daemon.sessions.json_store import derive_session_kind
-from daemon.sessions.model import ArchiveInfo, SessionInfo, SessionSource
+from memoryd.constants import MEMORY_MARKDOWN_MAX_BYTES
+from memoryd.errors import MemorydError
+from memoryd.fileio import read_bytes_nofollow, sha256_hex
+from memoryd.index.provenance import INTERNAL_SESSION_KINDS
+from memoryd.sessions.admission import AdmissionPolicy, exclusion_reason, key_reason
+from memoryd.sessions.json_store import derive_session_kind
+from memoryd.sessions.model import ArchiveInfo, SessionInfo, SessionSource
 
 ROOT_MEMORY_FILES = ("MEMORY.md", "USER.md")
 

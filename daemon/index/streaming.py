@@ -30,8 +30,8 @@ from typing import Any
 
 import anyio
 
-from daemon.index.publish import PreparedFile, PublishContext, StreamOutcome, publish_stream
-from daemon.store.db import FenceToken, Store
+from memoryd.index.publish import PreparedFile, PublishContext, StreamOutcome, publish_stream
+from memoryd.store.db import FenceToken, Store
 
 Batch = Sequence[PreparedFile]
 MAX_WAITING = 8  # batches handed over and not yet taken (groups of 256 KiB of transcript)

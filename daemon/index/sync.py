@@ -27,11 +27,11 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.index.embedder import Embedder, make_embedder, model_name
-from daemon.index.plan import REASON_GONE, IndexedSource, Note, plan_sync
-from daemon.index.prepare import FileDone, PreparedGroup, PrepareWork
-from daemon.index.prepare_worker import (
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.index.embedder import Embedder, make_embedder, model_name
+from memoryd.index.plan import REASON_GONE, IndexedSource, Note, plan_sync
+from memoryd.index.prepare import FileDone, PreparedGroup, PrepareWork
+from memoryd.index.prepare_worker import (
     GROUP_BYTES,
     STREAMED_GROUP_BYTES,
     Group,
@@ -40,7 +40,7 @@ from daemon.index.prepare_worker import (
     prepared_groups,
     worth_a_worker,
 )
-from daemon.index.publish import (
+from memoryd.index.publish import (
     BatchOutcome,
     PreparedFile,
     PublishContext,
@@ -48,22 +48,22 @@ from daemon.index.publish import (
     apply_removals,
     publish_files,
 )
-from daemon.index.report import IndexReport, SourceNote
-from daemon.index.sources import MemoryFile, SessionRef, list_session_refs, read_memory_files
-from daemon.index.streaming import publish_streamed
-from daemon.index.vectors import backend_for, to_blob
-from daemon.markers import promotion_keys_in
-from daemon.sessions.admission import policy_of
-from daemon.store.db import Connection
-from daemon.store.embedding_cache import cached_embeddings
-from daemon.store.erased_senders import ErasedSenders, load_erased_senders
-from daemon.store.exclusions import exclusion_generation
-from daemon.store.index_chunks import orphan_chunk_files
-from daemon.store.index_sources import all_sources
-from daemon.store.index_state import current_revision, read_dirty, record_run
-from daemon.store.origins import origins_for_entries
-from daemon.store.suppressions import any_suppression, suppressions_of_sessions
-from daemon.store.tombstones import forgotten_ids
+from memoryd.index.report import IndexReport, SourceNote
+from memoryd.index.sources import MemoryFile, SessionRef, list_session_refs, read_memory_files
+from memoryd.index.streaming import publish_streamed
+from memoryd.index.vectors import backend_for, to_blob
+from memoryd.markers import promotion_keys_in
+from memoryd.sessions.admission import policy_of
+from memoryd.store.db import Connection
+from memoryd.store.embedding_cache import cached_embeddings
+from memoryd.store.erased_senders import ErasedSenders, load_erased_senders
+from memoryd.store.exclusions import exclusion_generation
+from memoryd.store.index_chunks import orphan_chunk_files
+from memoryd.store.index_sources import all_sources
+from memoryd.store.index_state import current_revision, read_dirty, record_run
+from memoryd.store.origins import origins_for_entries
+from memoryd.store.suppressions import any_suppression, suppressions_of_sessions
+from memoryd.store.tombstones import forgotten_ids
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 REASON_SOURCES = "index.sources does not include sessions"

@@ -1,7 +1,7 @@
 """A session transcript as indexable lines (reference §3.1, §6.1). No I/O.
 
 The line export and its per-line provenance (owner/agent/untrusted/system) are the ones
-ingestion uses (`daemon.sessions.transcript`), so a chunk's origin class and a staged
+ingestion uses (`memoryd.sessions.transcript`), so a chunk's origin class and a staged
 entry's never disagree. Here they are collected for chunking, with the transcript's stat
 time standing in for a message without a timestamp.
 """
@@ -12,10 +12,10 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from daemon.constants import SNIPPET_MAX_CHARS
-from daemon.derivations import claim_hash
-from daemon.sessions.transcript import SKIP_MALFORMED, SKIP_OVERSIZED, iter_exported
-from daemon.utf16 import truncate_utf16
+from memoryd.constants import SNIPPET_MAX_CHARS
+from memoryd.derivations import claim_hash
+from memoryd.sessions.transcript import SKIP_MALFORMED, SKIP_OVERSIZED, iter_exported
+from memoryd.utf16 import truncate_utf16
 
 
 class TranscriptLine(NamedTuple):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from daemon.store.engine import Connection, database_file, has_vector_extension
-from daemon.store.index_state import current_revision
-from daemon.store.index_vectors import nearest_in_sqlite, vectors_of_model
+from memoryd.store.engine import Connection, database_file, has_vector_extension
+from memoryd.store.index_state import current_revision
+from memoryd.store.index_vectors import nearest_in_sqlite, vectors_of_model
 
 if TYPE_CHECKING:
     import numpy as np

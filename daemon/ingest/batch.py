@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.ingest.scan import Candidate, Cursor
-from daemon.sessions.model import Fingerprint, SessionInfo
-from daemon.store.checkpoints import Checkpoint
-from daemon.store.scratch import Part
+from memoryd.ingest.scan import Candidate, Cursor
+from memoryd.sessions.model import Fingerprint, SessionInfo
+from memoryd.store.checkpoints import Checkpoint
+from memoryd.store.scratch import Part
 
 
 @dataclass

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from daemon.ingest.plan import settled_fingerprint
-from daemon.store.checkpoints import CheckpointStamp, checkpoint_token, load_stamps
-from daemon.store.engine import Connection
+from memoryd.ingest.plan import settled_fingerprint
+from memoryd.store.checkpoints import CheckpointStamp, checkpoint_token, load_stamps
+from memoryd.store.engine import Connection
 
 
 def state_key(agent_id: str, session_path: str) -> str:

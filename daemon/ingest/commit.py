@@ -10,23 +10,23 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from daemon.errors import OperationFailed
-from daemon.failpoints import failpoint
-from daemon.ingest.batch import Batch
-from daemon.ingest.checkpoints import seen_scope
-from daemon.ingest.corpus import Appended, corpus_relative_path, render_line
-from daemon.ingest.scan import Candidate
-from daemon.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
-from daemon.ingest.sweep_state import SweepState
-from daemon.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
-from daemon.store.corpus_files import clear_pending_appends, record_corpus_files, record_pending_appends
-from daemon.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
-from daemon.store.participants import ParticipantRow, record_participants
-from daemon.store.seen_hashes import add_seen, seen_among
-from daemon.store.suppressions import suppressed_among
+from memoryd.errors import OperationFailed
+from memoryd.failpoints import failpoint
+from memoryd.ingest.batch import Batch
+from memoryd.ingest.checkpoints import seen_scope
+from memoryd.ingest.corpus import Appended, corpus_relative_path, render_line
+from memoryd.ingest.scan import Candidate
+from memoryd.ingest.staging import StagedMessage, claim_hash, query_hash, session_query, write_staging
+from memoryd.ingest.sweep_state import SweepState
+from memoryd.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
+from memoryd.store.corpus_files import clear_pending_appends, record_corpus_files, record_pending_appends
+from memoryd.store.db import ANY_SQLITE_ERROR, Connection, FenceToken
+from memoryd.store.participants import ParticipantRow, record_participants
+from memoryd.store.seen_hashes import add_seen, seen_among
+from memoryd.store.suppressions import suppressed_among
 
 if TYPE_CHECKING:
-    from daemon.lock import Lease
+    from memoryd.lock import Lease
 
 log = logging.getLogger("memoryd.ingest")
 

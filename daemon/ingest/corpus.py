@@ -27,11 +27,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.constants import CORPUS_RELATIVE_DIR, FILE_MODE, READ_CHUNK_BYTES, RENDERED_LINE_MAX_CHARS
-from daemon.errors import OperationFailed, UsageError
-from daemon.failpoints import failpoint
-from daemon.fileio import check_no_symlinks, check_write_allowed, ensure_dir, fsync_dir
-from daemon.utf16 import truncate_utf16
+from memoryd.constants import CORPUS_RELATIVE_DIR, FILE_MODE, READ_CHUNK_BYTES, RENDERED_LINE_MAX_CHARS
+from memoryd.errors import OperationFailed, UsageError
+from memoryd.failpoints import failpoint
+from memoryd.fileio import check_no_symlinks, check_write_allowed, ensure_dir, fsync_dir
+from memoryd.utf16 import truncate_utf16
 
 
 def corpus_relative_path(day: str) -> str:

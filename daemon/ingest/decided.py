@@ -13,11 +13,11 @@ import weakref
 from dataclasses import dataclass
 from functools import partial
 
-from daemon.ingest.checkpoints import state_key
-from daemon.retention.gate import REASON_EXPIRED, RetentionGate
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
-from daemon.sessions.model import SessionInfo, SessionListing
-from daemon.store.tombstones import REASON_FORGOTTEN
+from memoryd.ingest.checkpoints import state_key
+from memoryd.retention.gate import REASON_EXPIRED, RetentionGate
+from memoryd.sessions.admission import AdmissionPolicy, admission_reason
+from memoryd.sessions.model import SessionInfo, SessionListing
+from memoryd.store.tombstones import REASON_FORGOTTEN
 
 
 @dataclass(frozen=True)

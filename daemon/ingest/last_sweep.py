@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from daemon.failpoints import failpoint
-from daemon.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
+from memoryd.failpoints import failpoint
+from memoryd.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
 
 FILE_NAME = "last-sweep"
 

@@ -19,19 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from daemon.constants import SESSION_INGESTION_SCORE
-from daemon.errors import OperationFailed
-from daemon.failpoints import failpoint
-from daemon.ingest.batch import Batch
-from daemon.ingest.checkpoints import seen_scope
-from daemon.ingest.commit import reserve_corpus_files, write_batch, write_candidates
-from daemon.ingest.staging import StagedMessage, stage_claims
-from daemon.ingest.sweep_state import SweepState
-from daemon.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
-from daemon.store.corpus_files import clear_pending_appends
-from daemon.store.db import ANY_SQLITE_ERROR, Connection
-from daemon.store.participants import ParticipantRow, record_participants
-from daemon.store.scratch import (
+from memoryd.constants import SESSION_INGESTION_SCORE
+from memoryd.errors import OperationFailed
+from memoryd.failpoints import failpoint
+from memoryd.ingest.batch import Batch
+from memoryd.ingest.checkpoints import seen_scope
+from memoryd.ingest.commit import reserve_corpus_files, write_batch, write_candidates
+from memoryd.ingest.staging import StagedMessage, stage_claims
+from memoryd.ingest.sweep_state import SweepState
+from memoryd.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
+from memoryd.store.corpus_files import clear_pending_appends
+from memoryd.store.db import ANY_SQLITE_ERROR, Connection
+from memoryd.store.participants import ParticipantRow, record_participants
+from memoryd.store.scratch import (
     CandRow,
     Part,
     attach,
@@ -52,11 +52,11 @@ from daemon.store.scratch import (
     part_staged_since,
     part_suppressed,
 )
-from daemon.store.seen_hashes import add_seen
-from daemon.store.suppressions import any_suppression
+from memoryd.store.seen_hashes import add_seen
+from memoryd.store.suppressions import any_suppression
 
 if TYPE_CHECKING:
-    from daemon.lock import Lease
+    from memoryd.lock import Lease
 
 _Named = list[tuple[str, Part]]  # (schema name, part)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from daemon.constants import (
+from memoryd.constants import (
     INGEST_FLUSH_MESSAGES,
     INGEST_PARALLEL_MIN_BYTES,
     INGEST_TASK_BYTES,
@@ -39,16 +39,23 @@ from daemon.constants import (
     MAX_TRACKED_MESSAGES_PER_SESSION,
     SNIPPET_MIN_CHARS,
 )
-from daemon.errors import OperationFailed
-from daemon.ingest.batch import Batch
-from daemon.ingest.checkpoints import seen_scope
-from daemon.ingest.plan import ScanPlan
-from daemon.ingest.scan_task import ScanTask, SessionJob, SessionResult, TaskResult, exit_with_owner, run_task
-from daemon.ingest.sweep_state import SweepState
-from daemon.sessions.json_store import JsonSessionSource
-from daemon.sessions.model import Fingerprint, SessionInfo
-from daemon.store.engine import ANY_SQLITE_ERROR
-from daemon.store.scratch import Part
+from memoryd.errors import OperationFailed
+from memoryd.ingest.batch import Batch
+from memoryd.ingest.checkpoints import seen_scope
+from memoryd.ingest.plan import ScanPlan
+from memoryd.ingest.scan_task import (
+    ScanTask,
+    SessionJob,
+    SessionResult,
+    TaskResult,
+    exit_with_owner,
+    run_task,
+)
+from memoryd.ingest.sweep_state import SweepState
+from memoryd.sessions.json_store import JsonSessionSource
+from memoryd.sessions.model import Fingerprint, SessionInfo
+from memoryd.store.engine import ANY_SQLITE_ERROR
+from memoryd.store.scratch import Part
 
 
 def worker_count(configured: int) -> int:
@@ -114,7 +121,7 @@ def scan_pool(workers: int) -> ProcessPoolExecutor:
         if _pool is not None:
             _pool[1].shutdown(wait=False, cancel_futures=True)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["daemon.ingest.scan_task"])
+        context.set_forkserver_preload(["memoryd.ingest.scan_task"])
         executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=exit_with_owner)
         _pool = (workers, executor)
         return executor

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from daemon.ingest.corpus import CorpusAppender
-from daemon.store.corpus_files import clear_pending_appends, pending_appends
-from daemon.store.db import FenceToken, Store
+from memoryd.ingest.corpus import CorpusAppender
+from memoryd.store.corpus_files import clear_pending_appends, pending_appends
+from memoryd.store.db import FenceToken, Store
 
 log = logging.getLogger("memoryd.ingest")
 

@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from daemon.constants import MIN_MESSAGES_PER_FILE
-from daemon.sessions.model import Fingerprint
-from daemon.store.checkpoints import Checkpoint, CheckpointStamp
+from memoryd.constants import MIN_MESSAGES_PER_FILE
+from memoryd.sessions.model import Fingerprint
+from memoryd.store.checkpoints import Checkpoint, CheckpointStamp
 
 
 class ScanAction(Enum):

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from daemon.stored_form import Content
+from memoryd.stored_form import Content
 
 
 class _Model(BaseModel):

@@ -21,14 +21,14 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
-from daemon import derivations
-from daemon.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
-from daemon.errors import OperationFailed
-from daemon.ingest.plan import ScanAction, ScanPlan
-from daemon.sessions.files import last_byte
-from daemon.sessions.model import Fingerprint, OversizedLine, SessionInfo, SessionSource
-from daemon.sessions.transcript import SKIP_INVALID_UTF8, SKIP_MALFORMED, Carry, export_line
-from daemon.utf16 import truncate_utf16, utf16_len
+from memoryd import derivations
+from memoryd.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
+from memoryd.errors import OperationFailed
+from memoryd.ingest.plan import ScanAction, ScanPlan
+from memoryd.sessions.files import last_byte
+from memoryd.sessions.model import Fingerprint, OversizedLine, SessionInfo, SessionSource
+from memoryd.sessions.transcript import SKIP_INVALID_UTF8, SKIP_MALFORMED, Carry, export_line
+from memoryd.utf16 import truncate_utf16, utf16_len
 
 _DAY_BUCKET_MS = 900_000  # every zone's UTC offset is a multiple of 15 minutes
 

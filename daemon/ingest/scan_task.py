@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daemon.constants import INGEST_TAKE_CHUNK, STAGED_SNIPPET_MAX_CHARS
-from daemon.errors import MemorydError
-from daemon.ingest.checkpoints import seen_scope
-from daemon.ingest.corpus import corpus_relative_path, render_line
-from daemon.ingest.plan import ScanPlan
-from daemon.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
-from daemon.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, query_hash, session_query
-from daemon.sessions.json_store import JsonSessionSource
-from daemon.sessions.model import Fingerprint, SessionInfo
-from daemon.store.erased_senders import ErasedSenders
-from daemon.store.scratch import CandRow, scratch_name, write_rows
+from memoryd.constants import INGEST_TAKE_CHUNK, STAGED_SNIPPET_MAX_CHARS
+from memoryd.errors import MemorydError
+from memoryd.ingest.checkpoints import seen_scope
+from memoryd.ingest.corpus import corpus_relative_path, render_line
+from memoryd.ingest.plan import ScanPlan
+from memoryd.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
+from memoryd.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, query_hash, session_query
+from memoryd.sessions.json_store import JsonSessionSource
+from memoryd.sessions.model import Fingerprint, SessionInfo
+from memoryd.store.erased_senders import ErasedSenders
+from memoryd.store.scratch import CandRow, scratch_name, write_rows
 
 
 @dataclass(frozen=True, slots=True)

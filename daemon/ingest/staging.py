@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
-from daemon.constants import (
+from memoryd.constants import (
     MAX_QUERY_HASHES,
     MAX_RECALL_DAYS,
     SESSION_CORPUS_QUERY_PREFIX,
@@ -23,12 +23,12 @@ from daemon.constants import (
 )
 
 # Declared once with every other derivation (daemon/derivations.py); re-exported for the sweep.
-from daemon.derivations import claim_hash as claim_hash
-from daemon.derivations import normalize_snippet as normalize_snippet
-from daemon.derivations import query_hash as query_hash
-from daemon.store.engine import Connection  # not store.db: scan workers load no event loop
-from daemon.store.origins import insert_origins
-from daemon.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
+from memoryd.derivations import claim_hash as claim_hash
+from memoryd.derivations import normalize_snippet as normalize_snippet
+from memoryd.derivations import query_hash as query_hash
+from memoryd.store.engine import Connection  # not store.db: scan workers load no event loop
+from memoryd.store.origins import insert_origins
+from memoryd.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
 CLAIM_KEY_PREFIX = "memory:claim:"
 # Least trusted wins when one entry has several sources (the reference's findLast over this order).

@@ -38,23 +38,23 @@ import anyio.abc
 import anyio.lowlevel
 import orjson
 
-from daemon.constants import (
+from memoryd.constants import (
     EXCLUSION_STALE_RETRIES,
     INGEST_FLUSH_MESSAGES,
     INGEST_SCRATCH_RECLAIM_BYTES,
     INGEST_SEEN_PREFETCH_SESSIONS,
     INGEST_TAKE_CHUNK,
 )
-from daemon.errors import MemorydError
-from daemon.failpoints import failpoint
-from daemon.ingest.batch import Batch
-from daemon.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
-from daemon.ingest.commit import commit_serial
-from daemon.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
-from daemon.ingest.merge import commit_pooled
-from daemon.ingest.parallel import scan_with_workers, use_workers, worker_count
-from daemon.ingest.pending_appends import cut_off_uncommitted
-from daemon.ingest.plan import (
+from memoryd.errors import MemorydError
+from memoryd.failpoints import failpoint
+from memoryd.ingest.batch import Batch
+from memoryd.ingest.checkpoints import StampSet, StampSets, load_stamp_set, seen_scope, state_key
+from memoryd.ingest.commit import commit_serial
+from memoryd.ingest.decided import DecidedListing, DecidedListings, apply_forgotten_and_expiry, decide_listing
+from memoryd.ingest.merge import commit_pooled
+from memoryd.ingest.parallel import scan_with_workers, use_workers, worker_count
+from memoryd.ingest.pending_appends import cut_off_uncommitted
+from memoryd.ingest.plan import (
     ScanAction,
     ScanPlan,
     excluded_checkpoint_needs_write,
@@ -62,29 +62,29 @@ from daemon.ingest.plan import (
     per_file_cap,
     plan_scan,
 )
-from daemon.ingest.report import IngestReport
-from daemon.ingest.scan import Candidate, Cursor, TranscriptScanner
-from daemon.ingest.sweep_state import SweepState
-from daemon.retention.gate import load_gate
-from daemon.sessions.admission import policy_of
-from daemon.sessions.json_store import JsonSessionSource
-from daemon.sessions.model import Fingerprint, SessionInfo
-from daemon.store.checkpoints import (
+from memoryd.ingest.report import IngestReport
+from memoryd.ingest.scan import Candidate, Cursor, TranscriptScanner
+from memoryd.ingest.sweep_state import SweepState
+from memoryd.retention.gate import load_gate
+from memoryd.sessions.admission import policy_of
+from memoryd.sessions.json_store import JsonSessionSource
+from memoryd.sessions.model import Fingerprint, SessionInfo
+from memoryd.store.checkpoints import (
     Checkpoint,
     CheckpointStamp,
     load_checkpoints_by_key,
 )
-from daemon.store.db import Connection
-from daemon.store.erased_senders import ErasedSenders, load_erased_senders
-from daemon.store.exclusions import exclusion_generation
-from daemon.store.participants import ParticipantRow
-from daemon.store.scratch import ensure_scratch_dir, remove_scratch, remove_sweep_scratch
-from daemon.store.seen_hashes import load_seen
-from daemon.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
+from memoryd.store.db import Connection
+from memoryd.store.erased_senders import ErasedSenders, load_erased_senders
+from memoryd.store.exclusions import exclusion_generation
+from memoryd.store.participants import ParticipantRow
+from memoryd.store.scratch import ensure_scratch_dir, remove_scratch, remove_sweep_scratch
+from memoryd.store.seen_hashes import load_seen
+from memoryd.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
-    from daemon.agent_runtime import AgentRuntime
-    from daemon.ops.op import ProgressFn
+    from memoryd.agent_runtime import AgentRuntime
+    from memoryd.ops.op import ProgressFn
 
 log = logging.getLogger("memoryd.ingest")
 

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from daemon.ingest.corpus import CorpusAppender
-from daemon.ingest.report import IngestReport
-from daemon.ingest.scan import DayOf
-from daemon.store.erased_senders import ErasedSenders
+from memoryd.ingest.corpus import CorpusAppender
+from memoryd.ingest.report import IngestReport
+from memoryd.ingest.scan import DayOf
+from memoryd.store.erased_senders import ErasedSenders
 
 if TYPE_CHECKING:
-    from daemon.agent_runtime import AgentRuntime
-    from daemon.ops.op import ProgressFn
-    from daemon.settings import Settings
-    from daemon.store.db import Store
+    from memoryd.agent_runtime import AgentRuntime
+    from memoryd.ops.op import ProgressFn
+    from memoryd.settings import Settings
+    from memoryd.store.db import Store
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from daemon.ids import validate_agent_id
+from memoryd.ids import validate_agent_id
 
 # A live job's hint generation (daemon/ingest/live_hints.py): a number, never a session id.
 LiveGeneration = Annotated[

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from daemon.dreaming.backfill_request import BackfillRequest
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.dreaming.backfill_request import BackfillRequest
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
 
 
 async def _run(ctx: OpContext, request: BackfillRequest) -> BaseModel:
-    from daemon.dreaming.backfill import run_backfill
+    from memoryd.dreaming.backfill import run_backfill
 
     return await run_backfill(ctx.agent_runtime(), request)
 
 
 def _result() -> type[BaseModel]:
-    from daemon.dreaming.report import BackfillReport
+    from memoryd.dreaming.report import BackfillReport
 
     return BackfillReport
 

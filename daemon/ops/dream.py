@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from daemon.ops.agent_request import AgentRequest
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.agent_request import AgentRequest
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
-    from daemon.settings import Settings
+    from memoryd.settings import Settings
 
 
 class DreamRequest(AgentRequest):
@@ -21,13 +21,13 @@ class DreamRequest(AgentRequest):
 
 
 async def _run(ctx: OpContext, request: DreamRequest) -> BaseModel:
-    from daemon.dreaming.sweep import run_dreaming
+    from memoryd.dreaming.sweep import run_dreaming
 
     return await run_dreaming(ctx.agent_runtime(), phases=request.phases)
 
 
 def _result() -> type[BaseModel]:
-    from daemon.dreaming.report import DreamReport
+    from memoryd.dreaming.report import DreamReport
 
     return DreamReport
 

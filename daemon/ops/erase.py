@@ -15,22 +15,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from daemon.errors import MemorydError, RefusedError, UsageError
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
-from daemon.retention.request import EraseRequest
+from memoryd.errors import MemorydError, RefusedError, UsageError
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.retention.request import EraseRequest
 
 if TYPE_CHECKING:
-    from daemon.settings import Settings
+    from memoryd.settings import Settings
 
 
 async def _run(ctx: OpContext, request: EraseRequest) -> BaseModel:
-    from daemon.ops.erasure import run_erase
+    from memoryd.ops.erasure import run_erase
 
     return await run_erase(ctx.settings, ctx.redis, request)  # no Redis for a dry run (LockPolicy.NONE)
 
 
 def _result() -> type[BaseModel]:
-    from daemon.retention.receipts import ErasureReceipt
+    from memoryd.retention.receipts import ErasureReceipt
 
     return ErasureReceipt
 
@@ -60,7 +60,7 @@ def _outcome(receipt: Mapping[str, Any]) -> MemorydError | None:
 
 
 def _redacted(receipt: BaseModel) -> BaseModel:
-    from daemon.retention.receipts import ErasureReceipt
+    from memoryd.retention.receipts import ErasureReceipt
 
     return receipt.stored_form() if isinstance(receipt, ErasureReceipt) else receipt
 

@@ -1,5 +1,5 @@
-"""An erasure, with its sessions: the retention erasure (daemon.retention.erase) runs each
-erased session through the forget pipeline (daemon.forget), handed in from here.
+"""An erasure, with its sessions: the retention erasure (memoryd.retention.erase) runs each
+erased session through the forget pipeline (memoryd.forget), handed in from here.
 
     await run_erase(settings, redis, EraseRequest(scope="tenant:t:user:u1")) -> ErasureReceipt
 """
@@ -10,15 +10,15 @@ from collections.abc import Mapping
 
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import AgentRuntime
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import purge
-from daemon.lock import Lease
-from daemon.ops.verification import embedder_of
-from daemon.retention import erase
-from daemon.retention.receipts import ErasureReceipt
-from daemon.retention.request import EraseRequest
-from daemon.settings import Settings
+from memoryd.agent_runtime import AgentRuntime
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import purge
+from memoryd.lock import Lease
+from memoryd.ops.verification import embedder_of
+from memoryd.retention import erase
+from memoryd.retention.receipts import ErasureReceipt
+from memoryd.retention.request import EraseRequest
+from memoryd.settings import Settings
 
 
 async def purge_sessions(rt: AgentRuntime, session_ids: list[str], lease: Lease) -> Mapping[str, int]:
@@ -36,7 +36,7 @@ async def run_erase(
     now: int | None = None,
     verify: bool = True,
 ) -> ErasureReceipt:
-    """Erase `request.scope` (daemon.retention.erase), purging its sessions with forget; a dry
+    """Erase `request.scope` (memoryd.retention.erase), purging its sessions with forget; a dry
     run needs no Redis."""
     return await erase.run_erase(
         settings,

@@ -1,5 +1,5 @@
 """Running an op: open what its lock policy says, take the workspace lock once if the op holds
-it for the whole run, call `run`. The worker (daemon.runtime.jobs) and the foreground CLI
+it for the whole run, call `run`. The worker (memoryd.runtime.jobs) and the foreground CLI
 (`LocalResources`) differ only in where stores and Redis come from.
 """
 
@@ -10,18 +10,18 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.errors import LockTimeout
-from daemon.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Routing, agent_of
-from daemon.settings import Settings
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.errors import LockTimeout
+from memoryd.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Routing, agent_of
+from memoryd.settings import Settings
 
 if TYPE_CHECKING:
     # Typing only: an op without a lock (a dry run) never loads the Redis client.
     from pydantic import BaseModel
     from redis.asyncio import Redis
 
-    from daemon.ingest.live_hints import LiveHints
-    from daemon.lock import Lease
+    from memoryd.ingest.live_hints import LiveHints
+    from memoryd.lock import Lease
 
 
 class Resources(Protocol):
@@ -91,7 +91,7 @@ class LocalResources:
 
     async def redis(self) -> Redis:
         if self._redis is None:
-            from daemon.redis_conn import connect_redis  # imports redis: only host-wide ops need it
+            from memoryd.redis_conn import connect_redis  # imports redis: only host-wide ops need it
 
             self._redis = await connect_redis(self.settings)  # one line if unreachable
         return self._redis

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
-from daemon.retention.request import ExpireRequest
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.retention.request import ExpireRequest
 
 
 async def run_expiry(ctx: OpContext, request: ExpireRequest) -> BaseModel:
-    from daemon.retention.expire import run_expire
+    from memoryd.retention.expire import run_expire
 
     return await run_expire(ctx.settings, ctx.require_redis(), request)
 
 
 def expiry_report() -> type[BaseModel]:
-    from daemon.retention.models import ExpireReport
+    from memoryd.retention.models import ExpireReport
 
     return ExpireReport
 

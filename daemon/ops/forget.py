@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from daemon.forget.request import ForgetRequest
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.forget.request import ForgetRequest
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
 
 
 async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
-    from daemon.forget.run import preview_forget, purge
+    from memoryd.forget.run import preview_forget, purge
 
     if request.dry_run:
         return await preview_forget(ctx.agent_runtime(), request)
     # Imported here: it loads redis and arq, which a dry run never uses.
-    from daemon.ops.forget_redis import purge_forgotten_from_redis
+    from memoryd.ops.forget_redis import purge_forgotten_from_redis
 
     report = await purge(ctx.agent_runtime(), request, ctx.require_lease())
     await purge_forgotten_from_redis(ctx.settings, ctx.require_redis(), request.agent, report.sessionIds)
@@ -28,7 +28,7 @@ async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
 
 
 def _result() -> type[BaseModel]:
-    from daemon.forget.report import ForgetReport
+    from memoryd.forget.report import ForgetReport
 
     return ForgetReport
 

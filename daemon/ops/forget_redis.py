@@ -21,10 +21,10 @@ from dataclasses import replace
 import anyio
 from redis.asyncio import Redis
 
-from daemon.redis_values import keys_naming, purge_naming, purgeable_keys
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
-from daemon.settings import Settings
+from memoryd.redis_values import keys_naming, purge_naming, purgeable_keys
+from memoryd.sessions.model import ArchiveInfo, SessionInfo
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import Settings
 
 Sessions = list[SessionInfo | ArchiveInfo]
 
@@ -57,9 +57,9 @@ async def purge_forgotten_from_redis(
     if not session_ids or not await purgeable_keys(redis, spare_running=True):
         return 0  # no job value to look into: no transcript read, no needle compiled
     # Imported here: a forget with no job value in Redis never loads the erasure's modules.
-    from daemon.retention.contributions import session_voices
-    from daemon.retention.erase import session_subject
-    from daemon.retention.needles import compile_needles
+    from memoryd.retention.contributions import session_voices
+    from memoryd.retention.erase import session_subject
+    from memoryd.retention.needles import compile_needles
 
     forgotten = await anyio.to_thread.run_sync(forgotten_sessions, settings, agent, session_ids)
     subject = await session_subject(settings, forgotten, include_ids=False)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from daemon.errors import MemorydError, OperationFailed
-from daemon.ops.agent_request import AgentRequest, LiveGeneration
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.errors import MemorydError, OperationFailed
+from memoryd.ops.agent_request import AgentRequest, LiveGeneration
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
-    from daemon.settings import Settings
+    from memoryd.settings import Settings
 
 
 class IndexRequest(AgentRequest):
@@ -23,7 +23,7 @@ class IndexRequest(AgentRequest):
 
 
 async def _run(ctx: OpContext, request: IndexRequest) -> BaseModel:
-    from daemon.index.sync import run_index_sync
+    from memoryd.index.sync import run_index_sync
 
     return await run_index_sync(
         ctx.agent_runtime(),
@@ -34,7 +34,7 @@ async def _run(ctx: OpContext, request: IndexRequest) -> BaseModel:
 
 
 def _result() -> type[BaseModel]:
-    from daemon.index.report import IndexReport
+    from memoryd.index.report import IndexReport
 
     return IndexReport
 

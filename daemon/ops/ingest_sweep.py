@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from daemon.ops.agent_request import AgentRequest, LiveGeneration
-from daemon.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.agent_request import AgentRequest, LiveGeneration
+from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
-    from daemon.settings import Settings
+    from memoryd.settings import Settings
 
 
 class SweepRequest(AgentRequest):
@@ -25,8 +25,8 @@ async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
 
     import anyio
 
-    from daemon.ingest.last_sweep import record_sweep
-    from daemon.ingest.sweep import run_ingest_sweep
+    from memoryd.ingest.last_sweep import record_sweep
+    from memoryd.ingest.sweep import run_ingest_sweep
 
     rt = ctx.agent_runtime()
     report = await run_ingest_sweep(
@@ -38,7 +38,7 @@ async def _run(ctx: OpContext, request: SweepRequest) -> BaseModel:
 
 
 def _result() -> type[BaseModel]:
-    from daemon.ingest.report import IngestReport
+    from memoryd.ingest.report import IngestReport
 
     return IngestReport
 

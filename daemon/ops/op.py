@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from daemon.did_you_mean import closest
-from daemon.errors import JobPayloadError, MemorydError, UsageError
-from daemon.ops.payload import check_payload_size
+from memoryd.did_you_mean import closest
+from memoryd.errors import JobPayloadError, MemorydError, UsageError
+from memoryd.ops.payload import check_payload_size
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from daemon.agent_runtime import AgentRuntime
-    from daemon.ingest.live_hints import LiveHints
-    from daemon.lock import Lease
-    from daemon.settings import Settings
+    from memoryd.agent_runtime import AgentRuntime
+    from memoryd.ingest.live_hints import LiveHints
+    from memoryd.lock import Lease
+    from memoryd.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total), for a CLI progress bar
@@ -57,7 +57,7 @@ class LockPolicy(Enum):
 
 @dataclass(frozen=True, slots=True)
 class OpContext:
-    """What a run gets, opened as its lock policy says (daemon.ops.execute)."""
+    """What a run gets, opened as its lock policy says (memoryd.ops.execute)."""
 
     settings: Settings
     redis: Redis | None  # None under LockPolicy.NONE
@@ -127,7 +127,7 @@ class Op(Generic[R]):
     sessions_scanned_field: str | None = None  # result field counted in memoryd_sessions_scanned_total
     # Long background work (minutes on a large history): a worker runs such jobs in at most
     # daemon.max_jobs - 1 of its slots together, so ingest sweeps, forgets and erasures always
-    # find one free; the rest stay queued (daemon.runtime.worker).
+    # find one free; the rest stay queued (memoryd.runtime.worker).
     background: bool = False
 
     def parse(self, data: Any) -> R:

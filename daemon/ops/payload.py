@@ -1,5 +1,5 @@
 """A job payload's size limit, apart from the request models: a forget dry run from the CLI,
-which builds no pydantic model, applies it too (daemon.commands.forget)."""
+which builds no pydantic model, applies it too (memoryd.commands.forget)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from daemon.constants import MAX_PAYLOAD_BYTES
-from daemon.errors import JobPayloadError
+from memoryd.constants import MAX_PAYLOAD_BYTES
+from memoryd.errors import JobPayloadError
 
 
 def payload_size(data: dict[str, Any]) -> int:

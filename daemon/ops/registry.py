@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.errors import UsageError
-from daemon.ops import backfill, dream, erase, expire, forget, index_sync, ingest_sweep, retention_sweep
-from daemon.ops.op import Op
+from memoryd.errors import UsageError
+from memoryd.ops import backfill, dream, erase, expire, forget, index_sync, ingest_sweep, retention_sweep
+from memoryd.ops.op import Op
 
 OPS: tuple[Op[Any], ...] = (
     forget.OP,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from daemon.ops.expire import expiry_report, run_expiry, takes_retention_lease
-from daemon.ops.op import Op, Routing
-from daemon.retention.request import ExpireRequest
+from memoryd.ops.expire import expiry_report, run_expiry, takes_retention_lease
+from memoryd.ops.op import Op, Routing
+from memoryd.retention.request import ExpireRequest
 
 if TYPE_CHECKING:
-    from daemon.settings import Settings
+    from memoryd.settings import Settings
 
 
 def _interval_s(settings: Settings) -> float:

@@ -10,15 +10,15 @@ if TYPE_CHECKING:
 
     from redis.asyncio import Redis
 
-    from daemon.retention.needles import VerifySubject
-    from daemon.retention.receipts import Verification
-    from daemon.retention.verify import Embedder
-    from daemon.settings import Settings
+    from memoryd.retention.needles import VerifySubject
+    from memoryd.retention.receipts import Verification
+    from memoryd.retention.verify import Embedder
+    from memoryd.settings import Settings
 
 
 def embedder_of(settings: Settings) -> Embedder | None:
     """The configured embedder (None: FTS only, no vectors are stored)."""
-    from daemon.index.embedder import make_embedder
+    from memoryd.index.embedder import make_embedder
 
     return make_embedder(settings.index.embedding)
 
@@ -31,8 +31,8 @@ async def run_verify(
     receipt_id: str | None = None,
     agents: Sequence[str] | None = None,
 ) -> Verification:
-    """Run every erasure check now (daemon.retention.verify), embeddings with the configured embedder."""
-    from daemon.retention.verify import run_verify as verify
+    """Run every erasure check now (memoryd.retention.verify), embeddings with the configured embedder."""
+    from memoryd.retention.verify import run_verify as verify
 
     return await verify(
         settings, redis, subject, embedder=embedder_of(settings), receipt_id=receipt_id, agents=agents

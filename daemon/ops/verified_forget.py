@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import anyio
 
-from daemon.errors import UsageError
-from daemon.forget.report import ForgetReport
-from daemon.forget.request import ForgetRequest
-from daemon.forget.run import forget
-from daemon.ops.forget_redis import purge_forgotten_from_redis, split_sessions
-from daemon.ops.verification import run_verify
-from daemon.redis_conn import connect_redis
-from daemon.retention.erase import session_subject
-from daemon.retention.receipts import Verification
-from daemon.settings import Settings
+from memoryd.errors import UsageError
+from memoryd.forget.report import ForgetReport
+from memoryd.forget.request import ForgetRequest
+from memoryd.forget.run import forget
+from memoryd.ops.forget_redis import purge_forgotten_from_redis, split_sessions
+from memoryd.ops.verification import run_verify
+from memoryd.redis_conn import connect_redis
+from memoryd.retention.erase import session_subject
+from memoryd.retention.receipts import Verification
+from memoryd.settings import Settings
 
 
 class VerifiedForgetReport(ForgetReport):

@@ -1,6 +1,6 @@
 """The memory-tool API over scopes (async): write, read, lineage, legal holds, and the entry
 points of expiry, erasure planning, receipts and verification. An erasure runs through
-daemon.ops.erasure, which hands it the forget pipeline for the erased sessions.
+memoryd.ops.erasure, which hands it the forget pipeline for the erased sessions.
 
     await write_object(settings, redis, "tenant:t:user:u1", "a note")
     await read_scope(settings, "tenant:t:user:u1")
@@ -16,13 +16,13 @@ from dataclasses import dataclass, replace
 
 from redis.asyncio import Redis
 
-from daemon.constants import LINEAGE_MAX_DEPTH, TOMBSTONE_REF_PREFIX
-from daemon.errors import RefusedError, UsageError
-from daemon.retention.content import content_hash, validate_content
-from daemon.retention.erase import list_receipts, plan_erase, session_subject
-from daemon.retention.expire import run_expire, run_retention_sweep
-from daemon.retention.gate import RetentionGate, load_gate
-from daemon.retention.models import (
+from memoryd.constants import LINEAGE_MAX_DEPTH, TOMBSTONE_REF_PREFIX
+from memoryd.errors import RefusedError, UsageError
+from memoryd.retention.content import content_hash, validate_content
+from memoryd.retention.erase import list_receipts, plan_erase, session_subject
+from memoryd.retention.expire import run_expire, run_retention_sweep
+from memoryd.retention.gate import RetentionGate, load_gate
+from memoryd.retention.models import (
     HoldList,
     HoldReleased,
     HoldView,
@@ -35,15 +35,15 @@ from daemon.retention.models import (
     ScopeState,
     WriteResult,
 )
-from daemon.retention.needles import VerifySubject
-from daemon.retention.receipts import ErasureReceipt, ReceiptList, Verification
-from daemon.retention.request import EraseRequest, ExpireRequest
-from daemon.retention.scopes import covering, decide_expiry, parse_scope
-from daemon.retention.state import now_ms, open_for_read, open_for_write
-from daemon.sessions.redact import redact_secrets
-from daemon.settings import Settings
-from daemon.store import retention as repo
-from daemon.store.db import Connection
+from memoryd.retention.needles import VerifySubject
+from memoryd.retention.receipts import ErasureReceipt, ReceiptList, Verification
+from memoryd.retention.request import EraseRequest, ExpireRequest
+from memoryd.retention.scopes import covering, decide_expiry, parse_scope
+from memoryd.retention.state import now_ms, open_for_read, open_for_write
+from memoryd.sessions.redact import redact_secrets
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
+from memoryd.store.db import Connection
 
 __all__ = [
     "ObjectWrite",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from daemon.constants import MEMORY_OBJECT_MAX_CHARS
+from memoryd.constants import MEMORY_OBJECT_MAX_CHARS
 
 # As the seed: SHA-256 over a normalized form (stripped, lower-cased), declared with every
 # other derivation.
-from daemon.derivations import content_hash as content_hash
-from daemon.derivations import normalize_content as normalize_content
-from daemon.errors import UsageError
+from memoryd.derivations import content_hash as content_hash
+from memoryd.derivations import normalize_content as normalize_content
+from memoryd.errors import UsageError
 
 
 def validate_content(content: str, *, field: str = "content") -> str:

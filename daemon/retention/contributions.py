@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 
 import orjson
 
-from daemon.retention.plan import SessionTarget
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
-from daemon.sessions.transcript import Carry, iter_exported
-from daemon.settings import Settings
+from memoryd.retention.plan import SessionTarget
+from memoryd.sessions.model import ArchiveInfo, SessionInfo
+from memoryd.sessions.source import session_source_for
+from memoryd.sessions.transcript import Carry, iter_exported
+from memoryd.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)

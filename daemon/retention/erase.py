@@ -15,7 +15,7 @@ Under the retention lease:
    and the structural subtree deleted — together, so no reader ever sees an erased parent
    next to a derivable edge;
 5. per agent, under its workspace lock: the erased sessions go through the forget pipeline
-   (`purge_sessions`, handed in by daemon.ops.erasure),
+   (`purge_sessions`, handed in by memoryd.ops.erasure),
    then, in one transaction, their forgotten records are replaced by keyed-hash records
    (hmac:<hex>, day-coarsened time) and their observed-write rows dropped;
 6. earlier job arguments and results in Redis that name the subject are deleted
@@ -39,19 +39,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.agents import agent_paths, agents_with_state
-from daemon.constants import DAY_MS
-from daemon.failpoints import failpoint
-from daemon.fileio import remove_leftover_temps_under
-from daemon.lock import Lease
-from daemon.redis_values import purge_naming
-from daemon.retention import journal
-from daemon.retention.contributions import Voices, read_contributions, session_texts, session_voices
-from daemon.retention.journal import PendingErasure
-from daemon.retention.needles import VerifySubject, compile_needles, subject_claim_hashes
-from daemon.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
-from daemon.retention.receipts import (
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.agents import agent_paths, agents_with_state
+from memoryd.constants import DAY_MS
+from memoryd.failpoints import failpoint
+from memoryd.fileio import remove_leftover_temps_under
+from memoryd.lock import Lease
+from memoryd.redis_values import purge_naming
+from memoryd.retention import journal
+from memoryd.retention.contributions import Voices, read_contributions, session_texts, session_voices
+from memoryd.retention.journal import PendingErasure
+from memoryd.retention.needles import VerifySubject, compile_needles, subject_claim_hashes
+from memoryd.retention.plan import ErasurePlan, ErasureSnapshot, SessionTarget, plan_erasure
+from memoryd.retention.receipts import (
     BlockedByHold,
     ErasureArtifacts,
     ErasureReceipt,
@@ -59,30 +59,30 @@ from daemon.retention.receipts import (
     Verification,
     VerificationCheck,
 )
-from daemon.retention.redis_bytes import purge_naming_bytes
-from daemon.retention.request import EraseRequest
-from daemon.retention.scopes import parse_scope
-from daemon.retention.state import now_ms, open_for_read, open_for_write
-from daemon.retention.subjects import gather_sessions
-from daemon.retention.surviving import surviving_voices
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.settings import Settings
-from daemon.store import retention as repo
-from daemon.store.curated_writes import delete_writes_of_sessions
-from daemon.store.db import Connection, FenceToken, Store, truncate_wal
-from daemon.store.erased_senders import load_erased_senders, record_erased_senders, record_erased_subject
-from daemon.store.participants import participants_of_sessions
-from daemon.store.suppressions import record_suppressions, suppressions_of_sessions
-from daemon.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
+from memoryd.retention.redis_bytes import purge_naming_bytes
+from memoryd.retention.request import EraseRequest
+from memoryd.retention.scopes import parse_scope
+from memoryd.retention.state import now_ms, open_for_read, open_for_write
+from memoryd.retention.subjects import gather_sessions
+from memoryd.retention.surviving import surviving_voices
+from memoryd.sessions.model import ArchiveInfo, SessionInfo
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
+from memoryd.store.curated_writes import delete_writes_of_sessions
+from memoryd.store.db import Connection, FenceToken, Store, truncate_wal
+from memoryd.store.erased_senders import load_erased_senders, record_erased_senders, record_erased_subject
+from memoryd.store.participants import participants_of_sessions
+from memoryd.store.suppressions import record_suppressions, suppressions_of_sessions
+from memoryd.store.tombstones import delete_tombstones, forgotten_ids, hashed_session_ref, record_tombstones
 
 if TYPE_CHECKING:
-    from daemon.retention.verify import Embedder
+    from memoryd.retention.verify import Embedder
 
 REASON_ERASED = "erased"
 PARTICIPANT_ROWS = "participantRows"  # carried with the forget counters, reported on its own
 # Purges of Redis after the verification found values that concurrent jobs stored meanwhile.
 REDIS_PURGE_ROUNDS = 3
-# The forget pipeline, handed in by the caller (daemon.ops.erasure): an agent's erased sessions
+# The forget pipeline, handed in by the caller (memoryd.ops.erasure): an agent's erased sessions
 # go through it under the agent's workspace lease, and it returns the forget report's artifact
 # counters. Retention does not import forget; the composition sits above both.
 PurgeSessions = Callable[[AgentRuntime, list[str], Lease], Awaitable[Mapping[str, int]]]
@@ -470,7 +470,7 @@ async def _purge_and_verify(
     """Earlier job arguments and results naming the subject out of Redis, then the verifier.
     Jobs running beside the erasure may store results naming the subject after the purge (a
     forget's report lists its sessions): while the redis check finds any, purge and look again."""
-    from daemon.retention.verify import recheck_redis, run_verify
+    from memoryd.retention.verify import recheck_redis, run_verify
 
     # Compiled once, off the event loop: the sets hold every snippet of the erased sessions.
     needles = await anyio.to_thread.run_sync(compile_needles, subject)

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from daemon.constants import DAY_MS
-from daemon.retention.models import ExpireReport
-from daemon.retention.request import ExpireRequest
-from daemon.retention.scopes import covering, is_within
-from daemon.retention.state import now_ms, open_for_write
-from daemon.settings import Settings
-from daemon.store import retention as repo
-from daemon.store.db import Connection
+from memoryd.constants import DAY_MS
+from memoryd.retention.models import ExpireReport
+from memoryd.retention.request import ExpireRequest
+from memoryd.retention.scopes import covering, is_within
+from memoryd.retention.state import now_ms, open_for_write
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
+from memoryd.store.db import Connection
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import anyio
 
-from daemon.retention.mapping import session_scope
-from daemon.retention.scopes import Scope, covering
-from daemon.retention.state import open_for_read
-from daemon.sessions.model import SessionInfo, SessionSource
-from daemon.settings import Settings
-from daemon.store import retention as repo
-from daemon.store.origins import EntryOrigin
+from memoryd.retention.mapping import session_scope
+from memoryd.retention.scopes import Scope, covering
+from memoryd.retention.state import open_for_read
+from memoryd.sessions.model import SessionInfo, SessionSource
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
+from memoryd.store.origins import EntryOrigin
 
 # Ingest's exclusion reason for a session whose scope has expired (it is not newly staged).
 REASON_EXPIRED = "expired"

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import orjson
 
-from daemon.constants import ERASURE_JOURNAL_DIR, RETENTION_KEY_NAME
-from daemon.derivations import journal_ref
-from daemon.failpoints import failpoint
-from daemon.retention.needles import VerifySubject
-from daemon.retention.plan import SessionTarget
-from daemon.retention.seal import seal, unseal
-from daemon.settings import Settings
-from daemon.store import retention as repo
-from daemon.store.db import Connection, FenceToken, Store
-from daemon.store.tombstones import load_or_create_secret
+from memoryd.constants import ERASURE_JOURNAL_DIR, RETENTION_KEY_NAME
+from memoryd.derivations import journal_ref
+from memoryd.failpoints import failpoint
+from memoryd.retention.needles import VerifySubject
+from memoryd.retention.plan import SessionTarget
+from memoryd.retention.seal import seal, unseal
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
+from memoryd.store.db import Connection, FenceToken, Store
+from memoryd.store.tombstones import load_or_create_secret
 
 
 @dataclass(frozen=True, slots=True)

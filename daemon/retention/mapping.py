@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from daemon.retention.scopes import Scope
-from daemon.sessions.model import Participant, SessionInfo
-from daemon.settings import Settings
+from memoryd.retention.scopes import Scope
+from memoryd.sessions.model import Participant, SessionInfo
+from memoryd.settings import Settings
 
 
 def is_agent(actor_id: str, namespace: dict[str, Any], agent_id: str, agent_kinds: frozenset[str]) -> bool:

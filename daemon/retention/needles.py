@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from daemon import derivations
-from daemon.constants import (
+from memoryd import derivations
+from memoryd.constants import (
     DAY_MS,
     SNIPPET_MAX_CHARS,
     VERIFY_HASH_PREFIX_CHARS,
@@ -26,10 +26,10 @@ from daemon.constants import (
     VERIFY_SNIPPET_MIN_CHARS,
     VERIFY_TERM_MIN_CHARS,
 )
-from daemon.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_overlapping
-from daemon.retention.pieces import EXPORT_PREFIXES, PieceMatcher, message_forms, pieces, without_shared
-from daemon.sessions.redact import redact_secrets
-from daemon.utf16 import truncate_utf16
+from memoryd.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_overlapping
+from memoryd.retention.pieces import EXPORT_PREFIXES, PieceMatcher, message_forms, pieces, without_shared
+from memoryd.sessions.redact import redact_secrets
+from memoryd.utf16 import truncate_utf16
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
 _ID_CHARS = r"A-Za-z0-9_.\-"

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
-from daemon.constants import VERIFY_PIECE_CHARS, VERIFY_SNIPPET_MIN_CHARS
-from daemon.sessions.redact import redact_secrets
+from memoryd.constants import VERIFY_PIECE_CHARS, VERIFY_SNIPPET_MIN_CHARS
+from memoryd.sessions.redact import redact_secrets
 
 K = VERIFY_PIECE_CHARS
 EXPORT_PREFIXES = ("User: ", "Assistant: ")  # daemon/sessions/transcript.py's exported line forms

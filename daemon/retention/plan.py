@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from daemon.retention.scopes import covering, is_within, parse_scope
-from daemon.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow
+from memoryd.retention.scopes import covering, is_within, parse_scope
+from memoryd.store.retention import CitingEdge, HoldRow, ObjectRow, ScopeRow
 
 
 @dataclass(frozen=True, slots=True)

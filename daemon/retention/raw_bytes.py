@@ -11,8 +11,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from daemon.retention.needles import Needles
-from daemon.store.raw_files import read_outside
+from memoryd.retention.needles import Needles
+from memoryd.store.raw_files import read_outside
 
 HEADER_BYTES = 100
 WAL_HEADER_BYTES = 32

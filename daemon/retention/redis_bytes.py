@@ -16,8 +16,8 @@ import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from daemon.errors import OperationFailed
-from daemon.redis_values import PURGEABLE, is_erasure_request, is_pending_purge
+from memoryd.errors import OperationFailed
+from memoryd.redis_values import PURGEABLE, is_erasure_request, is_pending_purge
 
 SCAN_COUNT = 500
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from daemon.errors import UsageError
-from daemon.retention.scopes import parse_scope
+from memoryd.errors import UsageError
+from memoryd.retention.scopes import parse_scope
 
 REQUEST_ID_MAX_CHARS = 128
 

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
-from daemon.constants import DAY_MS
-from daemon.errors import UsageError
+from memoryd.constants import DAY_MS
+from memoryd.errors import UsageError
 
 LEVELS: tuple[str, ...] = ("tenant", "user", "session", "object")
 # Encoded wherever they stand: the grammar's own characters, control characters (C0, DEL, C1)

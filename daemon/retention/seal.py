@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import secrets
 
-from daemon.errors import OperationFailed
+from memoryd.errors import OperationFailed
 
 KEY_BYTES = 32
 NONCE_BYTES = 16

@@ -13,10 +13,10 @@ from __future__ import annotations
 from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
-from daemon.retention.receipts import ErasureReceipt
-from daemon.retention.state import open_for_read, open_for_write
-from daemon.settings import Settings
-from daemon.store import retention as repo
+from memoryd.retention.receipts import ErasureReceipt
+from memoryd.retention.state import open_for_read, open_for_write
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
 
 
 async def _still_queued(redis: Redis, job_ids: list[str]) -> bool:

@@ -13,17 +13,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from daemon.constants import RETENTION_DB_NAME, RETENTION_LOCK_NAME
-from daemon.settings import Settings
-from daemon.store.db import Store
-from daemon.store.migrate import RETENTION
+from memoryd.constants import RETENTION_DB_NAME, RETENTION_LOCK_NAME
+from memoryd.settings import Settings
+from memoryd.store.db import Store
+from memoryd.store.migrate import RETENTION
 
 if TYPE_CHECKING:
     # Writers only: a reader (the retention gate of every search) loads neither the Redis
     # client nor the lock.
     from redis.asyncio import Redis
 
-    from daemon.lock import Lease, WorkspaceLock
+    from memoryd.lock import Lease, WorkspaceLock
 
 
 def retention_db_path(settings: Settings) -> Path:
@@ -31,7 +31,7 @@ def retention_db_path(settings: Settings) -> Path:
 
 
 def retention_lock(settings: Settings, redis: Redis) -> WorkspaceLock:
-    from daemon.lock import WorkspaceLock
+    from memoryd.lock import WorkspaceLock
 
     return WorkspaceLock(
         redis,

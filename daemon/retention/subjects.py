@@ -31,16 +31,16 @@ from dataclasses import dataclass
 
 import anyio
 
-from daemon.agents import agent_paths, agents_with_state
-from daemon.retention.contributions import spoken_in
-from daemon.retention.mapping import agent_kinds, is_agent, users_of
-from daemon.retention.plan import SessionTarget
-from daemon.retention.scopes import Scope, parse_scope
-from daemon.sessions.model import SessionInfo
-from daemon.sessions.source import session_source_for
-from daemon.settings import Settings
-from daemon.store.db import Store
-from daemon.store.participants import (
+from memoryd.agents import agent_paths, agents_with_state
+from memoryd.retention.contributions import spoken_in
+from memoryd.retention.mapping import agent_kinds, is_agent, users_of
+from memoryd.retention.plan import SessionTarget
+from memoryd.retention.scopes import Scope, parse_scope
+from memoryd.sessions.model import SessionInfo
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import Settings
+from memoryd.store.db import Store
+from memoryd.store.participants import (
     ParticipantRow,
     all_recorded_sessions,
     participants_of_sessions,

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.agents import agents_with_state
-from daemon.retention.contributions import Voices, session_voices
-from daemon.retention.plan import SessionTarget
-from daemon.sessions.model import ArchiveInfo, SessionInfo
-from daemon.sessions.source import session_source_for
-from daemon.settings import Settings
+from memoryd.agents import agents_with_state
+from memoryd.retention.contributions import Voices, session_voices
+from memoryd.retention.plan import SessionTarget
+from memoryd.sessions.model import ArchiveInfo, SessionInfo
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import Settings
 
 
 def surviving_voices(

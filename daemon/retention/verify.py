@@ -39,24 +39,24 @@ import numpy as np
 from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import agent_runtime
-from daemon.agents import agent_paths, agents_with_state
-from daemon.constants import TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, VERIFY_EMBEDDING_MIN_COSINE
-from daemon.errors import MemorydError, UsageError
-from daemon.fileio import read_bytes_nofollow
-from daemon.redis_values import PREFIXES, family_of, is_erasure_request, is_pending_purge
-from daemon.retention.needles import Needles, VerifySubject, compile_needles, fts_terms, snippets
-from daemon.retention.raw_bytes import raw_hits
-from daemon.retention.receipts import NO_SUBJECT, ErasureReceipt, Verification, VerificationCheck
-from daemon.retention.redis_bytes import every_key
-from daemon.retention.state import open_for_read, open_for_write, retention_db_path
-from daemon.settings import Settings
-from daemon.store import retention as repo
-from daemon.store.db import Connection, Store
-from daemon.store.embedding_cache import all_cached_embeddings
-from daemon.store.index_vectors import all_embeddings
-from daemon.store.inspect import chunk_texts, compact, fts_index_terms, stored_integers, stored_values
-from daemon.store.raw_files import is_sqlite_file, read_outside
+from memoryd.agent_runtime import agent_runtime
+from memoryd.agents import agent_paths, agents_with_state
+from memoryd.constants import TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, VERIFY_EMBEDDING_MIN_COSINE
+from memoryd.errors import MemorydError, UsageError
+from memoryd.fileio import read_bytes_nofollow
+from memoryd.redis_values import PREFIXES, family_of, is_erasure_request, is_pending_purge
+from memoryd.retention.needles import Needles, VerifySubject, compile_needles, fts_terms, snippets
+from memoryd.retention.raw_bytes import raw_hits
+from memoryd.retention.receipts import NO_SUBJECT, ErasureReceipt, Verification, VerificationCheck
+from memoryd.retention.redis_bytes import every_key
+from memoryd.retention.state import open_for_read, open_for_write, retention_db_path
+from memoryd.settings import Settings
+from memoryd.store import retention as repo
+from memoryd.store.db import Connection, Store
+from memoryd.store.embedding_cache import all_cached_embeddings
+from memoryd.store.index_vectors import all_embeddings
+from memoryd.store.inspect import chunk_texts, compact, fts_index_terms, stored_integers, stored_values
+from memoryd.store.raw_files import is_sqlite_file, read_outside
 
 # TOMBSTONE:<random hex>, as store/retention.py's rewrite makes it; anything else may be derived.
 OPAQUE_TOMBSTONE = re.compile(
@@ -239,7 +239,7 @@ def _scan_state_files(root: Path, skip: set[Path], stores: set[Path], needles: N
 
 
 class Embedder(Protocol):
-    """What the embeddings check needs of the index's embedder (daemon.index.embedder), which the
+    """What the embeddings check needs of the index's embedder (memoryd.index.embedder), which the
     caller hands in: retention sits below the index and does not import it."""
 
     model: str

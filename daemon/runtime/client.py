@@ -5,12 +5,12 @@
         report = await client.wait(job.job_id, timeout_s=60)   # report.result is the ForgetReport JSON
 
 * Routing: every daemon publishes `agent → route` in the Redis hash `memoryd:agents` (its
-  queue, its deployment and the agent's store: daemon.runtime.hosts.Route); a job for an agent
+  queue, its deployment and the agent's store: memoryd.runtime.hosts.Route); a job for an agent
   goes to its owner's queue. An agent nobody serves is a UsageError; so is one whose route names
   another deployment than the config's (`daemon.deployment_id`): nothing is sent there.
-* Requests are validated by their operation (daemon.ops: `Op.parse`), as the CLI and the job
+* Requests are validated by their operation (memoryd.ops: `Op.parse`), as the CLI and the job
   validate them, before anything is enqueued; a bad one is one JobPayloadError line.
-* Job ids are random (daemon.runtime.wire): each request runs. With a `request_id`, the same
+* Job ids are random (memoryd.runtime.wire): each request runs. With a `request_id`, the same
   request sent again is answered by its queued, running or successful run (`deduplicated`); a
   failed run runs again; another payload under the same request id is refused. A purge's job
   record does not expire before it runs, and a purge for a host that is not alive is refused
@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.exceptions import RedisError, ResponseError, WatchError
 
-from daemon.constants import (
+from memoryd.constants import (
     AGENT_OWNER_KEY,
     CLIENT_POLL_S,
     HEARTBEATS_KEY,
@@ -60,18 +60,18 @@ from daemon.constants import (
     REQUEST_ID_MAX_CHARS,
     REQUEST_KEY,
 )
-from daemon.errors import MemorydError, OperationFailed, UsageError, exit_code_of
-from daemon.failpoints import failpoint
-from daemon.ops import erase as erase_op
-from daemon.ops import forget as forget_op
-from daemon.ops import index_sync as index_op
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.ops.op import Op, Routing, agent_of
-from daemon.ops.registry import op_named
-from daemon.redis_conn import connection_pool, unreachable
-from daemon.runtime import interrupted, replication
-from daemon.runtime.hosts import Route, host_of_queue, parse_heartbeat, parse_route
-from daemon.runtime.wire import (
+from memoryd.errors import MemorydError, OperationFailed, UsageError, exit_code_of
+from memoryd.failpoints import failpoint
+from memoryd.ops import erase as erase_op
+from memoryd.ops import forget as forget_op
+from memoryd.ops import index_sync as index_op
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.ops.op import Op, Routing, agent_of
+from memoryd.ops.registry import op_named
+from memoryd.redis_conn import connection_pool, unreachable
+from memoryd.runtime import interrupted, replication
+from memoryd.runtime.hosts import Route, host_of_queue, parse_heartbeat, parse_route
+from memoryd.runtime.wire import (
     deserialize,
     job_name_of,
     random_job_id,
@@ -79,7 +79,7 @@ from daemon.runtime.wire import (
     request_job_id,
     serialize,
 )
-from daemon.settings import Settings
+from memoryd.settings import Settings
 
 # Rounds of a request-id enqueue racing other clients of the same request id (see _enqueue_request).
 REQUEST_ROUNDS = 5
@@ -367,11 +367,11 @@ class MemorydClient:
         job_id: str | None = None,
     ) -> EnqueuedJob:
         """Enqueue `payload` for `function` on `queue`. Its job id is random; with the caller's
-        `request_id`, the request id's (daemon.runtime.wire): a queued, running or successful run
+        `request_id`, the request id's (memoryd.runtime.wire): a queued, running or successful run
         of the same payload under it answers this request (`deduplicated`), a failed one runs
         again, and another payload under it is refused (UsageError). `job_id`: the caller's
         own unique id (the daemon's live sweeps name their agent). A purge returns once
-        `redis.purge_replicas` replicas hold it (daemon.runtime.replication), else OperationFailed."""
+        `redis.purge_replicas` replicas hold it (memoryd.runtime.replication), else OperationFailed."""
         job = await self._enqueue(function, payload, queue=queue, request_id=request_id, job_id=job_id)
         replicas = self.settings.redis.replicas_for_purges(self.settings.redis_url)
         if replicas and _is_purge(function):

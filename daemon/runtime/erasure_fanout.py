@@ -4,7 +4,7 @@ serves an agent on this Redis, and one record that remembers them.
 `memoryd enqueue erase` without `--queue` sends it here. The record `memoryd:erasure:<id>` (a
 hash, queue -> job id: no subject data, no content hash) has no expiry while a host has not
 run its job, so the erasure stays pending for a stopped host, durably: an erase job's record
-waits without expiry until its host is back and runs it (daemon.runtime.client). The receipt
+waits without expiry until its host is back and runs it (memoryd.runtime.client). The receipt
 of the whole (retention.receipts.DeploymentReceipt) is read from the hosts' results each time
 it is asked for, so it updates as hosts finish; once every host has finished, the record
 expires with their results (`retention.erase_result_ttl_s`).
@@ -19,14 +19,14 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from daemon import derivations
-from daemon.constants import AGENT_OWNER_KEY, ERASURE_KEY, HEARTBEATS_KEY
-from daemon.errors import OperationFailed, UsageError
-from daemon.ops import erase as erase_op
-from daemon.retention.receipts import DeploymentReceipt, ErasureReceipt, deployment_receipt
-from daemon.retention.request import EraseRequest
-from daemon.runtime.client import JobReport, MemorydClient
-from daemon.runtime.hosts import host_of_queue, parse_heartbeat, parse_route
+from memoryd import derivations
+from memoryd.constants import AGENT_OWNER_KEY, ERASURE_KEY, HEARTBEATS_KEY
+from memoryd.errors import OperationFailed, UsageError
+from memoryd.ops import erase as erase_op
+from memoryd.retention.receipts import DeploymentReceipt, ErasureReceipt, deployment_receipt
+from memoryd.retention.request import EraseRequest
+from memoryd.runtime.client import JobReport, MemorydClient
+from memoryd.runtime.hosts import host_of_queue, parse_heartbeat, parse_route
 
 
 @dataclass(frozen=True, slots=True)

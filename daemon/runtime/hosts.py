@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from daemon.constants import HOST_KEY_TTL_S, QUEUE_PREFIX
+from memoryd.constants import HOST_KEY_TTL_S, QUEUE_PREFIX
 
 LIVE_STATES = ("running", "draining")
 

@@ -25,7 +25,7 @@ import orjson
 from arq.constants import in_progress_key_prefix
 from redis.asyncio import Redis
 
-from daemon.constants import WORKER_ALIVE_KEY, WORKER_ALIVE_TTL_S, WORKERS_KEY
+from memoryd.constants import WORKER_ALIVE_KEY, WORKER_ALIVE_TTL_S, WORKERS_KEY
 
 
 @dataclass(frozen=True, slots=True)

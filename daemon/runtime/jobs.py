@@ -1,9 +1,9 @@
-"""The arq job functions, generated from the operation registry (daemon.ops.registry).
+"""The arq job functions, generated from the operation registry (memoryd.ops.registry).
 
 Each validates its JSON payload with its op (`Op.parse`: unknown fields, bad ids and empty
 selectors fail the job with one JobPayloadError line before anything runs), refuses an agent
 this host does not serve, runs the op with the worker's stores and Redis
-(daemon.ops.execute), and counts it: duration, outcome, purges, sweeps, and one log line
+(memoryd.ops.execute), and counts it: duration, outcome, purges, sweeps, and one log line
 with ids and counts only, never content. The result is the JSON report the CLI prints.
 """
 
@@ -21,25 +21,25 @@ import anyio
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
-from daemon.agent_runtime import AgentRuntime, agent_runtime
-from daemon.agents import agent_paths
-from daemon.caches import ProcessCaches
-from daemon.constants import AGENT_OWNER_KEY, AGENT_WAIT_FIRST_S, AGENT_WAIT_STEP_MAX_S
-from daemon.errors import AgentNotServed, MemorydError, OperationFailed
-from daemon.ingest.live_hints import LiveHints
-from daemon.ops.execute import execute
-from daemon.ops.op import Op, Routing, agent_of
-from daemon.ops.registry import OPS
-from daemon.runtime import metrics
-from daemon.runtime.hosts import parse_route
-from daemon.runtime.served import SERVED, ServedAgents
-from daemon.runtime.store_pool import StorePool
-from daemon.runtime.wire import queue_name
-from daemon.sessions.json_store import ListingCache
-from daemon.sessions.source import session_source_for
-from daemon.settings import Settings
-from daemon.store.engine import storage_problem
-from daemon.stored_form import stored_form
+from memoryd.agent_runtime import AgentRuntime, agent_runtime
+from memoryd.agents import agent_paths
+from memoryd.caches import ProcessCaches
+from memoryd.constants import AGENT_OWNER_KEY, AGENT_WAIT_FIRST_S, AGENT_WAIT_STEP_MAX_S
+from memoryd.errors import AgentNotServed, MemorydError, OperationFailed
+from memoryd.ingest.live_hints import LiveHints
+from memoryd.ops.execute import execute
+from memoryd.ops.op import Op, Routing, agent_of
+from memoryd.ops.registry import OPS
+from memoryd.runtime import metrics
+from memoryd.runtime.hosts import parse_route
+from memoryd.runtime.served import SERVED, ServedAgents
+from memoryd.runtime.store_pool import StorePool
+from memoryd.runtime.wire import queue_name
+from memoryd.sessions.json_store import ListingCache
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import Settings
+from memoryd.store.engine import storage_problem
+from memoryd.stored_form import stored_form
 
 log = logging.getLogger("memoryd.jobs")
 # ctx keys of the worker's open stores and of its process caches (MemorydWorker); absent, a job
@@ -56,7 +56,7 @@ JobFn = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
 
 
 class WorkerResources:
-    """An op's stores and Redis inside a job: the worker's pool and client (daemon.ops.execute)."""
+    """An op's stores and Redis inside a job: the worker's pool and client (memoryd.ops.execute)."""
 
     def __init__(self, ctx: dict[str, Any]):
         self.ctx = ctx

@@ -3,7 +3,7 @@
 * The watchers (daemon/runtime/watch.py) say which agent changed and, from the file names,
   which of its sessions; they read no session. Those sessions are kept as a hint in this
   worker's context (daemon/ingest/live_hints.py, shared with the worker's jobs under
-  daemon.runtime.jobs.LIVE_HINTS) and the job carries only the hint's
+  memoryd.runtime.jobs.LIVE_HINTS) and the job carries only the hint's
   generation: the sweep stats, and the index sync that follows lists and plans, those
   sessions alone. A change of anything else (sessions.json, an archive, the OpenClaw
   database), a backlog, the catch-up at start and a job that finds no hint consider them all.
@@ -33,17 +33,17 @@ import anyio
 import anyio.abc
 from redis.exceptions import RedisError
 
-from daemon.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
-from daemon.errors import MemorydError
-from daemon.failpoints import failpoint
-from daemon.ingest.live_hints import LiveHints
-from daemon.ops import index_sync as index_op
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.runtime import metrics
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.watch import watch_agent
-from daemon.runtime.wire import SCHEDULED, job_name_of, live_job_id, parse_job_id
-from daemon.settings import Settings
+from memoryd.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
+from memoryd.errors import MemorydError
+from memoryd.failpoints import failpoint
+from memoryd.ingest.live_hints import LiveHints
+from memoryd.ops import index_sync as index_op
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.runtime import metrics
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.watch import watch_agent
+from memoryd.runtime.wire import SCHEDULED, job_name_of, live_job_id, parse_job_id
+from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.live")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from daemon.settings import parse_listen
+from memoryd.settings import parse_listen
 
 log = logging.getLogger("memoryd.metrics")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from daemon.constants import QUEUE_BELL_KEY, QUEUE_BELL_TTL_S
-from daemon.errors import OperationFailed
+from memoryd.constants import QUEUE_BELL_KEY, QUEUE_BELL_TTL_S
+from memoryd.errors import OperationFailed
 
 
 async def ring_replicated(redis: Redis, queue: str, replicas: int, timeout_ms: int) -> int:

@@ -23,11 +23,11 @@ from typing import Any
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 
-from daemon.ops.op import Routing
-from daemon.ops.registry import OPS, op_named
-from daemon.runtime import metrics
-from daemon.runtime.wire import deserialize, scheduled_job_id
-from daemon.settings import Settings
+from memoryd.ops.op import Routing
+from memoryd.ops.registry import OPS, op_named
+from memoryd.runtime import metrics
+from memoryd.runtime.wire import deserialize, scheduled_job_id
+from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.scheduler")
 

@@ -2,7 +2,7 @@
 
 arq hands each job a shallow copy of the worker's context, so a plain value put there at a
 heartbeat would not reach a job already running; this one object is shared by every job's copy,
-and the service updates it in place: a job waiting for its agent (daemon.runtime.jobs) sees it
+and the service updates it in place: a job waiting for its agent (memoryd.runtime.jobs) sees it
 served the moment the heartbeat finds it. A context without it (a plain arq Worker given only
 worker_kwargs) serves every agent whose store is on the host."""
 

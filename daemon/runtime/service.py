@@ -42,8 +42,8 @@ import orjson
 from arq.connections import ArqRedis
 from redis.exceptions import RedisError
 
-from daemon.agents import agent_paths, list_agents, missing_sessions_root
-from daemon.constants import (
+from memoryd.agents import agent_paths, list_agents, missing_sessions_root
+from memoryd.constants import (
     AGENT_OWNER_KEY,
     DRAIN_CANCEL_WAIT_S,
     HEARTBEAT_S,
@@ -57,16 +57,16 @@ from daemon.constants import (
     SCHEDULER_TICK_S,
     STATUS_REFRESH_S,
 )
-from daemon.errors import MemorydError, OperationFailed
-from daemon.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
-from daemon.ingest.last_sweep import last_sweep_ms
-from daemon.ingest.live_hints import LiveHints
-from daemon.ops import ingest_sweep as ingest_op
-from daemon.redis_conn import connect_redis, connection_pool, redis_target
-from daemon.retention.state import retention_db_path
-from daemon.runtime import interrupted, metrics
-from daemon.runtime.client import MemorydClient
-from daemon.runtime.hosts import (
+from memoryd.errors import MemorydError, OperationFailed
+from memoryd.fileio import make_private_dirs, remove_leftover_temps, remove_leftover_temps_under
+from memoryd.ingest.last_sweep import last_sweep_ms
+from memoryd.ingest.live_hints import LiveHints
+from memoryd.ops import ingest_sweep as ingest_op
+from memoryd.redis_conn import connect_redis, connection_pool, redis_target
+from memoryd.retention.state import retention_db_path
+from memoryd.runtime import interrupted, metrics
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import (
     ALIVE,
     CLAIM_ROUTES,
     OTHER_DEPLOYMENT,
@@ -77,22 +77,22 @@ from daemon.runtime.hosts import (
     other_daemon,
     parse_host_record,
 )
-from daemon.runtime.jobs import LIVE_HINTS
-from daemon.runtime.live import LiveIngest
-from daemon.runtime.scheduler import Scheduler, schedules
-from daemon.runtime.sdnotify import Notifier, watchdog_interval_s
-from daemon.runtime.served import SERVED, ServedAgents
-from daemon.runtime.stalled import read_stalled
-from daemon.runtime.status import sweep_summary
-from daemon.runtime.supervise import keep_running
-from daemon.runtime.wire import deserialize, queue_name, serialize
-from daemon.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
-from daemon.sessions.json_store import ListingCache
-from daemon.settings import Settings, load_settings
-from daemon.store.db import ANY_SQLITE_ERROR, Store
-from daemon.store.migrate import AGENT, RETENTION, Schema
-from daemon.store.scratch import remove_scratch
-from daemon.store.store_identity import store_id
+from memoryd.runtime.jobs import LIVE_HINTS
+from memoryd.runtime.live import LiveIngest
+from memoryd.runtime.scheduler import Scheduler, schedules
+from memoryd.runtime.sdnotify import Notifier, watchdog_interval_s
+from memoryd.runtime.served import SERVED, ServedAgents
+from memoryd.runtime.stalled import read_stalled
+from memoryd.runtime.status import sweep_summary
+from memoryd.runtime.supervise import keep_running
+from memoryd.runtime.wire import deserialize, queue_name, serialize
+from memoryd.runtime.worker import MemorydWorker, quiet_job_logs, worker_kwargs
+from memoryd.sessions.json_store import ListingCache
+from memoryd.settings import Settings, load_settings
+from memoryd.store.db import ANY_SQLITE_ERROR, Store
+from memoryd.store.migrate import AGENT, RETENTION, Schema
+from memoryd.store.scratch import remove_scratch
+from memoryd.store.store_identity import store_id
 
 log = logging.getLogger("memoryd.service")
 
@@ -236,7 +236,7 @@ class Service:
         self._store_ids: dict[str, str] = {}  # agent -> the id of its store here (its route names it)
         self._discovery_problem: str | None = None  # why the last look for new agents failed
         self._refused: dict[str, str] = {}  # agent -> why its store could not be opened, last seen
-        self.served = ServedAgents()  # updated in place: running jobs read it (daemon.runtime.served)
+        self.served = ServedAgents()  # updated in place: running jobs read it (memoryd.runtime.served)
         self.hints = LiveHints()  # noted by live ingestion, read by the worker's live jobs
         self.ctx: dict[str, Any] = {
             "settings": settings,
@@ -698,7 +698,7 @@ class Service:
 
     async def _settle_loop(self) -> None:
         """Erasure receipts waiting for queued purge jobs pass once those have run (settle.py)."""
-        from daemon.retention.settle import settle_waiting_receipts
+        from memoryd.retention.settle import settle_waiting_receipts
 
         while True:
             if self.pool is not None and self.state.redis_ok:

@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from redis.asyncio import Redis
 
-from daemon.constants import HEARTBEATS_KEY, QUEUE_PREFIX
-from daemon.ops.registry import OPS
-from daemon.runtime.hosts import host_of_queue, parse_heartbeat
-from daemon.runtime.wire import parse_job_id
+from memoryd.constants import HEARTBEATS_KEY, QUEUE_PREFIX
+from memoryd.ops.registry import OPS
+from memoryd.runtime.hosts import host_of_queue, parse_heartbeat
+from memoryd.runtime.wire import parse_job_id
 
 PURGES = frozenset(op.name for op in OPS if op.purge)
 SCAN_COUNT = 500

@@ -19,26 +19,26 @@ from pydantic.alias_generators import to_camel
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from daemon.agents import agent_paths, list_agents
-from daemon.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
-from daemon.errors import MemorydError
-from daemon.ingest.last_sweep import last_sweep_ms
-from daemon.lock import WorkspaceLock
-from daemon.redaction import redact_text
-from daemon.redis_conn import redis_client, redis_target
-from daemon.redis_problem import redis_problem
-from daemon.retention.gate import REASON_EXPIRED
-from daemon.runtime.hosts import parse_route
-from daemon.runtime.stalled import StalledPurges, read_stalled
-from daemon.runtime.wire import queue_name
-from daemon.sessions.admission import AdmissionPolicy, admission_reason
-from daemon.sessions.json_store import ListingCache
-from daemon.sessions.model import SessionInfo
-from daemon.sessions.source import session_source_for
-from daemon.settings import Settings
-from daemon.store.checkpoints import CheckpointSummary, checkpoint_summaries
-from daemon.store.db import ANY_SQLITE_ERROR, Store
-from daemon.store.tombstones import forgotten_ids
+from memoryd.agents import agent_paths, list_agents
+from memoryd.constants import AGENT_OWNER_KEY, HOST_KEY, HOST_KEY_TTL_S
+from memoryd.errors import MemorydError
+from memoryd.ingest.last_sweep import last_sweep_ms
+from memoryd.lock import WorkspaceLock
+from memoryd.redaction import redact_text
+from memoryd.redis_conn import redis_client, redis_target
+from memoryd.redis_problem import redis_problem
+from memoryd.retention.gate import REASON_EXPIRED
+from memoryd.runtime.hosts import parse_route
+from memoryd.runtime.stalled import StalledPurges, read_stalled
+from memoryd.runtime.wire import queue_name
+from memoryd.sessions.admission import AdmissionPolicy, admission_reason
+from memoryd.sessions.json_store import ListingCache
+from memoryd.sessions.model import SessionInfo
+from memoryd.sessions.source import session_source_for
+from memoryd.settings import Settings
+from memoryd.store.checkpoints import CheckpointSummary, checkpoint_summaries
+from memoryd.store.db import ANY_SQLITE_ERROR, Store
+from memoryd.store.tombstones import forgotten_ids
 
 
 class _Model(BaseModel):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import anyio
 
-from daemon.store.db import Store
+from memoryd.store.db import Store
 
 # Long enough to span the gaps between the jobs of a busy spell (the scheduler's sweeps, a
 # client's forgets), short enough that an idle daemon soon holds no database open.

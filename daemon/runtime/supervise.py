@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from daemon.constants import LOOP_RESTART_MAX_S, REDIS_RETRY_MIN_S
-from daemon.runtime import metrics
+from memoryd.constants import LOOP_RESTART_MAX_S, REDIS_RETRY_MIN_S
+from memoryd.runtime import metrics
 
 log = logging.getLogger("memoryd.service")
 
 _DAEMON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # memoryd's own code
-_CHECKOUT = os.path.dirname(_DAEMON_DIR)
+_PACKAGE_PARENT = os.path.dirname(_DAEMON_DIR)  # paths print as memoryd/<module>.py
 
 
 def innermost(exc: BaseException) -> BaseException:
@@ -32,8 +32,9 @@ def innermost(exc: BaseException) -> BaseException:
 
 
 def raised_at(exc: BaseException) -> str:
-    """Where `exc` was raised: the two innermost frames of memoryd's own code (`path:line`,
-    relative to the checkout), innermost last, then the library's frame if a library raised it."""
+    """Where `exc` was raised: the two innermost frames of memoryd's own code
+    (`memoryd/<module>.py:line`, by the package's import name), innermost last, then the
+    library's frame if a library raised it."""
     frames = []
     tb = exc.__traceback__
     while tb is not None:
@@ -42,7 +43,7 @@ def raised_at(exc: BaseException) -> str:
     if not frames:
         return "?"
     ours = [
-        f"{os.path.relpath(path, _CHECKOUT)}:{line}"
+        f"{os.path.relpath(path, _PACKAGE_PARENT)}:{line}"
         for path, line in frames
         if path.startswith(_DAEMON_DIR + os.sep)
     ][-2:]

@@ -29,10 +29,10 @@ from pathlib import Path
 import anyio
 from watchfiles import Change, awatch
 
-from daemon.constants import WATCH_MAX_GROUP_MS, WATCH_RETRY_S, WATCH_WAKE_MS
-from daemon.runtime import metrics
-from daemon.sessions.source import OPENCLAW_DB_RELATIVE
-from daemon.settings import Settings
+from memoryd.constants import WATCH_MAX_GROUP_MS, WATCH_RETRY_S, WATCH_WAKE_MS
+from memoryd.runtime import metrics
+from memoryd.sessions.source import OPENCLAW_DB_RELATIVE
+from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.watch")
 

@@ -1,6 +1,6 @@
 """Job identity and wire format shared by the daemon's worker, its scheduler and the client.
 
-* Names: one per operation, declared by the registry (daemon.ops.registry, DESIGN §6).
+* Names: one per operation, declared by the registry (memoryd.ops.registry, DESIGN §6).
 * Queues: one per host, `memoryd:queue:<host_id>`.
 * Ids: built and parsed here only (`JobId`). A request's job is random (`<job>:<32 hex>`)
   unless the caller gives a request id, whose job is `<job>:req:<32 hex>`, the hex a hash of the
@@ -30,8 +30,8 @@ from typing import Any
 
 import orjson
 
-from daemon import derivations
-from daemon.constants import QUEUE_PREFIX
+from memoryd import derivations
+from memoryd.constants import QUEUE_PREFIX
 
 
 def queue_name(host_id: str) -> str:

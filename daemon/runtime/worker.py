@@ -29,8 +29,8 @@ from arq.jobs import serialize_result
 from arq.worker import Function, Worker, func
 from redis.exceptions import RedisError
 
-from daemon.caches import ProcessCaches
-from daemon.constants import (
+from memoryd.caches import ProcessCaches
+from memoryd.constants import (
     HEARTBEAT_S,
     JOB_DONE_KEY,
     JOB_DONE_TTL_S,
@@ -38,14 +38,14 @@ from daemon.constants import (
     QUEUE_BELL_KEY,
     REQUEST_KEY,
 )
-from daemon.errors import JobRecordError, UsageError
-from daemon.ops.op import Op
-from daemon.ops.registry import OPS, op_named
-from daemon.runtime import interrupted, metrics
-from daemon.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
-from daemon.runtime.store_pool import StorePool
-from daemon.runtime.wire import REQUEST, deserialize, job_name_of, parse_job_id, serialize
-from daemon.settings import Settings
+from memoryd.errors import JobRecordError, UsageError
+from memoryd.ops.op import Op
+from memoryd.ops.registry import OPS, op_named
+from memoryd.runtime import interrupted, metrics
+from memoryd.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
+from memoryd.runtime.store_pool import StorePool
+from memoryd.runtime.wire import REQUEST, deserialize, job_name_of, parse_job_id, serialize
+from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")
 # arq retries a job only when it is cancelled (drain, Retry); a failing job is not retried, so
@@ -123,7 +123,7 @@ def _member_problem(member: bytes, score: float | None) -> str | None:
 def quiet_job_logs() -> None:
     """arq logs each job's arguments at INFO and a failure's message with its traceback;
     payloads and messages name sessions and people, so keep arq's job lines out and the class
-    of a failure only (daemon.runtime.jobs logs one line per job with ids and counts)."""
+    of a failure only (memoryd.runtime.jobs logs one line per job with ids and counts)."""
     arq_log = logging.getLogger("arq.worker")
     arq_log.setLevel(logging.WARNING)
     if not any(isinstance(f, RedactJobErrors) for f in arq_log.filters):
@@ -135,17 +135,17 @@ class MemorydWorker(Worker):
     function's `keep_result` when the function ran, but a job it gives up on before running
     (too many tries, expired) is stored with the worker-wide default — with its arguments.
 
-    It also answers doorbells (daemon.runtime.client): between its polls it starts a job as soon as a
+    It also answers doorbells (memoryd.runtime.client): between its polls it starts a job as soon as a
     client rings the queue's bell, and once a result is stored it rings the job's own bell.
 
-    It keeps the process caches every job shares (daemon.runtime.caches, in ctx["caches"]).
+    It keeps the process caches every job shares (memoryd.runtime.caches, in ctx["caches"]).
 
-    And it keeps the agents' stores open between jobs (daemon.runtime.store_pool, in ctx["stores"]):
+    And it keeps the agents' stores open between jobs (memoryd.runtime.store_pool, in ctx["stores"]):
     while `main()` runs; when it ends (shutdown, a lost Redis, a burst done) every store is
     closed, the ones still in use as their jobs end.
 
     And when it starts it retries at once what a dead worker of its queue was running
-    (daemon.runtime.interrupted); an interrupted purge (a forget) runs before any sweep does, so
+    (memoryd.runtime.interrupted); an interrupted purge (a forget) runs before any sweep does, so
     its forgotten records are written before a sweep can ingest those sessions again.
 
     And it keeps a slot free of background jobs (Op.background: dreaming, backfill), which run
@@ -393,7 +393,7 @@ class MemorydWorker(Worker):
         await self._wake_waiters(job_id)
 
     async def _wake_waiters(self, job_id: str) -> None:
-        """Ring the job's doorbell (daemon.runtime.client.wait BLPOPs it). Called only after arq's
+        """Ring the job's doorbell (memoryd.runtime.client.wait BLPOPs it). Called only after arq's
         transaction has stored the result, so a woken client always finds it."""
         key = JOB_DONE_KEY.format(job_id=job_id)
         try:

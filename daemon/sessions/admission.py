@@ -24,9 +24,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from daemon.sessions.model import SessionInfo
-from daemon.settings import ExcludeSessions, Settings
-from daemon.store.tombstones import REASON_FORGOTTEN
+from memoryd.sessions.model import SessionInfo
+from memoryd.settings import ExcludeSessions, Settings
+from memoryd.store.tombstones import REASON_FORGOTTEN
 
 REASON_DREAMING_NARRATIVE = "dreamingNarrative"
 REASON_CHECKPOINT_TWIN = "checkpointTwin"

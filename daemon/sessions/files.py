@@ -18,8 +18,8 @@ import os
 import stat
 from pathlib import Path
 
-from daemon.constants import READ_CHUNK_BYTES
-from daemon.errors import OperationFailed
+from memoryd.constants import READ_CHUNK_BYTES
+from memoryd.errors import OperationFailed
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

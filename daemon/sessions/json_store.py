@@ -23,12 +23,12 @@ from typing import Any
 
 import orjson
 
-from daemon.errors import OperationFailed
-from daemon.ids import session_source_problem
-from daemon.sessions import json_text
-from daemon.sessions.files import open_dir_below, open_regular, read_regular, stat_regular
-from daemon.sessions.lines import iter_lines
-from daemon.sessions.model import (
+from memoryd.errors import OperationFailed
+from memoryd.ids import session_source_problem
+from memoryd.sessions import json_text
+from memoryd.sessions.files import open_dir_below, open_regular, read_regular, stat_regular
+from memoryd.sessions.lines import iter_lines
+from memoryd.sessions.model import (
     SESSION_KINDS,
     ArchiveInfo,
     Fingerprint,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from daemon.constants import MAX_TRANSCRIPT_LINE_BYTES, READ_CHUNK_BYTES
-from daemon.sessions.model import OversizedLine
+from memoryd.constants import MAX_TRANSCRIPT_LINE_BYTES, READ_CHUNK_BYTES
+from memoryd.sessions.model import OversizedLine
 
 
 def iter_lines(fh: BinaryIO, *, max_line_bytes: int = MAX_TRANSCRIPT_LINE_BYTES) -> Iterator[bytes]:

@@ -38,18 +38,18 @@ from urllib.parse import quote
 
 import orjson
 
-from daemon.constants import (
+from memoryd.constants import (
     MAX_TRANSCRIPT_LINE_BYTES,
     OPENCLAW_EVENT_CHUNK_ROWS,
     OPENCLAW_FINGERPRINT_SCAN_MIN,
     OPENCLAW_READ_ATTEMPTS,
 )
-from daemon.errors import OperationFailed, SourceChanged
-from daemon.ids import session_source_problem
-from daemon.sessions.files import stat_regular
-from daemon.sessions.json_store import derive_session_kind
-from daemon.sessions.lines import iter_lines
-from daemon.sessions.model import (
+from memoryd.errors import OperationFailed, SourceChanged
+from memoryd.ids import session_source_problem
+from memoryd.sessions.files import stat_regular
+from memoryd.sessions.json_store import derive_session_kind
+from memoryd.sessions.lines import iter_lines
+from memoryd.sessions.model import (
     ArchiveInfo,
     Fingerprint,
     OversizedLine,
@@ -57,7 +57,7 @@ from daemon.sessions.model import (
     SessionInfo,
     SessionListing,
 )
-from daemon.store.engine import ANY_SQLITE_ERROR, Connection, sqlite3
+from memoryd.store.engine import ANY_SQLITE_ERROR, Connection, sqlite3
 
 # SessionEntry.hookExternalContentSource values; the window column only knows gmail|webhook.
 ENTRY_HOOK_SOURCES = frozenset({"email", "gmail", "webhook"})

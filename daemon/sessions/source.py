@@ -3,10 +3,10 @@ else the sessions.json layout."""
 
 from __future__ import annotations
 
-from daemon.ids import validate_agent_id
-from daemon.sessions.json_store import JsonSessionSource, ListingCache
-from daemon.sessions.model import SessionSource
-from daemon.settings import Settings
+from memoryd.ids import validate_agent_id
+from memoryd.sessions.json_store import JsonSessionSource, ListingCache
+from memoryd.sessions.model import SessionSource
+from memoryd.settings import Settings
 
 OPENCLAW_DB_RELATIVE = ("agent", "openclaw-agent.sqlite")
 
@@ -21,7 +21,7 @@ def session_source_for(
     choice = settings.session_source_for(agent_id)
     db_path = agent_root.joinpath(*OPENCLAW_DB_RELATIVE)
     if choice == "openclaw" or (choice == "auto" and db_path.exists()):
-        from daemon.sessions.openclaw_store import OpenClawSessionSource
+        from memoryd.sessions.openclaw_store import OpenClawSessionSource
 
         return OpenClawSessionSource(agent_id, db_path, root=settings.sessions_root)
     return JsonSessionSource(agent_id, agent_root / "sessions", listings, root=settings.sessions_root)

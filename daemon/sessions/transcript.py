@@ -24,10 +24,10 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
-from daemon.sessions import json_text
-from daemon.sessions.attribution import sender_of
-from daemon.sessions.model import OversizedLine
-from daemon.sessions.redact import REDACT_LOOKAHEAD, redact_secrets
+from memoryd.sessions import json_text
+from memoryd.sessions.attribution import sender_of
+from memoryd.sessions.model import OversizedLine
+from memoryd.sessions.redact import REDACT_LOOKAHEAD, redact_secrets
 
 OriginClass = Literal["owner", "agent", "untrusted", "system"]
 

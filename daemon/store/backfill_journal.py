@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection, inserted_rowid
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection, inserted_rowid
 
 # Kinds whose key is an entry key (forget removes them with the entry).
 ENTRY_KINDS = ("origin", "staged_new", "staged_prior", "diary_key")

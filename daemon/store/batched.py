@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from daemon.constants import SQL_IN_BATCH
-from daemon.store.engine import Connection
+from memoryd.constants import SQL_IN_BATCH
+from memoryd.store.engine import Connection
 
 
 def select_in(

@@ -15,8 +15,8 @@ from functools import partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
 
 
 class Checkpoint(NamedTuple):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.db import Connection
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.db import Connection
 
 TABLE = "corpus_session_files"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
 
 
 def writes_of_sessions(conn: Connection, session_ids: Sequence[str]) -> list[tuple[str, int]]:

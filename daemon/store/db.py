@@ -21,10 +21,10 @@ from typing import Any, TypeVar, TypeVarTuple, cast
 import aiosqlite
 import anyio
 
-from daemon.constants import FILE_MODE
-from daemon.errors import FencedOut, OperationFailed
-from daemon.fileio import atomic_temp, fsync_dir, make_private_dirs, remove_leftover_temps
-from daemon.store.engine import (
+from memoryd.constants import FILE_MODE
+from memoryd.errors import FencedOut, OperationFailed
+from memoryd.fileio import atomic_temp, fsync_dir, make_private_dirs, remove_leftover_temps
+from memoryd.store.engine import (
     ANY_SQLITE_ERROR,
     SQLITE_SOFT_HEAP_LIMIT_BYTES,
     SQLITE_VERSION,
@@ -37,7 +37,7 @@ from daemon.store.engine import (
     sqlite3,
     truncate_wal,
 )
-from daemon.store.migrate import AGENT, Schema, StoreMissing, build_new, check_current, migrate_connection
+from memoryd.store.migrate import AGENT, Schema, StoreMissing, build_new, check_current, migrate_connection
 
 # How long a failed open waits for aiosqlite's thread to end (it ends at once; a bound anyway).
 THREAD_JOIN_S = 5.0

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.store.batched import select_in
-from daemon.store.engine import Connection
+from memoryd.store.batched import select_in
+from memoryd.store.engine import Connection
 
 # provider, model, provider_key, hash, embedding, dims, updated_at
 CacheValues = tuple[str, str, str, str, bytes, int, int]

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from daemon import derivations
-from daemon.store.engine import Connection
-from daemon.store.exclusions import bump_exclusions
+from memoryd import derivations
+from memoryd.store.engine import Connection
+from memoryd.store.exclusions import bump_exclusions
 
 SenderTest = Callable[[str], bool]  # True: this sender's turns are skipped
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from daemon.store.batched import select_in
-from daemon.store.engine import Connection
-from daemon.store.pages import rows_sharing_pages
+from memoryd.store.batched import select_in
+from memoryd.store.engine import Connection
+from memoryd.store.pages import rows_sharing_pages
 
 # Session kinds whose transcripts are never indexed, as the partial index
 # idx_memory_index_chunk_provenance_internal (migration 1) names them; index/provenance.py's

@@ -7,7 +7,7 @@ Each function runs inside the caller's transaction.
 
 from __future__ import annotations
 
-from daemon.store.engine import Connection
+from memoryd.store.engine import Connection
 
 _MATCH = "SELECT rowid{cols} FROM memory_index_chunks_fts WHERE memory_index_chunks_fts MATCH ?"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
 
 
 class SourceRecord(NamedTuple):

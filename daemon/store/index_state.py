@@ -7,7 +7,7 @@ Each function runs inside the caller's transaction.
 
 from __future__ import annotations
 
-from daemon.store.engine import Connection
+from memoryd.store.engine import Connection
 
 META_DIRTY = "dirty"
 # "<index revision>|<session source revision>" of the last complete index run: while both are

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from daemon.store.engine import Connection
+from memoryd.store.engine import Connection
 
 
 def compact(conn: Connection) -> str | None:

@@ -18,8 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from daemon.errors import OperationFailed
-from daemon.store.engine import Connection, sqlite3, user_version
+from memoryd.errors import OperationFailed
+from memoryd.store.engine import Connection, sqlite3, user_version
 
 Schema = Literal["agent", "retention"]
 AGENT: Schema = "agent"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
 
 ORIGIN_CLASSES = ("owner", "agent", "untrusted", "system")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from daemon.store.engine import Connection
+from memoryd.store.engine import Connection
 
 MAX_PAGE_NEIGHBOURS = 64  # rows looked at on either side (a page holds fewer rows of any table here)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from daemon.store.batched import execute_in
-from daemon.store.engine import Connection
+from memoryd.store.batched import execute_in
+from memoryd.store.engine import Connection
 
 
 def record_phase_hits(

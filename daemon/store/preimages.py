@@ -7,9 +7,9 @@ Each function runs inside the caller's transaction.
 
 from __future__ import annotations
 
-from daemon.constants import MAX_REWRITE_PREIMAGES
-from daemon.fileio import sha256_hex
-from daemon.store.engine import Connection, inserted_rowid
+from memoryd.constants import MAX_REWRITE_PREIMAGES
+from memoryd.fileio import sha256_hex
+from memoryd.store.engine import Connection, inserted_rowid
 
 
 def store_preimage(conn: Connection, content: str, now_ms: int, relative_path: str = "MEMORY.md") -> int:

@@ -17,7 +17,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from daemon.errors import OperationFailed
+from memoryd.errors import OperationFailed
 
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 READ_TIMEOUT_S = 600.0

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from daemon.constants import DAY_MS, TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
+from memoryd.constants import DAY_MS, TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
 
 
 def subtree_bounds(root: str) -> tuple[str, str]:

@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from daemon.constants import DIR_MODE, FILE_MODE
-from daemon.store.engine import Connection, sqlite3
+from memoryd.constants import DIR_MODE, FILE_MODE
+from memoryd.store.engine import Connection, sqlite3
 
 SCRATCH_SUFFIX = ".sqlite"
 # <sweep process pid>-<sweep token>-w<worker pid>.sqlite (and SQLite's -journal beside it).

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from daemon.constants import MAX_TRACKED_MESSAGES_PER_SESSION
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
+from memoryd.constants import MAX_TRACKED_MESSAGES_PER_SESSION
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
 
 
 def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:

@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
-from daemon.store.pages import rows_sharing_pages
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
+from memoryd.store.pages import rows_sharing_pages
 
 # Columns holding JSON lists (decoded to tuples of str).
 _LIST_COLUMNS = (12, 13, 14)

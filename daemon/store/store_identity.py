@@ -1,12 +1,12 @@
 """The store's own id (`store_meta` key `store_id`): 32 random hex digits made once, by the
 migration that brought it in, and kept for the store's life. An agent's route names it
-(daemon.runtime.hosts.Route): hosts tell the same store from another one by it.
+(memoryd.runtime.hosts.Route): hosts tell the same store from another one by it.
 
 Runs inside the caller's transaction."""
 
 from __future__ import annotations
 
-from daemon.store.engine import Connection
+from memoryd.store.engine import Connection
 
 _KEY = "store_id"
 

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 
-from daemon.constants import DAY_MS
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
-from daemon.store.exclusions import bump_exclusions
+from memoryd.constants import DAY_MS
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
+from memoryd.store.exclusions import bump_exclusions
 
 Pair = tuple[str, str]  # (claim hash, session id)
 

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon import derivations
-from daemon.constants import FILE_MODE, TOMBSTONE_BATCH
-from daemon.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
-from daemon.store.batched import execute_in, select_in
-from daemon.store.engine import Connection
-from daemon.store.exclusions import bump_exclusions
-from daemon.store.index_state import bump_revision
+from memoryd import derivations
+from memoryd.constants import FILE_MODE, TOMBSTONE_BATCH
+from memoryd.fileio import atomic_temp, make_private_dirs, remove_leftover_temps
+from memoryd.store.batched import execute_in, select_in
+from memoryd.store.engine import Connection
+from memoryd.store.exclusions import bump_exclusions
+from memoryd.store.index_state import bump_revision
 
 REASON_FORGOTTEN = "forgotten"
 HASHED_PREFIX = derivations.HASHED_PREFIX

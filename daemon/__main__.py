@@ -1,0 +1,5 @@
+"""`python -m memoryd`: the same command line as the `memoryd` script."""
+
+from memoryd.cli import main
+
+main()
