@@ -75,7 +75,7 @@ def test_a_dry_run_prints_the_forget_ops_report_byte_for_byte(
                     flag
                 ]
             ].append(value)
-    request = forget_op.OP.parse({"agent": "main", **flags, "dry_run": True})
+    request = forget_op.OP.contract.parse({"agent": "main", **flags, "dry_run": True})
     report = anyio.run(run_locally, forget_op.OP, load_settings(config), request)
     expected = orjson.dumps(
         report.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2
@@ -110,7 +110,7 @@ def test_a_dry_run_refuses_what_the_forget_request_refuses_in_the_same_words(bad
         True,
     )
     with pytest.raises(MemorydError) as by_op:
-        forget_op.OP.parse(fields)
+        forget_op.OP.contract.parse(fields)
     with pytest.raises(MemorydError) as by_preview:
         _preview_selectors(fields)
     assert (type(by_preview.value), str(by_preview.value)) == (type(by_op.value), str(by_op.value))
@@ -118,4 +118,4 @@ def test_a_dry_run_refuses_what_the_forget_request_refuses_in_the_same_words(bad
 
 
 def test_the_preview_names_errors_as_the_forget_op_does() -> None:
-    assert FORGET == forget_op.OP.name == forget_op.OP.command
+    assert FORGET == forget_op.OP.contract.name == forget_op.OP.contract.command

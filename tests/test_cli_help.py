@@ -169,7 +169,7 @@ def test_families_name_their_ops_commands() -> None:
     from memoryd.ops import forget as forget_op
     from memoryd.ops import index_sync as index_op
 
-    assert (index_op.OP.command, forget_op.OP.command) == (INDEX, FORGET)
+    assert (index_op.OP.contract.command, forget_op.OP.contract.command) == (INDEX, FORGET)
 
 
 def test_shell_completion_completes_lazy_commands_and_is_documented() -> None:

@@ -246,12 +246,12 @@ def test_every_operation_with_a_command_can_be_enqueued_with_the_same_flags():
     enqueue = cli.commands["enqueue"]
     assert isinstance(enqueue, click.Group)
     for op in OPS:
-        if op.command is None:
+        if op.contract.command is None:
             continue
         # --verify: forget only; --until-done: a foreground ingest (the daemon follows a backlog itself)
-        direct = {p.name for p in cli.commands[op.command].params} - {"verify", "until_done"}
-        queued = {p.name for p in enqueue.commands[op.command].params}
-        assert direct <= queued, f"enqueue {op.command} lacks {sorted(direct - queued)}"
+        direct = {p.name for p in cli.commands[op.contract.command].params} - {"verify", "until_done"}
+        queued = {p.name for p in enqueue.commands[op.contract.command].params}
+        assert direct <= queued, f"enqueue {op.contract.command} lacks {sorted(direct - queued)}"
 
 
 def test_a_bad_backfill_is_refused_before_enqueue_with_the_direct_commands_message(
@@ -294,7 +294,7 @@ async def test_an_erase_job_id_says_nothing_of_its_subject_and_its_result_keeps_
         assert (
             first.job_id != again.job_id and not again.deduplicated
         )  # each request runs, and says what it did
-        payload = erase_op.OP.payload(erase_op.OP.parse(request))
+        payload = erase_op.OP.contract.payload(erase_op.OP.contract.parse(request))
         assert first.job_id != request_job_id("erase", payload)
         await run_jobs(settings, queue)
         done = await client.wait(first.job_id, timeout_s=30)

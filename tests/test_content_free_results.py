@@ -85,7 +85,7 @@ def _text_fields(model: type[BaseModel], seen: set[type[BaseModel]]) -> list[str
 
 
 def test_every_result_field_that_can_hold_text_is_marked_content_or_a_name():
-    unmarked = {op.name: _text_fields(op.result(), set()) for op in OPS}
+    unmarked = {op.contract.name: _text_fields(op.contract.result(), set()) for op in OPS}
     assert {k: v for k, v in unmarked.items() if v} == {}
 
 

@@ -35,7 +35,7 @@ from tools.chaos import PrivateRedis
 
 pytestmark = pytest.mark.slow  # runs memoryd as processes
 
-FORGET = forget_op.OP.name
+FORGET = forget_op.OP.contract.name
 
 
 def _metric(port: int, name: str) -> float:

@@ -23,10 +23,10 @@ from memoryd.store.checkpoints import CheckpointSummary
 from tests.daemon_harness import cleanup_redis
 
 DREAM, INDEX_SYNC, INGEST_SWEEP, RETENTION_SWEEP = (
-    dream_op.OP.name,
-    index_op.OP.name,
-    ingest_op.OP.name,
-    retention_sweep_op.OP.name,
+    dream_op.OP.contract.name,
+    index_op.OP.contract.name,
+    ingest_op.OP.contract.name,
+    retention_sweep_op.OP.contract.name,
 )
 
 PLAN = (

@@ -36,7 +36,7 @@ from tests.builders import SessionStoreBuilder, exchange
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis, forgotten, wait_state
 
-FORGET = forget_op.OP.name
+FORGET = forget_op.OP.contract.name
 
 
 async def _claim(

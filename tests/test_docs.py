@@ -22,7 +22,7 @@ def test_committed_reference_docs_equal_what_the_code_generates() -> None:
 
 
 def test_every_job_has_a_payload_and_a_result_schema() -> None:
-    for job in (op.name for op in OPS):
+    for job in (op.contract.name for op in OPS):
         for kind in ("payload", "result"):
             schema = json.loads((ROOT / "docs" / "schemas" / f"{job}.{kind}.schema.json").read_text())
             assert schema["type"] == "object" and "properties" in schema, f"{job}.{kind}"
@@ -34,10 +34,10 @@ def test_the_job_contract_lists_every_operation_with_its_schemas() -> None:
     text = (ROOT / "docs" / "jobs.md").read_text()
     for op in OPS:
         row = (
-            f"| `{op.name}` | [{op.name}.payload](schemas/{op.name}.payload.schema.json) | "
-            f"[{op.name}.result](schemas/{op.name}.result.schema.json) | {op.summary} |"
+            f"| `{op.contract.name}` | [{op.contract.name}.payload](schemas/{op.contract.name}.payload.schema.json) | "
+            f"[{op.contract.name}.result](schemas/{op.contract.name}.result.schema.json) | {op.contract.summary} |"
         )
-        assert row in text, f"docs/jobs.md: no table row for {op.name} with its summary"
+        assert row in text, f"docs/jobs.md: no table row for {op.contract.name} with its summary"
 
 
 def test_example_config_loads_and_its_values_are_the_defaults(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_job_payload_examples_in_the_docs_are_accepted_by_the_request_models() -
     examples = re.findall(r"<!-- payload: (\w+) -->\n```json\n(.*?)```", text, re.S)
     assert {job for job, _ in examples} >= {"forget", "erase"}
     for job, body in examples:
-        op_named(job).parse(json.loads(body))
+        op_named(job).contract.parse(json.loads(body))
 
 
 def test_error_catalogue_quotes_raise_sites_with_their_exit_codes() -> None:

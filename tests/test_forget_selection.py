@@ -152,7 +152,7 @@ def test_request_rejects_unknown_fields_and_names_them():
     from memoryd.ops import forget
 
     with pytest.raises(UsageError, match="^forget: bogus: unknown field$"):
-        forget.OP.parse({"agent": "main", "sessions": ["a"], "bogus": 1})
+        forget.OP.contract.parse({"agent": "main", "sessions": ["a"], "bogus": 1})
 
 
 @pytest.mark.parametrize("bad", ["../etc", "a/b", "", "x\n"])

@@ -21,7 +21,7 @@ from memoryd.runtime.wire import canonical_json, deserialize, serialize
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-JOBS = sorted(op.name for op in OPS)
+JOBS = sorted(op.contract.name for op in OPS)
 FIELDS = [
     "agent",
     "sessions",
@@ -107,7 +107,7 @@ def _check_accepted(job: str, request) -> None:
 @example(job="expire", payload={"\n": None})  # an unknown field whose name is a line break
 def test_every_job_payload_validates_or_fails_with_one_line_naming_the_job(job, payload):
     try:
-        request = op_named(job).parse(payload)
+        request = op_named(job).contract.parse(payload)
     except JobPayloadError as exc:
         message = str(exc)
         assert message.startswith(f"{job}:") and "\n" not in message
@@ -128,7 +128,7 @@ def test_every_job_payload_validates_or_fails_with_one_line_naming_the_job(job, 
 )
 def test_forget_requests_from_the_cli_or_client_are_safe_or_a_usage_error(payload):
     try:
-        request = forget.OP.parse(payload)
+        request = forget.OP.contract.parse(payload)
     except UsageError as exc:
         assert str(exc).startswith("forget: ") and "\n" not in str(exc)
         return
@@ -172,4 +172,4 @@ def test_a_lone_surrogate_in_a_selector_is_a_usage_error_not_a_crash_at_enqueue(
         {"agent": "main", "hook_sources": ["gmail\udc80"]},
     ):
         with pytest.raises(UsageError, match="surrogate"):
-            forget.OP.parse(payload)
+            forget.OP.contract.parse(payload)

@@ -131,7 +131,7 @@ def test_a_sweep_reports_its_progress_session_by_session(
     seen: list[tuple[str, int, int]] = []
 
     async def go() -> None:
-        request = ingest_sweep.OP.parse({"agent": "main"})
+        request = ingest_sweep.OP.contract.parse({"agent": "main"})
         await run_locally(ingest_sweep.OP, settings, request, progress=lambda *p: seen.append(p))
 
     anyio.run(go)

@@ -154,10 +154,16 @@ async def test_no_job_id_or_key_name_or_stored_value_is_derived_from_the_payload
 ):
     """Before: `forget:<sha256 of the canonical payload>`, which confirms a guessed payload."""
     queue, builder, job_ids = owned
-    payload = forget_op.OP.payload(forget_op.OP.parse({"agent": AGENT, "sessions": ["s-oracle"]}))
+    payload = forget_op.OP.contract.payload(
+        forget_op.OP.contract.parse({"agent": AGENT, "sessions": ["s-oracle"]})
+    )
     digests = {
         hashlib.sha256(canonical_json(form)).hexdigest()[:32]
-        for form in ([forget_op.OP.name, payload, None], [forget_op.OP.name, payload, f"r-{unique}"], payload)
+        for form in (
+            [forget_op.OP.contract.name, payload, None],
+            [forget_op.OP.contract.name, payload, f"r-{unique}"],
+            payload,
+        )
     }
     before = set(await redis.keys("*"))
     async with MemorydClient.connect(settings) as client:
@@ -184,7 +190,7 @@ async def test_a_malformed_request_id_is_refused_before_anything_is_sent(setting
     assert await redis.zcard(queue) == 0
 
 
-_names = st.sampled_from([op.name for op in OPS])
+_names = st.sampled_from([op.contract.name for op in OPS])
 _agents = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,40}\Z")
 
 

@@ -28,7 +28,7 @@ from tests.daemon_harness import cleanup_redis
 from tests.ingest_harness import corpus_text
 from tests.worker_harness import run_jobs
 
-SWEEP = ingest_op.OP.name
+SWEEP = ingest_op.OP.contract.name
 
 
 def test_a_hint_names_the_changed_sessions_and_any_other_change_means_all() -> None:
@@ -147,7 +147,7 @@ async def test_a_forget_job_drops_every_hint_naming_a_session(world, hints):
     gen = hints.seal(SWEEP, "main")
     hints.note(SWEEP, "main", {"s-one", "s-two"})
     done = await _run(
-        settings, queue, job_ids, forget_op.OP.name, {"agent": "main", "sessions": ["s-one"]}, hints
+        settings, queue, job_ids, forget_op.OP.contract.name, {"agent": "main", "sessions": ["s-one"]}, hints
     )
     assert done.state == "complete"
     assert hints.held_ids() == set()

@@ -30,44 +30,44 @@ def _valid(name: str) -> dict[str, Any]:
 
 def test_every_ops_sample_payload_is_valid():
     for op in OPS:
-        op.parse(_valid(op.name))
+        op.contract.parse(_valid(op.contract.name))
 
 
 @pytest.mark.parametrize("word", ["no", "yes", "false", "0", 1, 0])
 def test_a_boolean_field_takes_only_true_or_false(word):
     checked = 0
     for op in OPS:
-        for field, info in op.request.model_fields.items():
+        for field, info in op.contract.request.model_fields.items():
             if info.annotation is not bool:
                 continue
             checked += 1
-            with pytest.raises(JobPayloadError, match=f"{op.name}: {field}: .*boolean"):
-                op.parse({**_valid(op.name), field: word})
+            with pytest.raises(JobPayloadError, match=f"{op.contract.name}: {field}: .*boolean"):
+                op.contract.parse({**_valid(op.contract.name), field: word})
     assert checked >= 3  # forget.dry_run, erase.dry_run and allow_partial, index_sync.force
 
 
 def test_a_string_for_a_number_is_refused():
     with pytest.raises(JobPayloadError, match="backfill: limit_days"):
-        op_named("backfill").parse({"agent": "main", "limit_days": "5"})
+        op_named("backfill").contract.parse({"agent": "main", "limit_days": "5"})
 
 
 @pytest.mark.parametrize("agent", ["main\n", "main\r\n", "\nmain"])
 def test_an_agent_id_with_a_newline_is_refused_by_every_agent_op(agent):
     for op in OPS:
-        payload = _valid(op.name)
+        payload = _valid(op.contract.name)
         if "agent" not in payload:
             continue
         with pytest.raises(JobPayloadError, match="invalid agent id"):
-            op.parse({**payload, "agent": agent})
+            op.contract.parse({**payload, "agent": agent})
 
 
 def test_a_backfill_day_with_a_trailing_newline_is_refused():
     with pytest.raises(JobPayloadError, match="from_day"):
-        op_named("backfill").parse({"agent": "main", "from_day": "2026-01-01\n"})
+        op_named("backfill").contract.parse({"agent": "main", "from_day": "2026-01-01\n"})
 
 
 def test_a_forget_naming_too_many_selectors_is_refused_in_one_line():
-    forget = op_named("forget")
+    forget = op_named("forget").contract
     forget.parse({"agent": "main", "sessions": [f"s{i}" for i in range(MAX_SELECTORS)]})
     with pytest.raises(JobPayloadError) as err:
         forget.parse({"agent": "main", "sessions": [f"s{i}" for i in range(100_001)]})
@@ -86,7 +86,7 @@ def test_a_payload_larger_than_the_limit_is_refused_before_validation():
     big = "x" * 400
     payload = {"agent": "main", "sessions": [f"{big}{i}" for i in range(MAX_PAYLOAD_BYTES // 400 + 10)]}
     with pytest.raises(JobPayloadError, match=f"forget: payload is .* bytes; at most {MAX_PAYLOAD_BYTES}"):
-        op_named("forget").parse(payload)
+        op_named("forget").contract.parse(payload)
 
 
 def test_the_cli_refuses_an_agent_id_with_a_trailing_newline(tmp_path, capsys, monkeypatch):

@@ -43,7 +43,7 @@ def _session(builder: SessionStoreBuilder, sid: str) -> None:
 
 
 def test_the_purge_families_are_the_registrys():
-    assert {op.name for op in OPS if op.purge} == PURGE_FAMILIES
+    assert {op.contract.name for op in OPS if op.contract.purge} == PURGE_FAMILIES
 
 
 async def test_a_forget_does_not_delete_a_queued_forget_naming_the_same_session(settings, owned, redis):
@@ -57,7 +57,7 @@ async def test_a_forget_does_not_delete_a_queued_forget_naming_the_same_session(
         job_ids.append(b.job_id)
         # A runs in the foreground (as `memoryd forget` does), with B still queued.
         await run_locally(
-            forget_op.OP, settings, forget_op.OP.parse({"agent": AGENT, "sessions": ["sess-x"]})
+            forget_op.OP, settings, forget_op.OP.contract.parse({"agent": AGENT, "sessions": ["sess-x"]})
         )
         assert await forgotten(settings, AGENT, "sess-x")
         raw = await redis.get(f"arq:job:{b.job_id}")

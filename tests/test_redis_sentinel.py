@@ -63,7 +63,9 @@ async def test_a_purge_no_replica_confirms_is_refused_in_one_line_and_other_jobs
     queue = queue_name(f"h{unique}")
     async with MemorydClient.connect(settings) as client:
         with pytest.raises(OperationFailed) as err:
-            await client.enqueue(forget_op.OP.name, {"agent": "main", "sessions": ["s1"]}, queue=queue)
+            await client.enqueue(
+                forget_op.OP.contract.name, {"agent": "main", "sessions": ["s1"]}, queue=queue
+            )
         ingest = await client.enqueue("ingest_sweep", {"agent": "main"}, queue=queue)
         queued = [m.decode() for m in await client.redis.zrange(queue, 0, -1)]
     message = str(err.value)

@@ -34,7 +34,7 @@ from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis, start_daemon
 
-FORGET = forget_op.OP.name
+FORGET = forget_op.OP.contract.name
 
 REPO = Path(__file__).resolve().parent.parent
 OPEN_GATES = PromotionGates(min_score=0, min_recall_count=0, min_unique_queries=0)

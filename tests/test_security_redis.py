@@ -19,7 +19,7 @@ from memoryd.runtime.client import MemorydClient
 from memoryd.settings import load_settings
 from tools.chaos import PrivateRedis
 
-FORGET = forget_op.OP.name
+FORGET = forget_op.OP.contract.name
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 PASSWORD = "s3cret-pass-word"

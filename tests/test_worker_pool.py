@@ -29,7 +29,11 @@ from tests.conftest import make_settings
 from tests.daemon_harness import cleanup_redis
 from tests.erase_world import add_two_users
 
-ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
+ERASE, FORGET, INGEST_SWEEP = (
+    erase_op.OP.contract.name,
+    forget_op.OP.contract.name,
+    ingest_op.OP.contract.name,
+)
 
 
 def store_threads() -> int:

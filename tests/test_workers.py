@@ -28,7 +28,11 @@ from tests.daemon_harness import REPO, cleanup_redis, write_config
 from tests.polling import until
 from tests.worker_harness import run_jobs
 
-ERASE, FORGET, INGEST_SWEEP = erase_op.OP.name, forget_op.OP.name, ingest_op.OP.name
+ERASE, FORGET, INGEST_SWEEP = (
+    erase_op.OP.contract.name,
+    forget_op.OP.contract.name,
+    ingest_op.OP.contract.name,
+)
 
 
 @pytest.fixture
@@ -396,8 +400,8 @@ async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
         "expire": {},
         "retention_sweep": {},
     }
-    assert set(payloads) == {op.name for op in OPS}  # every operation is run here
-    assert not any(op.result_may_carry_memory_text for op in OPS)
+    assert set(payloads) == {op.contract.name for op in OPS}  # every operation is run here
+    assert not any(op.policy.result_may_carry_memory_text for op in OPS)
     raw: dict[str, bytes] = {}
     reports: dict[str, dict[str, Any]] = {}
     async with MemorydClient.connect(settings) as client:

@@ -420,7 +420,7 @@ class Pending:
     def kind(self) -> str:
         from memoryd.ops import erase, forget
 
-        return (erase.OP if self.erase else forget.OP).name
+        return (erase.OP if self.erase else forget.OP).contract.name
 
 
 @dataclass
@@ -1010,7 +1010,7 @@ async def poll_pending(
                 if job.erase:
                     enq = await client.enqueue_erase(job.request, queue=queue, queue_anyway=True)
                 else:
-                    enq = await client.enqueue(forget.OP.name, job.request, queue=queue)
+                    enq = await client.enqueue(forget.OP.contract.name, job.request, queue=queue)
             except (RedisError, OSError):
                 still.append(job)
                 continue
@@ -1110,7 +1110,7 @@ class Run:
         if self.rng.random() < self.forget_rate:
             request, targets = self.world.random_request()
             try:
-                enq = await client.enqueue(forget.OP.name, request, queue=self.queue)
+                enq = await client.enqueue(forget.OP.contract.name, request, queue=self.queue)
                 self.pending.append(Pending(request, targets, enq.job_id))
                 self.tally.forget_enqueued += 1
             except (RedisError, OSError, MemorydError):
@@ -1190,7 +1190,7 @@ class Run:
             victim = self.rng.choice(VICTIMS)
             request = {"agent": AGENT, "sessions": [victim]}
             try:
-                enq = await client.enqueue(forget.OP.name, request, queue=self.queue)
+                enq = await client.enqueue(forget.OP.contract.name, request, queue=self.queue)
             except (RedisError, OSError, MemorydError):
                 return
             job = Pending(request, frozenset({victim}), enq.job_id)
@@ -1390,7 +1390,7 @@ class Run:
         resources = LocalResources(self.settings)
         try:
             await asyncio.sleep(LOCK_TTL_MS / 1000 * 0.5)
-            report = await execute(forget.OP, resources, forget.OP.parse(request))
+            report = await execute(forget.OP, resources, forget.OP.contract.parse(request))
             selected = set(getattr(report, "sessionIds", None) or [])
             if selected and selected != set(targets):
                 self.tally.violations.append(f"forget {request} selected {sorted(selected)}")

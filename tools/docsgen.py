@@ -302,20 +302,20 @@ def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for op in OPS:
         try:
-            payload = op.request.model_json_schema(mode="validation")
-            result = op.result().model_json_schema(mode="serialization", by_alias=True)
+            payload = op.contract.request.model_json_schema(mode="validation")
+            result = op.contract.result().model_json_schema(mode="serialization", by_alias=True)
         except (ImportError, AttributeError, TypeError, NameError) as exc:
             if missing is None:
                 raise
-            missing.append(f"{op.name}: {exc.__class__.__name__}: {exc}")
+            missing.append(f"{op.contract.name}: {exc.__class__.__name__}: {exc}")
             continue
         for kind, schema in (("payload", payload), ("result", result)):
             schema = {
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "$id": f"memoryd/jobs/{op.name}.{kind}.schema.json",
+                "$id": f"memoryd/jobs/{op.contract.name}.{kind}.schema.json",
                 **schema,
             }
-            out[f"docs/schemas/{op.name}.{kind}.schema.json"] = (
+            out[f"docs/schemas/{op.contract.name}.{kind}.schema.json"] = (
                 json.dumps(schema, indent=2, sort_keys=False) + "\n"
             )
     return out
@@ -330,9 +330,9 @@ def cli_json_models() -> dict[str, tuple[Any, bool]]:
     refs: dict[str, Any] = dict(CLI_JSON)
     refs["config check"] = settings_model  # settings are dataclasses: their pydantic twin
     for op in OPS:
-        if op.command is not None:
-            refs[op.command] = op.result
-            refs[f"enqueue {op.command}"] = ENQUEUED_JOB
+        if op.contract.command is not None:
+            refs[op.contract.command] = op.contract.result
+            refs[f"enqueue {op.contract.command}"] = ENQUEUED_JOB
     out: dict[str, tuple[Any, bool]] = {}
     for command, ref in refs.items():
         if callable(ref):

@@ -252,7 +252,7 @@ class Bench:
         got = target.run(*op.openclaw) if side == "openclaw" else memoryd_side.run(target, *op.memoryd)
         if got.returncode not in (0,):
             tail = (got.stderr or got.stdout).strip().splitlines()[-2:]
-            raise CommandFailed(f"{side} {op.name}: exit {got.returncode}: {' | '.join(tail)}")
+            raise CommandFailed(f"{side} {op.contract.name}: exit {got.returncode}: {' | '.join(tail)}")
         return got
 
     def measure(self, n: int, reps: int) -> list[PeerRow]:
@@ -261,17 +261,17 @@ class Bench:
         samples: dict[tuple[str, str], list[Measured]] = {}
         for rep in range(reps):
             for op in ops:
-                log(f"  [{rep + 1}/{reps}] {op.name} ...")
+                log(f"  [{rep + 1}/{reps}] {op.contract.name} ...")
                 got = {side: self.one(op, home, side) for side in ("openclaw", "memoryd")}
                 if op.same_ids and _ids(got["openclaw"]) != _ids(got["memoryd"]):
-                    raise PeerMismatch(f"{op.name}: the sides selected different sessionIds")
+                    raise PeerMismatch(f"{op.contract.name}: the sides selected different sessionIds")
                 for side, m in got.items():
-                    samples.setdefault((op.name, side), []).append(m)
+                    samples.setdefault((op.contract.name, side), []).append(m)
         rows = []
         for op in ops:
-            oc, md = samples[(op.name, "openclaw")], samples[(op.name, "memoryd")]
+            oc, md = samples[(op.contract.name, "openclaw")], samples[(op.contract.name, "memoryd")]
             note = f"{len(_ids(md[0]))} sessions selected" if op.same_ids else ""
-            rows.append(PeerRow(op.name, n, _samples(oc), _samples(md), note))
+            rows.append(PeerRow(op.contract.name, n, _samples(oc), _samples(md), note))
         return rows
 
 

@@ -47,7 +47,7 @@ async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float,
     """One in-process forget preview: (seconds, bytes of its JSON report)."""
     from memoryd.agent_runtime import agent_runtime
 
-    request = entry(FORGET_OP).parse(payload)
+    request = entry(FORGET_OP).contract.parse(payload)
     t0 = time.perf_counter()
     async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:
         report = await entry(RUN_FORGET)(rt, request)
@@ -74,8 +74,8 @@ async def _round_trips(
 
         async def trip(function: str, payload: dict[str, Any], parts: str | None = None) -> float:
             t0 = time.perf_counter()
-            if function == forget_op.name:  # validated exactly as the client's submit does
-                payload = forget_op.payload(forget_op.parse(payload))
+            if function == forget_op.contract.name:  # validated exactly as the client's submit does
+                payload = forget_op.contract.payload(forget_op.contract.parse(payload))
             job = await client.enqueue(function, payload, queue=queue, request_id=uuid.uuid4().hex)
             report = await client.wait(job.job_id, timeout_s=120)
             elapsed = time.perf_counter() - t0
@@ -101,7 +101,7 @@ async def _round_trips(
             for _ in range(trips):
                 round_["noop"].append(await trip(arq_worker.NOOP, {"result_bytes": result_bytes}, "noop"))
                 for name, payload in payloads.items():
-                    round_[f"{name}:job"].append(await trip(forget_op.name, payload, name))
+                    round_[f"{name}:job"].append(await trip(forget_op.contract.name, payload, name))
                     round_[f"{name}:local"].append((await _forget_inproc(settings, payload))[0])
             if rep >= warmup:
                 for key, values in round_.items():

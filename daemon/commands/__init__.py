@@ -158,9 +158,9 @@ def run_async(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
 
 def command_name(op: Op[Any]) -> str:
     """The `memoryd <command>` of an operation (the registry names it)."""
-    if op.command is None:
-        raise RuntimeError(f"operation {op.name} has no command")
-    return op.command
+    if op.contract.command is None:
+        raise RuntimeError(f"operation {op.contract.name} has no command")
+    return op.contract.command
 
 
 def run_op(state: CliState, op: Op[R], request: R, progress: ProgressFn | None = None) -> Any:
@@ -177,7 +177,7 @@ def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[
     """Print an operation's report, then raise what it means for the exit code (a refused
     erasure exits 3), exactly as `memoryd enqueue … --wait` does with the job's result."""
     emit(report, as_json, human)
-    problem = op.outcome(report.model_dump(mode="json", by_alias=True))
+    problem = op.contract.outcome(report.model_dump(mode="json", by_alias=True))
     if problem is not None:
         raise problem
 

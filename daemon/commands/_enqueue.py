@@ -153,15 +153,15 @@ def register_enqueue(
         from pydantic import ValidationError
 
         try:
-            report = op.result().model_validate(result)
+            report = op.contract.result().model_validate(result)
         except ValidationError:  # a result of another memoryd version: show it as it is
             import orjson
 
             return orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
         return human(report)
 
-    own_request_id = "request_id" not in op.request.model_fields
-    host_wide = op.routing is Routing.HOST
+    own_request_id = "request_id" not in op.contract.request.model_fields
+    host_wide = op.contract.routing is Routing.HOST
 
     def enqueue_cmd(
         state: CliState, wait: bool, timeout_s: float | None, as_json: bool, **flags: Any
@@ -170,7 +170,7 @@ def register_enqueue(
         queue = flags.pop("queue", None) if host_wide else None
         queue_anyway = bool(flags.pop("queue_anyway", False))
         # Validated here, before any connection: a bad request exits 2 and enqueues nothing.
-        request = op.parse(fields(**flags))
+        request = op.contract.parse(fields(**flags))
         if everywhere is not None and queue is None:
             everywhere(state, request, request_id, queue_anyway, wait, timeout_s, as_json)
             return

@@ -209,7 +209,7 @@ def register(cli: click.Group) -> None:
     @pass_state
     def dream(state: CliState, agent_id: str, phase: str, as_json: bool) -> None:
         """Run a dreaming sweep: light and REM diary blocks, deep promotion into MEMORY.md."""
-        request = dream_op.OP.parse(dream_fields(agent_id, phase))
+        request = dream_op.OP.contract.parse(dream_fields(agent_id, phase))
         emit_report(dream_op.OP, run_op(state, dream_op.OP, request), as_json, _dream_human)
 
     @cli.command("promote")
@@ -269,7 +269,7 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Backfill memory from historical sessions. Preview (writes nothing) unless a mode is given."""
         fields = backfill_fields(agent_id, from_day, to_day, limit_days, rem, apply, rollback)
-        request = backfill_op.OP.parse(fields)
+        request = backfill_op.OP.contract.parse(fields)
         emit_report(backfill_op.OP, run_op(state, backfill_op.OP, request), as_json, _backfill_human)
 
     register_enqueue(

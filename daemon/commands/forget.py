@@ -232,7 +232,7 @@ def register(cli: click.Group) -> None:
         from memoryd.commands import emit_report, run_op
         from memoryd.ops import forget as forget_op
 
-        request = forget_op.OP.parse(fields)
+        request = forget_op.OP.contract.parse(fields)
         if not verify:
             emit_report(forget_op.OP, run_op(state, forget_op.OP, request), as_json, _human)
             return

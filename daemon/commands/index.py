@@ -95,7 +95,7 @@ def register(cli: click.Group) -> None:
         """Index the agent's memory files (and transcripts, if configured) for search."""
         from memoryd.ops import index_sync as index_op
 
-        request = index_op.OP.parse({"agent": agent_id, "force": force})
+        request = index_op.OP.contract.parse({"agent": agent_id, "force": force})
         from memoryd.commands._progress import progress_bar
 
         with progress_bar(INDEX_UNITS, quiet=as_json) as progress:

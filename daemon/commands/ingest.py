@@ -345,7 +345,7 @@ def register(cli: click.Group) -> None:
         """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
         from memoryd.commands._progress import progress_bar
 
-        request = ingest_op.OP.parse({"agent": agent_id})
+        request = ingest_op.OP.contract.parse({"agent": agent_id})
         with progress_bar(INGEST_UNITS, quiet=as_json) as progress:
             report = run_op(state, ingest_op.OP, request, progress)
             if until_done:

@@ -402,7 +402,7 @@ def register(cli: click.Group) -> None:
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
         printed either way.
         """
-        request = erase_op.OP.parse(erase_fields(scope, allow_partial, request_id, dry_run))
+        request = erase_op.OP.contract.parse(erase_fields(scope, allow_partial, request_id, dry_run))
         emit_report(erase_op.OP, run_op(state, erase_op.OP, request), as_json, _local_receipt_human)
 
     register_enqueue(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from memoryd.dreaming.backfill_request import BackfillRequest
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 
 
 async def _run(ctx: OpContext, request: BackfillRequest) -> BaseModel:
@@ -26,13 +26,17 @@ def _lock(request: BackfillRequest) -> LockPolicy:
 
 
 OP = Op(
-    name="backfill",
-    summary="historical session backfill",
-    request=BackfillRequest,
+    contract=JobContract(
+        name="backfill",
+        summary="historical session backfill",
+        request=BackfillRequest,
+        result=_result,
+        routing=Routing.AGENT,
+        command="backfill",
+    ),
     run=_run,
-    result=_result,
-    routing=Routing.AGENT,
-    lock=_lock,
-    command="backfill",
-    background=True,
+    policy=JobPolicy(
+        lock=_lock,
+        background=True,
+    ),
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from memoryd.ops.agent_request import AgentRequest
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
     from memoryd.settings import Settings
@@ -41,15 +41,19 @@ def _interval_s(settings: Settings) -> float | None:
 
 
 OP = Op(
-    name="dream",
-    summary="dreaming phases (light, REM, deep)",
-    request=DreamRequest,
+    contract=JobContract(
+        name="dream",
+        summary="dreaming phases (light, REM, deep)",
+        request=DreamRequest,
+        result=_result,
+        routing=Routing.AGENT,
+        command="dream",
+    ),
     run=_run,
-    result=_result,
-    routing=Routing.AGENT,
-    lock=_lock,
-    command="dream",
-    interval_s=_interval_s,
-    sweep=True,
-    background=True,
+    policy=JobPolicy(
+        lock=_lock,
+        interval_s=_interval_s,
+        sweep=True,
+        background=True,
+    ),
 )

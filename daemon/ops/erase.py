@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from memoryd.errors import MemorydError, RefusedError, UsageError
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 from memoryd.retention.request import EraseRequest
 
 if TYPE_CHECKING:
@@ -66,17 +66,21 @@ def _redacted(receipt: BaseModel) -> BaseModel:
 
 
 OP = Op(
-    name="erase",
-    summary="erase a data subject's scope; the result is the erasure receipt",
-    request=EraseRequest,
+    contract=JobContract(
+        name="erase",
+        summary="erase a data subject's scope; the result is the erasure receipt",
+        request=EraseRequest,
+        result=_result,
+        routing=Routing.HOST,
+        outcome=_outcome,
+        command="erase",
+        purge=True,
+    ),
     run=_run,
-    result=_result,
-    routing=Routing.HOST,
-    lock=_lock,
-    result_ttl_s=_result_ttl_s,
-    payload_names_subject=True,
-    redact_result=_redacted,
-    outcome=_outcome,
-    command="erase",
-    purge=True,
+    policy=JobPolicy(
+        lock=_lock,
+        result_ttl_s=_result_ttl_s,
+        payload_names_subject=True,
+        redact_result=_redacted,
+    ),
 )

@@ -50,10 +50,10 @@ class Resources(Protocol):
 async def execute(
     op: Op[R], resources: Resources, request: R, *, progress: ProgressFn | None = None
 ) -> BaseModel:
-    """Run `request` (already parsed by `op.parse`) as `op` declares; returns its report."""
-    policy = op.lock(request)
+    """Run `request` (already parsed by `op.contract.parse`) as `op` declares; returns its report."""
+    policy = op.policy.lock(request)
     settings = resources.settings
-    if op.routing is Routing.HOST:
+    if op.contract.routing is Routing.HOST:
         redis = None if policy is LockPolicy.NONE else await resources.redis()
         return await op.run(OpContext(settings, redis, None, None, progress, resources.hints), request)
     readonly = policy is LockPolicy.NONE
@@ -69,10 +69,10 @@ async def _whole_run_lock(op: Op[Any], resources: Resources, rt: AgentRuntime) -
     started = time.monotonic()
     try:
         async with rt.lock().hold() as lease:
-            resources.lock_waited(op.name, lease.waited_s, timed_out=False)
+            resources.lock_waited(op.contract.name, lease.waited_s, timed_out=False)
             yield lease
     except LockTimeout:
-        resources.lock_waited(op.name, time.monotonic() - started, timed_out=True)
+        resources.lock_waited(op.contract.name, time.monotonic() - started, timed_out=True)
         raise
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 from memoryd.retention.request import ExpireRequest
 
 
@@ -27,13 +27,17 @@ def takes_retention_lease(request: ExpireRequest) -> LockPolicy:
 
 
 OP = Op(
-    name="expire",
-    summary="apply retention TTLs now (host-wide)",
-    request=ExpireRequest,
+    contract=JobContract(
+        name="expire",
+        summary="apply retention TTLs now (host-wide)",
+        request=ExpireRequest,
+        result=expiry_report,
+        routing=Routing.HOST,
+        command="expire",
+        purge=True,
+    ),
     run=run_expiry,
-    result=expiry_report,
-    routing=Routing.HOST,
-    lock=takes_retention_lease,
-    command="expire",
-    purge=True,
+    policy=JobPolicy(
+        lock=takes_retention_lease,
+    ),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from memoryd.forget.request import ForgetRequest
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 
 
 async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
@@ -38,13 +38,17 @@ def _lock(request: ForgetRequest) -> LockPolicy:
 
 
 OP = Op(
-    name="forget",
-    summary="purge what was derived from selected sessions of one agent; `dry_run` previews",
-    request=ForgetRequest,
+    contract=JobContract(
+        name="forget",
+        summary="purge what was derived from selected sessions of one agent; `dry_run` previews",
+        request=ForgetRequest,
+        result=_result,
+        routing=Routing.AGENT,
+        command="forget",
+        purge=True,
+    ),
     run=_run,
-    result=_result,
-    routing=Routing.AGENT,
-    lock=_lock,
-    command="forget",
-    purge=True,
+    policy=JobPolicy(
+        lock=_lock,
+    ),
 )

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, StrictBool
 
 from memoryd.errors import MemorydError, OperationFailed
 from memoryd.ops.agent_request import AgentRequest, LiveGeneration
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
     from memoryd.settings import Settings
@@ -56,15 +56,19 @@ def _outcome(report: Mapping[str, Any]) -> MemorydError | None:
 
 
 OP = Op(
-    name="index_sync",
-    summary="sync an agent's search index",
-    request=IndexRequest,
+    contract=JobContract(
+        name="index_sync",
+        summary="sync an agent's search index",
+        request=IndexRequest,
+        result=_result,
+        routing=Routing.AGENT,
+        outcome=_outcome,
+        command="index",
+    ),
     run=_run,
-    result=_result,
-    routing=Routing.AGENT,
-    lock=_lock,
-    outcome=_outcome,
-    command="index",
-    interval_s=_interval_s,
-    sweep=True,
+    policy=JobPolicy(
+        lock=_lock,
+        interval_s=_interval_s,
+        sweep=True,
+    ),
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from memoryd.ops.agent_request import AgentRequest, LiveGeneration
-from memoryd.ops.op import LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
 
 if TYPE_CHECKING:
     from memoryd.settings import Settings
@@ -52,15 +52,19 @@ def _interval_s(settings: Settings) -> float:
 
 
 OP = Op(
-    name="ingest_sweep",
-    summary="one ingest sweep of an agent",
-    request=SweepRequest,
+    contract=JobContract(
+        name="ingest_sweep",
+        summary="one ingest sweep of an agent",
+        request=SweepRequest,
+        result=_result,
+        routing=Routing.AGENT,
+        command="ingest",
+    ),
     run=_run,
-    result=_result,
-    routing=Routing.AGENT,
-    lock=_lock,
-    command="ingest",
-    interval_s=_interval_s,
-    sweep=True,
-    sessions_scanned_field="sessionsScanned",
+    policy=JobPolicy(
+        lock=_lock,
+        interval_s=_interval_s,
+        sweep=True,
+        sessions_scanned_field="sessionsScanned",
+    ),
 )

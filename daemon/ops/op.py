@@ -1,12 +1,13 @@
-"""What an operation declares: one `Op` per job family, read by the CLI, the arq job
-functions, the client, the scheduler and the docs generator.
+"""What an operation declares: one `Op` per job family. Its `JobContract` is what other tools
+see (the client, `memoryd enqueue`, the docs generator read only that); its `JobPolicy` is how
+this daemon runs it (the worker, the scheduler, the metrics).
 
 An op module (daemon/ops/<family>.py) builds its `Op` from light pieces only — its request
 model, small functions — and imports its domain entry point inside `run`, so the registry
 stays cheap to import.
 
 One validation for a request, whichever way it arrives (CLI flags, a client call, a raw arq
-job from another tool): `Op.parse`, whose every error is one `JobPayloadError` line
+job from another tool): `JobContract.parse`, whose every error is one `JobPayloadError` line
 `<family>: <field>: <problem>`.
 """
 
@@ -93,42 +94,23 @@ def no_outcome(result: Mapping[str, Any]) -> MemorydError | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Op(Generic[R]):
+class JobContract(Generic[R]):
+    """What a job family is on the wire, for every tool that submits it (docs/jobs.md is
+    generated from these): its name, request and result, where it is routed, and how the
+    submitting side treats it."""
+
     name: str  # the job function's name on the wire (arq's "f"), the metrics' family label
     summary: str  # one line for docs/jobs.md
     request: type[R]  # the payload model (extra fields forbidden); one for the CLI and the job
-    run: Callable[[OpContext, R], Awaitable[BaseModel]]  # imports its domain entry point when called
     result: Callable[[], type[BaseModel]]  # the report model (the job's result, the CLI's --json)
     routing: Routing
-    lock: Callable[[R], LockPolicy]  # may depend on the request (a dry run takes no lock)
-    # How long Redis keeps the result.
-    result_ttl_s: Callable[[Settings], int] = keep_result_s
-    # The payload names a data subject: a job given up before it ran keeps its result no longer
-    # than result_ttl_s either. (A purge's job record itself never expires before it runs.)
-    payload_names_subject: bool = False
-    # Whether its report may quote memory text. A result is stored in Redis, outside what
-    # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
-    # checks its stored result against this.
-    result_may_carry_memory_text: bool = False
-    # What else of the report to drop from the job's result, after its `Content` fields
-    # (daemon/stored_form.py). A direct caller gets the whole report; Redis, outside what
-    # forget and erase reach, gets the stored form.
-    redact_result: Callable[[BaseModel], BaseModel] | None = None
-    # The error a successful report still means for the CLI's exit code (a refused erasure).
-    outcome: Callable[[Mapping[str, Any]], MemorydError | None] = no_outcome
     # The `memoryd <command>` that runs it in the foreground (and `memoryd enqueue <command>`).
     command: str | None = None
-    # The scheduler's interval for it (None: not scheduled with these settings).
-    interval_s: Callable[[Settings], float | None] | None = None
-    # Deletes data: counted in the purge metrics and alerts; its job record is kept until it runs,
-    # no other purge deletes it, and it is refused for a queue no live host serves.
+    # Deletes data: its job record is kept until it runs, no other purge deletes it, it is refused
+    # for a queue no live host serves, and it is counted in the purge metrics and alerts.
     purge: bool = False
-    sweep: bool = False  # a sweep: its duration and last success are exported per agent (or host)
-    sessions_scanned_field: str | None = None  # result field counted in memoryd_sessions_scanned_total
-    # Long background work (minutes on a large history): a worker runs such jobs in at most
-    # daemon.max_jobs - 1 of its slots together, so ingest sweeps, forgets and erasures always
-    # find one free; the rest stay queued (memoryd.runtime.worker).
-    background: bool = False
+    # The error a successful report still means for the CLI's exit code (a refused erasure).
+    outcome: Callable[[Mapping[str, Any]], MemorydError | None] = no_outcome
 
     def parse(self, data: Any) -> R:
         """`data` (CLI flags, a client's request, a job's JSON payload) as this op's request;
@@ -151,8 +133,47 @@ class Op(Generic[R]):
         """The request as JSON, the job's single argument."""
         return request.model_dump(mode="json")
 
+
+@dataclass(frozen=True, slots=True)
+class JobPolicy(Generic[R]):
+    """How this daemon runs a job family: the locks it takes, how long its result is kept and
+    what of it, how it is scheduled and counted. No submitting tool reads it."""
+
+    lock: Callable[[R], LockPolicy]  # may depend on the request (a dry run takes no lock)
+    # How long Redis keeps the result.
+    result_ttl_s: Callable[[Settings], int] = keep_result_s
+    # The payload names a data subject: a job given up before it ran keeps its result no longer
+    # than result_ttl_s either. (A purge's job record itself never expires before it runs.)
+    payload_names_subject: bool = False
+    # Whether its report may quote memory text. A result is stored in Redis, outside what
+    # forget and erase reach, so none may (DESIGN §6); tests/test_workers.py runs every op and
+    # checks its stored result against this.
+    result_may_carry_memory_text: bool = False
+    # What else of the report to drop from the job's result, after its `Content` fields
+    # (daemon/stored_form.py). A direct caller gets the whole report; Redis, outside what
+    # forget and erase reach, gets the stored form.
+    redact_result: Callable[[BaseModel], BaseModel] | None = None
+    # The scheduler's interval for it (None: not scheduled with these settings).
+    interval_s: Callable[[Settings], float | None] | None = None
+    sweep: bool = False  # a sweep: its duration and last success are exported per agent (or host)
+    sessions_scanned_field: str | None = None  # result field counted in memoryd_sessions_scanned_total
+    # Long background work (minutes on a large history): a worker runs such jobs in at most
+    # daemon.max_jobs - 1 of its slots together, so ingest sweeps, forgets and erasures always
+    # find one free; the rest stay queued (memoryd.runtime.worker).
+    background: bool = False
+
     def scheduled(self, settings: Settings) -> float | None:
         return None if self.interval_s is None else self.interval_s(settings)
+
+
+@dataclass(frozen=True, slots=True)
+class Op(Generic[R]):
+    """A job family: its wire contract, the domain entry point that runs it, and this daemon's
+    policy for running it."""
+
+    contract: JobContract[R]
+    run: Callable[[OpContext, R], Awaitable[BaseModel]]  # imports its domain entry point when called
+    policy: JobPolicy[R]
 
 
 def agent_of(request: BaseModel) -> str:

@@ -23,7 +23,7 @@ OPS: tuple[Op[Any], ...] = (
     backfill.OP,
     retention_sweep.OP,
 )
-_BY_NAME: dict[str, Op[Any]] = {op.name: op for op in OPS}
+_BY_NAME: dict[str, Op[Any]] = {op.contract.name: op for op in OPS}
 if len(_BY_NAME) != len(OPS):
     raise RuntimeError("two operations share a name")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memoryd.ops.expire import expiry_report, run_expiry, takes_retention_lease
-from memoryd.ops.op import Op, Routing
+from memoryd.ops.op import JobContract, JobPolicy, Op, Routing
 from memoryd.retention.request import ExpireRequest
 
 if TYPE_CHECKING:
@@ -18,14 +18,18 @@ def _interval_s(settings: Settings) -> float:
 
 
 OP = Op(
-    name="retention_sweep",
-    summary="the scheduled form of `expire`",
-    request=ExpireRequest,
+    contract=JobContract(
+        name="retention_sweep",
+        summary="the scheduled form of `expire`",
+        request=ExpireRequest,
+        result=expiry_report,
+        routing=Routing.HOST,
+        purge=True,
+    ),
     run=run_expiry,
-    result=expiry_report,
-    routing=Routing.HOST,
-    lock=takes_retention_lease,
-    interval_s=_interval_s,
-    purge=True,
-    sweep=True,
+    policy=JobPolicy(
+        lock=takes_retention_lease,
+        interval_s=_interval_s,
+        sweep=True,
+    ),
 )

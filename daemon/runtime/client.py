@@ -111,7 +111,7 @@ def check_request_id(request_id: str) -> None:
 
 def _is_purge(function: str) -> bool:
     try:
-        return op_named(function).purge
+        return op_named(function).contract.purge
     except UsageError:
         return False  # another tool's function: arq's defaults
 
@@ -166,7 +166,7 @@ class JobReport(_Model):
             op = op_named(self.function)
         except UsageError:
             return None  # not a memoryd job
-        return op.outcome(self.result)
+        return op.contract.outcome(self.result)
 
     def exit_code(self) -> int:
         """The exit code the same request has as a direct command (0 ok, 1 failed, 2 usage, 3 refused)."""
@@ -506,17 +506,19 @@ class MemorydClient:
         """Validate `request` as `op` does and enqueue it on the queue its routing names (or
         `queue`). A purge for a queue no live host serves is refused (OperationFailed naming
         the hosts alive) unless `queue_anyway`: it would wait unseen."""
-        req = op.parse(request)
+        req = op.contract.parse(request)
         if request_id is not None:
             check_request_id(request_id)
-        if queue is None and op.routing is Routing.AGENT:
+        if queue is None and op.contract.routing is Routing.AGENT:
             queue = await self.queue_for(agent_of(req), queue_anyway=queue_anyway)  # checks its host
-        elif op.purge and not queue_anyway:
+        elif op.contract.purge and not queue_anyway:
             queue = queue if queue is not None else await self.default_queue()
-            await self.require_live(queue, f"{op.name} for queue {queue!r}")
+            await self.require_live(queue, f"{op.contract.name} for queue {queue!r}")
         elif queue is None:
             queue = await self.default_queue()
-        return await self.enqueue(op.name, op.payload(req), queue=queue, request_id=request_id)
+        return await self.enqueue(
+            op.contract.name, op.contract.payload(req), queue=queue, request_id=request_id
+        )
 
     async def enqueue_forget(
         self,

@@ -71,7 +71,10 @@ async def send_everywhere(
     for queue in queues:
         host_request = None if request_id is None else f"{request_id}@{host_of_queue(queue)}"
         job = await client.enqueue(
-            erase_op.OP.name, erase_op.OP.payload(request), queue=queue, request_id=host_request
+            erase_op.OP.contract.name,
+            erase_op.OP.contract.payload(request),
+            queue=queue,
+            request_id=host_request,
         )
         # Recorded as each is sent: an interrupted fan-out still knows what it sent.
         await client.redis.hset(key, queue, job.job_id)  # type: ignore[misc]

@@ -160,18 +160,18 @@ def dump(report: BaseModel) -> dict[str, Any]:
 def _is_purge(op: Op[Any], request: BaseModel | None) -> bool:
     """A purge the metrics count: one that ran (a payload refused before it did attempted
     nothing) and could delete (a dry run deletes nothing)."""
-    return op.purge and request is not None and not getattr(request, "dry_run", False)
+    return op.contract.purge and request is not None and not getattr(request, "dry_run", False)
 
 
 def _count_success(op: Op[Any], request: BaseModel, report: dict[str, Any], elapsed_s: float) -> None:
     if _is_purge(op, request) and isinstance(artifacts := report.get("artifacts"), dict):
-        metrics.count_purged(op.name, artifacts)
-    target = agent_of(request) if op.routing is Routing.AGENT else HOST_SCOPE
-    if op.sweep:
-        metrics.SWEEP_DURATION.labels(family=op.name, agent=target).observe(elapsed_s)
-        metrics.LAST_SWEEP.labels(family=op.name, agent=target).set_to_current_time()
-    if op.sessions_scanned_field is not None:
-        scanned = report.get(op.sessions_scanned_field)
+        metrics.count_purged(op.contract.name, artifacts)
+    target = agent_of(request) if op.contract.routing is Routing.AGENT else HOST_SCOPE
+    if op.policy.sweep:
+        metrics.SWEEP_DURATION.labels(family=op.contract.name, agent=target).observe(elapsed_s)
+        metrics.LAST_SWEEP.labels(family=op.contract.name, agent=target).set_to_current_time()
+    if op.policy.sessions_scanned_field is not None:
+        scanned = report.get(op.policy.sessions_scanned_field)
         if isinstance(scanned, int):
             metrics.SESSIONS_SCANNED.labels(agent=target).inc(scanned)
 
@@ -184,19 +184,21 @@ def job_function(op: Op[Any]) -> JobFn:
         outcome = "failed"
         attempted: BaseModel | None = None  # the request, once it is valid and served here
         try:
-            request = op.parse(payload)
-            if op.routing is Routing.AGENT:
-                await ensure_served(ctx, agent_of(request), op.name)
+            request = op.contract.parse(payload)
+            if op.contract.routing is Routing.AGENT:
+                await ensure_served(ctx, agent_of(request), op.contract.name)
             attempted = request
             hints: LiveHints | None = ctx.get(LIVE_HINTS)
-            if op.purge and hints is not None:  # no in-memory live hint may name what is being forgotten
+            if (
+                op.contract.purge and hints is not None
+            ):  # no in-memory live hint may name what is being forgotten
                 hints.drop_all()
             result = await execute(op, WorkerResources(ctx), request)
             # Redis gets the stored form: no memory text, ids, keys or paths (daemon/stored_form.py).
-            report = dump(stored_form(op.redact_result(result) if op.redact_result else result))
+            report = dump(stored_form(op.policy.redact_result(result) if op.policy.redact_result else result))
             outcome = "complete"
             _count_success(op, request, report, time.monotonic() - started)
-            if op.sweep and (refresh := ctx.get("refresh_gauges")) is not None:
+            if op.policy.sweep and (refresh := ctx.get("refresh_gauges")) is not None:
                 refresh()  # the lag and backlog gauges follow a sweep at once
             return report
         except BaseException as exc:
@@ -206,13 +208,13 @@ def job_function(op: Op[Any]) -> JobFn:
             else:
                 # The message may name sessions or people (it goes to the job result, which
                 # the client reads); the log keeps the error class only.
-                log.warning("job %s %s failed: %s", ctx.get("job_id"), op.name, type(exc).__name__)
+                log.warning("job %s %s failed: %s", ctx.get("job_id"), op.contract.name, type(exc).__name__)
                 if not isinstance(exc, MemorydError) and storage_problem(exc) is None:
                     # A bug: where it was raised, for the report (frames only; no message).
                     log.error(
                         "job %s %s: unexpected %s at %s",
                         ctx.get("job_id"),
-                        op.name,
+                        op.contract.name,
                         type(exc).__name__,
                         _frames(exc),
                     )
@@ -221,23 +223,23 @@ def job_function(op: Op[Any]) -> JobFn:
                     raise OperationFailed(problem) from None
             raise
         finally:
-            if op.purge and (hints := ctx.get(LIVE_HINTS)) is not None:  # nor one noted while it ran
+            if op.contract.purge and (hints := ctx.get(LIVE_HINTS)) is not None:  # nor one noted while it ran
                 hints.drop_all()
             elapsed = time.monotonic() - started
-            metrics.JOB_DURATION.labels(family=op.name).observe(elapsed)
-            metrics.JOBS_TOTAL.labels(family=op.name, outcome=outcome).inc()
+            metrics.JOB_DURATION.labels(family=op.contract.name).observe(elapsed)
+            metrics.JOBS_TOTAL.labels(family=op.contract.name, outcome=outcome).inc()
             if _is_purge(op, attempted) and outcome != "retried":
-                metrics.PURGES.labels(family=op.name, outcome=outcome).inc()
+                metrics.PURGES.labels(family=op.contract.name, outcome=outcome).inc()
             log.info(
                 "job %s %s %s in %.3fs (try %s)",
                 ctx.get("job_id"),
-                op.name,
+                op.contract.name,
                 outcome,
                 elapsed,
                 ctx.get("job_try"),
             )
 
-    job.__name__ = job.__qualname__ = op.name
+    job.__name__ = job.__qualname__ = op.contract.name
     return job
 
 

@@ -69,7 +69,11 @@ def scheduled_sweep_agents(job_ids: Iterable[str], agents: Iterable[str]) -> lis
     out = []
     for job_id in job_ids:
         parsed = parse_job_id(job_id)
-        if parsed.family == ingest_op.OP.name and parsed.kind == SCHEDULED and parsed.agent in served:
+        if (
+            parsed.family == ingest_op.OP.contract.name
+            and parsed.kind == SCHEDULED
+            and parsed.agent in served
+        ):
             out.append((parsed.agent, job_id))
     return out
 
@@ -119,7 +123,7 @@ class LiveIngest:
 
     def changed(self, agent: str, sessions: frozenset[str] | None = None) -> None:
         """A change to `sessions` of `agent` (None: to any of them) settled."""
-        self.hints.note(ingest_op.OP.name, agent, sessions)
+        self.hints.note(ingest_op.OP.contract.name, agent, sessions)
         self.sweeps[agent].set("change")
 
     async def run(self, *, watch: bool) -> None:
@@ -144,8 +148,8 @@ class LiveIngest:
 
     def _start(self, agent: str) -> None:
         assert self._tg is not None
-        self._tg.start_soon(self._loop, agent, ingest_op.OP.name, self.sweeps[agent])
-        self._tg.start_soon(self._loop, agent, index_op.OP.name, self.indexes[agent])
+        self._tg.start_soon(self._loop, agent, ingest_op.OP.contract.name, self.sweeps[agent])
+        self._tg.start_soon(self._loop, agent, index_op.OP.contract.name, self.indexes[agent])
         if self._watch:
             # Each watch waits for its changes in a worker thread of its own: add that thread to
             # the pool (once, across restarts of this loop) so that it never takes the place of
@@ -208,14 +212,14 @@ class LiveIngest:
             if not complete:  # the next job of the family looks at these sessions too
                 self.hints.note(family, agent, considered)
         self._redis_failing = False
-        if family != ingest_op.OP.name or not complete:
+        if family != ingest_op.OP.contract.name or not complete:
             return
         next_steps = follow_up(done.result, indexes_transcripts="sessions" in self.settings.index.sources)
         if next_steps.sweep_again:
             self.hints.note(family, agent, None)  # what was left may be anywhere: a full sweep
             self.sweeps[agent].set("backlog")
         if next_steps.index:
-            self.hints.note(index_op.OP.name, agent, considered)
+            self.hints.note(index_op.OP.contract.name, agent, considered)
             self.indexes[agent].set("follow")
 
     def _redis_error(self, agent: str, exc: BaseException) -> None:

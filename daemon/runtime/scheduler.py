@@ -52,9 +52,9 @@ def schedules(settings: Settings) -> tuple[Schedule, ...]:
     """The scheduled operations of the registry, in its order, with their intervals now."""
     out = []
     for op in OPS:
-        interval = op.scheduled(settings)
+        interval = op.policy.scheduled(settings)
         if interval is not None:
-            out.append(Schedule(op.name, interval, per_agent=op.routing is Routing.AGENT))
+            out.append(Schedule(op.contract.name, interval, per_agent=op.contract.routing is Routing.AGENT))
     return tuple(out)
 
 
@@ -91,7 +91,7 @@ def due(
 def payload_for(job: str, agent: str | None) -> dict[str, Any]:
     """The payload of a scheduled job: its request with only the agent given (none host-wide)."""
     op = op_named(job)
-    return op.payload(op.parse({} if agent is None else {"agent": agent}))
+    return op.contract.payload(op.contract.parse({} if agent is None else {"agent": agent}))
 
 
 _PENDING = (JobStatus.queued, JobStatus.deferred, JobStatus.in_progress)

@@ -658,7 +658,7 @@ class Service:
         for agent in agents:
             last_ms = last_sweep_ms(agent_paths(self.settings, agent).state_dir)
             seeded = now_s if last_ms is None else last_ms / 1000
-            metrics.LAST_SWEEP.labels(family=ingest_op.OP.name, agent=agent).set(seeded)
+            metrics.LAST_SWEEP.labels(family=ingest_op.OP.contract.name, agent=agent).set(seeded)
 
     def _refresh_gauges(self) -> None:
         if self._gauges_due is not None:

@@ -24,7 +24,7 @@ from memoryd.ops.registry import OPS
 from memoryd.runtime.hosts import host_of_queue, parse_heartbeat
 from memoryd.runtime.wire import parse_job_id
 
-PURGES = frozenset(op.name for op in OPS if op.purge)
+PURGES = frozenset(op.contract.name for op in OPS if op.contract.purge)
 SCAN_COUNT = 500
 
 
@@ -76,7 +76,7 @@ async def _families(redis: Redis, members: list[bytes]) -> list[str]:
         family = parse_job_id(member.decode(errors="replace")).family
         if family in PURGES:
             out.append(family)
-        elif family not in {op.name for op in OPS}:
+        elif family not in {op.contract.name for op in OPS}:
             unknown.append(member)
     for start in range(0, len(unknown), SCAN_COUNT):
         batch = unknown[start : start + SCAN_COUNT]

@@ -58,7 +58,12 @@ RECOVERED_PURGES_FIRST_S = 30.0
 def functions(settings: Settings) -> list[Function]:
     """One arq function per operation of the registry, keeping its result as the op says."""
     return [
-        func(job_function(op), name=op.name, keep_result=op.result_ttl_s(settings), max_tries=MAX_TRIES)  # type: ignore[arg-type]
+        func(
+            job_function(op),  # type: ignore[arg-type]
+            name=op.contract.name,
+            keep_result=op.policy.result_ttl_s(settings),
+            max_tries=MAX_TRIES,
+        )
         for op in OPS
     ]
 
@@ -92,7 +97,7 @@ def _op_of(job_id: str) -> Op[Any] | None:
 
 def _is_background(job_id: str) -> bool:
     op = _op_of(job_id)
-    return op is not None and op.background
+    return op is not None and op.policy.background
 
 
 def _error_class(result_data: bytes | None) -> str:
@@ -106,7 +111,7 @@ def _error_class(result_data: bytes | None) -> str:
 
 def _count_not_run(job_id: str, error: str) -> None:
     op = _op_of(job_id)  # a family label only for memoryd's own names: labels stay bounded
-    metrics.JOBS_NOT_RUN.labels(family=op.name if op is not None else "other", reason=error).inc()
+    metrics.JOBS_NOT_RUN.labels(family=op.contract.name if op is not None else "other", reason=error).inc()
 
 
 def _member_problem(member: bytes, score: float | None) -> str | None:
@@ -178,7 +183,7 @@ class MemorydWorker(Worker):
         for job_id in recovered:
             log.warning("job %s: its worker died while running it; retrying it now", job_id)
             op = _op_of(job_id)
-            if op is not None and op.purge:
+            if op is not None and op.contract.purge:
                 self._recovered_purges.add(job_id)
                 self._recovered_at = time.monotonic()
 
@@ -311,7 +316,7 @@ class MemorydWorker(Worker):
         startable = []
         for member in job_ids:
             op = _op_of(member.decode())
-            if op is None or not op.sweep or member.decode() in self._recovered_purges:
+            if op is None or not op.policy.sweep or member.decode() in self._recovered_purges:
                 startable.append(member)
         return startable
 
@@ -350,7 +355,7 @@ class MemorydWorker(Worker):
             serializer=self.job_serializer,
         )
         op = _op_of(job_id)
-        ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
+        ttl_s = op.policy.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
         async with self.pool.pipeline(transaction=True) as pipe:
             for prefix in (job_key_prefix, retry_key_prefix, in_progress_key_prefix):
                 pipe.delete(prefix.encode() + member)
@@ -373,8 +378,8 @@ class MemorydWorker(Worker):
         await super().finish_failed_job(job_id, result_data)
         _count_not_run(job_id, _error_class(result_data))
         op = _op_of(job_id)
-        if op is not None and op.payload_names_subject:
-            ttl_s = op.result_ttl_s(self.ctx["settings"])
+        if op is not None and op.policy.payload_names_subject:
+            ttl_s = op.policy.result_ttl_s(self.ctx["settings"])
             await self.pool.pexpire(result_key_prefix + job_id, ttl_s * 1000)
         await self._ended(job_id)
 
@@ -383,7 +388,7 @@ class MemorydWorker(Worker):
         lived while the job waited and ran), then waiting clients are woken."""
         if parse_job_id(job_id).kind == REQUEST:
             op = _op_of(job_id)
-            ttl_s = op.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
+            ttl_s = op.policy.result_ttl_s(self.ctx["settings"]) if op is not None else self.keep_result_s
             try:
                 # A job a drain sent back to the queue has no result yet: its record stays.
                 if await self.pool.exists(result_key_prefix + job_id):
