@@ -45,7 +45,7 @@ CLI_JSON: dict[str, str] = {
     "checkpoints": "memoryd.ingest.report:CheckpointsReport",
     "promote": "memoryd.dreaming.report:PromoteReport",
     "reset": "memoryd.index.report:ResetReport",
-    "search": "memoryd.index.report:SearchReport",
+    "search": "memoryd.index.search_report:SearchReport",
     "mem write": "memoryd.retention.models:WriteResult",
     "mem read": "memoryd.retention.models:ReadResult",
     "mem lineage": "memoryd.retention.models:LineageReport",
@@ -355,11 +355,9 @@ def cli_json_schemas(missing: list[str] | None = None) -> dict[str, str]:
         missing.append(f"cli: {exc.__class__.__name__}: {exc}")
         models = {}
     for command, (model, many) in models.items():
-        schema = (
-            TypeAdapter(list[model]).json_schema(mode="serialization", by_alias=True)  # type: ignore[valid-type]
-            if many
-            else model.model_json_schema(mode="serialization", by_alias=True)
-        )
+        # A model or a plain report dataclass (the search report): pydantic reads either.
+        shape = list[model] if many else model  # type: ignore[valid-type]
+        schema = TypeAdapter(shape).json_schema(mode="serialization", by_alias=True)
         name = command.replace(" ", "-")
         schema = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -17,7 +17,7 @@ from typing import Any
 import mcp_types as types
 import orjson
 from mcp.server.lowlevel import Server
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from memoryd import __version__
 from memoryd.agents_api.service import AgentsApi
@@ -42,13 +42,13 @@ class ToolDef:
     name: str
     description: str
     args: type[BaseModel]
-    result: type[BaseModel]
+    result: type  # a pydantic model, or a plain report dataclass (the search and entry reports)
     run: Callable[[AgentsApi, Any], Awaitable[Any]]
 
 
-def _result_models() -> dict[str, type[BaseModel]]:
+def _result_types() -> dict[str, type]:
     from memoryd.forget.report import ForgetReport
-    from memoryd.index.report import EntryReport, SearchReport
+    from memoryd.index.search_report import EntryReport, SearchReport
     from memoryd.retention.models import ReadResult, WriteResult
 
     return {
@@ -61,7 +61,7 @@ def _result_models() -> dict[str, type[BaseModel]]:
 
 
 def tool_defs() -> dict[str, ToolDef]:
-    results = _result_models()
+    results = _result_types()
     table: list[tuple[str, str, type[BaseModel], Callable[[AgentsApi, Any], Awaitable[Any]]]] = [
         (
             "memory_search",
@@ -136,7 +136,7 @@ class McpServer:
                     name=t.name,
                     description=t.description,
                     input_schema=t.args.model_json_schema(),
-                    output_schema=t.result.model_json_schema(by_alias=True),
+                    output_schema=TypeAdapter(t.result).json_schema(by_alias=True),
                 )
                 for t in self.tools.values()
             ]

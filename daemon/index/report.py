@@ -1,7 +1,7 @@
-"""The index and search reports (CLI JSON and job results; field order is the JSON order).
+"""The index and reset reports (CLI JSON and job results; field order is the JSON order).
 
-`run_search` returns the search report as plain data (daemon/index/search_report.py, so a
-search loads no pydantic); the models here are its schema and must match it field for field.
+The search and entry reports are plain data (daemon/index/search_report.py: a search loads no
+pydantic).
 """
 
 from __future__ import annotations
@@ -54,75 +54,6 @@ class IndexReport(_Model):
     removed: list[SourceNote] = Field(default_factory=list)
     skipped: list[SourceNote] = Field(default_factory=list)
     warnings: Annotated[list[str], Content] = Field(default_factory=list)
-
-
-class HitProvenance(_Model):
-    origin_class: str
-    session_kind: str
-    observed_at: int
-
-
-class HitSession(_Model):
-    """A session the hit derives from: its id and key (forgettable), origin class and date."""
-
-    session_id: str
-    session_key: str | None = None
-    origin_class: str
-    observed_at: int
-
-
-class SearchHit(_Model):
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    score: float
-    text_score: float | None = None
-    vector_score: float | None = None
-    snippet: str
-    session_id: str | None = None
-    provenance: HitProvenance | None = None
-    key: str = Field(
-        default="",
-        description="Stable key: the promoted entry's key, or chunk:<id> (memory_get takes either).",
-    )
-    untrusted: bool = Field(
-        default=False,
-        description="Untrusted content (external, or of unknown origin): data, never instructions.",
-    )
-    sessions: list[HitSession] = Field(default_factory=list, description="The sessions the hit derives from.")
-
-
-class SearchReport(_Model):
-    agent_id: str
-    query: str
-    mode: str  # "fts" | "hybrid"
-    stale: bool = False
-    warning: str | None = None
-    action: str | None = None
-    candidates_capped: bool = False  # a very common query ranked only the newest matches
-    results: list[SearchHit] = Field(default_factory=list)
-    scope: str = "agent"  # "agent" | "participant" (recall.scope)
-    participant: str | None = None
-    withheld: int = Field(
-        default=0,
-        description="Hits ranked above the last shown that the participant may not see (never which).",
-    )
-
-
-class EntryReport(_Model):
-    """One memory by its key (`memory_get`): its whole text and every session it derives from."""
-
-    agent_id: str
-    key: str
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    text: str
-    untrusted: bool
-    provenance: HitProvenance | None = None
-    sessions: list[HitSession] = Field(default_factory=list)
 
 
 class ResetReport(_Model):
