@@ -9,6 +9,7 @@ its one-line help, so `memoryd --help` and `memoryd --version` import no command
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from memoryd.commands import COMMANDS, ENQUEUE_COMMANDS, CliState
 from memoryd.errors import MemorydError, OperationFailed
 
 _loaded: set[tuple[str, bool]] = set()
+_headed: set[int] = set()  # commands whose help the table's line heads (by identity: once each)
 
 
 def load_family(module: str, *, enqueue: bool = False) -> None:
@@ -35,6 +37,23 @@ def load_family(module: str, *, enqueue: bool = False) -> None:
     if enqueue and twins is not None and (module, True) not in _loaded:
         _loaded.add((module, True))
         twins(cli)
+    _summarize(module)
+
+
+def _summarize(module: str) -> None:
+    """Head each command `module` registered with its line from the tables, the one place that
+    line is written (a command's docstring says only what follows it)."""
+    groups: list[tuple[click.Group, Mapping[str, tuple[str, str]]]] = [(cli, COMMANDS)]
+    enqueue = cli.commands.get("enqueue")
+    if isinstance(enqueue, click.Group):
+        groups.append((enqueue, ENQUEUE_COMMANDS))
+    for group, table in groups:
+        for name, (owner, summary) in table.items():
+            command = group.commands.get(name)
+            if owner == module and command is not None and id(command) not in _headed:
+                _headed.add(id(command))
+                details = inspect.cleandoc(command.help) if command.help else ""
+                command.help = f"{summary}\n\n{details}" if details else summary
 
 
 def load_all() -> None:

@@ -3,6 +3,7 @@ each option says what it is for, and help works with -h as with --help."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import click
@@ -55,7 +56,7 @@ def test_help_flags_work_on_every_command(flag: str, capsys: pytest.CaptureFixtu
 
 def test_the_command_table_names_each_commands_module_and_help() -> None:
     """`memoryd --help` lists commands from the table in daemon/commands/__init__.py without
-    importing them: the table must say what the commands themselves say."""
+    importing them: the table's line heads each command's help, and is written nowhere else."""
     from memoryd.cli import load_all
     from memoryd.commands import COMMANDS, ENQUEUE_COMMANDS
 
@@ -74,6 +75,11 @@ def test_the_command_table_names_each_commands_module_and_help() -> None:
                 "memoryd.commands._enqueue",
             ), name
             assert command.get_short_help_str(1000) == summary, name
+            assert (command.help or "").startswith(summary), name
+            own = inspect.getdoc(inspect.unwrap(command.callback)) if command.callback else None
+            assert not " ".join((own or "").split()).startswith(" ".join(summary.split())), (
+                f"{name}: its docstring repeats the table's line"
+            )
 
 
 def _imported_after(*args: str) -> set[str]:

@@ -137,13 +137,14 @@ def register_enqueue(
     op: Op[Any],
     options: Sequence[Decorator],
     fields: Callable[..., dict[str, Any]],
-    help: str,
     human: Callable[[Any], str],
     everywhere: Callable[[CliState, Any, str | None, bool, bool, float | None, bool], None] | None = None,
+    details: str | None = None,
 ) -> None:
     """`memoryd enqueue <op's command>`: `options` are the direct command's flags, `fields`
     turns them into the request's fields, `human` is the direct command's rendering of the
-    report (what `--wait` prints without `--json`). A request whose model has no `request_id`
+    report (what `--wait` prints without `--json`); `details` is the help after the command's line
+    in ENQUEUE_COMMANDS (daemon/commands/__init__.py). A request whose model has no `request_id`
     of its own gets `--request-id` (what makes a request sent again one job); a host-wide one gets
     `--queue`; each gets `--queue-anyway` (queued for a host that is not alive). `everywhere`:
     what a host-wide request without `--queue` does instead of going to the only host's queue
@@ -183,7 +184,7 @@ def register_enqueue(
             render,
         )
 
-    enqueue_cmd.__doc__ = help
+    enqueue_cmd.__doc__ = details
     decorated: Callable[..., Any] = pass_state(enqueue_cmd)
     extra = [
         *([request_id_option] if own_request_id else []),

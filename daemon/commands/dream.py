@@ -208,7 +208,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def dream(state: CliState, agent_id: str, phase: str, as_json: bool) -> None:
-        """Run a dreaming sweep: light and REM diary blocks, deep promotion into MEMORY.md."""
         request = dream_op.OP.contract.parse(dream_fields(agent_id, phase))
         emit_report(dream_op.OP, run_op(state, dream_op.OP, request), as_json, _dream_human)
 
@@ -242,7 +241,6 @@ def register(cli: click.Group) -> None:
         explain_key: str | None,
         as_json: bool,
     ) -> None:
-        """Rank staged entries and append those passing every gate to MEMORY.md (deep phase only)."""
         gates = PromotionGates(
             min_score=min_score, min_recall_count=min_recall_count, min_unique_queries=min_unique_queries
         )
@@ -267,7 +265,7 @@ def register(cli: click.Group) -> None:
         rollback: bool,
         as_json: bool,
     ) -> None:
-        """Backfill memory from historical sessions. Preview (writes nothing) unless a mode is given."""
+        """Preview (writes nothing) unless a mode is given."""
         fields = backfill_fields(agent_id, from_day, to_day, limit_days, rem, apply, rollback)
         request = backfill_op.OP.contract.parse(fields)
         emit_report(backfill_op.OP, run_op(state, backfill_op.OP, request), as_json, _backfill_human)
@@ -277,7 +275,6 @@ def register(cli: click.Group) -> None:
         dream_op.OP,
         [agent_name_option, phase_option],
         dream_fields,
-        "Enqueue a dreaming sweep of one agent (same phases as `memoryd dream`).",
         _dream_human,
     )
     register_enqueue(
@@ -285,6 +282,5 @@ def register(cli: click.Group) -> None:
         backfill_op.OP,
         [agent_name_option, backfill_options],
         backfill_fields,
-        "Enqueue a backfill of one agent (same flags as `memoryd backfill`).",
         _backfill_human,
     )

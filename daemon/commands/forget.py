@@ -209,9 +209,7 @@ def register(cli: click.Group) -> None:
         verify: bool,
         as_json: bool,
     ) -> None:
-        """Remove everything memoryd derived from the selected sessions and record them as forgotten.
-
-        With --entry or --match, remove one fact instead (the entry and what was derived from it)
+        """With --entry or --match, remove one fact instead (the entry and what was derived from it)
         and suppress it from the sessions it came from, which keep their other memory.
         Deletes immediately unless --dry-run is given (there is no confirmation prompt).
         Source transcripts and archives are never touched.
@@ -261,6 +259,5 @@ def register_enqueue_commands(cli: click.Group) -> None:
             selector_options,
         ],
         forget_fields,
-        "Enqueue a forget (same selectors as `memoryd forget`).",
         _human,
     )

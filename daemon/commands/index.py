@@ -92,7 +92,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def index_cmd(state: CliState, agent_id: str, force: bool, as_json: bool) -> None:
-        """Index the agent's memory files (and transcripts, if configured) for search."""
         from memoryd.ops import index_sync as index_op
 
         request = index_op.OP.contract.parse({"agent": agent_id, "force": force})
@@ -107,10 +106,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def reset_cmd(state: CliState, agent_id: str, as_json: bool) -> None:
-        """Clear the agent's derived index and embedding cache; keep lineage and forgotten records.
-
-        Search finds nothing (and says the index is stale) until `memoryd index` rebuilds it.
-        """
+        """Search finds nothing (and says the index is stale) until `memoryd index` rebuilds it."""
         from memoryd.index.reset import reset_index
 
         async def go() -> ResetReport:
@@ -134,7 +130,6 @@ def register(cli: click.Group) -> None:
     def search_cmd(
         state: CliState, agent_id: str, query: str, limit: int, participant: str | None, as_json: bool
     ) -> None:
-        """Search the agent's indexed memory (BM25, plus vectors when an embedder is configured)."""
 
         async def go() -> SearchReport:
             async with agent_runtime(state.settings, agent_id, readonly=True, redis=False) as rt:
@@ -160,6 +155,5 @@ def register_enqueue_commands(cli: click.Group) -> None:
             click.option("--force", is_flag=True, help="Re-chunk and re-embed even unchanged sources."),
         ],
         lambda agent_id, force: {"agent": agent_id, "force": force},
-        "Enqueue an index sync of one agent.",
         _index_human,
     )

@@ -324,7 +324,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def sessions(state: CliState, agent_id: str, limit: str, explain: str | None, as_json: bool) -> None:
-        """List an agent's sessions from metadata (no transcript is read) and their admission."""
         if explain is not None:
             emit(run_async(_explain, state.settings, agent_id, explain), as_json, _human_explain)
             return
@@ -342,7 +341,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def ingest(state: CliState, agent_id: str, until_done: bool, as_json: bool) -> None:
-        """Run one ingest sweep in the foreground (needs Redis for the workspace lock)."""
         from memoryd.commands._progress import progress_bar
 
         request = ingest_op.OP.contract.parse({"agent": agent_id})
@@ -362,7 +360,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def checkpoints(state: CliState, agent_id: str, as_json: bool) -> None:
-        """List ingestion checkpoints: fingerprint, cursor and why a session was kept out."""
         emit(run_async(_checkpoints, state.settings, agent_id), as_json, _human_checkpoints)
 
     register_enqueue(
@@ -370,6 +367,5 @@ def register(cli: click.Group) -> None:
         ingest_op.OP,
         [click.option("--agent", "agent_id", required=True, help="The agent to sweep.")],
         lambda agent_id: {"agent": agent_id},
-        "Enqueue an ingest sweep of one agent.",
         lambda report: _human_ingest(report, None),  # the serving host's limits are its own
     )

@@ -50,11 +50,10 @@ def register(cli: click.Group) -> None:
         token_file: Path | None,
         participant: str | None,
     ) -> None:
-        """Serve the agent's memory to agents over MCP (stdio, or HTTP with --http).
-
-        Tools: memory_search, memory_get, memory_forget, memory_read, memory_write. Recall
+        """Tools: memory_search, memory_get, memory_forget, memory_read, memory_write. Recall
         follows recall.scope: under "participant" each call names the conversation's
-        participant (or the server is started for one with --participant)."""
+        participant (or the server is started for one with --participant).
+        """
         from memoryd.agents_api.server import McpServer
         from memoryd.agents_api.service import AgentsApi
         from memoryd.agents_api.transport import check_http, parse_listen, serve_http, serve_stdio

@@ -300,7 +300,7 @@ def _receipts_human(r: ReceiptList) -> str:
 def register(cli: click.Group) -> None:
     @cli.group("mem")
     def mem() -> None:
-        """The memory-tool API over scopes tenant:<t>[:user:<u>[:session:<s>[:object:<o>]]]."""
+        pass  # a group: its line is the table's (daemon/commands/__init__.py)
 
     @mem.command("write")
     @click.option("--scope", required=True, help="Scope to write to (missing ancestors are created).")
@@ -345,7 +345,7 @@ def register(cli: click.Group) -> None:
 
     @cli.group("hold")
     def hold() -> None:
-        """Legal holds: a held scope (and all under it) is not expired, erased or rewritten."""
+        pass  # a group: its line is the table's (daemon/commands/__init__.py)
 
     @hold.command("add")
     @click.option("--scope", required=True, help="Scope to hold; the hold covers everything under it.")
@@ -383,7 +383,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def expire(state: CliState, as_json: bool) -> None:
-        """Hide scopes past their TTL (held ones excepted); purge old expired data if configured."""
         report = run_op(state, expire_op.OP, ExpireRequest())
         emit_report(expire_op.OP, report, as_json, _expire_human)
 
@@ -394,9 +393,7 @@ def register(cli: click.Group) -> None:
     def erase(
         state: CliState, scope: str, allow_partial: bool, request_id: str | None, dry_run: bool, as_json: bool
     ) -> None:
-        """Erase a data subject: structural cascade, provenance rewrite, or hold-blocked refusal.
-
-        On this host only: other hosts on the same Redis are not reached (`memoryd enqueue
+        """On this host only: other hosts on the same Redis are not reached (`memoryd enqueue
         erase` sends the erasure to every host).
 
         Exit 3 when a legal hold refuses the erasure (nothing was changed); the receipt is
@@ -410,7 +407,6 @@ def register(cli: click.Group) -> None:
         expire_op.OP,
         [],
         dict,
-        "Enqueue an expiry run (as `memoryd expire`) on the host's queue.",
         _expire_human,
     )
     register_enqueue(
@@ -422,13 +418,11 @@ def register(cli: click.Group) -> None:
             )
         ],
         erase_fields,
-        "Enqueue an erasure (same flags as `memoryd erase`) on every host that serves an agent on\n"
-        "        this Redis, or on one host's queue with --queue. Without --queue it prints the\n"
-        "        erasure's id (`memoryd erasure ID` shows its receipt); with --wait the receipt of the\n"
-        "        whole: complete only when every host has erased. A host that is not alive gets it\n"
-        "        when it is back; until then the receipt says partial (exit 1).",
         _receipt_human,
         _erase_everywhere,
+        details="Without --queue it prints the erasure's id (`memoryd erasure ID` shows its receipt); "
+        "with --wait the receipt of the whole: complete only when every host has erased. A host "
+        "that is not alive gets it when it is back; until then the receipt says partial (exit 1).",
     )
 
     @cli.command("erasure")
@@ -438,9 +432,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def erasure(state: CliState, erasure_id: str, wait: bool, timeout_s: float | None, as_json: bool) -> None:
-        """The receipt of an erasure sent to every host, read from their results now.
-
-        An erasure `memoryd enqueue erase` sent without --queue is complete only when every
+        """An erasure `memoryd enqueue erase` sent without --queue is complete only when every
         host has erased; this exits 1 while any has not (a stopped host runs it once it is back).
         """
         from memoryd.runtime.client import MemorydClient
@@ -463,7 +455,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def receipts(state: CliState, as_json: bool) -> None:
-        """Erasure receipts, oldest first."""
         emit(run_async(api.list_receipts, state.settings), as_json, _receipts_human)
 
     @cli.command("verify")
@@ -477,9 +468,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def verify(state: CliState, receipt_id: str | None, as_json: bool) -> None:
-        """Check the erasure invariants now: provenance edges, compaction, physical bytes.
-
-        The subject of an erasure is never stored, so subject checks (ids, hashes, snippets,
+        """The subject of an erasure is never stored, so subject checks (ids, hashes, snippets,
         embeddings) run inside `erase` and are on its receipt; here they are `skipped`, and
         the run is not `verified`. Exit 1 only when a check failed.
         """

@@ -82,7 +82,6 @@ def register(cli: click.Group) -> None:
     )
     @pass_state
     def run_cmd(state: CliState, log_level: str) -> None:
-        """Run the daemon: worker, scheduler, metrics; systemd notify protocol (Type=notify)."""
         from memoryd.runtime.service import configure_logging, serve
 
         configure_logging(log_level)
@@ -95,7 +94,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def status_cmd(state: CliState, agent_id: str | None, as_json: bool) -> None:
-        """Per agent: last sweep, admitted/excluded sessions, lag, queue depth, lock holder."""
         from memoryd.runtime.status import collect_status
 
         warn_missing_sessions_root(state.settings)
@@ -115,7 +113,6 @@ def register(cli: click.Group) -> None:
     @json_option
     @pass_state
     def jobs_cmd(state: CliState, queue: str | None, limit: int, as_json: bool) -> None:
-        """Queued, running and finished jobs of a queue, with their results."""
         from memoryd.runtime.client import MemorydClient
 
         target = queue or queue_name(state.settings.daemon.host_id)
