@@ -153,3 +153,45 @@ def test_the_direct_erase_says_it_reaches_this_host_only(tmp_path) -> None:
         assert "This host only" in done.stdout
     finally:
         server.stop()
+
+
+def test_a_deployment_receipt_that_waited_for_a_queued_purge_is_verified_once_it_has_run(tmp_path) -> None:
+    """A forget of nadia's session is queued (its record stays: no purge deletes another), so the
+    host's erasure waits for it; `memoryd erasure ID` reads the hosts' job results and applies the
+    settle rule itself: not verified while the forget is queued, verified once it has run."""
+    import redis as redis_sync
+
+    server = PrivateRedis(tmp_path / "redis").start()
+    host = Host(tmp_path, "hw", "delta", server.url)
+    queued = redis_sync.Redis.from_url(server.url)
+    try:
+        host.ingest()
+        host.start()
+        key = "arq:job:queued-forget-of-nadia"
+        record = {
+            "t": 1,
+            "f": "forget",
+            "a": [{"agent": "delta", "sessions": ["s-hw-nadia"]}],
+            "k": {},
+            "et": 1,
+        }
+        queued.set(key, json.dumps(record))  # a record only: no queue entry, so it stays queued
+        sent = run_cli(host.config, "enqueue", "erase", "--scope", NADIA, "--wait", "--json", timeout=180)
+        waiting = json.loads(sent.stdout)
+        assert (waiting["state"], waiting["verified"]) == ("complete", False), sent.stdout + sent.stderr
+        assert waiting["receipts"][0]["verification"]["waitingFor"] == ["queued-forget-of-nadia"]
+
+        still = run_cli(host.config, "erasure", waiting["erasureId"], "--json")
+        assert json.loads(still.stdout)["verified"] is False
+
+        queued.delete(key)  # it ran: arq deletes the record, and its result keeps no argument
+        later = run_cli(host.config, "erasure", waiting["erasureId"], "--json")
+        assert later.returncode == 0, later.stdout + later.stderr
+        settled = json.loads(later.stdout)
+        assert (settled["state"], settled["verified"]) == ("complete", True)
+        assert settled["receipts"][0]["verification"]["waitingFor"] == []
+    finally:
+        queued.close()
+        if host.daemon is not None:
+            host.daemon.kill()
+        server.stop()

@@ -5,22 +5,20 @@ finish while such a job names its subject. Its redis check is then `waiting`, an
 verification lists the ids of those jobs. Once none of them is queued, deferred or running any
 more, what they named has left Redis with them — a stored result keeps no argument
 (daemon/runtime/wire.py) — and the check passes: the receipt is verified if every other check
-passed. The daemon looks every RECEIPT_SETTLE_S.
+passed. The daemon looks every RECEIPT_SETTLE_S and rewrites the stored receipt; a deployment's
+receipt (`memoryd erasure ID`, read from the hosts' job results) applies the same rule as it
+reads them.
 """
 
 from __future__ import annotations
 
-from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
 from memoryd.retention.receipts import ErasureReceipt
 from memoryd.retention.state import open_for_read, open_for_write
+from memoryd.retention.waiting import settled_if_run
 from memoryd.settings import Settings
 from memoryd.store import retention as repo
-
-
-async def _still_queued(redis: Redis, job_ids: list[str]) -> bool:
-    return bool(await redis.exists(*(job_key_prefix + job_id for job_id in job_ids)))
 
 
 async def settle_waiting_receipts(settings: Settings, redis: Redis) -> int:
@@ -33,9 +31,10 @@ async def settle_waiting_receipts(settings: Settings, redis: Redis) -> int:
     async with open_for_write(settings, redis) as (store, lease):
         for body in await store.read(repo.waiting_receipt_bodies):  # again, under the lease
             receipt = ErasureReceipt.model_validate_json(body)
-            if receipt.verification is None or await _still_queued(redis, receipt.verification.waiting_for):
+            settled_receipt = await settled_if_run(redis, receipt)
+            if settled_receipt is receipt:
                 continue
-            done = receipt.settled().model_dump_json(by_alias=True)
+            done = settled_receipt.model_dump_json(by_alias=True)
             await store.write(repo.update_receipt_body, receipt.receipt_id, done, fence=lease.fence)
             settled += 1
     return settled

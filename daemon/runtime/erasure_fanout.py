@@ -25,6 +25,7 @@ from memoryd.errors import OperationFailed, UsageError
 from memoryd.ops import erase as erase_op
 from memoryd.retention.receipts import DeploymentReceipt, ErasureReceipt, deployment_receipt
 from memoryd.retention.request import EraseRequest
+from memoryd.retention.waiting import settled_if_run
 from memoryd.runtime.client import JobReport, MemorydClient
 from memoryd.runtime.hosts import host_of_queue, parse_heartbeat, parse_route
 
@@ -100,7 +101,9 @@ async def deployment_state(
         if not report.done and deadline is not None and await _alive(client, queue):
             report = await _wait(client, job_id, queue, max(0.0, deadline - time.monotonic()))
         if report.state == "complete" and report.result is not None:
-            receipts.append(ErasureReceipt.model_validate(report.result))
+            # A receipt that waited for queued purges is verified once they have run, as the
+            # host's own stored receipt is (its job result is not rewritten).
+            receipts.append(await settled_if_run(client.redis, ErasureReceipt.model_validate(report.result)))
         elif report.state in ("failed", "not_found"):
             failed += 1
         else:
