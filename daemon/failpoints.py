@@ -12,7 +12,8 @@ forget.memory_files, forget.corpus, forget.origins), and where a test needs to k
 step was reached (lock.wait: an acquisition found the lock held and waits for it). Every file
 write has one right before it: `file.commit.<kind>` in the one workspace write helper
 (daemon/fileio.py: memory, diary, corpus, daily_note, file), ingest.corpus.write for corpus
-appends, ingest.last_sweep.write, erase.journal before the erasure journal's key file.
+appends, ingest.last_sweep.write, erase.journal before the erasure journal's key file,
+verify.read before each file the verifier reads (failed: the file reads as unreadable).
 
 A test in the same process registers a callback with `on_failpoint(name, fn)`, for example
 to set an event once a sweep waits for the lock, instead of sleeping and hoping. A test that

@@ -20,6 +20,7 @@ from memoryd import derivations
 from memoryd.agent_runtime import agent_runtime
 from memoryd.agents import agent_paths
 from memoryd.constants import VERIFY_PIECE_CHARS
+from memoryd.failpoints import ENV_VAR as FAILPOINTS_ENV
 from memoryd.ingest.corpus import render_line
 from memoryd.ingest.sweep import run_ingest_sweep
 from memoryd.ops import erasure
@@ -335,6 +336,23 @@ async def test_a_window_a_surviving_session_also_holds_is_not_residue(world: Wor
     undo = await _row(world, "memory_backups", shared)
     assert (await run_verify(world.settings, redis, world.subject)).verified
     await undo()
+
+
+async def test_a_file_the_verifier_cannot_read_fails_the_check_where_it_is(
+    world: World, redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unread file is not a clean one: a workspace or state file that is there but cannot be
+    read (made so by the verify.read failpoint: as root every file is readable) fails the check
+    at its place, never passes it."""
+    assert (await run_verify(world.settings, redis, world.subject)).verified
+    monkeypatch.setenv(FAILPOINTS_ENV, "verify.read")
+    failed = await run_verify(world.settings, redis, world.subject)
+    assert not failed.verified
+    unread = _failing(failed, "derivability")
+    assert any(loc.startswith("agent main:workspace/") and loc.endswith("(unreadable)") for loc in unread)
+    assert any(loc.startswith("state_dir:") and loc.endswith("(unreadable)") for loc in unread), unread
+    monkeypatch.delenv(FAILPOINTS_ENV)
+    assert (await run_verify(world.settings, redis, world.subject)).verified
 
 
 # --- the rule itself, pure ------------------------------------------------------------------------

@@ -42,7 +42,8 @@ from redis.asyncio import Redis
 from memoryd.agent_runtime import agent_runtime
 from memoryd.agents import agent_paths, agents_with_state
 from memoryd.constants import TOMBSTONE_REF_PREFIX, TOMBSTONE_REF_RANDOM_BYTES, VERIFY_EMBEDDING_MIN_COSINE
-from memoryd.errors import MemorydError, UsageError
+from memoryd.errors import OperationFailed, UsageError
+from memoryd.failpoints import failpoint
 from memoryd.fileio import read_bytes_nofollow
 from memoryd.redis_values import PREFIXES, family_of, is_erasure_request, is_pending_purge
 from memoryd.retention.needles import Needles, VerifySubject, compile_needles, fts_terms, snippets
@@ -179,10 +180,7 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
             path = Path(root) / name
             if path.is_symlink():
                 continue
-            try:
-                data = _read_file(path)
-            except MemorydError:
-                continue
+            data = _read_file(path, hits, str(path.relative_to(workspace)))
             if data is None:
                 continue
             n = needles.hits_bytes(data)
@@ -197,10 +195,22 @@ def _scan_workspace(workspace: Path, needles: Needles) -> dict[str, int]:
 _STORE_SUFFIXES = ("", "-wal", "-journal")  # read by the physical check, each hit placed
 
 
-def _read_file(path: Path) -> bytes | None:
+def _read_file(path: Path, hits: dict[str, int], where: str) -> bytes | None:
     """A file's bytes; a SQLite file (a scratch database, a -shm index) by a child process, so
-    no descriptor of ours drops the locks of this process's connections (store/raw_files.py)."""
-    return read_outside(path) if is_sqlite_file(path) else read_bytes_nofollow(path)
+    no descriptor of ours drops the locks of this process's connections (store/raw_files.py).
+
+    None when it holds no bytes of its own (gone, a FIFO or a socket). A file that is there but
+    cannot be read is counted in `hits` at `where (unreadable)`: the check fails there, since an
+    unread file is not a clean one."""
+    try:
+        failpoint("verify.read")
+        return read_outside(path) if is_sqlite_file(path) else read_bytes_nofollow(path)
+    except UsageError:  # not a regular file (nothing is followed)
+        return None
+    except OperationFailed:
+        key = f"{where} (unreadable)"
+        hits[key] = hits.get(key, 0) + 1
+        return None
 
 
 def _scan_state_files(root: Path, skip: set[Path], stores: set[Path], needles: Needles) -> dict[str, int]:
@@ -222,15 +232,12 @@ def _scan_state_files(root: Path, skip: set[Path], stores: set[Path], needles: N
             path = os.path.join(dirpath, name)
             if path in store_files or os.path.islink(path):
                 continue
-            try:
-                data = _read_file(Path(path))
-            except MemorydError:
-                continue
+            where = f"state_dir:{Path(path).parent.relative_to(root).as_posix()}"
+            data = _read_file(Path(path), hits, where)
             if data is None:
                 continue
             n = needles.hits_value(data) if needles.searches_text else 0
             if n:
-                where = f"state_dir:{Path(path).parent.relative_to(root).as_posix()}"
                 hits[where] = hits.get(where, 0) + n
     return hits
 
