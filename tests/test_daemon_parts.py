@@ -3,8 +3,10 @@ summary, the notify protocol, job ids and the JSON wire format."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import socket
+import threading
 from pathlib import Path
 
 import orjson
@@ -166,6 +168,35 @@ def test_notifier_speaks_the_sd_notify_protocol(tmp_path: Path, abstract: bool):
         "STATUS=draining",
         "EXTEND_TIMEOUT_USEC=12500000",
     ]
+    n.close()
+    receiver.close()
+
+
+def test_notifier_never_waits_for_a_receiver_that_stopped_reading(tmp_path: Path, caplog):
+    """A full notify queue must not stop the daemon's event loop (its heartbeat, its lease
+    renewals): the notifications it has no room for are dropped, said once, and delivery
+    resumes when the receiver reads again."""
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(tmp_path / "notify"))
+    n = Notifier(str(tmp_path / "notify"))
+    sent: list[bool] = []
+    # In a thread, so that a notifier that blocks fails this test instead of hanging it.
+    sender = threading.Thread(
+        target=lambda: sent.extend(n.status(f"beat {i}") for i in range(200)), daemon=True
+    )
+    sender.start()
+    sender.join(5)
+    assert not sender.is_alive(), "the notifier blocked on a receiver that does not read"
+    assert sent[0] and not sent[-1] and n.dropped == sent.count(False) > 0
+    assert sum("not reading" in r.getMessage() for r in caplog.records) == 1
+    receiver.setblocking(False)
+    delivered = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            delivered.append(receiver.recv(4096))
+    assert len(delivered) == sent.count(True) and delivered[0] == b"STATUS=beat 0"
+    assert n.status("back") and n.dropped == 0
+    assert receiver.recv(4096) == b"STATUS=back"
     n.close()
     receiver.close()
 
