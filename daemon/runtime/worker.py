@@ -158,6 +158,7 @@ class MemorydWorker(Worker):
 
     _bell_task: asyncio.Task[None] | None = None
     _enqueued: asyncio.Event | None = None
+    _redis_lost: BaseException | None = None  # a job's task met a Redis outage: the poll loop ends
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("after_job_end", self._after_job_end)
@@ -192,6 +193,7 @@ class MemorydWorker(Worker):
     # and the bell listener live exactly as long as a main().
     async def main(self) -> None:
         self.stores.reopen()
+        self._redis_lost = None  # this start's recovery retries the job that met it
         try:
             await super().main()
         finally:
@@ -209,6 +211,8 @@ class MemorydWorker(Worker):
     async def _poll_iteration(self) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        if self._redis_lost is not None:
+            raise self._redis_lost
         await self.stores.close_idle()
         if time.monotonic() - self._alive_at >= HEARTBEAT_S:
             await interrupted.refresh(self.pool, self.instance)
@@ -322,13 +326,21 @@ class MemorydWorker(Worker):
 
     # Override: arq's run_job raises on a record its decoding does not check (the job's
     # deserializer refuses most of them first), and the poll loop re-raises what a job's task
-    # raised, ending the worker. The job fails alone; a lost Redis still ends the poll loop,
-    # for the service to reconnect.
+    # raised, ending the worker. The job fails alone. A lost Redis (the job's own writes, or
+    # arq storing its result, met the outage: nothing is stored and the job is still in progress)
+    # ends the poll loop at its next iteration, for the service to reconnect and the worker's
+    # next start to retry the job; not raised from this task, which nobody reads once the poll
+    # loop has already ended on the same outage.
     async def run_job(self, job_id: str, score: int) -> None:
         try:
             await super().run_job(job_id, score)
-        except (RedisError, OSError):
-            raise
+        except (RedisError, OSError) as exc:
+            log.warning(
+                "job %s: Redis went away before its result was stored (%s); it runs again once Redis is back",
+                job_id,
+                type(exc).__name__,
+            )
+            self._redis_lost = exc
         except Exception as exc:
             await self._fail_unrunnable(job_id.encode(), f"arq could not run it ({type(exc).__name__})")
 
