@@ -139,6 +139,13 @@ class SentinelDeployment:
         self.procs["primary"].kill()  # SIGKILL: no shutdown, no last writes
         self.procs["primary"].wait(10)
 
+    def restart_killed_primary(self) -> None:
+        """The killed primary started again on its port, as systemd would (it kept no data):
+        the Sentinels make it a replica of the promoted one, which has a replica again."""
+        self.procs["primary"] = _redis_server(
+            _data_node_args(self.primary_port, self.workdir), self.workdir, "primary", self.primary_port
+        )
+
     def wait_until(self, ready: Any, what: str, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
