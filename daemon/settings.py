@@ -267,6 +267,12 @@ class DaemonSettings:
         ge=1,
         description="Jobs run at once (mutations serialize on the lock; dream and backfill jobs take at most max_jobs - 1).",
     )
+    max_idle_stores: int = setting(
+        32,
+        ge=1,
+        description="Agent stores the worker keeps open between jobs, at most (each is a thread and a "
+        "connection; the least recently used closes first), so hundreds of agents fit the unit's TasksMax.",
+    )
     job_timeout_s: float = setting(3600.0, gt=0, description="A job running longer is cancelled.")
     keep_result_s: int = setting(86_400, ge=1, description="How long job results stay in Redis.")
     redis_retry_max_s: float = setting(30.0, gt=0, description="Longest backoff between Redis reconnects.")

@@ -210,3 +210,23 @@ async def test_close_closes_idle_stores_at_once_and_checked_out_ones_as_they_ret
         pass
     assert pool.idle == 1 and not await _is_closed(pooled)  # type: ignore[arg-type]
     await pool.close()
+
+
+async def test_the_pool_keeps_at_most_max_idle_stores_open_closing_the_least_recently_used(tmp_path):
+    """A daemon serving hundreds of agents holds a bounded number of idle stores (each one a
+    thread and a connection), not one per agent it touched in the last minute."""
+    pool = StorePool(max_idle=3)
+    paths = [tmp_path / "agents" / f"a{i}" / "memory.sqlite" for i in range(5)]
+    stores = []
+    for path in paths:
+        async with pool.checkout(path) as store:
+            assert store is not None
+            stores.append(store)
+    assert pool.idle == 3
+    assert [await _is_closed(s) for s in stores] == [True, True, False, False, False]
+    async with pool.checkout(paths[2]) as again:  # used again: now the most recent
+        assert again is stores[2]
+    async with pool.checkout(paths[0]) as fresh:
+        assert fresh is not stores[0]
+    assert pool.idle == 3 and await _is_closed(stores[3]) and not await _is_closed(stores[2])
+    await pool.close()

@@ -16,6 +16,9 @@ Why reuse is safe:
   checkpointed or vacuumed meanwhile. The stale store is closed before the fresh one opens.
 * A job that fails or is cancelled closes its store instead of handing it back: work it shipped
   to the store's thread may still be running there.
+* At most `max_idle` stores stay open idle, whatever the number of agents: each is a thread and
+  a connection, and a daemon serving hundreds of agents must fit its unit's `TasksMax`. Handing
+  back one more closes the least recently used idle store.
 * Stores idle for IDLE_CLOSE_S are closed (the worker calls `close_idle` from its poll loop), so
   a quiet daemon holds no database open and the last close checkpoints and removes the WAL, as
   without a pool. `close()` (worker shutdown) closes every idle store at once and each checked
@@ -43,6 +46,8 @@ IDLE_CLOSE_S = 60.0
 # Idle stores kept per (file, mode): enough for jobs that overlap on one agent (max_jobs);
 # a busier moment opens more and closes the extra ones as their jobs end.
 MAX_IDLE_PER_KEY = 2
+# Idle stores kept in all (daemon.max_idle_stores is the daemon's): each is a thread.
+MAX_IDLE = 32
 
 
 @dataclass(eq=False, slots=True)
@@ -63,9 +68,16 @@ def _stat(path: Path) -> os.stat_result | None:
 class StorePool:
     """Open per-agent stores, checked out by one job at a time. Event-loop only (not threadsafe)."""
 
-    def __init__(self, *, idle_close_s: float = IDLE_CLOSE_S, max_idle_per_key: int = MAX_IDLE_PER_KEY):
+    def __init__(
+        self,
+        *,
+        idle_close_s: float = IDLE_CLOSE_S,
+        max_idle_per_key: int = MAX_IDLE_PER_KEY,
+        max_idle: int = MAX_IDLE,
+    ):
         self.idle_close_s = idle_close_s
         self.max_idle_per_key = max_idle_per_key
+        self.max_idle = max_idle
         self._idle: dict[tuple[Path, bool], list[_Pooled]] = {}
         self._open = True
         self.opened = 0  # stores opened and reused over the pool's life, for tests and debugging
@@ -90,6 +102,8 @@ class StorePool:
         finally:
             if not kept:
                 await _close([entry])
+        if kept:
+            await self._close_over_cap()
 
     async def close_idle(self) -> None:
         """Close the stores idle for `idle_close_s` or longer."""
@@ -107,6 +121,17 @@ class StorePool:
         idle = [e for entries in self._idle.values() for e in entries]
         self._idle.clear()
         await _close(idle)
+
+    async def _close_over_cap(self) -> None:
+        """Close the least recently used idle stores past `max_idle`."""
+        over = self.idle - self.max_idle
+        if over <= 0:
+            return
+        idle = sorted((e for entries in self._idle.values() for e in entries), key=lambda e: e.idle_since)
+        oldest = idle[:over]
+        for entries in self._idle.values():
+            entries[:] = [e for e in entries if e not in oldest]
+        await _close(oldest)
 
     def reopen(self) -> None:
         self._open = True

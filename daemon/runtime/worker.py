@@ -164,7 +164,7 @@ class MemorydWorker(Worker):
         kwargs.setdefault("after_job_end", self._after_job_end)
         kwargs.setdefault("on_startup", self._on_startup)
         super().__init__(*args, **kwargs)
-        self.stores = StorePool()
+        self.stores = StorePool(max_idle=self.ctx["settings"].daemon.max_idle_stores)
         self.ctx[STORES] = self.stores
         self.caches = ProcessCaches()
         self.ctx[CACHES] = self.caches
