@@ -41,7 +41,7 @@ from memoryd.ops import index_sync as index_op
 from memoryd.ops import ingest_sweep as ingest_op
 from memoryd.runtime import metrics
 from memoryd.runtime.client import MemorydClient
-from memoryd.runtime.watch import watch_agent
+from memoryd.runtime.watch import SessionsWatch
 from memoryd.runtime.wire import SCHEDULED, job_name_of, live_job_id, parse_job_id
 from memoryd.settings import Settings
 
@@ -117,8 +117,7 @@ class LiveIngest:
         self.sweeps = {a: Wanted() for a in agents}
         self.indexes = {a: Wanted() for a in agents}
         self._tg: anyio.abc.TaskGroup | None = None
-        self._watch = False
-        self._watch_threads: set[str] = set()  # agents whose watch thread the pool has room for
+        self._watch: SessionsWatch | None = None  # one for every agent (daemon/runtime/watch.py)
         self._redis_failing = False
 
     def changed(self, agent: str, sessions: frozenset[str] | None = None) -> None:
@@ -127,11 +126,18 @@ class LiveIngest:
         self.sweeps[agent].set("change")
 
     async def run(self, *, watch: bool) -> None:
-        self._watch = watch
         async with anyio.create_task_group() as tg:
             self._tg = tg
             for agent in self.agents:
                 self._start(agent)
+            if watch:
+                if self._watch is None:
+                    # The watch waits for its changes in a worker thread of its own: add that
+                    # thread to the pool (once, across restarts of this loop) so that it never
+                    # takes the place of file and store I/O.
+                    anyio.to_thread.current_default_thread_limiter().total_tokens += 1
+                    self._watch = SessionsWatch(self.settings, self.agents, self.changed)
+                tg.start_soon(self._watch.run)
             # Open for the agents found later (add), even when none is served yet.
             await anyio.sleep_forever()
 
@@ -143,6 +149,8 @@ class LiveIngest:
         self.agents.append(agent)
         self.sweeps[agent] = Wanted()
         self.indexes[agent] = Wanted()
+        if self._watch is not None:
+            self._watch.add(agent)
         if self._tg is not None:
             self._start(agent)
 
@@ -150,14 +158,6 @@ class LiveIngest:
         assert self._tg is not None
         self._tg.start_soon(self._loop, agent, ingest_op.OP.contract.name, self.sweeps[agent])
         self._tg.start_soon(self._loop, agent, index_op.OP.contract.name, self.indexes[agent])
-        if self._watch:
-            # Each watch waits for its changes in a worker thread of its own: add that thread to
-            # the pool (once, across restarts of this loop) so that it never takes the place of
-            # file and store I/O.
-            if agent not in self._watch_threads:
-                anyio.to_thread.current_default_thread_limiter().total_tokens += 1
-                self._watch_threads.add(agent)
-            self._tg.start_soon(watch_agent, self.settings, agent, self.changed)
 
     def follow_scheduled(self, job_ids: Iterable[str]) -> None:
         """Follow up the scheduled sweeps among `job_ids` as the live ones are."""

@@ -1,9 +1,9 @@
-"""Watching one agent's sessions for changes (watchfiles: inotify, anyio-native).
+"""Watching the agents' sessions for changes (watchfiles: inotify, anyio-native).
 
 The watch sees the names of changed files only; no session is opened here, so admission is
-still decided by the sweep before any transcript byte is read. Watched: the agent's sessions
-directory (sessions.json and the transcripts) and the directory of its OpenClaw agent
-database, whichever exist.
+still decided by the sweep before any transcript byte is read. Watched, for every served agent
+in one watch: the agent's sessions directory (sessions.json and the transcripts) and the
+directory of its OpenClaw agent database, whichever exist.
 
 A change is reported with the ids of the sessions whose transcripts changed
 (`<sessionId>.jsonl` in the sessions directory, read from the file names), or with None when
@@ -12,10 +12,10 @@ may have. The live sweep considers only those sessions (daemon/ingest/live_hints
 
 A change is reported once it settles (a change of metadata alone is no change) (no further write for `ingest.watch_settle_ms`; a
 stream that never settles at least every WATCH_MAX_GROUP_MS). When a watch is in place it
-reports once without a change, so a catch-up sweep covers what was written before it
-started. A watcher error (no such directory, inotify limits, a filesystem without inotify)
-is one log line: the agent is then covered by the interval sweeps, and watching is tried
-again every WATCH_RETRY_S.
+reports once for each agent without a change, so a catch-up sweep covers what was written
+before it started. An agent without a directory to watch is one log line, and so is a watcher
+error (inotify limits, a filesystem without inotify): the interval sweeps cover what is not
+watched, and watching is tried again every WATCH_RETRY_S.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -116,56 +117,122 @@ def changed_sessions(paths: Iterable[str], sessions_dir: Path) -> frozenset[str]
 
 
 Changed = Callable[[str, frozenset[str] | None], None]  # (agent, changed session ids or None)
+Plan = dict[str, tuple[Path, ...]]  # agent -> its directories to watch (those that exist)
 
 
-async def watch_agent(settings: Settings, agent: str, changed: Changed) -> None:
-    """Forever: call `changed(agent, ids)` when a change to the agent's sessions settles (and
-    once, with None, when a watch is in place). Never raises but for cancellation."""
-    await _AgentWatch(settings, agent, changed).run()
+def watch_plan(settings: Settings, agents: Iterable[str]) -> Plan:
+    """The directories to watch of each of `agents` that has any (I/O: a stat each)."""
+    return {agent: tuple(paths) for agent in agents if (paths := watch_paths(settings, agent))}
 
 
-class _AgentWatch:
-    def __init__(self, settings: Settings, agent: str, changed: Changed):
+def _agent_of(path: str, dirs: dict[str, str]) -> str | None:
+    """The agent whose watched directory holds `path` (at any depth), or None."""
+    here = path
+    while here not in dirs:
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return dirs[here]
+
+
+class SessionsWatch:
+    """Forever: call `changed(agent, ids)` when a change to an agent's sessions settles (and once
+    for each agent, with None, when the watch is in place). Never raises but for cancellation.
+
+    One watch (one inotify instance, one waiting thread) over the directories of every agent,
+    however many are served: a watch per agent would be a thread or two each, and an inotify
+    instance each (128 per user by default). The directories are listed again every
+    WATCH_RETRY_S and when an agent is added; when they differ, the watch is set up again over
+    the new list, and every agent gets a catch-up sweep, as at the start."""
+
+    def __init__(self, settings: Settings, agents: Iterable[str], changed: Changed):
         self.settings = settings
-        self.agent = agent
+        self.agents: list[str] = list(agents)
         self.changed = changed
         self.failing = False  # the last attempt failed and said so: later failures stay quiet
+        self.missing: set[str] = set()  # agents without a directory to watch, said so
         self.seen: dict[str, FileState] = {}  # the files' states at their last change
+        self._replan = False
+
+    def add(self, agent: str) -> None:
+        """Watch `agent` too (found after the start)."""
+        if agent not in self.agents:
+            self.agents.append(agent)
+            self._replan = True
+
+    async def _plan(self) -> Plan:
+        plan = await anyio.to_thread.run_sync(watch_plan, self.settings, tuple(self.agents))
+        self._note_missing(plan)
+        return plan
 
     async def run(self) -> None:
         while True:
-            paths = await anyio.to_thread.run_sync(watch_paths, self.settings, self.agent)
+            plan = await self._plan()
             try:
-                if not paths:
-                    raise FileNotFoundError(
-                        f"no sessions directory under {self.settings.sessions_root / 'agents' / self.agent}"
-                    )
-                await self._watch(paths)
+                if plan:
+                    await self._watch(plan)
+                    continue  # the directories changed: watch the new ones at once
+                await self._wait_for_directories(plan)
             except (OSError, RuntimeError) as exc:
-                self._failed(exc)
-            await anyio.sleep(WATCH_RETRY_S)
+                self._failed(exc, plan)
+                await anyio.sleep(WATCH_RETRY_S)
 
-    def _failed(self, exc: BaseException) -> None:
-        metrics.WATCHING.labels(agent=self.agent).set(0)
+    async def _wait_for_directories(self, plan: Plan) -> None:
+        """Until an agent has a directory to watch (none has now)."""
+        waited = 0.0
+        while plan == {}:
+            await anyio.sleep(WATCH_WAKE_MS / 1000)
+            waited += WATCH_WAKE_MS / 1000
+            if self._replan or waited >= WATCH_RETRY_S:
+                self._replan, waited = False, 0.0
+                plan = await self._plan()
+
+    def _note_missing(self, plan: Plan) -> None:
+        """One line per agent without a directory to watch, when it goes missing."""
+        for agent in self.agents:
+            if agent in plan:
+                self.missing.discard(agent)
+            elif agent not in self.missing:
+                self.missing.add(agent)
+                metrics.WATCHING.labels(agent=agent).set(0)
+                log.warning(
+                    "agent %s: cannot watch its sessions (no sessions directory under %s); the interval "
+                    "sweeps cover it, watching is tried again every %.0fs",
+                    agent,
+                    self.settings.sessions_root / "agents" / agent,
+                    WATCH_RETRY_S,
+                )
+
+    def _failed(self, exc: BaseException, plan: Plan) -> None:
+        for agent in plan:
+            metrics.WATCHING.labels(agent=agent).set(0)
         if not self.failing:
+            dirs = [d for agent in plan for d in watch_dirs(self.settings, agent)]
             log.warning(
-                "agent %s: cannot watch its sessions (%s); the interval sweeps cover it, "
+                "cannot watch the sessions of %d agent(s) (%s); the interval sweeps cover them, "
                 "watching is tried again every %.0fs",
-                self.agent,
-                watch_error_line(exc, watch_dirs(self.settings, self.agent)),
+                len(plan),
+                watch_error_line(exc, dirs),
                 WATCH_RETRY_S,
             )
         self.failing = True
 
-    async def _watch(self, paths: list[Path]) -> None:
+    def _named(self, agent: str, paths: tuple[Path, ...]) -> Path | None:
+        """The directory whose transcripts are named by session id: the sessions.json layout alone
+        (an OpenClaw agent's sessions live in its database, whose changes name no session)."""
+        if self.settings.session_source_for(agent) == "openclaw":
+            return None
+        return paths[0] if paths == (sessions_dir(self.settings, agent),) else None
+
+    async def _watch(self, plan: Plan) -> None:
+        """Watch `plan` until its directories change (returns) or the watch fails (raises)."""
+        dirs = {str(p): agent for agent, paths in plan.items() for p in paths}
+        named = {agent: self._named(agent, paths) for agent, paths in plan.items()}
         in_place = False
-        # Transcripts named by session id: the sessions.json layout alone (an OpenClaw agent's
-        # sessions live in its database, whose changes name no session).
-        named = paths[0] if paths == [sessions_dir(self.settings, self.agent)] else None
-        if self.settings.session_source_for(self.agent) == "openclaw":
-            named = None
+        replan_at = time.monotonic() + WATCH_RETRY_S
         async for changes in awatch(
-            *paths,
+            *(Path(d) for d in dirs),
             watch_filter=is_relevant,
             debounce=WATCH_MAX_GROUP_MS,
             step=self.settings.ingest.watch_settle_ms,
@@ -174,17 +241,34 @@ class _AgentWatch:
         ):
             if not in_place:
                 in_place, self.failing = True, False
-                metrics.WATCHING.labels(agent=self.agent).set(1)
-                log.info("agent %s: watching %s", self.agent, ", ".join(str(p) for p in paths))
-                # Catch up with what was written before the watch was in place: every session.
-                self.changed(self.agent, None)
+                log.info("watching the sessions of %d agent(s)", len(plan))
+                for agent in plan:
+                    metrics.WATCHING.labels(agent=agent).set(1)
+                    # Catch up with what was written before the watch was in place: every session.
+                    self.changed(agent, None)
             elif changes:
+                by_agent: dict[str, set[str]] = {}
+                for _, path in changes:
+                    agent = _agent_of(path, dirs)
+                    if agent is not None:
+                        by_agent.setdefault(agent, set()).add(path)
                 # A stat of another program's files: in a worker thread, off the event loop.
-                changed, ids = await anyio.to_thread.run_sync(self._settled, {p for _, p in changes}, named)
-                if changed:
-                    self.changed(self.agent, ids)
+                settled = await anyio.to_thread.run_sync(self._settled, by_agent, named)
+                for agent, ids in settled:
+                    self.changed(agent, ids)
+            if self._replan or time.monotonic() >= replan_at:
+                self._replan, replan_at = False, time.monotonic() + WATCH_RETRY_S
+                if await self._plan() != plan:
+                    return
 
-    def _settled(self, paths: set[str], named: Path | None) -> tuple[bool, frozenset[str] | None]:
-        """Whether `paths` hold new content, and which sessions' (None: any)."""
-        files = changed_files(paths, self.seen)
-        return bool(files), changed_sessions(files, named) if files and named else None
+    def _settled(
+        self, by_agent: dict[str, set[str]], named: dict[str, Path | None]
+    ) -> list[tuple[str, frozenset[str] | None]]:
+        """The agents whose changed paths hold new content, each with which sessions' (None: any)."""
+        out = []
+        for agent, paths in by_agent.items():
+            files = changed_files(paths, self.seen)
+            if files:
+                where = named.get(agent)
+                out.append((agent, changed_sessions(files, where) if where else None))
+        return out
