@@ -5,14 +5,24 @@ with --verify is a usage error."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
+import anyio
 import pytest
+import redis as sync_redis
 
 from memoryd.cli import main
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
+from memoryd.runtime.client import JobReport, MemorydClient
+from memoryd.runtime.hosts import route_value
+from memoryd.runtime.wire import queue_name
 from memoryd.settings import load_settings
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL
+from tests.daemon_harness import cleanup_redis
+from tests.worker_harness import run_jobs
 
 NORA_TEXT = "Remember that the violet mongoose launch is on Friday at noon."
 OMAR_TEXT = "Remember that the orchard rota changes every Monday morning."
@@ -161,3 +171,110 @@ def test_forget_verify_passes_a_clean_purge_whose_text_other_sessions_and_agents
     corpus = load_settings(config).workspace_for("main") / "memory" / ".dreams" / "session-corpus"
     text = "".join(p.read_text() for p in corpus.glob("*.txt"))
     assert SHARED in text and NORA_TEXT not in text  # omar's line stays; nora's is gone
+
+
+def test_verify_with_a_dry_run_or_single_facts_is_refused_by_the_request_itself():
+    """One validation path: the CLI, `enqueue` and a raw job from another tool get the same line."""
+    from memoryd.errors import JobPayloadError
+    from memoryd.ops import forget as forget_op
+
+    with pytest.raises(JobPayloadError, match=r"^forget: verify: --verify cannot be combined with --dry-run"):
+        forget_op.OP.parse({"agent": "main", "sessions": ["sess-nora-1"], "dry_run": True, "verify": True})
+    with pytest.raises(JobPayloadError, match=r"^forget: verify: --verify checks forgotten sessions"):
+        forget_op.OP.parse({"agent": "main", "entries": ["memory:claim:ab"], "verify": True})
+    assert forget_op.OP.parse({"agent": "main", "sessions": ["s"], "verify": True}).verify is True
+
+
+def test_enqueue_forget_verify_with_dry_run_exits_2_and_enqueues_nothing(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["enqueue", "forget", "--agent", "main", "--session", "sess-nora-1", "--verify", "--dry-run"]
+    assert main(["--config", str(config), *args]) == 2
+    assert "--verify cannot be combined with --dry-run" in capsys.readouterr().err
+
+
+async def _forget_job(settings, job_ids: list[str], payload: dict) -> JobReport:
+    queue = queue_name(settings.daemon.host_id)
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue("forget", payload, queue=queue)
+        job_ids.append(job.job_id)
+        await run_jobs(settings, queue)
+        return await client.job(job.job_id, queue=queue)
+
+
+def _stored_results(job_ids: list[str]) -> list[bytes]:
+    r = sync_redis.Redis.from_url(REDIS_URL)
+    try:
+        return [r.get(f"arq:result:{job_id}") or b"" for job_id in job_ids]
+    finally:
+        r.close()
+
+
+def test_a_forget_job_with_verify_carries_the_verification_and_its_stored_result_names_nothing(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `forget` job with `verify` runs the verifier after its purge, as the foreground command
+    does; its result in Redis carries the verification, but no memory text, session id or
+    workspace path (a file may be named after the subject)."""
+    memory = derive_everything(capsys, config)
+    settings = load_settings(config)
+    job_ids: list[str] = []
+    payload = {"agent": "main", "sessions": ["sess-nora-1"], "verify": True}
+    try:
+        first = anyio.run(_forget_job, settings, job_ids, payload)
+        assert first.state == "complete", first.error
+        assert first.result is not None and first.result["verification"]["verified"] is True
+        assert first.result["counts"]["sessionsRecordedForgotten"] == 1 and first.exit_code() == 0
+
+        # The forgotten text planted back, in a file named after the session: the verifier fails.
+        named = memory.parent / "memory" / "sess-nora-1.md"
+        named.write_text(f"- {NORA_TEXT}\n")
+        again = anyio.run(_forget_job, settings, job_ids, payload)
+        assert again.state == "complete" and again.result is not None
+        v = again.result["verification"]
+        assert v["verified"] is False and again.exit_code() == 1
+        derivability = next(c for c in v["checks"] if c["name"] == "derivability")
+        assert derivability["status"] == "failed"
+        assert derivability["locations"] == ["agent main:workspace file"]
+        for raw in _stored_results(job_ids):
+            assert raw and b"sess-nora-1" not in raw and b"violet mongoose" not in raw
+    finally:
+        cleanup_redis(REDIS_URL, [settings.daemon.host_id], [], job_ids)
+
+
+def test_enqueue_forget_verify_wait_prints_the_verification_and_exits_as_the_direct_command(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memoryd enqueue forget --verify` is the job twin of `memoryd forget --verify`: `--wait`
+    reads the job's result through the report model and prints the same lines."""
+    derive_everything(capsys, config)
+    settings = load_settings(config)
+    host, queue = settings.daemon.host_id, queue_name(settings.daemon.host_id)
+    r = sync_redis.Redis.from_url(REDIS_URL)
+    r.hset(AGENT_OWNER_KEY, "main", route_value(queue, settings.deployment, "store"))
+    r.hset(HEARTBEATS_KEY, host, f"{time.time():.3f}")
+    r.close()
+    args = ["enqueue", "forget", "--agent", "main", "--session", "sess-nora-1", "--verify"]
+    done: list[int] = []
+    job_ids: list[str] = []
+
+    def enqueue_and_wait() -> None:
+        done.append(main(["--config", str(config), *args, "--wait", "--timeout", "60"]))
+
+    try:
+        waiter = threading.Thread(target=enqueue_and_wait)
+        waiter.start()
+        deadline = time.monotonic() + 30
+        while not job_ids and time.monotonic() < deadline:
+            r = sync_redis.Redis.from_url(REDIS_URL)
+            job_ids += [m.decode() for m in r.zrange(queue, 0, -1)]
+            r.close()
+            time.sleep(0.05)
+        anyio.run(run_jobs, settings, queue)
+        waiter.join(60)
+        assert done == [0]
+        out = capsys.readouterr().out
+        assert "Verified: yes (every check passed)" in out and "Check derivability: passed" in out
+        assert "recorded 1 session as forgotten" in out
+    finally:
+        cleanup_redis(REDIS_URL, [host], ["main"], job_ids)

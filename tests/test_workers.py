@@ -405,7 +405,8 @@ async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
     raw: dict[str, bytes] = {}
     reports: dict[str, dict[str, Any]] = {}
     async with MemorydClient.connect(settings) as client:
-        for name, payload in [*payloads.items(), ("forget", {"agent": "main", "participants": ["nora"]})]:
+        purge = {"agent": "main", "participants": ["nora"], "verify": True}  # and its verifier's run
+        for name, payload in [*payloads.items(), ("forget", purge)]:
             job = await client.enqueue(name, payload, queue=queue)
             job_ids.append(job.job_id)
             await run_jobs(settings, queue)
@@ -417,6 +418,7 @@ async def test_no_operations_result_in_redis_quotes_memory_text(world, redis):
     assert (
         reports["ingest_sweep"]["messagesStaged"] > 0
         and reports["forget"]["artifacts"]["shortTermEntries"] > 0
+        and reports["forget"]["verification"]["checks"]
     )
     assert _results_quoting(raw, MEMORY_TEXT) == []
 

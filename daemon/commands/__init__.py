@@ -90,7 +90,7 @@ ENQUEUE_COMMANDS: dict[str, tuple[str, str]] = {
         "this Redis, or on one host's queue with --queue.",
     ),
     "expire": ("retention", "Enqueue an expiry run (as `memoryd expire`) on the host's queue."),
-    "forget": ("forget", "Enqueue a forget (same selectors as `memoryd forget`)."),
+    "forget": ("forget", "Enqueue a forget (same selectors and --verify as `memoryd forget`)."),
     "index": ("index", "Enqueue an index sync of one agent."),
     "ingest": ("ingest", "Enqueue an ingest sweep of one agent."),
 }

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memoryd.forget import summary
 from memoryd.forget.plan import ForgetPlan
 from memoryd.forget.summary import report_data
+from memoryd.retention.receipts import Verification
 from memoryd.stored_form import Content
 
 
@@ -110,6 +111,9 @@ class ForgetReport(_Model):
     forgottenEntries: Annotated[list[ForgottenEntry] | None, Content] = Field(
         default=None, exclude_if=lambda v: v is None
     )
+    # A purge with `verify` only: the retention verifier's run over the forgotten sessions'
+    # content. Its stored form (Redis) names the kind of a workspace file, never its path.
+    verification: Verification | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def build_report(plan: ForgetPlan, *, dry_run: bool) -> ForgetReport:

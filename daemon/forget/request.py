@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, 
 from memoryd.forget.rules import (
     check_agent,
     check_selector_count,
+    check_verify,
     clean_match,
     clean_sessions,
     clean_values,
@@ -37,6 +38,12 @@ class ForgetRequest(BaseModel):
         "a leading `User: ` or `Assistant: ` may be left out): forget every entry with that text.",
     )
     dry_run: StrictBool = Field(default=False, description="Report only: no lock, no writes.")
+    verify: StrictBool = Field(
+        default=False,
+        description="After the purge, run the erasure verifier over the forgotten sessions' content "
+        "(this agent's store and workspace, and Redis); the report gains `verification`. Not with "
+        "`dry_run`, `entries` or `match`.",
+    )
 
     @field_validator("agent")
     @classmethod
@@ -80,6 +87,7 @@ class ForgetRequest(BaseModel):
         check_selector_count(
             self.sessions, self.participants, self.hook_sources, self.entries, self.match, self.since
         )
+        check_verify(self.verify, self.dry_run, self.entries, self.match)
         return self
 
     @property

@@ -24,6 +24,13 @@ MIXED_SELECTOR_MESSAGE = (
     "entries/match: forget one fact (--entry, --match) or whole sessions (--session, --participant, "
     "--hook-source, --since), not both in one request; send two forgets"
 )
+VERIFY_DRY_RUN_MESSAGE = (
+    "verify: --verify cannot be combined with --dry-run (a preview removes nothing to verify)"
+)
+VERIFY_ENTRIES_MESSAGE = (
+    "verify: --verify checks forgotten sessions; with --entry or --match their sessions are kept "
+    "(run 'memoryd verify' for an erasure)"
+)
 _DATE_ONLY_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _NUMBER_RE = re.compile(r"\A-?\d+(?:\.\d+)?\Z")
 
@@ -116,6 +123,16 @@ def check_selector_count(
             f"selectors: {named} given; at most {MAX_SELECTORS} per forget "
             "(send several forgets, or select by participant or hook source)"
         )
+
+
+def check_verify(verify: bool, dry_run: bool, entries: Sequence[str], match: str | None) -> None:
+    """`verify` runs the verifier over the sessions a real forget recorded as forgotten."""
+    if not verify:
+        return
+    if dry_run:
+        raise UsageError(VERIFY_DRY_RUN_MESSAGE)
+    if entries or match is not None:
+        raise UsageError(VERIFY_ENTRIES_MESSAGE)
 
 
 def check_agent(agent: str) -> str:

@@ -112,6 +112,15 @@ class Verification(_Model):
             update={"checks": checks, "waiting_for": [], "verified": all(c.passed for c in checks)}
         )
 
+    def stored_form(self) -> Verification:
+        """This run as stored (a receipt, a job's result in Redis): locations that are workspace
+        files lose their path, which may name the subject (a file called after them)."""
+        checks = [
+            c.model_copy(update={"locations": sorted({_kind_of(loc) for loc in c.locations})})
+            for c in self.checks
+        ]
+        return self.model_copy(update={"checks": checks})
+
     @property
     def headline(self) -> str:
         """One line a newcomer can read: what was verified, what failed, what could not run."""
@@ -166,13 +175,7 @@ class ErasureReceipt(_Model):
         files lose their path, which may name the subject (a file called after them)."""
         if self.verification is None:
             return self
-        checks = [
-            c.model_copy(update={"locations": sorted({_kind_of(loc) for loc in c.locations})})
-            for c in self.verification.checks
-        ]
-        return self.model_copy(
-            update={"verification": self.verification.model_copy(update={"checks": checks})}
-        )
+        return self.model_copy(update={"verification": self.verification.stored_form()})
 
 
 WORKSPACE_MARK = ":workspace/"

@@ -249,9 +249,9 @@ class SessionsWatch:
             elif changes:
                 by_agent: dict[str, set[str]] = {}
                 for _, path in changes:
-                    agent = _agent_of(path, dirs)
-                    if agent is not None:
-                        by_agent.setdefault(agent, set()).add(path)
+                    owner = _agent_of(path, dirs)
+                    if owner is not None:
+                        by_agent.setdefault(owner, set()).add(path)
                 # A stat of another program's files: in a worker thread, off the event loop.
                 settled = await anyio.to_thread.run_sync(self._settled, by_agent, named)
                 for agent, ids in settled:
