@@ -7,32 +7,70 @@ import os
 
 import anyio
 
+from memoryd.ingest.report import IngestReport
+from memoryd.runtime.client import JobReport
 from memoryd.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_agents
 from memoryd.runtime.watch import content_changed
 
 
+def _report(**counts: int) -> IngestReport:
+    """A finished sweep's report as the live loop reads it: its job's result through the model."""
+    result = IngestReport(agent_id="main", **counts).model_dump(mode="json", by_alias=True)
+    job = JobReport(
+        job_id="ingest_sweep:main:live:00",
+        function="ingest_sweep",
+        queue=None,
+        state="complete",
+        tries=1,
+        enqueued_at=None,
+        started_at=None,
+        finished_at=None,
+        error=None,
+        result=result,
+    )
+    report = job.result_as(IngestReport)
+    assert report is not None
+    return report
+
+
+def test_a_result_that_is_not_the_families_report_reads_as_none() -> None:
+    job = JobReport(
+        job_id="ingest_sweep:x",
+        function="ingest_sweep",
+        queue=None,
+        state="complete",
+        tries=1,
+        enqueued_at=None,
+        started_at=None,
+        finished_at=None,
+        error=None,
+        result={"sessionsScanned": "many"},
+    )
+    assert job.result_as(IngestReport) is None
+
+
 def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
     assert follow_up(None, indexes_transcripts=True) == FollowUp(False, False)
-    assert follow_up({"sessionsScanned": 0, "messagesStaged": 0}, indexes_transcripts=True) == FollowUp(
+    assert follow_up(_report(sessionsScanned=0, messagesStaged=0), indexes_transcripts=True) == FollowUp(
         False, False
     )
-    assert follow_up({"sessionsScanned": 2, "messagesStaged": 0}, indexes_transcripts=True) == FollowUp(
+    assert follow_up(_report(sessionsScanned=2, messagesStaged=0), indexes_transcripts=True) == FollowUp(
         False, True
     )
-    assert follow_up({"sessionsDeferred": 3, "sessionsScanned": 1}, indexes_transcripts=True) == FollowUp(
+    assert follow_up(_report(sessionsDeferred=3, sessionsScanned=1), indexes_transcripts=True) == FollowUp(
         True, True
     )
-    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}, indexes_transcripts=True) == FollowUp(
+    assert follow_up(_report(sessionsCapped=1, messagesStaged=80), indexes_transcripts=True) == FollowUp(
         True, True
     )
 
 
 def test_without_transcripts_in_the_index_a_sweep_asks_for_no_index_sync() -> None:
     # The staged corpus is under memory/.dreams, which the index never reads.
-    assert follow_up({"sessionsScanned": 2, "messagesStaged": 5}, indexes_transcripts=False) == FollowUp(
+    assert follow_up(_report(sessionsScanned=2, messagesStaged=5), indexes_transcripts=False) == FollowUp(
         False, False
     )
-    assert follow_up({"sessionsCapped": 1, "messagesStaged": 80}, indexes_transcripts=False) == FollowUp(
+    assert follow_up(_report(sessionsCapped=1, messagesStaged=80), indexes_transcripts=False) == FollowUp(
         True, False
     )
 

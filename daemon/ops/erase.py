@@ -43,18 +43,23 @@ def _result_ttl_s(settings: Settings) -> int:
     return settings.retention.erase_result_ttl_s
 
 
-def _outcome(receipt: Mapping[str, Any]) -> MemorydError | None:
-    state = receipt.get("state")
-    if state == "not_found":
+def _outcome(result: Mapping[str, Any]) -> MemorydError | None:
+    from memoryd.ops.result import read_result
+    from memoryd.retention.receipts import ErasureReceipt
+
+    receipt = read_result(ErasureReceipt, result)
+    if receipt is None:  # another version's result: nothing it says can be read
+        return None
+    if receipt.state == "not_found":
         return UsageError(
             "erasure not found: no scope, object, ingested session or pending erasure names this "
             "scope; nothing was erased (check its spelling: tenant:<t>:user:<u>)"
         )
-    if state != "refused":
+    if receipt.state != "refused":
         return None
-    holds = ", ".join(str(b.get("holdId")) for b in receipt.get("blocked", []))
+    holds = ", ".join(b.hold_id for b in receipt.blocked)
     return RefusedError(
-        f"erasure refused: {receipt.get('holdBlocked')} item(s) under legal hold ({holds}); "
+        f"erasure refused: {receipt.hold_blocked} item(s) under legal hold ({holds}); "
         "nothing was changed. Release the hold(s) or pass --allow-partial"
     )
 

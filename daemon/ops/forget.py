@@ -55,12 +55,10 @@ def _lock(request: ForgetRequest) -> LockPolicy:
 
 
 def _outcome(result: Mapping[str, Any]) -> MemorydError | None:
-    from pydantic import ValidationError
+    from memoryd.ops.result import read_result
 
-    try:
-        verification = _result().model_validate(result).verification
-    except ValidationError:  # a result of another memoryd version: nothing it says can be read
-        return None
+    report = read_result(_result(), result)  # None: another version's result, nothing to read
+    verification = None if report is None else report.verification
     if verification is None or verification.verified:
         return None
     failed = ", ".join(c.name for c in verification.checks if not c.passed)

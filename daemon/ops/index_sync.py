@@ -47,8 +47,12 @@ def _interval_s(settings: Settings) -> float:
     return settings.index.interval_s
 
 
-def _outcome(report: Mapping[str, Any]) -> MemorydError | None:
-    if report.get("ok", True):
+def _outcome(result: Mapping[str, Any]) -> MemorydError | None:
+    from memoryd.index.report import IndexReport
+    from memoryd.ops.result import read_result
+
+    report = read_result(IndexReport, result)
+    if report is None or report.ok:  # None: another version's result, nothing to read
         return None
     return OperationFailed(
         "index_sync: prepared work was discarded at publication (see discarded); run it again"

@@ -68,6 +68,7 @@ from memoryd.ops import index_sync as index_op
 from memoryd.ops import ingest_sweep as ingest_op
 from memoryd.ops.op import Op, Routing, agent_of
 from memoryd.ops.registry import op_named
+from memoryd.ops.result import M, read_result
 from memoryd.redis_conn import connection_pool, unreachable
 from memoryd.runtime import interrupted, replication
 from memoryd.runtime.hosts import Route, host_of_queue, parse_heartbeat, parse_route
@@ -156,6 +157,12 @@ class JobReport(_Model):
     @property
     def done(self) -> bool:
         return self.state in ("complete", "failed", "not_found")
+
+    def result_as(self, model: type[M]) -> M | None:
+        """The job's result read through its report model (its op's `result()`): None when the
+        job has no result, or when the result is not that report (another memoryd version wrote
+        it, or another tool). Callers read attributes, never the result's keys."""
+        return read_result(model, self.result)
 
     def outcome(self) -> MemorydError | None:
         """The error a completed job's report means, as its operation reads it (a refused

@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from memoryd.constants import LIVE_WAIT_SLACK_S, REDIS_RETRY_MIN_S
 from memoryd.errors import MemorydError
 from memoryd.failpoints import failpoint
 from memoryd.ingest.live_hints import LiveHints
+from memoryd.ingest.report import IngestReport
 from memoryd.ops import index_sync as index_op
 from memoryd.ops import ingest_sweep as ingest_op
 from memoryd.runtime import metrics
@@ -54,13 +55,12 @@ class FollowUp:
     index: bool  # the sweep read something: the index syncs it
 
 
-def follow_up(report: Mapping[str, Any] | None, *, indexes_transcripts: bool) -> FollowUp:
-    """What a finished sweep's report (its JSON, camelCase) asks for next."""
-    if not report:
+def follow_up(report: IngestReport | None, *, indexes_transcripts: bool) -> FollowUp:
+    """What a finished sweep's report asks for next (None: no report to read)."""
+    if report is None:
         return FollowUp(False, False)
-    again = report.get("sessionsDeferred", 0) > 0 or report.get("sessionsCapped", 0) > 0
-    read = report.get("sessionsScanned", 0) > 0 or report.get("messagesStaged", 0) > 0
-    return FollowUp(again, read and indexes_transcripts)
+    read = report.sessions_scanned > 0 or report.messages_staged > 0
+    return FollowUp(report.backlog > 0, read and indexes_transcripts)
 
 
 def scheduled_sweep_agents(job_ids: Iterable[str], agents: Iterable[str]) -> list[tuple[str, str]]:
@@ -214,7 +214,9 @@ class LiveIngest:
         self._redis_failing = False
         if family != ingest_op.OP.contract.name or not complete:
             return
-        next_steps = follow_up(done.result, indexes_transcripts="sessions" in self.settings.index.sources)
+        next_steps = follow_up(
+            done.result_as(IngestReport), indexes_transcripts="sessions" in self.settings.index.sources
+        )
         if next_steps.sweep_again:
             self.hints.note(family, agent, None)  # what was left may be anywhere: a full sweep
             self.sweeps[agent].set("backlog")
