@@ -164,7 +164,8 @@ class MemorydWorker(Worker):
         kwargs.setdefault("after_job_end", self._after_job_end)
         kwargs.setdefault("on_startup", self._on_startup)
         super().__init__(*args, **kwargs)
-        self.stores = StorePool(max_idle=self.ctx["settings"].daemon.max_idle_stores)
+        settings: Settings | None = self.ctx.get("settings")  # absent: a worker given only arq's kwargs
+        self.stores = StorePool(max_idle=settings.daemon.max_idle_stores) if settings else StorePool()
         self.ctx[STORES] = self.stores
         self.caches = ProcessCaches()
         self.ctx[CACHES] = self.caches
