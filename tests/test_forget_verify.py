@@ -179,10 +179,12 @@ def test_verify_with_a_dry_run_or_single_facts_is_refused_by_the_request_itself(
     from memoryd.ops import forget as forget_op
 
     with pytest.raises(JobPayloadError, match=r"^forget: verify: --verify cannot be combined with --dry-run"):
-        forget_op.OP.parse({"agent": "main", "sessions": ["sess-nora-1"], "dry_run": True, "verify": True})
+        forget_op.OP.contract.parse(
+            {"agent": "main", "sessions": ["sess-nora-1"], "dry_run": True, "verify": True}
+        )
     with pytest.raises(JobPayloadError, match=r"^forget: verify: --verify checks forgotten sessions"):
-        forget_op.OP.parse({"agent": "main", "entries": ["memory:claim:ab"], "verify": True})
-    assert forget_op.OP.parse({"agent": "main", "sessions": ["s"], "verify": True}).verify is True
+        forget_op.OP.contract.parse({"agent": "main", "entries": ["memory:claim:ab"], "verify": True})
+    assert forget_op.OP.contract.parse({"agent": "main", "sessions": ["s"], "verify": True}).verify is True
 
 
 def test_enqueue_forget_verify_with_dry_run_exits_2_and_enqueues_nothing(
