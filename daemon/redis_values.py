@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 
 from memoryd.constants import MAX_PAYLOAD_BYTES, REDIS_PREFIX
 from memoryd.errors import OperationFailed
+from memoryd.job_ids import RANDOM, REQUEST, parse_job_id
 
 PREFIXES = ("arq:", REDIS_PREFIX)
 PURGEABLE = (job_key_prefix, result_key_prefix)
@@ -71,8 +72,15 @@ def family_of(key: str) -> str:
 
 
 def is_erasure_request(key: str | bytes) -> bool:
+    """The job record or result of an erasure memoryd enqueued: its id is one of memoryd's own
+    (random or a request id's, memoryd.job_ids), so another tool's job named `erase:…` is looked
+    into like any other value."""
     name = key if isinstance(key, bytes) else key.encode("utf-8", "surrogateescape")
-    return any(name.startswith(f"{prefix}{ERASE_FAMILY}:".encode()) for prefix in PURGEABLE)
+    for prefix in PURGEABLE:
+        if name.startswith(prefix.encode()):
+            job = parse_job_id(name[len(prefix) :].decode("utf-8", "replace"))
+            return job.family == ERASE_FAMILY and job.kind in (RANDOM, REQUEST)
+    return False
 
 
 def is_pending_purge(key: str | bytes, parts: list[bytes]) -> bool:

@@ -282,7 +282,7 @@ async def test_an_erase_job_id_says_nothing_of_its_subject_and_its_result_keeps_
 ):
     """A job id hashed from the payload would confirm a guessed scope (an oracle); a result
     holding the payload would keep the scope in Redis after the erasure. Neither may."""
-    from memoryd.runtime.wire import request_job_id
+    from memoryd.job_ids import request_job_id
     from tests.worker_harness import run_jobs
 
     agent, queue, job_ids = routed

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memoryd.job_ids import request_job_id
 from memoryd.ops import dream as dream_op
 from memoryd.ops import index_sync as index_op
 from memoryd.ops import ingest_sweep as ingest_op
@@ -20,7 +21,7 @@ from memoryd.runtime.scheduler import Schedule, Scheduler, due, schedules
 from memoryd.runtime.sdnotify import Notifier, watchdog_interval_s
 from memoryd.runtime.service import arq_pool
 from memoryd.runtime.status import summarize
-from memoryd.runtime.wire import deserialize, request_job_id, serialize
+from memoryd.runtime.wire import deserialize, serialize
 from memoryd.store.checkpoints import CheckpointSummary
 from tests.daemon_harness import cleanup_redis
 

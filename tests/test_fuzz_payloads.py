@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from memoryd.errors import JobPayloadError, UsageError
 from memoryd.ids import session_id_problem, validate_agent_id
+from memoryd.job_ids import canonical_json
 from memoryd.ops import forget
 from memoryd.ops.registry import OPS, op_named
-from memoryd.runtime.wire import canonical_json, deserialize, serialize
+from memoryd.runtime.wire import deserialize, serialize
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

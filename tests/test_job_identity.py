@@ -16,11 +16,7 @@ from hypothesis import strategies as st
 
 from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, REQUEST_KEY
 from memoryd.errors import UsageError
-from memoryd.ops import forget as forget_op
-from memoryd.ops.registry import OPS
-from memoryd.runtime.client import MemorydClient
-from memoryd.runtime.hosts import parse_route, route_value
-from memoryd.runtime.wire import (
+from memoryd.job_ids import (
     LIVE,
     OTHER,
     RANDOM,
@@ -29,11 +25,15 @@ from memoryd.runtime.wire import (
     canonical_json,
     live_job_id,
     parse_job_id,
-    queue_name,
     random_job_id,
     request_job_id,
     scheduled_job_id,
 )
+from memoryd.ops import forget as forget_op
+from memoryd.ops.registry import OPS
+from memoryd.runtime.client import MemorydClient
+from memoryd.runtime.hosts import parse_route, route_value
+from memoryd.runtime.wire import queue_name
 from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import REDIS_URL
 from tests.daemon_harness import cleanup_redis, forgotten, run_cli, write_config

@@ -447,6 +447,29 @@ async def test_a_job_argument_naming_a_subject_without_a_memory_tool_scope_fails
         await redis.delete(key)
 
 
+async def test_only_memoryds_own_erasure_ids_are_exempt_from_the_redis_check(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    """An erasure's own record names its subject and is left alone; another tool's job whose id
+    merely starts with `erase:` is looked into like any other value (the exemption is by
+    memoryd's id format, memoryd.job_ids, never by a prefix anyone can write)."""
+    from memoryd.job_ids import random_job_id
+
+    s = await _nora_swept(tmp_path, sessions_root, unique, redis)
+    request = EraseRequest(scope=USER)
+    _, subject = await api.plan_erase(s, request)
+    assert (await erasure.run_erase(s, redis, request)).verified
+    value = b'{"t": 1, "f": "erase", "a": [{"scope": "' + USER.encode() + b'"}], "k": {}, "et": 1}'
+    own, foreign = f"arq:result:{random_job_id('erase')}", f"arq:result:erase:plant-{unique}"
+    try:
+        await redis.set(own, value, ex=60)
+        assert (await run_verify(s, redis, subject)).verified
+        await redis.set(foreign, value, ex=60)
+        assert "redis:arq:result" in _failing(await run_verify(s, redis, subject), "redis")
+    finally:
+        await redis.delete(own, foreign)
+
+
 async def test_a_queued_purge_naming_the_subject_stays_and_the_receipt_waits_for_it(
     tmp_path, sessions_root, unique, redis
 ) -> None:

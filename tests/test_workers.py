@@ -14,13 +14,14 @@ import orjson
 import pytest
 
 from memoryd.failpoints import on_failpoint
+from memoryd.job_ids import random_job_id
 from memoryd.ops import erase as erase_op
 from memoryd.ops import forget as forget_op
 from memoryd.ops import ingest_sweep as ingest_op
 from memoryd.runtime.client import MemorydClient
 from memoryd.runtime.served import SERVED, ServedAgents
 from memoryd.runtime.service import arq_pool
-from memoryd.runtime.wire import queue_name, random_job_id
+from memoryd.runtime.wire import queue_name
 from memoryd.runtime.worker import MemorydWorker, worker_kwargs
 from memoryd.settings import Settings
 from tests.builders import Msg, SessionStoreBuilder

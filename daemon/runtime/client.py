@@ -62,6 +62,7 @@ from memoryd.constants import (
 )
 from memoryd.errors import MemorydError, OperationFailed, UsageError, exit_code_of
 from memoryd.failpoints import failpoint
+from memoryd.job_ids import job_name_of, random_job_id, request_job_id
 from memoryd.ops import erase as erase_op
 from memoryd.ops import forget as forget_op
 from memoryd.ops import index_sync as index_op
@@ -72,14 +73,7 @@ from memoryd.ops.result import M, read_result
 from memoryd.redis_conn import connection_pool, unreachable
 from memoryd.runtime import interrupted, replication
 from memoryd.runtime.hosts import Route, host_of_queue, parse_heartbeat, parse_route
-from memoryd.runtime.wire import (
-    deserialize,
-    job_name_of,
-    random_job_id,
-    request_fingerprint,
-    request_job_id,
-    serialize,
-)
+from memoryd.runtime.wire import deserialize, request_fingerprint, serialize
 from memoryd.settings import Settings
 
 # Rounds of a request-id enqueue racing other clients of the same request id (see _enqueue_request).

@@ -38,12 +38,12 @@ from memoryd.errors import MemorydError
 from memoryd.failpoints import failpoint
 from memoryd.ingest.live_hints import LiveHints
 from memoryd.ingest.report import IngestReport
+from memoryd.job_ids import SCHEDULED, job_name_of, live_job_id, parse_job_id
 from memoryd.ops import index_sync as index_op
 from memoryd.ops import ingest_sweep as ingest_op
 from memoryd.runtime import metrics
 from memoryd.runtime.client import MemorydClient
 from memoryd.runtime.watch import SessionsWatch
-from memoryd.runtime.wire import SCHEDULED, job_name_of, live_job_id, parse_job_id
 from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.live")

@@ -23,10 +23,11 @@ from typing import Any
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 
+from memoryd.job_ids import scheduled_job_id
 from memoryd.ops.op import Routing
 from memoryd.ops.registry import OPS, op_named
 from memoryd.runtime import metrics
-from memoryd.runtime.wire import deserialize, scheduled_job_id
+from memoryd.runtime.wire import deserialize
 from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.scheduler")

@@ -20,9 +20,9 @@ from pydantic.alias_generators import to_camel
 from redis.asyncio import Redis
 
 from memoryd.constants import HEARTBEATS_KEY, QUEUE_PREFIX
+from memoryd.job_ids import parse_job_id
 from memoryd.ops.registry import OPS
 from memoryd.runtime.hosts import host_of_queue, parse_heartbeat
-from memoryd.runtime.wire import parse_job_id
 
 PURGES = frozenset(op.contract.name for op in OPS if op.contract.purge)
 SCAN_COUNT = 500

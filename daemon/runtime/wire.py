@@ -2,7 +2,7 @@
 
 * Names: one per operation, declared by the registry (memoryd.ops.registry, DESIGN §6).
 * Queues: one per host, `memoryd:queue:<host_id>`.
-* Ids: built and parsed here only (`JobId`). A request's job is random (`<job>:<32 hex>`)
+* Ids: built and parsed in memoryd.job_ids only (`JobId`). A request's job is random (`<job>:<32 hex>`)
   unless the caller gives a request id, whose job is `<job>:req:<32 hex>`, the hex a hash of the
   request id (never of the payload: a hash of a payload naming a subject would confirm a
   guessed subject to anyone who can list Redis keys, and outlive an erasure). A scheduled
@@ -24,87 +24,23 @@
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from memoryd import derivations
 from memoryd.constants import QUEUE_PREFIX
+from memoryd.job_ids import canonical_json
 
 
 def queue_name(host_id: str) -> str:
     return f"{QUEUE_PREFIX}{host_id}"
 
 
-def canonical_json(payload: Any) -> bytes:
-    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
-
-
-# A job id's kinds: what the part after the family says about the job.
-RANDOM, REQUEST, SCHEDULED, LIVE, OTHER = "random", "request", "scheduled", "live", "other"
-_REQUEST_TAG, _SCHEDULED_TAG, _LIVE_TAG = "req", "sched", "live"
-_TOKEN_HEX = 32  # random and request tokens: 128 bits
-
-
-@dataclass(frozen=True, slots=True)
-class JobId:
-    """A job id taken apart: `family` is the op's name (arq's function), `agent` the agent a
-    scheduled or live sweep names. Another tool's own id (any text) parses as kind OTHER, its
-    family read up to the first colon, as arq's ids are commonly written."""
-
-    family: str
-    kind: str
-    agent: str | None = None
-
-
-def random_job_id(name: str) -> str:
-    """A request's job: an id that says nothing of its payload."""
-    return f"{name}:{secrets.token_hex(_TOKEN_HEX // 2)}"
-
-
-def request_job_id(name: str, request_id: str) -> str:
-    """The job of a caller's request id: one per (family, request id), never from the payload."""
-    digest = derivations.request_digest(canonical_json([name, request_id]))
-    return f"{name}:{_REQUEST_TAG}:{digest[:_TOKEN_HEX]}"
-
-
 def request_fingerprint(request_id: str, name: str, payload: dict[str, Any]) -> str:
     """What tells two payloads sent under one request id apart: an HMAC keyed by the request id,
     which Redis never holds, so the stored value confirms no guessed payload by itself."""
     return derivations.request_fingerprint(request_id, canonical_json([name, payload]))
-
-
-def scheduled_job_id(name: str, agent: str, slot: int) -> str:
-    return f"{name}:{agent}:{_SCHEDULED_TAG}:{slot}"
-
-
-def live_job_id(name: str, agent: str) -> str:
-    """A sweep the daemon starts on a change: unique, and naming the agent as a scheduled id does."""
-    return f"{name}:{agent}:{_LIVE_TAG}:{secrets.token_hex(8)}"
-
-
-def _is_hex(text: str, length: int) -> bool:
-    return len(text) == length and all(c in "0123456789abcdef" for c in text)
-
-
-def parse_job_id(job_id: str) -> JobId:
-    parts = job_id.split(":")
-    family = parts[0]
-    if len(parts) == 2 and _is_hex(parts[1], _TOKEN_HEX):
-        return JobId(family, RANDOM)
-    if len(parts) == 3 and parts[1] == _REQUEST_TAG and _is_hex(parts[2], _TOKEN_HEX):
-        return JobId(family, REQUEST)
-    if len(parts) == 4 and parts[2] == _SCHEDULED_TAG and parts[3].isdigit():
-        return JobId(family, SCHEDULED, parts[1])
-    if len(parts) == 4 and parts[2] == _LIVE_TAG:
-        return JobId(family, LIVE, parts[1])
-    return JobId(family, OTHER)
-
-
-def job_name_of(job_id: str) -> str:
-    return parse_job_id(job_id).family
 
 
 def _default(obj: Any) -> Any:

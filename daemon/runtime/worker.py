@@ -39,12 +39,13 @@ from memoryd.constants import (
     REQUEST_KEY,
 )
 from memoryd.errors import JobRecordError, UsageError
+from memoryd.job_ids import REQUEST, job_name_of, parse_job_id
 from memoryd.ops.op import Op
 from memoryd.ops.registry import OPS, op_named
 from memoryd.runtime import interrupted, metrics
 from memoryd.runtime.jobs import CACHES, STORES, RedactJobErrors, job_function
 from memoryd.runtime.store_pool import StorePool
-from memoryd.runtime.wire import REQUEST, deserialize, job_name_of, parse_job_id, serialize
+from memoryd.runtime.wire import deserialize, serialize
 from memoryd.settings import Settings
 
 log = logging.getLogger("memoryd.jobs")
