@@ -47,8 +47,12 @@ def request_job_id(name: str, request_id: str) -> str:
     return f"{name}:{_REQUEST_TAG}:{digest[:_TOKEN_HEX]}"
 
 
-def scheduled_job_id(name: str, agent: str, slot: int) -> str:
-    return f"{name}:{agent}:{_SCHEDULED_TAG}:{slot}"
+def scheduled_job_id(name: str, target: str, slot: int, deployment: str) -> str:
+    """A scheduled run of `target` (an agent, or a host for a host-wide job) in one interval slot
+    of one deployment: a restart or a second daemon of the deployment in the same slot does not
+    enqueue it again, and another deployment on the same Redis with an agent of the same name
+    runs its own (a deployment id has no colon: memoryd.settings)."""
+    return f"{name}:{target}:{_SCHEDULED_TAG}:{deployment}:{slot}"
 
 
 def live_job_id(name: str, agent: str) -> str:
@@ -67,7 +71,7 @@ def parse_job_id(job_id: str) -> JobId:
         return JobId(family, RANDOM)
     if len(parts) == 3 and parts[1] == _REQUEST_TAG and _is_hex(parts[2], _TOKEN_HEX):
         return JobId(family, REQUEST)
-    if len(parts) == 4 and parts[2] == _SCHEDULED_TAG and parts[3].isdigit():
+    if len(parts) == 5 and parts[2] == _SCHEDULED_TAG and parts[4].isdigit():
         return JobId(family, SCHEDULED, parts[1])
     if len(parts) == 4 and parts[2] == _LIVE_TAG:
         return JobId(family, LIVE, parts[1])

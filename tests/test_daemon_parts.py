@@ -40,25 +40,25 @@ PLAN = (
 
 
 def test_every_schedule_is_due_at_start_with_ids_naming_family_target_and_slot():
-    items = due(1000.0, PLAN, ["b", "a"], "host1", {})
+    items = due(1000.0, PLAN, ["b", "a"], "host1", "d", {})
     assert [i.job_id for i in items] == [
-        "ingest_sweep:a:sched:3",
-        "ingest_sweep:b:sched:3",
-        "index_sync:a:sched:16",
-        "index_sync:b:sched:16",
-        "retention_sweep:host1:sched:0",
+        "ingest_sweep:a:sched:d:3",
+        "ingest_sweep:b:sched:d:3",
+        "index_sync:a:sched:d:16",
+        "index_sync:b:sched:d:16",
+        "retention_sweep:host1:sched:d:0",
     ]
     assert items[-1].agent is None  # host-wide
-    assert items[0].previous_job_id == "ingest_sweep:a:sched:2"
+    assert items[0].previous_job_id == "ingest_sweep:a:sched:d:2"
 
 
 def test_nothing_is_due_again_within_a_slot_and_everything_in_the_next():
-    first = due(1000.0, PLAN, ["a"], "h", {})
+    first = due(1000.0, PLAN, ["a"], "h", "d", {})
     done = {(i.job, i.agent or "h"): i.slot for i in first}
-    assert due(1019.0, PLAN, ["a"], "h", done) == []
-    later = due(1201.0, PLAN, ["a"], "h", done)
-    assert [i.job_id for i in later] == ["ingest_sweep:a:sched:4", "index_sync:a:sched:20"]
-    assert later[0].previous_job_id == "ingest_sweep:a:sched:3"
+    assert due(1019.0, PLAN, ["a"], "h", "d", done) == []
+    later = due(1201.0, PLAN, ["a"], "h", "d", done)
+    assert [i.job_id for i in later] == ["ingest_sweep:a:sched:d:4", "index_sync:a:sched:d:20"]
+    assert later[0].previous_job_id == "ingest_sweep:a:sched:d:3"
 
 
 def test_dreaming_is_scheduled_only_when_enabled(settings):
@@ -72,20 +72,39 @@ async def test_the_scheduler_does_not_pile_up_sweeps_while_one_is_pending(settin
     pool = arq_pool(settings, queue)
     plan = (Schedule(INGEST_SWEEP, 100),)
     try:
-        scheduler = Scheduler(pool, queue, "h")
-        assert await scheduler.tick(1000.0, plan, ["a"]) == ["ingest_sweep:a:sched:10"]
+        scheduler = Scheduler(pool, queue, "h", "d")
+        assert await scheduler.tick(1000.0, plan, ["a"]) == ["ingest_sweep:a:sched:d:10"]
         assert await scheduler.tick(1050.0, plan, ["a"]) == []  # same slot
         assert await scheduler.tick(1100.0, plan, ["a"]) == []  # next slot, but slot 10 still queued
-        await pool.zrem(queue, "ingest_sweep:a:sched:10")
-        await pool.delete("arq:job:ingest_sweep:a:sched:10")
-        assert await scheduler.tick(1100.0, plan, ["a"]) == ["ingest_sweep:a:sched:11"]
+        await pool.zrem(queue, "ingest_sweep:a:sched:d:10")
+        await pool.delete("arq:job:ingest_sweep:a:sched:d:10")
+        assert await scheduler.tick(1100.0, plan, ["a"]) == ["ingest_sweep:a:sched:d:11"]
         # A restarted daemon (fresh scheduler) in the same slot enqueues nothing new.
-        assert await Scheduler(pool, queue, "h").tick(1150.0, plan, ["a"]) == []
+        assert await Scheduler(pool, queue, "h", "d").tick(1150.0, plan, ["a"]) == []
         assert await pool.zcard(queue) == 1
     finally:
-        await pool.delete(queue, "arq:job:ingest_sweep:a:sched:11", "arq:job:ingest_sweep:a:sched:10")
+        await pool.delete(queue, "arq:job:ingest_sweep:a:sched:d:11", "arq:job:ingest_sweep:a:sched:d:10")
         await pool.aclose(close_connection_pool=True)
         cleanup_redis(redis_url, [], [])
+
+
+async def test_two_deployments_on_one_redis_each_schedule_their_agent_of_the_same_name(
+    settings, redis, redis_url, unique
+):
+    """A scheduled id names the deployment: another deployment's run of its agent `a` in the same
+    slot is not taken for this one's (arq enqueues no job whose id has a record or a result)."""
+    queues = [f"memoryd:queue:sched-{d}-{unique}" for d in ("a", "b")]
+    pools = [arq_pool(settings, q) for q in queues]
+    plan = (Schedule(INGEST_SWEEP, 100),)
+    try:
+        first = await Scheduler(pools[0], queues[0], "ha", f"dep-a-{unique}").tick(1000.0, plan, ["a"])
+        second = await Scheduler(pools[1], queues[1], "hb", f"dep-b-{unique}").tick(1000.0, plan, ["a"])
+        assert len(first) == len(second) == 1 and first != second
+        assert [await pool.zcard(q) for pool, q in zip(pools, queues, strict=True)] == [1, 1]
+    finally:
+        for pool, q in zip(pools, queues, strict=True):
+            await pool.delete(q, *(f"arq:job:ingest_sweep:a:sched:dep-{d}-{unique}:10" for d in "ab"))
+            await pool.aclose(close_connection_pool=True)
 
 
 async def test_the_scheduler_keeps_its_cadence_after_the_clock_steps_back(settings, redis, redis_url, unique):
@@ -94,9 +113,9 @@ async def test_the_scheduler_keeps_its_cadence_after_the_clock_steps_back(settin
     queue = f"memoryd:queue:sched-back-{unique}"
     pool = arq_pool(settings, queue)
     plan = (Schedule(INGEST_SWEEP, 100),)
-    ids = [f"ingest_sweep:a:sched:{n}" for n in (10, 11, 12)]
+    ids = [f"ingest_sweep:a:sched:d:{n}" for n in (10, 11, 12)]
     try:
-        scheduler = Scheduler(pool, queue, "h")
+        scheduler = Scheduler(pool, queue, "h", "d")
         assert await scheduler.tick(1000.0, plan, ["a"], mono_s=50.0) == [ids[0]]
         await pool.zrem(queue, ids[0])  # it ran
         await pool.delete(f"arq:job:{ids[0]}")

@@ -204,7 +204,7 @@ def test_every_job_id_memoryd_builds_parses_back_to_its_family_and_kind(name, ag
     req = parse_job_id(request_job_id(name, request_id))
     assert (req.family, req.kind, req.agent) == (name, REQUEST, None)
     assert request_id not in request_job_id(name, request_id).split(":", 1)[1] or len(request_id) < 3
-    sched = parse_job_id(scheduled_job_id(name, agent, slot))
+    sched = parse_job_id(scheduled_job_id(name, agent, slot, "deployment-1"))
     assert (sched.family, sched.kind, sched.agent) == (name, SCHEDULED, agent)
     live = parse_job_id(live_job_id(name, agent))
     assert (live.family, live.kind, live.agent) == (name, LIVE, agent)

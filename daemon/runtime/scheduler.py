@@ -64,11 +64,13 @@ def due(
     plan: Iterable[Schedule],
     agents: Iterable[str],
     host: str,
+    deployment: str,
     last_slots: Mapping[tuple[str, str], int],
     since_last_s: Mapping[tuple[str, str], float] | None = None,
 ) -> list[Due]:
     """Jobs whose current slot has not been enqueued yet, in schedule order then agent order.
-    A host-wide job's id names the host where a per-agent job's names the agent.
+    A host-wide job's id names the host where a per-agent job's names the agent; both name the
+    deployment.
     `since_last_s`: monotonic seconds since each last enqueue (a wall clock stepped back)."""
     out: list[Due] = []
     agent_list = sorted(agents)
@@ -84,8 +86,10 @@ def due(
                 slot = max(slot, last + int(since_last_s[(schedule.job, target)] // schedule.interval_s))
             if last is not None and last >= slot:
                 continue
-            previous = scheduled_job_id(schedule.job, target, last if last is not None else slot - 1)
-            out.append(Due(schedule.job, agent, slot, scheduled_job_id(schedule.job, target, slot), previous))
+            previous_slot = last if last is not None else slot - 1
+            previous = scheduled_job_id(schedule.job, target, previous_slot, deployment)
+            job_id = scheduled_job_id(schedule.job, target, slot, deployment)
+            out.append(Due(schedule.job, agent, slot, job_id, previous))
     return out
 
 
@@ -101,10 +105,11 @@ _PENDING = (JobStatus.queued, JobStatus.deferred, JobStatus.in_progress)
 class Scheduler:
     """Enqueues due sweeps on this host's queue. One instance per daemon."""
 
-    def __init__(self, redis: ArqRedis, queue: str, host: str):
+    def __init__(self, redis: ArqRedis, queue: str, host: str, deployment: str):
         self.redis = redis
         self.queue = queue
         self.host = host
+        self.deployment = deployment
         self.last_slots: dict[tuple[str, str], int] = {}
         self.enqueued_at: dict[tuple[str, str], float] = {}  # monotonic time of each last enqueue
 
@@ -115,7 +120,7 @@ class Scheduler:
         mono = time.monotonic() if mono_s is None else mono_s
         since = {key: mono - at for key, at in self.enqueued_at.items()}
         enqueued: list[str] = []
-        for item in due(now_s, plan, agents, self.host, self.last_slots, since):
+        for item in due(now_s, plan, agents, self.host, self.deployment, self.last_slots, since):
             if item.previous_job_id is not None:
                 previous = Job(
                     item.previous_job_id, self.redis, _queue_name=self.queue, _deserializer=deserialize

@@ -586,7 +586,7 @@ class Service:
 
     async def _schedule_loop(self) -> None:
         assert self.pool is not None
-        scheduler = Scheduler(self.pool, self.state.queue, self.state.host_id)
+        scheduler = Scheduler(self.pool, self.state.queue, self.state.host_id, self.settings.deployment)
         while True:
             if self.state.redis_ok and not self.state.draining:
                 try:
