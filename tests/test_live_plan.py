@@ -76,7 +76,12 @@ def test_without_transcripts_in_the_index_a_sweep_asks_for_no_index_sync() -> No
 
 
 def test_only_scheduled_ingest_sweeps_of_served_agents_are_followed() -> None:
-    ids = ["ingest_sweep:main:sched:d:17", "index_sync:main:sched:d:17", "ingest_sweep:other:sched:d:17", "dream:x"]
+    ids = [
+        "ingest_sweep:main:sched:d:17",
+        "index_sync:main:sched:d:17",
+        "ingest_sweep:other:sched:d:17",
+        "dream:x",
+    ]
     assert scheduled_sweep_agents(ids, ["main"]) == [("main", "ingest_sweep:main:sched:d:17")]
 
 
