@@ -5,7 +5,8 @@ user_version.
     daemon/store/migrations/retention/NNNN_<what>.sql  state_dir/retention.sqlite
 
 A store's user_version is the last step it ran. An open for writing runs the missing steps in
-order, each with its new version in one transaction; an open read-only checks the version once
+order in one transaction that ends with the new version, so a store killed while it migrates
+reopens at its old version or at the new one, never between; an open read-only checks the version once
 (`check_current`) and creates nothing. A released step is never edited: a change is a new file
 with the next number (docs/architecture.md, "How to add a migration").
 """
@@ -99,14 +100,14 @@ def latest_version(schema: Schema) -> int:
 
 
 def migrate_connection(conn: Connection, schema: Schema = AGENT) -> int:
-    """Run the steps `conn`'s store has not run yet; its version after. An up-to-date store costs
-    one PRAGMA read."""
+    """Run the steps `conn`'s store has not run yet, all in one transaction; its version after.
+    An up-to-date store costs one PRAGMA read."""
     current = user_version(conn)
     latest = latest_version(schema)
     if current > latest:
         raise StoreTooNew(_too_new(conn, schema, current))
-    for step in steps(schema)[current:]:
-        _run_step(conn, step)
+    if current < latest:
+        _run_steps(conn, steps(schema))
     return latest
 
 
@@ -121,20 +122,30 @@ def build_new(conn: Connection, schema: Schema) -> int:
     return latest
 
 
-def _run_step(conn: Connection, step: Step) -> None:
+def _run_steps(conn: Connection, chain: tuple[Step, ...]) -> None:
+    """Run the steps of `chain` the store has not run, then set the last one's version, in one
+    transaction: a step that fails or a process killed part-way leaves the store as it was."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        # Another process may have run this step since the version was read (both opened an old
+        # Another process may have run steps since the version was read (both opened an old
         # store at once): under the write lock the version is the truth.
-        if user_version(conn) < step.version:
+        todo = [step for step in chain if step.version > user_version(conn)]
+        for step in todo:
             for statement in step.statements:
                 conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {step.version}")
+        if todo:
+            conn.execute(f"PRAGMA user_version = {todo[-1].version}")
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _run_step(conn: Connection, step: Step) -> None:
+    """Run one step (and its version) in one transaction: the tests' way to build a store as an
+    older memoryd left it."""
+    _run_steps(conn, (step,))
 
 
 def check_current(conn: Connection, schema: Schema) -> None:
