@@ -11,7 +11,9 @@ Each entry says how the verifier derives it from an erased subject:
 
 * `text` — from each form of each erased message (retention/pieces.py message_forms, and the
   staged snippet: the exported line cut at SNIPPET_MAX_CHARS), looked for in every byte the
-  verifier reads (also truncated to VERIFY_HASH_PREFIX_CHARS, in any case);
+  verifier reads (also truncated to VERIFY_HASH_PREFIX_CHARS, in any case); a derivation that
+  makes an integer is looked for as every integer value of every table and as the bytes SQLite
+  stores it in (store/inspect.py `integer_byte_forms`);
 * `id` — from each of the subject's ids;
 * `not derivable` — with the reason: a keyed hash (only the holder of the key links it, and
   some are kept on purpose: hashed forgotten records, erased senders), or an input the subject
@@ -56,6 +58,13 @@ def claim_hash(snippet: str) -> str:
     """A staged message's daily-claim key, `memory:claim:<this>` (reference §1): sha1 of the
     normalised snippet, 12 hex characters."""
     return hashlib.sha1(normalize_snippet(snippet).encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
+
+
+def claim_number(snippet: str) -> int:
+    """A staged message's claim as an integer key: the 48 bits of its claim hash. SQLite stores
+    it in a record as 6 or 8 big-endian bytes and as a rowid in a varint (store/inspect.py
+    `integer_byte_forms`: the verifier looks for each)."""
+    return int(claim_hash(snippet), 16)
 
 
 def query_hash(query: str) -> str:
@@ -184,6 +193,12 @@ REGISTRY: tuple[Derivation, ...] = (
         "text",
         claim_hash,
         "short_term_entries.claim_hash, memory:claim:<hash> keys, suppressed_claims.claim_hash",
+    ),
+    Derivation(
+        "claim_number",
+        "text",
+        claim_number,
+        "integer claim keys (nowhere yet: the keyed lineage of issue 35 will keep them)",
     ),
     Derivation("query_hash", "text", query_hash, "short_term_entries.query_hashes"),
     Derivation("content_hash", "text", content_hash, "retention_objects.content_hash, provenance_hash"),

@@ -11,6 +11,7 @@ import pytest
 from memoryd import derivations
 from memoryd.retention.needles import derivation_inputs
 from memoryd.retention.pieces import EXPORT_PREFIXES
+from memoryd.store.inspect import integer_byte_forms
 
 ROOT = Path(__file__).resolve().parents[1] / "daemon"
 
@@ -105,6 +106,37 @@ def test_each_text_derivation_of_each_stored_form_is_a_needle(entry: str) -> Non
     needles = compile_needles(VerifySubject(contents=(MESSAGE,)))
     staged = truncate_utf16(EXPORT_PREFIXES[0] + " ".join(MESSAGE.split()), SNIPPET_MAX_CHARS)
     for form in (MESSAGE, staged, *sorted(derivation_inputs(MESSAGE))):
-        value = str(d.function(form))
+        derived = d.function(form)
+        if type(derived) is int:  # an integer: as a stored integer value, and as its stored bytes
+            assert derived in needles.numbers, (entry, form)
+            for stored in integer_byte_forms(derived):
+                assert needles.hits_bytes(b"\x01" + stored + b"\x02") >= 1, (entry, form)
+            continue
+        value = str(derived)
         assert needles.hits(f"x {value} y") >= 1, (entry, form)
         assert needles.hits(f"x {value[:12].upper()} y") >= 1, (entry, form)
+
+
+@pytest.mark.parametrize("number", [1 << 35, 300 << 30, (1 << 47) - 1, 1 << 47, (1 << 48) - 1])
+def test_an_integer_form_is_found_as_sqlite_stores_it(tmp_path: Path, number: int) -> None:
+    """The bytes integer_byte_forms gives are in the file where SQLite keeps the integer: in a
+    record (a column, an index key) and as a rowid."""
+    from memoryd.store.db import sqlite3
+
+    conn = sqlite3.connect(str(tmp_path / "n.sqlite"), isolation_level=None)
+    conn.execute("CREATE TABLE r (n INTEGER PRIMARY KEY)")
+    conn.execute("CREATE TABLE c (x TEXT, n INTEGER)")
+    conn.execute("INSERT INTO r VALUES (?)", (number,))
+    conn.execute("INSERT INTO c VALUES ('x', ?)", (number,))
+    conn.close()
+    record, varint = integer_byte_forms(number)
+    pages = (tmp_path / "n.sqlite").read_bytes()
+    assert varint in pages[4096:8192], "the rowid's varint"
+    assert record in pages[8192:], "the column's record bytes"
+
+
+def test_an_integer_too_small_for_a_safe_needle_has_no_byte_form() -> None:
+    assert integer_byte_forms(0) == integer_byte_forms(1 << 30) == ()
+    assert len(integer_byte_forms(1 << 33)) == 1  # 6 record bytes; its varint is 5
+    with pytest.raises(ValueError):
+        integer_byte_forms(1 << 48)

@@ -15,6 +15,7 @@ import pytest
 
 from memoryd.agent_runtime import agent_runtime
 from memoryd.agents import agent_paths
+from memoryd.derivations import claim_number
 from memoryd.index.embedder import HashingEmbedder
 from memoryd.index.vectors import to_blob
 from memoryd.ingest.staging import claim_hash
@@ -170,6 +171,14 @@ async def _plant_claim_hash(w: World) -> Callable[[], Awaitable[None]]:
     return lambda: w.agent_sql("DELETE FROM short_term_entries WHERE entry_key = 'k-plant'")
 
 
+async def _plant_claim_number(w: World) -> Callable[[], Awaitable[None]]:
+    # The claim as an integer key (daemon/derivations.py claim_number), as a rowid and a column.
+    await w.agent_sql("CREATE TABLE planted_claims (claim INTEGER PRIMARY KEY, again INTEGER) STRICT")
+    number = claim_number(NORA_TEXT)
+    await w.agent_sql("INSERT INTO planted_claims VALUES (?, ?)", number, number)
+    return lambda: w.agent_sql("DROP TABLE planted_claims")
+
+
 async def _plant_index_row(w: World) -> Callable[[], Awaitable[None]]:
     await w.agent_sql(
         "INSERT INTO memory_index_chunks(id, path, start_line, end_line, hash, model, text, updated_at) "
@@ -255,6 +264,7 @@ PLANTS = {
     ),
     "staged_entry": (_plant_staged_entry, "derivability", "agent main:short_term_entries.snippet"),
     "staged_claim_hash": (_plant_claim_hash, "derivability", "agent main:short_term_entries.claim_hash"),
+    "claim_number": (_plant_claim_number, "derivability", "agent main:planted_claims.claim"),
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
     "searched_text": (_plant_searched_text, "derivability", "agent main:memory_index_chunks.search_text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),
@@ -285,6 +295,17 @@ async def test_the_verifier_fails_for_erased_data_planted_in_each_artifact_kind(
     await undo()
     passed = await run_verify(world.settings, redis, world.subject)
     assert passed.verified, passed
+
+
+async def test_the_verifier_finds_a_claim_number_in_the_raw_pages_as_well(world: World, redis) -> None:
+    """Its stored bytes (a record's and a rowid's) are physical residue, whichever table holds it."""
+    assert claim_number(NORA_TEXT) >= 1 << 35  # long enough for its byte forms
+    undo = await _plant_claim_number(world)
+    failed = await run_verify(world.settings, redis, world.subject)
+    assert "agent main:planted_claims.again" in _failing(failed, "derivability")
+    assert any(w.startswith("agent main:memory.sqlite") for w in _failing(failed, "physical"))
+    await undo()
+    assert (await run_verify(world.settings, redis, world.subject)).verified
 
 
 async def test_a_sub_day_time_on_a_tombstoned_edge_fails_even_without_a_subject(world: World, redis) -> None:

@@ -29,6 +29,7 @@ from memoryd.constants import (
 from memoryd.retention.literals import MIN_CHARS, LiteralSet, literal_set, non_overlapping
 from memoryd.retention.pieces import EXPORT_PREFIXES, PieceMatcher, message_forms, pieces, without_shared
 from memoryd.sessions.redact import redact_secrets
+from memoryd.store.inspect import integer_byte_forms
 from memoryd.utf16 import truncate_utf16
 
 # Characters that continue an identifier: an id only counts where it is not part of a longer one.
@@ -102,12 +103,20 @@ def derivation_inputs(content: str) -> set[str]:
     return forms
 
 
-def derived_values(content: str) -> set[str]:
-    """What the registry's text derivations (daemon/derivations.py) make of this message."""
+def _derived(content: str) -> set[object]:
     forms = derivation_inputs(content)
-    return {
-        str(d.function(form)) for d in derivations.REGISTRY if d.source == "text" for form in forms if form
-    }
+    return {d.function(form) for d in derivations.REGISTRY if d.source == "text" for form in forms if form}
+
+
+def derived_values(content: str) -> set[str]:
+    """What the registry's text derivations (daemon/derivations.py) make of this message, as
+    text (an integer form in decimal)."""
+    return {str(v) for v in _derived(content)}
+
+
+def derived_numbers(content: str) -> set[int]:
+    """The integers among the registry's text derivations of this message (the claim number)."""
+    return {v for v in _derived(content) if type(v) is int}
 
 
 def subject_claim_hashes(contents: Iterable[str]) -> frozenset[str]:
@@ -141,11 +150,16 @@ class Needles:
     terms: frozenset[str]  # full-text terms of the subject's text (as FTS5's unicode61 folds them)
     piece_count: int = 0  # windows of the subject's text among the matcher's needles
     hash_count: int = 0  # hash prefixes (each in two cases) among them
+    # Integer derivations (claim numbers): an integer value equal to one is a hit, and their
+    # stored bytes (store/inspect.py integer_byte_forms) are among the matcher's needles.
+    numbers: frozenset[int] = frozenset()
 
     @property
     def searches_text(self) -> bool:
         """Whether any text can hit (ids and times alone are text too)."""
-        return bool(self.matcher is not None or self.ids or self.pattern is not None or self.exact)
+        return bool(
+            self.matcher is not None or self.ids or self.pattern is not None or self.exact or self.numbers
+        )
 
     def raw_starts(self, data: bytes) -> list[int]:
         """Where a piece or a hash prefix starts in raw bytes (a database file, its WAL)."""
@@ -223,12 +237,16 @@ def compile_needles(subject: VerifySubject) -> Needles:
     # A message that a surviving session also says has derivations of its own that survive with
     # it (that session's staged claim, its suppressed claim): not residue, as its pieces are not.
     said = {_collapse(t) for t in subject.shared}
+    derived = [_derived(c) for c in subject.contents if _collapse(c) not in said]
+    # An integer is looked for in its decimal form too (as text: a JSON value, a log line) when
+    # that is as long as a hash prefix; shorter digit runs would match any number by chance.
     hashes = {
-        h[:VERIFY_HASH_PREFIX_CHARS]
-        for c in subject.contents
-        if _collapse(c) not in said
-        for h in derived_values(c)
+        str(h)[:VERIFY_HASH_PREFIX_CHARS]
+        for values in derived
+        for h in values
+        if type(h) is str or len(str(h)) >= VERIFY_HASH_PREFIX_CHARS
     }
+    numbers = frozenset(v for values in derived for v in values if type(v) is int)
     alternatives: list[str] = []
     exact: set[str] = set()
     long_ids = [i for i in dict.fromkeys(subject.ids) if len(i) >= MIN_CHARS]
@@ -244,6 +262,7 @@ def compile_needles(subject: VerifySubject) -> Needles:
     terms = frozenset(t for c in subject.contents for t in fts_terms(c) if len(t) >= VERIFY_TERM_MIN_CHARS)
     windows = subject_pieces(subject)
     digests = {v.encode() for h in hashes for v in (h.lower(), h.upper())}
+    digests |= {form for n in numbers for form in integer_byte_forms(n)}
     return Needles(
         matcher=PieceMatcher.of(windows | digests),
         ids=literal_set(long_ids, word_chars=ID_WORD_CHARS),
@@ -254,6 +273,7 @@ def compile_needles(subject: VerifySubject) -> Needles:
         terms=terms,
         piece_count=len(windows),
         hash_count=len(hashes),
+        numbers=numbers,
     )
 
 

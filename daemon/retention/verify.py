@@ -10,7 +10,9 @@ Checks, over `retention.sqlite`, every agent store and every agent workspace:
   holds the subject's ids, a hash form of its content (also truncated), an exact snippet of
   it, or a sub-day time tied to it;
 * derivability also reads every integer column: a sub-day time of an erased object there
-  (a scope's `created_at`, a provenance time) is tied to the subject;
+  (a scope's `created_at`, a provenance time) is tied to the subject, and so is an integer
+  derivation of its text (a claim number, daemon/derivations.py); the physical check looks for
+  such an integer's stored bytes too;
 * physical — no snippet's bytes in a database file (pages in use, free pages, slack), its WAL
   or journal, as the erasure left them and again after `wal_checkpoint(TRUNCATE)`, FTS5
   'optimize' and VACUUM (a hit is placed: page, free page, WAL frame);
@@ -90,16 +92,17 @@ class _Findings:
 
 def _scan_rows(conn: Connection, needles: Needles) -> dict[str, int]:
     """Every text/blob value of every ordinary table (FTS/vec shadow tables included), and
-    every integer value that is a sub-day time of the subject (a column that holds times)."""
+    every integer value that is a sub-day time of the subject (a column that holds times) or
+    one of its integer derivations (a claim number)."""
     hits: dict[str, int] = {}
     for table, column, value in stored_values(conn):
         n = needles.hits(value)
         if n:
             key = f"{table}.{column}"
             hits[key] = hits.get(key, 0) + n
-    if needles.times:
+    if needles.times or needles.numbers:
         for table, column, number in stored_integers(conn):
-            if number in needles.times:
+            if number in needles.times or number in needles.numbers:
                 key = f"{table}.{column}"
                 hits[key] = hits.get(key, 0) + 1
     return hits

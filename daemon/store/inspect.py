@@ -12,6 +12,8 @@ from typing import Any
 
 from memoryd.store.engine import Connection
 
+INTEGER_FORM_MIN_BYTES = 6  # a needle this long matches random bytes once in 2**48 places
+
 
 def compact(conn: Connection) -> str | None:
     """Checkpoint, merge FTS segments, rebuild the file, checkpoint again. A problem string or None."""
@@ -58,6 +60,27 @@ def stored_integers(conn: Connection) -> Iterator[tuple[str, str, int]]:
     for name, col, value in _stored_cells(conn):
         if type(value) is int:
             yield name, col, value
+
+
+def integer_byte_forms(number: int) -> tuple[bytes, ...]:
+    """The bytes a non-negative integer below 2**48 takes in a database file, those of at least
+    INTEGER_FORM_MIN_BYTES: in a record (a column, an index key) SQLite stores it big-endian in
+    the fewest of 1, 2, 3, 4, 6 or 8 bytes (from 2**31, 6; from 2**47, 8 with two zero bytes
+    first: its 6-byte form is in both); as a rowid it is a varint (7 bits a byte, the high bit
+    set on every byte but the last). Shorter forms would match any file by chance; a claim
+    number is below 2**35 once in 8,192, and is then found as a row's value only."""
+    if not 0 <= number < 1 << 48:
+        raise ValueError(f"not a 48-bit integer: {number}")
+    groups = []
+    rest = number
+    while True:
+        groups.append(rest & 0x7F)
+        rest >>= 7
+        if not rest:
+            break
+    varint = bytes([g | 0x80 for g in reversed(groups[1:])] + [groups[0]])
+    record = number.to_bytes(6, "big") if number >= 1 << 31 else b""
+    return tuple(f for f in (record, varint) if len(f) >= INTEGER_FORM_MIN_BYTES)
 
 
 def fts_index_terms(conn: Connection) -> Iterator[tuple[str, int, str]]:
