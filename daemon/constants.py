@@ -23,7 +23,7 @@ MIN_MESSAGES_PER_FILE = 12
 SNIPPET_MIN_CHARS = 12
 SNIPPET_MAX_CHARS = 280
 RENDERED_LINE_MAX_CHARS = 344
-MAX_TRACKED_MESSAGES_PER_SESSION = 4096  # seen hashes kept per scope
+MAX_TRACKED_MESSAGES_PER_SESSION = 4096  # seen hashes kept per scope (older lines keep their origin)
 MAX_TRACKED_SESSION_SCOPES = 2048
 # glibc's mmap threshold as daemon/allocator.py sets it. 1 MiB: as low an RSS peak as glibc's
 # 128 KiB default (211 vs 212 MB for 1.16M messages), without an mmap/munmap pair for every

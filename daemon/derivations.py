@@ -198,7 +198,7 @@ REGISTRY: tuple[Derivation, ...] = (
         "claim_number",
         "text",
         claim_number,
-        "integer claim keys (nowhere yet: the keyed lineage of issue 35 will keep them)",
+        "ingest_lines.claim (and its index)",
     ),
     Derivation("query_hash", "text", query_hash, "short_term_entries.query_hashes"),
     Derivation("content_hash", "text", content_hash, "retention_objects.content_hash, provenance_hash"),
@@ -207,7 +207,7 @@ REGISTRY: tuple[Derivation, ...] = (
         "seen_hash",
         "not derivable",
         seen_hash,
-        "session_seen_hashes",
+        "ingest_lines.seen",
         "the session's scope and each message's time are part of it; dropped with the session",
     ),
     Derivation(

@@ -13,6 +13,7 @@ from memoryd.agent_runtime import agent_runtime
 from memoryd.dreaming.rank import PromotionGates
 from memoryd.dreaming.text import claim_hash
 from memoryd.store.short_term import COLUMNS
+from tests.lineage import ORIGINS
 
 DAY_MS = 86_400_000
 NOW_MS = int(time.time() * 1000)
@@ -113,6 +114,6 @@ def origin_sessions(conn, key: str) -> list[str]:
     return [
         r[0]
         for r in conn.execute(
-            "SELECT session_id FROM memory_entry_origins WHERE entry_key = ? ORDER BY session_id", (key,)
+            f"SELECT session_id FROM {ORIGINS} WHERE entry_key = ? ORDER BY session_id", (key,)
         )
     ]

@@ -21,6 +21,7 @@ from memoryd.agents import agent_paths
 from memoryd.fileio import sha256_hex
 from memoryd.settings import Settings
 from memoryd.store.db import Connection, Store
+from memoryd.store.seen_hashes import add_seen
 from tests.builders import Msg, SessionStoreBuilder
 
 TARGET_SNIPPET = "User: Please remember violet-mongoose-42."
@@ -303,14 +304,9 @@ def populate_rows(conn: Connection, agent: str) -> None:
             for sid in ("target", "other", "prefix-survivor")
         ],
     )
-    conn.executemany(
-        "INSERT INTO ingest_seen_hashes(scope, hash, seq) VALUES (?, ?, ?)",
-        [
-            (f"{agent}:target", "h1", 1),
-            (f"{agent}:target", "h2", 2),
-            (f"{agent}:other", "h3", 1),
-            (f"{agent}:prefix-survivor", "h4", 1),
-        ],
+    add_seen(
+        conn,
+        {f"{agent}:target": ["h1", "h2"], f"{agent}:other": ["h3"], f"{agent}:prefix-survivor": ["h4"]},
     )
     conn.executemany(
         "INSERT INTO memory_backups(created_at, content, content_hash) VALUES (?, ?, ?)",

@@ -88,7 +88,13 @@ def _tree(root: Path) -> dict[str, str]:
 def _state(conn) -> dict[str, list]:
     return {
         t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
-        for t in ("short_term_entries", "memory_entry_origins", "phase_signals")
+        for t in (
+            "short_term_entries",
+            "memory_entry_origins",
+            "ingest_sessions",
+            "ingest_lines",
+            "phase_signals",
+        )
     }
 
 

@@ -31,6 +31,7 @@ from tests.forget_world import (
     TARGET_SNIPPET,
     ForgetWorld,
 )
+from tests.lineage import SEEN
 
 
 @pytest.fixture
@@ -192,7 +193,7 @@ async def test_checkpoints_and_seen_hash_scopes_of_the_session_are_removed(world
     await purge(world, redis, sessions=["target"])
     checkpoints = {k for (k,) in await world.query("SELECT state_key FROM ingest_checkpoints")}
     assert checkpoints == {"main:sessions/main/other", "main:sessions/main/prefix-survivor"}
-    scopes = {s for (s,) in await world.query("SELECT DISTINCT scope FROM ingest_seen_hashes")}
+    scopes = {s for (s,) in await world.query(f"SELECT DISTINCT scope FROM {SEEN}")}
     assert scopes == {"main:other", "main:prefix-survivor"}
 
 

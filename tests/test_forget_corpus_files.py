@@ -129,7 +129,7 @@ async def test_a_failed_ingest_commit_takes_its_corpus_lines_back_and_the_retry_
         store = rt.require_store()
         await store.write(
             lambda conn: conn.execute(
-                "CREATE TRIGGER fail_staging BEFORE INSERT ON memory_entry_origins "
+                "CREATE TRIGGER fail_staging BEFORE INSERT ON ingest_lines "
                 "BEGIN SELECT RAISE(ABORT, 'injected staging failure'); END"
             ),
             fence=None,

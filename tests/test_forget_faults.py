@@ -27,6 +27,7 @@ from tests.forget_world import (
     MEMORY_MD_AFTER,
     ForgetWorld,
 )
+from tests.lineage import SEEN
 
 ZERO = {
     "memoryFiles": 0,
@@ -55,7 +56,7 @@ STATE_SQL = {
     "staged": "SELECT entry_key FROM short_term_entries ORDER BY 1",
     "signals": "SELECT entry_key FROM phase_signals ORDER BY 1",
     "checkpoints": "SELECT state_key FROM ingest_checkpoints ORDER BY 1",
-    "seen": "SELECT scope, hash FROM ingest_seen_hashes ORDER BY 1, 2",
+    "seen": f"SELECT scope, hash FROM {SEEN} ORDER BY 1, 2",
     "backups": "SELECT content FROM memory_backups ORDER BY id",
     "tombstones": "SELECT session_id, reason FROM memory_session_tombstones ORDER BY 1",
 }

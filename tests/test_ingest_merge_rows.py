@@ -1,5 +1,5 @@
 """The parallel scan's merge (store/scratch.py `merge_new_claims`) writes exactly the rows the
-statement it replaced wrote: every staged entry, origin and seen hash of a realistic batch,
+statement it replaced wrote: every staged entry and staged line (origin and seen hash) of a realistic batch,
 digested row by row (rowids included, since they order the staged entries)."""
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from memoryd.store.scratch import (
     Part,
     attach,
     detach,
+    merge_lines,
     merge_new_claims,
-    merge_origins,
-    merge_seen,
     part_existing_keys,
     part_keys,
     write_rows,
@@ -114,7 +113,7 @@ def stage(conn: Connection, named: list[tuple[str, Part]], claims: Any, rng_seed
     staged-entry statement."""
     rng = random.Random(rng_seed)
     for name, part in named:
-        merge_origins(conn, name, part, AGENT)
+        merge_lines(conn, name, part, ["sess-0-003", "sess-1-010"])
     repeated = Counter(k for name, part in named for k in part_keys(conn, name, part))
     skip = {k for k, n in repeated.items() if n > 1}
     for name, part in named:
@@ -122,8 +121,6 @@ def stage(conn: Connection, named: list[tuple[str, Part]], claims: Any, rng_seed
     for name, part in named:
         bases = {day: rng.randint(1, 5000) for day in ("2026-03-02", "2026-03-03", "2026-03-04")}
         claims(conn, name, part, bases, sorted(skip), DAY_BUCKET, NOW_MS, SESSION_INGESTION_SCORE)
-    for name, part in named:
-        merge_seen(conn, name, part, AGENT, ["sess-0-003", "sess-1-010"])
 
 
 def digest(conn: Connection) -> tuple[int, str]:
@@ -131,8 +128,8 @@ def digest(conn: Connection) -> tuple[int, str]:
     n = 0
     for sql in (
         "SELECT rowid, * FROM short_term_entries ORDER BY rowid",
-        "SELECT * FROM memory_entry_origins ORDER BY entry_key, agent_id, session_id",
-        "SELECT * FROM ingest_seen_hashes ORDER BY scope, hash",
+        "SELECT * FROM ingest_sessions ORDER BY session_no",
+        "SELECT * FROM ingest_lines ORDER BY session_no, line_no",
     ):
         for row in conn.execute(sql):
             h.update(orjson.dumps(list(row)))

@@ -87,6 +87,15 @@ def dump(conn: Any) -> dict[str, list[tuple]]:
         if table == "store_meta":  # each store's own random id differs by design
             rows = [row for row in rows if row[0] != "store_id"]
         out[table] = sorted(rows, key=repr)
+    if "ingest_lines" in out:  # session numbers follow each sweep's order: lines by session id
+        del out["ingest_sessions"]
+        out["ingest_lines"] = sorted(
+            conn.execute(
+                "SELECT s.session_id, s.session_key, l.line_no, l.claim, l.origin_class, l.observed_at, l.seen "
+                "FROM ingest_lines l JOIN ingest_sessions s ON s.session_no = l.session_no"
+            ).fetchall(),
+            key=repr,
+        )
     return out
 
 
@@ -380,7 +389,7 @@ async def test_a_batch_whose_scratch_file_went_before_its_merge_stages_nothing(
         with pytest.raises(OperationFailed, match="scratch file of this sweep changed or went"):
             await run_ingest_sweep(rt, purge_scratch)
     rows, corpus = await state_of(pooled)
-    assert rows["short_term_entries"] == [] and rows["memory_entry_origins"] == [] and corpus == {}
+    assert rows["short_term_entries"] == [] and rows["ingest_lines"] == [] and corpus == {}
 
     assert await sweep(pooled, redis) == await sweep(serial, redis)
     assert await state_of(serial) == await state_of(pooled)
@@ -453,4 +462,4 @@ async def test_lines_another_sweep_staged_while_the_workers_read_are_not_appende
     want_rows, want_corpus = await state_of(alone)
     assert corpus == want_corpus
     assert rows["short_term_entries"] == want_rows["short_term_entries"]
-    assert rows["ingest_seen_hashes"] == want_rows["ingest_seen_hashes"]
+    assert rows["ingest_lines"] == want_rows["ingest_lines"]

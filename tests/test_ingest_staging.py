@@ -20,6 +20,7 @@ from memoryd.ingest.staging import (
 )
 from memoryd.store.db import IntegrityError, Store
 from memoryd.store.short_term import encode_row, load_entries
+from tests.lineage import ORIGINS
 
 
 def message(
@@ -111,7 +112,7 @@ async def test_every_staged_entry_has_its_origin_rows(tmp_path: Path) -> None:
         await store.write(write_staging, "main", msgs, "2026-08-27", 5, fence=None)
         origins = await store.read(
             lambda c: c.execute(
-                "SELECT entry_key, session_id, session_key, origin_class FROM memory_entry_origins ORDER BY 1, 2"
+                f"SELECT entry_key, session_id, session_key, origin_class FROM {ORIGINS} ORDER BY 1, 2"
             ).fetchall()
         )
     shared, other = msgs[0].entry_key, msgs[2].entry_key

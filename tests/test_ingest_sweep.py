@@ -24,6 +24,7 @@ from memoryd.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
 from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
+from tests.lineage import ORIGINS
 
 POLICY = {
     "exclude_sessions": {
@@ -57,7 +58,7 @@ def staged_rows(conn: Any) -> list[tuple]:
 
 def origin_rows(conn: Any) -> list[tuple]:
     return conn.execute(
-        "SELECT entry_key, session_id, session_key, origin_class FROM memory_entry_origins "
+        f"SELECT entry_key, session_id, session_key, origin_class FROM {ORIGINS} "
         "ORDER BY entry_key, session_id"
     ).fetchall()
 

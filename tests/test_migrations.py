@@ -46,6 +46,7 @@ RELEASED = {
     "agent/0009_session_key_lookups.sql": "f032614774",
     "agent/0010_suppressed_claims.sql": "2177316ac3",
     "agent/0011_store_id.sql": "4ec09740a1",
+    "agent/0012_keyed_lineage.sql": "4b7b941f98",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",
@@ -365,3 +366,41 @@ def test_step_6_of_agent_replaces_the_tombstoning_fts_table_and_empties_the_inde
     assert not any(
         b"brambleforth" in bytes(r[0]) for r in conn.execute("SELECT block FROM memory_index_chunks_fts_data")
     )
+
+
+def test_step_12_moves_claim_origins_and_seen_hashes_into_keyed_lines(tmp_path: Path) -> None:
+    """Every origin and seen hash reads back the same through the repositories: claim origins
+    become lines of numbered sessions (one number per session id and key), seen hashes lines
+    numbered by their seq, and a dream diary's origin stays where it was."""
+    from memoryd.store.origins import EntryOrigin, origins_for_entries, origins_for_sessions
+    from memoryd.store.seen_hashes import load_seen
+
+    conn = _at_step(tmp_path / "a.sqlite", AGENT, 11)
+    claim_a, claim_b = "memory:claim:00000000abcd", "memory:claim:fedcba987654"
+    origins = [
+        EntryOrigin(claim_a, "main", "s1", "agent:main:one", "owner", 10),
+        EntryOrigin(claim_b, "main", "s1", "agent:main:one", "agent", 11),
+        EntryOrigin(claim_a, "main", "s2", None, "untrusted", 12),
+        EntryOrigin(claim_b, "main", "s2", "agent:main:two", "owner", 13),  # s2 under two keys
+        EntryOrigin("memory:light:" + "9" * 64, "main", "s1", "agent:main:one", "system", 14),
+    ]
+    conn.executemany(
+        "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, origin_class, "
+        "observed_at) VALUES (?, ?, ?, ?, ?, ?)",
+        [tuple(o.__getattribute__(f) for f in EntryOrigin.__dataclass_fields__) for o in origins],
+    )
+    seen = {"main:s1": {"h1", "h2"}, "main:s3": {"h3"}}
+    conn.executemany(
+        "INSERT INTO ingest_seen_hashes (scope, hash, seq) VALUES (?, ?, ?)",
+        [(scope, h, i) for scope, hashes in seen.items() for i, h in enumerate(sorted(hashes), 1)],
+    )
+    assert migrate_connection(conn, AGENT) == latest_version(AGENT)
+    keys = sorted({o.entry_key for o in origins})
+    by_key = sorted(origins, key=lambda o: (o.entry_key, o.session_id))
+    assert origins_for_entries(conn, "main", keys) == by_key
+    assert origins_for_sessions(conn, "main", ["s1", "s2", "s3"]) == by_key
+    assert load_seen(conn, ["main:s1", "main:s2", "main:s3"]) == {**seen, "main:s2": set()}
+    assert conn.execute("SELECT entry_key FROM memory_entry_origins").fetchall() == [(keys[-1],)]
+    sessions = conn.execute("SELECT session_id, session_key FROM ingest_sessions ORDER BY 1, 2").fetchall()
+    assert sessions == [("s1", "agent:main:one"), ("s2", None), ("s2", "agent:main:two"), ("s3", None)]
+    assert "ingest_seen_hashes" not in _tables(conn)

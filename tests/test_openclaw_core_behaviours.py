@@ -19,6 +19,7 @@ from tests.builders import Msg, SessionStoreBuilder
 from tests.conftest import make_settings
 from tests.dream_kit import runtime
 from tests.forget_world import MEMORY_MD, ForgetWorld
+from tests.lineage import ORIGINS
 
 DAY_MS = 86_400_000
 JAN_2 = 1_767_312_000_000  # 2026-01-02T00:00:00Z
@@ -123,7 +124,7 @@ async def test_b05_a_coalesced_claim_keeps_each_sessions_origin_class_and_time(
         report = await run_backfill(rt, BackfillRequest(agent="main", mode="apply"))
         rows = await rt.store.read(
             lambda c: c.execute(
-                "SELECT o.session_id, o.origin_class, o.observed_at FROM memory_entry_origins o "
+                f"SELECT o.session_id, o.origin_class, o.observed_at FROM {ORIGINS} o "
                 "JOIN short_term_entries s ON s.entry_key = o.entry_key WHERE s.snippet LIKE ? "
                 "ORDER BY o.session_id",
                 (f"%{claim}",),
@@ -198,9 +199,7 @@ async def test_b21_a_failed_origin_reservation_publishes_no_diary(tmp_path, sess
         with pytest.raises(Exception, match="injected origin failure"):
             await run_backfill(rt, BackfillRequest(agent="main", mode="rem"))
         assert diary.read_bytes() == before
-        assert await rt.store.read(
-            lambda c: c.execute("SELECT count(*) FROM memory_entry_origins").fetchone()
-        ) == (0,)
+        assert await rt.store.read(lambda c: c.execute(f"SELECT count(*) FROM {ORIGINS}").fetchone()) == (0,)
 
 
 async def test_s02_a_missing_table_fails_the_forget_closed_without_repairing_it(settings, sessions_root):
@@ -245,7 +244,7 @@ async def test_o01_o10_origins_first_value_wins_and_a_foreign_row_rejects_the_wh
 
     def listed(conn):
         return conn.execute(
-            "SELECT entry_key, session_id, session_key, observed_at FROM memory_entry_origins "
+            f"SELECT entry_key, session_id, session_key, observed_at FROM {ORIGINS} "
             "ORDER BY entry_key, session_id"
         ).fetchall()
 
@@ -381,7 +380,7 @@ async def test_o05_o06_supersede_rekeys_lineage_and_a_rollback_removes_only_what
 
     def origins(conn):
         return conn.execute(
-            "SELECT entry_key, session_id FROM memory_entry_origins ORDER BY entry_key, session_id"
+            f"SELECT entry_key, session_id FROM {ORIGINS} ORDER BY entry_key, session_id"
         ).fetchall()
 
     seed = [

@@ -179,6 +179,28 @@ async def _plant_claim_number(w: World) -> Callable[[], Awaitable[None]]:
     return lambda: w.agent_sql("DROP TABLE planted_claims")
 
 
+async def _plant_keyed_line(w: World) -> Callable[[], Awaitable[None]]:
+    # An erased message's claim number left in the keyed lineage, in another session's line.
+    await w.agent_sql("INSERT INTO ingest_sessions(session_no, session_id) VALUES (987, 'sess-other')")
+    await w.agent_sql(
+        "INSERT INTO ingest_lines(session_no, line_no, claim, origin_class, observed_at) "
+        "VALUES (987, 1, ?, 'owner', 0)",
+        claim_number(f"User: {NORA_TEXT}"),
+    )
+
+    async def undo() -> None:
+        await w.agent_sql("DELETE FROM ingest_lines WHERE session_no = 987")
+        await w.agent_sql("DELETE FROM ingest_sessions WHERE session_no = 987")
+
+    return undo
+
+
+async def _plant_keyed_session(w: World) -> Callable[[], Awaitable[None]]:
+    # The erased session's id left as a session number's.
+    await w.agent_sql("INSERT INTO ingest_sessions(session_no, session_id) VALUES (988, 'sess-nora-1')")
+    return lambda: w.agent_sql("DELETE FROM ingest_sessions WHERE session_no = 988")
+
+
 async def _plant_index_row(w: World) -> Callable[[], Awaitable[None]]:
     await w.agent_sql(
         "INSERT INTO memory_index_chunks(id, path, start_line, end_line, hash, model, text, updated_at) "
@@ -265,6 +287,8 @@ PLANTS = {
     "staged_entry": (_plant_staged_entry, "derivability", "agent main:short_term_entries.snippet"),
     "staged_claim_hash": (_plant_claim_hash, "derivability", "agent main:short_term_entries.claim_hash"),
     "claim_number": (_plant_claim_number, "derivability", "agent main:planted_claims.claim"),
+    "keyed_line_claim": (_plant_keyed_line, "derivability", "agent main:ingest_lines.claim"),
+    "keyed_session_id": (_plant_keyed_session, "derivability", "agent main:ingest_sessions.session_id"),
     "index_row": (_plant_index_row, "derivability", "agent main:memory_index_chunks.text"),
     "searched_text": (_plant_searched_text, "derivability", "agent main:memory_index_chunks.search_text"),
     "cache_row": (_plant_cache_row, "derivability", "agent main:memory_embedding_cache.hash"),

@@ -533,6 +533,15 @@ class Observed:
     chunk_hashes: dict[str, set[str]] = field(default_factory=dict)  # sid -> content hashes of its chunks
 
 
+# Every staged claim's origins, (entry key, session id) once each: the claims of the staged lines
+# (ingest_lines, keyed by session number) and claim keys recorded in memory_entry_origins.
+_CLAIM_ORIGINS = (
+    "SELECT DISTINCT printf('memory:claim:%012x', l.claim) AS entry_key, s.session_id FROM ingest_lines l "
+    "JOIN ingest_sessions s ON s.session_no = l.session_no WHERE l.claim IS NOT NULL "
+    "UNION SELECT entry_key, session_id FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%'"
+)
+
+
 def _count(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
     return int(conn.execute(sql, params).fetchone()[0])
 
@@ -544,6 +553,7 @@ def _rows_of_forgotten_sessions(conn: Any, done: list[str]) -> list[str]:
     marks = ",".join("?" * len(done))
     for table, col in (
         ("memory_entry_origins", "session_id"),
+        ("ingest_sessions", "session_id"),  # numbers of sessions, with their staged lines
         ("memory_index_chunks", "session_id"),
         ("memory_index_sources", "session_id"),
         ("curated_writes", "session_id"),
@@ -553,11 +563,12 @@ def _rows_of_forgotten_sessions(conn: Any, done: list[str]) -> list[str]:
             leaks.append(f"{table}: {n} rows of forgotten sessions")
     n = _count(
         conn,
-        f"SELECT count(*) FROM ingest_seen_hashes WHERE scope IN ({marks})",
-        tuple(f"{AGENT}:{s}" for s in done),
+        "SELECT count(*) FROM ingest_lines l JOIN ingest_sessions s ON s.session_no = l.session_no "
+        f"WHERE s.session_id IN ({marks})",
+        tuple(done),
     )
     if n:
-        leaks.append(f"ingest_seen_hashes: {n} rows of forgotten sessions")
+        leaks.append(f"ingest_lines: {n} staged lines (origins, seen hashes) of forgotten sessions")
     n = _count(
         conn,
         f"SELECT count(*) FROM ingest_checkpoints WHERE session_id IN ({marks}) AND excluded_reason IS NULL",
@@ -611,17 +622,16 @@ def _store_facts(
         # names. (Dreaming's own REM/light entries are recomputed each run, so they come and go.)
         facts["origins"][sid] = _count(
             conn,
-            "SELECT count(*) FROM memory_entry_origins WHERE session_id = ? AND entry_key LIKE 'memory:claim:%' "
-            "AND entry_key NOT IN "
-            f"(SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({','.join('?' * len(watch))}))",
+            f"SELECT count(*) FROM ({_CLAIM_ORIGINS}) WHERE session_id = ? AND entry_key NOT IN "
+            f"(SELECT entry_key FROM ({_CLAIM_ORIGINS}) WHERE session_id NOT IN ({','.join('?' * len(watch))}))",
             (sid, *watch),
         )
     marks_w = ",".join("?" * len(watch))
     facts["keeper_claims"] = {
         k
         for (k,) in conn.execute(
-            "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE entry_key LIKE 'memory:claim:%' AND entry_key "
-            f"NOT IN (SELECT entry_key FROM memory_entry_origins WHERE session_id NOT IN ({marks_w}))",
+            f"SELECT DISTINCT entry_key FROM ({_CLAIM_ORIGINS}) WHERE entry_key "
+            f"NOT IN (SELECT entry_key FROM ({_CLAIM_ORIGINS}) WHERE session_id NOT IN ({marks_w}))",
             tuple(watch),
         )
     }

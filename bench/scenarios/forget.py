@@ -68,7 +68,9 @@ def subset_sessions(ctx: Context, target: str, others: int = OTHER_SESSIONS) -> 
 
 
 def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int, int]:
-    """Add copies of the non-target lineage until the store holds `total` origin rows.
+    """Add copies of the non-target lineage until the store holds `total` origin rows (staged
+    lines that are a claim's origin: daemon/store/lines.py), each copy under other session ids and
+    other claims.
 
     `copy` is the number of copies made by earlier calls. Returns (copies made so far, origin rows).
     Raw SQL on a copy of the tables: the product has no bulk-copy path, and the store is built
@@ -76,18 +78,25 @@ def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int,
     db = state / "agents" / AGENT / "memory.sqlite"
     workspace = state / "agents" / AGENT / "workspace"
     conn = connect(db)
-    have = conn.execute("SELECT count(*) FROM memory_entry_origins").fetchone()[0]
+    # The staged lines of the other sessions (origins of their claims), as ingestion keys them.
+    have = conn.execute("SELECT count(*) FROM ingest_lines WHERE claim IS NOT NULL").fetchone()[0]
     origins = conn.execute(
-        "SELECT entry_key, agent_id, session_id, session_key, origin_class, observed_at "
-        "FROM memory_entry_origins WHERE session_id != ?",
+        "SELECT s.session_id, s.session_key, l.line_no, l.claim, l.origin_class, l.observed_at, l.seen "
+        "FROM ingest_lines l JOIN ingest_sessions s ON s.session_no = l.session_no "
+        "WHERE s.session_id != ? AND l.claim IS NOT NULL",
         (target,),
     ).fetchall()
     cols = [r[1] for r in conn.execute("PRAGMA table_info(short_term_entries)")]
-    staged = conn.execute(
-        f"SELECT {', '.join(cols)} FROM short_term_entries WHERE entry_key IN "
-        "(SELECT entry_key FROM memory_entry_origins WHERE session_id != ?)",
-        (target,),
-    ).fetchall()
+    keys_of = sorted({f"memory:claim:{r[3]:012x}" for r in origins})
+    staged = [
+        row
+        for i in range(0, len(keys_of), 500)
+        for row in conn.execute(
+            f"SELECT {', '.join(cols)} FROM short_term_entries WHERE entry_key IN "
+            f"({','.join('?' * len(keys_of[i : i + 500]))})",
+            keys_of[i : i + 500],
+        )
+    ]
     corpus_files = {
         p: (workspace / p).read_bytes()
         for p in {r[cols.index("path")] for r in staged}
@@ -113,21 +122,31 @@ def pad_store(state: Path, target: str, total: int, copy: int = 0) -> tuple[int,
         }
         suffix = f"-pad{copy}"
         rows = origins[: total - have]
+        mask = (copy * 0x9E3779B97F4A) & 0xFFFFFFFFFFFF  # each copy's claims are other claims
+        numbers: dict[tuple[str, str | None], int] = {}
+        for sid, key, *_ in rows:
+            if (sid, key) not in numbers:
+                cur = conn.execute(
+                    "INSERT INTO ingest_sessions (session_id, session_key) VALUES (?, ?)",
+                    (f"{sid}{suffix}", key),
+                )
+                numbers[(sid, key)] = cur.lastrowid
         conn.executemany(
-            "INSERT INTO memory_entry_origins VALUES (?, ?, ?, ?, ?, ?)",
-            [(f"{r[0]}{suffix}", r[1], f"{r[2]}{suffix}", r[3], r[4], r[5]) for r in rows],
+            "INSERT INTO ingest_lines (session_no, line_no, claim, origin_class, observed_at, seen) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(numbers[(r[0], r[1])], r[2], r[3] ^ mask, r[4], r[5], r[6]) for r in rows],
         )
         conn.executemany(
             "INSERT OR IGNORE INTO corpus_session_files VALUES (?, ?)",
             [(f"{sid}{suffix}", rename.get(p, p)) for sid, p in records],
         )
-        keys = {r[0] for r in rows}
+        keys = {f"memory:claim:{r[3]:012x}" for r in rows}
         ki, pi = cols.index("entry_key"), cols.index("path")
         clones = []
         for r in staged:
-            if r[0 if ki == 0 else ki] in keys:
+            if r[ki] in keys:
                 c = list(r)
-                c[ki] = f"{c[ki]}{suffix}"
+                c[ki] = f"memory:claim:{int(c[ki][13:], 16) ^ mask:012x}"
                 c[pi] = rename.get(c[pi], c[pi])
                 clones.append(c)
         conn.executemany(

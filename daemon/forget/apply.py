@@ -47,6 +47,7 @@ from memoryd.store.db import ANY_SQLITE_ERROR, Connection, FenceToken, Store
 from memoryd.store.index_chunks import fts_shape, rewrite_chunk_pages, rowids_of_chunks
 from memoryd.store.index_sources import delete_sources_by_id
 from memoryd.store.index_state import bump_revision
+from memoryd.store.lines import delete_sessions
 from memoryd.store.origins import delete_origins_for_entries
 from memoryd.store.participants import delete_participants_of_sessions
 from memoryd.store.phase_signals import delete_signals
@@ -154,7 +155,10 @@ def _purge_origins(conn: Connection, plan: ForgetPlan) -> int:
     # A forgotten session's record excludes every claim of it; its suppressed claims (hashes of
     # its text) go, so no derivation of it outlives the purge.
     delete_suppressions_of_sessions(conn, sorted(plan.session_ids))
-    return delete_origins_for_entries(conn, plan.agent_id, sorted(plan.lineage.entry_keys))
+    removed = delete_origins_for_entries(conn, plan.agent_id, sorted(plan.lineage.entry_keys))
+    # Their numbers (session ids and keys) and whatever line of theirs is left go with them.
+    delete_sessions(conn, sorted(plan.session_ids))
+    return removed
 
 
 def _commit_files(workspace: Path, rewrites: Sequence[FileRewrite], stage: str) -> None:

@@ -195,11 +195,17 @@ def write_candidates(
     now_ms: int,
     appended_paths: list[str],
 ) -> int:
-    """A serial batch's one fenced transaction: origins, staged entries, participants, seen
-    hashes, checkpoints."""
+    """A serial batch's one fenced transaction: staged lines (origins and seen hashes), staged
+    entries, participants, checkpoints."""
     clear_pending_appends(conn, appended_paths)  # committed with its lines: nothing to cut off
-    write_staging(conn, agent_id, staged, day_bucket, now_ms)  # origins, then entries
+    # Each session's seen hashes are in the order of its staged messages: one line each.
+    hashes = {scope: iter(digests) for scope, digests in seen.items()}
+    aligned = [next(hashes.get(seen_scope(agent_id, m.session_id), iter(())), None) for m in staged]
+    write_staging(
+        conn, agent_id, staged, day_bucket, now_ms, aligned
+    )  # lines (origins, seen hashes), then entries
     record_participants(conn, participants)
-    add_seen(conn, seen)
+    left = {scope: list(rest) for scope, rest in hashes.items()}
+    add_seen(conn, {scope: rest for scope, rest in left.items() if rest})  # none: one hash a message
     upsert_checkpoints(conn, checkpoints)
     return delete_checkpoints(conn, deletions)

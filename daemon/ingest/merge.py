@@ -4,9 +4,10 @@ serial commit's steps (daemon/ingest/commit.py `commit_serial`) with rows moved 
 Under the workspace lock, with the batch's scratch files attached: check that every part is
 there whole (a purge removes scratch files: then nothing of the batch is staged), reserve the
 corpus files, append the corpus lines (read from the scratch rows, by day), then one fenced
-transaction: origins, staged entries (a claim that appears once and is new to the store is
-inserted by SQL; a repeated or already staged one is merged as the serial path merges it),
-participants, seen hashes, checkpoints. A batch with a session forgotten meanwhile, or with
+transaction: staged lines (each the origin of its claim and its session's seen hash,
+store/lines.py), staged entries (a claim that appears once and is new to the store is inserted
+by SQL; a repeated or already staged one is merged as the serial path merges it), participants,
+checkpoints. A batch with a session forgotten meanwhile, or with
 lines another sweep of the agent staged since the workers read them, is staged row by row
 through the serial path's own write, without that session or those lines.
 """
@@ -30,6 +31,7 @@ from memoryd.ingest.sweep_state import SweepState
 from memoryd.store.checkpoints import Checkpoint, delete_checkpoints, upsert_checkpoints
 from memoryd.store.corpus_files import clear_pending_appends
 from memoryd.store.db import ANY_SQLITE_ERROR, Connection
+from memoryd.store.lines import add_lines
 from memoryd.store.participants import ParticipantRow, record_participants
 from memoryd.store.scratch import (
     CandRow,
@@ -37,22 +39,21 @@ from memoryd.store.scratch import (
     attach,
     delete_part,
     detach,
+    merge_lines,
     merge_new_claims,
-    merge_origins,
-    merge_seen,
     part_days,
     part_existing_keys,
     part_keys,
     part_lines,
+    part_lines_of_sessions,
     part_present,
     part_rows,
     part_rows_of_keys,
-    part_seen_of_sessions,
     part_session_files,
+    part_sessions_with_lines,
     part_staged_since,
     part_suppressed,
 )
-from memoryd.store.seen_hashes import add_seen
 from memoryd.store.suppressions import any_suppression
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ async def commit_pooled(
             raise _missing(state.scratch_dir)
         # As the serial commit: another sweep of this agent may have staged lines since the
         # workers read them; those are dropped, through the row-by-row path.
-        since = await store.read(_staged_since, named, seen_scope(state.agent, ""))
+        since = await store.read(_staged_since, named)
         # Lines of a claim forgotten from their session (forget --entry) are dropped the same way.
         suppressed = await store.read(_suppressed, named)
         state.report.messages_suppressed += len(suppressed - since)
@@ -265,10 +266,10 @@ def _all_rows(conn: Connection, named: _Named) -> list[tuple[Any, ...]]:
     return out
 
 
-def _staged_since(conn: Connection, named: _Named, scope_prefix: str) -> set[tuple[str, str]]:
+def _staged_since(conn: Connection, named: _Named) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for name, part in named:
-        out |= part_staged_since(conn, name, part, scope_prefix)
+        out |= part_staged_since(conn, name, part)
     return out
 
 
@@ -301,8 +302,16 @@ def write_parts(
 ) -> int:
     """The batch's one fenced transaction, in the serial `_write_batch`'s order."""
     clear_pending_appends(conn, appended_paths)
+    # Staged lines first (the origins: lineage is reserved before the entries are published). A
+    # session split between batches, or with lines already, gets numbers after its last line.
+    rowwise = set(seen_rowwise)
     for name, part in named:
-        merge_origins(conn, name, part, agent_id)
+        rowwise |= part_sessions_with_lines(conn, name, part)
+    skip_sessions = sorted(rowwise)
+    for name, part in named:
+        merge_lines(conn, name, part, skip_sessions)
+        if skip_sessions:
+            add_lines(conn, part_lines_of_sessions(conn, name, part, skip_sessions))
     repeated = Counter(k for name, part in named for k in part_keys(conn, name, part))
     special = {k for k, n in repeated.items() if n > 1}
     for name, part in named:
@@ -320,13 +329,5 @@ def write_parts(
         found.sort(key=lambda f: f[:3])
         stage_claims(conn, [f[3] for f in found], day_bucket, now_ms)
     record_participants(conn, participants)
-    for name, part in named:
-        merge_seen(conn, name, part, agent_id, seen_rowwise)
-    if seen_rowwise:
-        hashes: dict[str, list[str]] = {}
-        for name, part in named:
-            for sid, digest in part_seen_of_sessions(conn, name, part, seen_rowwise):
-                hashes.setdefault(seen_scope(agent_id, sid), []).append(digest)
-        add_seen(conn, hashes)
     upsert_checkpoints(conn, checkpoints)
     return delete_checkpoints(conn, deletions)

@@ -27,7 +27,8 @@ from memoryd.derivations import claim_hash as claim_hash
 from memoryd.derivations import normalize_snippet as normalize_snippet
 from memoryd.derivations import query_hash as query_hash
 from memoryd.store.engine import Connection  # not store.db: scan workers load no event loop
-from memoryd.store.origins import insert_origins
+from memoryd.store.lines import Line
+from memoryd.store.origins import stage_lines
 from memoryd.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
 CLAIM_KEY_PREFIX = "memory:claim:"
@@ -159,22 +160,27 @@ def merge_signals(
 
 
 def write_staging(
-    conn: Connection, agent_id: str, messages: Sequence[StagedMessage], day_bucket: str, now_ms: int
+    conn: Connection,
+    agent_id: str,
+    messages: Sequence[StagedMessage],
+    day_bucket: str,
+    now_ms: int,
+    seen_hashes: Sequence[str | None] | None = None,
 ) -> int:
-    """Origins first, then the staged entries; inside the caller's write transaction.
-    Returns the number of entries written."""
+    """The staged lines (each message's origin and its seen hash, `seen_hashes` in the same
+    order, store/lines.py) first, then the staged entries; inside the caller's write transaction
+    (the store is `agent_id`'s). Returns the number of entries written."""
     if not messages:
         return 0
     # Lineage is reserved before the candidates are published (reference §5.4 step 7).
-    keys = [CLAIM_KEY_PREFIX + m.claim_hash for m in messages]  # each message's entry_key
-    insert_origins(
+    stage_lines(
         conn,
         [
-            (key, agent_id, m.session_id, m.session_key, m.origin_class, m.observed_at)
-            for key, m in zip(keys, messages, strict=True)
+            Line(m.session_id, m.session_key, int(m.claim_hash, 16), m.origin_class, m.observed_at, digest)
+            for m, digest in zip(messages, seen_hashes or [None] * len(messages), strict=True)
         ],
     )
-    return stage_claims(conn, messages, day_bucket, now_ms, keys)
+    return stage_claims(conn, messages, day_bucket, now_ms)
 
 
 def stage_claims(

@@ -8,7 +8,7 @@ when installed, else the standard library's module (DESIGN §3).
 from __future__ import annotations
 
 import sqlite3 as _stdlib_sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 try:  # SQLite 3.51 with FTS5 secure-delete and loadable extensions.
@@ -77,6 +77,10 @@ class Connection(Protocol):
     def executemany(self, sql: str, parameters: Iterable[Params], /) -> Cursor: ...
 
     def executescript(self, sql_script: str, /) -> Cursor: ...
+
+    def create_function(
+        self, name: str, narg: int, func: Callable[..., Any] | None, /, *, deterministic: bool = False
+    ) -> None: ...
 
     def close(self) -> None: ...
 

@@ -29,6 +29,7 @@ import orjson
 
 from memoryd.constants import DIR_MODE, FILE_MODE
 from memoryd.store.engine import Connection, sqlite3
+from memoryd.store.lines import Line, seen_of_sessions, sessions_with_lines
 
 SCRATCH_SUFFIX = ".sqlite"
 # <sweep process pid>-<sweep token>-w<worker pid>.sqlite (and SQLite's -journal beside it).
@@ -197,16 +198,18 @@ def part_existing_keys(conn: Connection, name: str, part: Part) -> set[str]:
     return {k for (k,) in rows}
 
 
-def part_staged_since(conn: Connection, name: str, part: Part, scope_prefix: str) -> set[tuple[str, str]]:
-    """(session id, seen hash) of the part's rows whose hash the store has now (scope
-    `scope_prefix` + session id): lines another sweep staged since the workers read them."""
-    rows = conn.execute(
-        f"SELECT DISTINCT c.session_id, c.seen_hash FROM {name}.cand c JOIN main.ingest_seen_hashes s "
-        "ON s.scope = ? || c.session_id AND s.hash = c.seen_hash "
-        "WHERE c.task = ? AND c.seq BETWEEN ? AND ?",
-        (scope_prefix, *part[1:]),
-    ).fetchall()
-    return {(sid, digest) for sid, digest in rows}
+def part_staged_since(conn: Connection, name: str, part: Part) -> set[tuple[str, str]]:
+    """(session id, seen hash) of the part's rows whose hash the store has now: lines another
+    sweep staged since the workers read them."""
+    sids = [
+        sid
+        for (sid,) in conn.execute(f"SELECT DISTINCT session_id FROM {name}.cand WHERE {_RANGE}", part[1:])
+    ]
+    seen = {(sid, digest) for sid, digest in seen_of_sessions(conn, sids)}
+    if not seen:
+        return set()
+    rows = conn.execute(f"SELECT session_id, seen_hash FROM {name}.cand WHERE {_RANGE}", part[1:]).fetchall()
+    return {(sid, digest) for sid, digest in rows if (sid, digest) in seen}
 
 
 def part_suppressed(conn: Connection, name: str, part: Part) -> set[tuple[str, str]]:
@@ -230,27 +233,55 @@ def part_rows_of_keys(conn: Connection, name: str, part: Part, keys: Sequence[st
     ).fetchall()
 
 
-def part_seen_of_sessions(
-    conn: Connection, name: str, part: Part, session_ids: Sequence[str]
-) -> list[tuple[str, str]]:
-    """(session id, seen hash) of these sessions' rows, in staging order (day, then seq)."""
-    return conn.execute(
-        f"SELECT session_id, seen_hash FROM {name}.cand WHERE {_RANGE} "
-        "AND session_id IN (SELECT value FROM json_each(?)) ORDER BY day, seq",
+def part_lines_of_sessions(conn: Connection, name: str, part: Part, session_ids: Sequence[str]) -> list[Line]:
+    """The staged lines of these sessions' rows, in staging order (day, then seq)."""
+    rows = conn.execute(
+        f"SELECT session_id, session_key, claim_hash, origin_class, observed_at, seen_hash FROM {name}.cand "
+        f"WHERE {_RANGE} AND session_id IN (SELECT value FROM json_each(?)) ORDER BY day, seq",
         (*part[1:], orjson.dumps(list(session_ids)).decode()),
     ).fetchall()
+    return [
+        Line(sid, key, int(claim, 16), origin, observed, seen)
+        for sid, key, claim, origin, observed, seen in rows
+    ]
 
 
-def merge_origins(conn: Connection, name: str, part: Part, agent_id: str) -> None:
-    """The part's entry-origin rows, in staging order (the first row of a repeated key wins)."""
+def part_sessions_with_lines(conn: Connection, name: str, part: Part) -> set[str]:
+    """The part's sessions that have staged lines in the store already."""
+    sids = [
+        sid
+        for (sid,) in conn.execute(f"SELECT DISTINCT session_id FROM {name}.cand WHERE {_RANGE}", part[1:])
+    ]
+    return set(sessions_with_lines(conn, sids))
+
+
+def merge_lines(conn: Connection, name: str, part: Part, rowwise: Sequence[str]) -> None:
+    """The part's staged lines (store/lines.py) of its sessions but `rowwise`: the others are
+    each staged whole in this part with no line stored before, so a row's line number is its
+    seen_seq (its rank in staging order); their session numbers are made first."""
+    conn.create_function("memoryd_claim_number", 1, _claim_number, deterministic=True)
+    skip = orjson.dumps(list(rowwise)).decode()
     conn.execute(
-        "INSERT INTO main.memory_entry_origins "
-        "(entry_key, agent_id, session_id, session_key, origin_class, observed_at) "
-        f"SELECT entry_key, ?, session_id, session_key, origin_class, observed_at FROM {name}.cand "
-        f"WHERE {_RANGE} ORDER BY day, seq "
-        "ON CONFLICT(entry_key, agent_id, session_id) DO NOTHING",
-        (agent_id, *part[1:]),
+        "INSERT INTO main.ingest_sessions (session_id, session_key) "
+        f"SELECT DISTINCT c.session_id, c.session_key FROM {name}.cand c "
+        "WHERE c.task = ? AND c.seq BETWEEN ? AND ? AND c.session_id NOT IN (SELECT value FROM json_each(?)) "
+        "AND NOT EXISTS (SELECT 1 FROM main.ingest_sessions s "
+        "WHERE s.session_id = c.session_id AND s.session_key IS c.session_key)",
+        (*part[1:], skip),
     )
+    conn.execute(
+        "INSERT INTO main.ingest_lines (session_no, line_no, claim, origin_class, observed_at, seen) "
+        "SELECT (SELECT min(s.session_no) FROM main.ingest_sessions s "
+        "WHERE s.session_id = c.session_id AND s.session_key IS c.session_key), "
+        "c.seen_seq, memoryd_claim_number(c.claim_hash), c.origin_class, c.observed_at, c.seen_hash "
+        f"FROM {name}.cand c WHERE c.task = ? AND c.seq BETWEEN ? AND ? "
+        "AND c.session_id NOT IN (SELECT value FROM json_each(?))",
+        (*part[1:], skip),
+    )
+
+
+def _claim_number(claim_hash: str) -> int:
+    return int(claim_hash, 16)
 
 
 # A part's corpus line bases by day, keyed: the claims' join looks each row's day up here (a
@@ -289,19 +320,6 @@ def merge_new_claims(
         f"WHERE c.task = ? AND c.seq BETWEEN ? AND ? AND c.entry_key NOT IN (SELECT value FROM json_each(?)) "
         "ORDER BY c.day, c.seq",
         (*part[1:], orjson.dumps(list(skip_keys)).decode()),
-    )
-
-
-def merge_seen(conn: Connection, name: str, part: Part, agent_id: str, rowwise: Sequence[str]) -> None:
-    """Seen hashes of the part's sessions but `rowwise` (the others are each staged whole in this
-    part, with no hash stored before and no more than the cap): seq is the hash's rank in staging
-    order, as store/seen_hashes.py's add_seen numbers a new scope."""
-    conn.execute(
-        "INSERT INTO main.ingest_seen_hashes (scope, hash, seq) "
-        f"SELECT ? || ':' || session_id, seen_hash, seen_seq FROM {name}.cand WHERE {_RANGE} "
-        "AND session_id NOT IN (SELECT value FROM json_each(?)) "
-        "ON CONFLICT(scope, hash) DO UPDATE SET seq = excluded.seq",
-        (agent_id, *part[1:], orjson.dumps(list(rowwise)).decode()),
     )
 
 

@@ -1,6 +1,8 @@
-"""Seen-message hashes (`ingest_seen_hashes`, reference §4.5): per scope `<agent>:<sessionId>`,
-hashes of messages already staged, at most MAX_TRACKED_MESSAGES_PER_SESSION newest kept, so a
-rewritten transcript is not re-staged.
+"""Seen-message hashes (reference §4.5): per scope `<agent>:<sessionId>`, hashes of messages
+already staged, those of the newest MAX_TRACKED_MESSAGES_PER_SESSION lines kept, so a rewritten
+transcript is not re-staged. Each is the `seen` of a staged line of the keyed lineage
+(store/lines.py); a scope is the agent's, so its session id is what follows the first colon (an
+agent id has none).
 
 Each function runs inside the caller's transaction (`Store.read` / `Store.write`).
 """
@@ -10,72 +12,55 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from memoryd.constants import MAX_TRACKED_MESSAGES_PER_SESSION
-from memoryd.store.batched import execute_in, select_in
 from memoryd.store.engine import Connection
+from memoryd.store.lines import Line, add_lines, forget_seen, seen_of_sessions, sessions_with_seen
+
+
+def _session(scope: str) -> str:
+    return scope.split(":", 1)[1]
+
+
+def _scopes_by_session(scopes: Sequence[str]) -> dict[str, str]:
+    return {_session(scope): scope for scope in scopes}
 
 
 def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:
     """Seen hashes of the given scopes (every scope present in the result, possibly empty)."""
     out: dict[str, set[str]] = {scope: set() for scope in scopes}
-    for scope, digest in select_in(
-        conn, "SELECT scope, hash FROM ingest_seen_hashes WHERE scope IN ({marks})", scopes
-    ):
-        out[scope].add(digest)
+    of = _scopes_by_session(scopes)
+    for sid, digest in seen_of_sessions(conn, list(of)):
+        out[of[sid]].add(digest)
     return out
 
 
 def seen_among(conn: Connection, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Which (scope, hash) pairs are seen already (primary-key lookups): lines another sweep
-    staged since this one read them. A scope with no hash at all (every session of a first
-    sweep) costs one lookup, not one per message."""
-    by_scope: dict[str, list[str]] = {}
-    for scope, digest in pairs:
-        by_scope.setdefault(scope, []).append(digest)
-    out: set[tuple[str, str]] = set()
-    for scope, digests in by_scope.items():
-        if (
-            conn.execute("SELECT 1 FROM ingest_seen_hashes WHERE scope = ? LIMIT 1", (scope,)).fetchone()
-            is None
-        ):
-            continue
-        for digest in digests:
-            if conn.execute(
-                "SELECT 1 FROM ingest_seen_hashes WHERE scope = ? AND hash = ?", (scope, digest)
-            ).fetchone():
-                out.add((scope, digest))
-    return out
+    """Which (scope, hash) pairs are seen already: lines another sweep staged since this one read
+    them. A session with no hash at all (every session of a first sweep) costs one lookup."""
+    scopes = list(dict.fromkeys(scope for scope, _ in pairs))
+    seen = load_seen(conn, existing_scopes(conn, scopes))
+    return {(scope, digest) for scope, digest in pairs if digest in seen.get(scope, ())}
 
 
 def add_seen(
     conn: Connection, new_hashes: Mapping[str, Sequence[str]], keep: int = MAX_TRACKED_MESSAGES_PER_SESSION
 ) -> None:
-    """Record newly staged hashes per scope (in staging order) and keep only the newest `keep`."""
-    rows: list[tuple[str, str, int]] = []
-    trims: list[tuple[str, int]] = []
-    for scope, hashes in new_hashes.items():
-        if not hashes:
-            continue
-        count, top = conn.execute(
-            "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM ingest_seen_hashes WHERE scope = ?", (scope,)
-        ).fetchone()
-        tail = list(hashes)[-keep:]  # older ones would be trimmed right away
-        rows.extend((scope, digest, top + i + 1) for i, digest in enumerate(tail))
-        newest = top + len(tail)
-        if count + len(tail) > keep:
-            trims.append((scope, newest - keep))
-    conn.executemany(
-        "INSERT INTO ingest_seen_hashes (scope, hash, seq) VALUES (?, ?, ?) "
-        "ON CONFLICT(scope, hash) DO UPDATE SET seq = excluded.seq",
-        rows,
-    )
-    conn.executemany("DELETE FROM ingest_seen_hashes WHERE scope = ? AND seq <= ?", trims)
+    """Record newly staged hashes per scope (in staging order), each as a line of its own with no
+    origin, and keep only the newest `keep`."""
+    lines = [
+        Line(_session(scope), None, None, None, None, digest)
+        for scope, hashes in new_hashes.items()
+        for digest in hashes
+    ]
+    add_lines(conn, lines, keep)
 
 
 def existing_scopes(conn: Connection, scopes: Sequence[str]) -> list[str]:
-    """Which of `scopes` have any seen hash (primary-key lookups)."""
-    rows = select_in(conn, "SELECT DISTINCT scope FROM ingest_seen_hashes WHERE scope IN ({marks})", scopes)
-    return [r[0] for r in rows]
+    """Which of `scopes` have any seen hash."""
+    of = _scopes_by_session(scopes)
+    found = sessions_with_seen(conn, list(of))
+    return [scope for sid, scope in of.items() if sid in found]
 
 
 def delete_scopes(conn: Connection, scopes: Sequence[str]) -> int:
-    return execute_in(conn, "DELETE FROM ingest_seen_hashes WHERE scope IN ({marks})", scopes)
+    """Drop the seen hashes of these scopes (their lines' origins stay until the origin purge)."""
+    return forget_seen(conn, list(_scopes_by_session(scopes)))
