@@ -282,3 +282,38 @@ def test_full_text_content_rows_purged_after_earlier_churn_leave_no_copy(tmp_pat
     conn.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert [r for r in doomed if texts[r][:18].encode() in data] == []
+
+
+def test_staged_lines_purged_after_interleaved_sweeps_leave_no_claim_number(tmp_path: Path) -> None:
+    """The keyed lineage (store/lines.py): sessions staged a few lines at a time, in turns, so
+    their lines go into the middle of the tree and pages split. Once a session is forgotten (its
+    seen hashes, its claims' origins, its number, in forget's order) no stored form of its claim
+    numbers is left in the file, and every survivor's is."""
+    from memoryd.store.inspect import integer_byte_forms
+    from memoryd.store.lines import Line, add_lines, delete_sessions, forget_claims, forget_seen
+
+    rng = random.Random(12)
+    path = tmp_path / "memory.sqlite"
+    conn = connect(str(path), readonly=False)
+    migrate_connection(conn, AGENT_SCHEMA)
+    claims: dict[str, list[int]] = {f"sess-{s:03d}": [] for s in range(120)}
+    conn.execute("BEGIN IMMEDIATE")
+    for _round in range(12):
+        for sid in claims:
+            batch = [rng.randrange(1 << 40, 1 << 48) for _ in range(rng.randint(1, 6))]
+            claims[sid] += batch
+            add_lines(conn, [Line(sid, None, c, "owner", 0, f"{rng.getrandbits(160):040x}") for c in batch])
+    conn.execute("COMMIT")
+    doomed = rng.sample(sorted(claims), 15)
+    conn.execute("BEGIN IMMEDIATE")
+    forget_seen(conn, doomed)
+    forget_claims(conn, sorted({c for sid in doomed for c in claims[sid]}))
+    delete_sessions(conn, doomed)
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    left = [c for sid in doomed for c in claims[sid] if integer_byte_forms(c)[0] in data]
+    assert left == []
+    kept = [c for sid in claims if sid not in doomed for c in claims[sid]]
+    assert all(integer_byte_forms(c)[0] in data for c in kept)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from memoryd.constants import MAX_TRACKED_MESSAGES_PER_SESSION
-from memoryd.store.batched import select_in
+from memoryd.store.batched import execute_in, select_in
 from memoryd.store.engine import Connection
 
 CLAIM_PREFIX = "memory:claim:"  # a staged claim's entry key (ingest/staging.py CLAIM_KEY_PREFIX)
@@ -296,13 +296,24 @@ def forget_claims(
     if session_ids is not None:
         wanted = set(session_ids)
         rows = [r for r in rows if r[3] in wanted]
-    purged = [(int(no), int(line)) for no, line, _c, _s in rows]
-    conn.executemany("DELETE FROM ingest_lines WHERE session_no = ? AND line_no = ? AND seen IS NULL", purged)
-    conn.executemany(
-        "UPDATE ingest_lines SET claim = NULL, origin_class = NULL, observed_at = NULL "
-        "WHERE session_no = ? AND line_no = ?",
-        purged,
-    )
+    purged = sorted((int(no), int(line)) for no, line, _c, _s in rows)
+    if session_ids is None:  # every line of these claims: set-based, by the claim index
+        execute_in(conn, "DELETE FROM ingest_lines WHERE claim IN ({marks}) AND seen IS NULL", claims)
+        execute_in(
+            conn,
+            "UPDATE ingest_lines SET claim = NULL, origin_class = NULL, observed_at = NULL "
+            "WHERE claim IN ({marks})",
+            claims,
+        )
+    else:
+        conn.executemany(
+            "DELETE FROM ingest_lines WHERE session_no = ? AND line_no = ? AND seen IS NULL", purged
+        )
+        conn.executemany(
+            "UPDATE ingest_lines SET claim = NULL, origin_class = NULL, observed_at = NULL "
+            "WHERE session_no = ? AND line_no = ?",
+            purged,
+        )
     rewrite_line_pages(conn, purged)
     _drop_empty_sessions(conn, sorted({no for no, _ in purged}))
     return sorted({(int(c), str(s)) for _no, _line, c, s in rows})
@@ -335,53 +346,68 @@ def record_origin_lines(conn: Connection, rows: Sequence[tuple[str, str | None, 
 # --- the page rewrite around a purge ---------------------------------------------------------------
 
 MAX_LINE_NEIGHBOURS = 128  # lines looked at on either side (a 4 KiB page holds fewer)
+_COLUMNS = "session_no, line_no, claim, origin_class, observed_at, seen"
+# A line's stored bytes, a lower bound of its cell (daemon/store/pages.py).
+_LINE_BYTES = "4 + length(coalesce(origin_class, '')) + length(coalesce(seen, ''))"
 
 
 def rewrite_line_pages(
     conn: Connection, purged: Sequence[tuple[int, int]], *, whole_sessions: bool = False
 ) -> int:
-    """Delete and reinsert the lines that shared a page with the purged ones (in key order), so
-    no older copy of a purged line (its claim number) stays in a page's free gap (store/pages.py
-    says why); the lines rewritten. `whole_sessions`: every line of each purged key's session
-    went, so a session is looked around once."""
+    """Delete and reinsert the lines that shared a page with the purged ones (in key order, a
+    page's worth of bytes on either side of each run), so no older copy of a purged line (its
+    claim number) stays in a page's free gap (store/pages.py says why); the lines rewritten.
+    `whole_sessions`: every line of each purged key's session went, so a session is looked
+    around once."""
     if not purged:
         return 0
+    page = int(conn.execute("PRAGMA page_size").fetchone()[0])
     keys = sorted(set(purged))
-    around: set[tuple[int, int]] = set()
-    for first, last in _runs(keys, whole_sessions):
-        around.update(
-            (int(a), int(b))
-            for a, b in conn.execute(
-                "SELECT session_no, line_no FROM ingest_lines WHERE (session_no, line_no) < (?, ?) "
-                "ORDER BY session_no DESC, line_no DESC LIMIT ?",
-                (*first, MAX_LINE_NEIGHBOURS),
-            )
-        )
-        around.update(
-            (int(a), int(b))
-            for a, b in conn.execute(
-                "SELECT session_no, line_no FROM ingest_lines WHERE (session_no, line_no) > (?, ?) "
-                "ORDER BY session_no, line_no LIMIT ?",
-                (*last, MAX_LINE_NEIGHBOURS),
-            )
-        )
-    around -= set(keys)
-    rows = [
-        conn.execute(
-            "SELECT session_no, line_no, claim, origin_class, observed_at, seen FROM ingest_lines "
-            "WHERE session_no = ? AND line_no = ?",
-            key,
-        ).fetchone()
-        for key in sorted(around)
-    ]
-    rows = [r for r in rows if r is not None]
-    conn.executemany("DELETE FROM ingest_lines WHERE session_no = ? AND line_no = ?", [r[:2] for r in rows])
-    conn.executemany(
-        "INSERT INTO ingest_lines (session_no, line_no, claim, origin_class, observed_at, seen) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        rows,
+    around: dict[tuple[int, int], tuple[object, ...]] = {}
+    before = (
+        f"SELECT {_COLUMNS}, {_LINE_BYTES} FROM ingest_lines WHERE (session_no, line_no) < (?, ?) "
+        "ORDER BY session_no DESC, line_no DESC LIMIT ?"
     )
+    after = (
+        f"SELECT {_COLUMNS}, {_LINE_BYTES} FROM ingest_lines WHERE (session_no, line_no) > (?, ?) "
+        "ORDER BY session_no, line_no LIMIT ?"
+    )
+    for first, last in _runs(keys, whole_sessions):
+        for sql, key in ((before, first), (after, last)):
+            size = 0
+            for row in conn.execute(sql, (*key, MAX_LINE_NEIGHBOURS)).fetchall():
+                if size >= page:
+                    break
+                around[(int(row[0]), int(row[1]))] = tuple(row[:6])
+                size += int(row[6])
+    for key in keys:
+        around.pop(key, None)
+    rows = [around[key] for key in sorted(around)]
+    # Each side's lines are consecutive in key order: one range delete per run of them.
+    spans: list[list[tuple[int, int]]] = []
+    for key in sorted(around):
+        if spans and _next_to(conn, spans[-1][-1], key):
+            spans[-1].append(key)
+        else:
+            spans.append([key])
+    conn.executemany(
+        "DELETE FROM ingest_lines WHERE (session_no, line_no) BETWEEN (?, ?) AND (?, ?)",
+        [(*span[0], *span[-1]) for span in spans],
+    )
+    conn.executemany(f"INSERT INTO ingest_lines ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", rows)
     return len(rows)
+
+
+def _next_to(conn: Connection, a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether line `b` follows line `a` with no line between them."""
+    if a[0] == b[0] and a[1] + 1 == b[1]:
+        return True
+    row = conn.execute(
+        "SELECT session_no, line_no FROM ingest_lines WHERE (session_no, line_no) > (?, ?) "
+        "ORDER BY session_no, line_no LIMIT 1",
+        a,
+    ).fetchone()
+    return row is not None and (int(row[0]), int(row[1])) == b
 
 
 def _runs(

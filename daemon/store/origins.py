@@ -45,27 +45,22 @@ class EntryOrigin:
 _COLUMNS = "entry_key, agent_id, session_id, session_key, origin_class, observed_at"
 
 
-def _first_lines(rows: Iterable[LineRow]) -> list[EntryOrigin]:
+def _first_lines(rows: Iterable[LineRow], agent_id: str) -> list[EntryOrigin]:
     """The origin of each (claim, session id): its first line's."""
     first: dict[tuple[int, str], LineRow] = {}
     for row in rows:
-        line_no, sid, _key, claim, *_ = row
-        have = first.get((claim, sid))
-        if have is None or line_no < have[0]:
-            first[(claim, sid)] = row
+        key = (row[3], row[1])
+        have = first.get(key)
+        if have is None or row[0] < have[0]:
+            first[key] = row
     return [
-        EntryOrigin(key_of_claim(claim), "", sid, key, origin_class, observed_at)
+        EntryOrigin(key_of_claim(claim), agent_id, sid, key, origin_class, observed_at)
         for _line, sid, key, claim, origin_class, observed_at, _seen in first.values()
     ]
 
 
-def _with_agent(origins: Iterable[EntryOrigin], agent_id: str) -> list[EntryOrigin]:
-    out = [o if o.agent_id == agent_id else EntryOrigin(o.entry_key, agent_id, *_rest(o)) for o in origins]
-    return sorted(out, key=lambda o: (o.entry_key, o.session_id))
-
-
-def _rest(o: EntryOrigin) -> tuple[str, str | None, str, int]:
-    return o.session_id, o.session_key, o.origin_class, o.observed_at
+def _sorted(origins: list[EntryOrigin]) -> list[EntryOrigin]:
+    return sorted(origins, key=lambda o: (o.entry_key, o.session_id))
 
 
 def record_origins(conn: Connection, agent_id: str, origins: Iterable[EntryOrigin]) -> list[EntryOrigin]:
@@ -124,19 +119,16 @@ def origins_for_sessions(conn: Connection, agent_id: str, session_ids: Sequence[
     """Origins of the given sessions, by index (never a scan of all origins)."""
     if not session_ids:
         return []
-    found = _first_lines(lines_of_sessions(conn, session_ids)) + _other_rows(
-        conn, agent_id, "session_id", session_ids
-    )
-    return _with_agent(found, agent_id)
+    found = _first_lines(lines_of_sessions(conn, session_ids), agent_id)
+    return _sorted(found + _other_rows(conn, agent_id, "session_id", session_ids))
 
 
 def origins_for_entries(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[EntryOrigin]:
     if not entry_keys:
         return []
     claims, _ = split_keys(entry_keys)
-    found = _first_lines(lines_of_claims(conn, sorted(claims))) if claims else []
-    found += _other_rows(conn, agent_id, "entry_key", entry_keys)
-    return _with_agent(found, agent_id)
+    found = _first_lines(lines_of_claims(conn, sorted(claims)), agent_id) if claims else []
+    return _sorted(found + _other_rows(conn, agent_id, "entry_key", entry_keys))
 
 
 def existing_entry_keys(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> set[str]:
