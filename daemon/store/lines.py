@@ -220,6 +220,28 @@ def lines_of_claims(conn: Connection, claims: Sequence[int]) -> list[LineRow]:
     )
 
 
+def claims_of_sessions(conn: Connection, session_ids: Sequence[str]) -> set[int]:
+    """The claims these sessions' lines are origins of (session index, then key ranges)."""
+    rows = select_in(
+        conn,
+        "SELECT DISTINCT l.claim FROM ingest_sessions s JOIN ingest_lines l ON l.session_no = s.session_no "
+        "WHERE s.session_id IN ({marks}) AND l.claim IS NOT NULL",
+        session_ids,
+    )
+    return {int(c) for (c,) in rows}
+
+
+def sessions_of_claims(conn: Connection, claims: Sequence[int]) -> set[tuple[int, str]]:
+    """(claim, session id) of every origin of these claims (claim index)."""
+    rows = select_in(
+        conn,
+        "SELECT DISTINCT l.claim, s.session_id FROM ingest_lines l JOIN ingest_sessions s "
+        "ON s.session_no = l.session_no WHERE l.claim IN ({marks})",
+        claims,
+    )
+    return {(int(c), str(sid)) for c, sid in rows}
+
+
 def seen_of_sessions(conn: Connection, session_ids: Sequence[str]) -> list[tuple[str, str]]:
     """(session id, seen hash) of every line of these sessions that has one."""
     return select_in(
@@ -347,8 +369,13 @@ def record_origin_lines(conn: Connection, rows: Sequence[tuple[str, str | None, 
 
 MAX_LINE_NEIGHBOURS = 128  # lines looked at on either side (a 4 KiB page holds fewer)
 _COLUMNS = "session_no, line_no, claim, origin_class, observed_at, seen"
-# A line's stored bytes, a lower bound of its cell (daemon/store/pages.py).
-_LINE_BYTES = "4 + length(coalesce(origin_class, '')) + length(coalesce(seen, ''))"
+# A line's stored bytes, a lower bound of its cell (daemon/store/pages.py): its cell pointer (2),
+# payload size (1), record header (7), both key numbers (1 each at least), a claim (6 at least)
+# and its texts.
+_LINE_BYTES = (
+    "12 + (CASE WHEN claim IS NULL THEN 0 ELSE 6 END) + length(coalesce(origin_class, '')) "
+    "+ length(coalesce(seen, ''))"
+)
 
 
 def rewrite_line_pages(

@@ -21,11 +21,13 @@ from memoryd.store.lines import (
     LineRow,
     add_lines,
     claim_of_key,
+    claims_of_sessions,
     forget_claims,
     key_of_claim,
     lines_of_claims,
     lines_of_sessions,
     record_origin_lines,
+    sessions_of_claims,
     split_keys,
 )
 
@@ -154,13 +156,28 @@ def stage_lines(conn: Connection, lines: Sequence[Line]) -> None:
 
 
 def entry_keys_of_sessions(conn: Connection, agent_id: str, session_ids: Sequence[str]) -> set[str]:
-    """Entry keys any of these sessions contributed to (session index)."""
-    return {o.entry_key for o in origins_for_sessions(conn, agent_id, session_ids)}
+    """Entry keys any of these sessions contributed to (session indexes)."""
+    keys = {key_of_claim(c) for c in claims_of_sessions(conn, session_ids)}
+    rows = select_in(
+        conn,
+        "SELECT DISTINCT entry_key FROM memory_entry_origins WHERE session_id IN ({marks}) AND agent_id = ?",
+        session_ids,
+        (agent_id,),
+    )
+    return keys | {k for (k,) in rows}
 
 
 def origin_pairs(conn: Connection, agent_id: str, entry_keys: Sequence[str]) -> list[tuple[str, str]]:
     """(entry_key, session_id) of every origin of these entry keys (claim index, primary key)."""
-    return [(o.entry_key, o.session_id) for o in origins_for_entries(conn, agent_id, entry_keys)]
+    claims, _ = split_keys(entry_keys)
+    pairs = {(key_of_claim(c), sid) for c, sid in sessions_of_claims(conn, sorted(claims))}
+    rows = select_in(
+        conn,
+        "SELECT entry_key, session_id FROM memory_entry_origins WHERE entry_key IN ({marks}) AND agent_id = ?",
+        entry_keys,
+        (agent_id,),
+    )
+    return sorted(pairs | {(k, sid) for k, sid in rows})
 
 
 def keys_with_origins(conn: Connection, agent_id: str, entry_keys: Collection[str]) -> frozenset[str]:
