@@ -83,3 +83,49 @@ async def test_a_forget_removes_the_sessions_number_lines_and_claim_numbers_wher
         # The next sweep does not bring the forgotten session back.
         await run_ingest_sweep(rt)
         assert await store.read(_lines) == kept
+
+
+NORA = "Remember that the violet mongoose launch is on Friday at noon."
+
+
+async def test_an_erasure_removes_the_subjects_lines_wherever_planted_and_verifies(
+    tmp_path, sessions_root, unique, redis
+) -> None:
+    """Erasing a user forgets their session through the same purge: its number, its lines and
+    the planted ones (an origin recorded without a line, a seen hash alone, a line under a
+    second session key) go, and the verifier, which reads every table and the raw pages for
+    the claim's integer forms, passes."""
+    from memoryd.agent_runtime import agent_runtime
+    from memoryd.ops import erasure
+    from memoryd.retention import api
+    from memoryd.retention.api import EraseRequest
+    from tests.builders import SessionStoreBuilder
+
+    settings = make_settings(tmp_path, sessions_root, daemon={"host_id": f"test-{unique}"})
+    b = SessionStoreBuilder(sessions_root, "main")
+    b.add("agent:main:dm:nora", "sess-nora", [Msg("user", NORA)], participants=[{"actorId": "nora"}])
+    b.add("agent:main:main", "keep", [Msg("user", KEPT)], chatType="direct")
+    claim = claim_number("User: " + NORA)
+
+    def plant(conn) -> None:
+        record_origins(
+            conn,
+            "main",
+            [EntryOrigin(f"memory:claim:{claim ^ 1:012x}", "main", "sess-nora", None, "owner", 5)],
+        )
+        add_seen(conn, {"main:sess-nora": ["a-seen-hash-only"]})
+        add_lines(conn, [Line("sess-nora", "agent:main:other-key", claim, "owner", 6, None)])
+
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        await run_ingest_sweep(rt)
+        await rt.require_store().write(plant, fence=None)
+        assert claim in {r[2] for r in await rt.require_store().read(_lines)}
+    await api.write_object(settings, redis, "tenant:default:user:nora", "nora's note")
+    receipt = await erasure.run_erase(settings, redis, EraseRequest(scope="tenant:default:user:nora"))
+    assert receipt.verified, receipt.verification
+    async with agent_runtime(settings, "main", redis=redis) as rt:
+        lines = await rt.require_store().read(_lines)
+        sessions = await rt.require_store().read(
+            lambda c: c.execute("SELECT session_id FROM ingest_sessions").fetchall()
+        )
+    assert [r[0] for r in lines] == ["keep"] and sessions == [("keep",)]
