@@ -16,7 +16,7 @@ from memoryd.errors import UsageError
 from memoryd.index.hit_lineage import entry_keys_of, read_page_lineage
 from memoryd.index.provenance import least_trusted
 from memoryd.index.recall_scope import visible_to
-from memoryd.index.search_report import EntryReport, HitProvenance, HitSession
+from memoryd.index.search_report import EntryReport, HitProvenance
 from memoryd.index.snippet import flatten
 from memoryd.store.db import Connection
 from memoryd.store.index_chunks import HitRow, hit_rows, rowids_in_file_containing, rowids_of_chunk_ids
@@ -65,15 +65,7 @@ def _get_txn(
             )
             if row.origin_class is not None and row.session_kind is not None and row.observed_at is not None
             else None,
-            sessions=[
-                HitSession(
-                    session_id=s.session_id,
-                    session_key=s.session_key,
-                    origin_class=s.origin_class,
-                    observed_at=s.observed_at,
-                )
-                for s in page.sessions[rowid]
-            ],
+            sessions=list(page.sessions[rowid]),
         )
     return None
 

@@ -12,9 +12,10 @@ Every lookup is by index over the page's own rows (entry keys, session ids), nev
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memoryd.index.recall_scope import HitLineage
+from memoryd.index.search_report import HitSession
 from memoryd.markers import PROMOTION_ANYWHERE_RE
 from memoryd.store.checkpoints import recorded_session_keys
 from memoryd.store.engine import Connection
@@ -25,17 +26,9 @@ from memoryd.store.tombstones import forgotten_ids
 
 
 @dataclass(frozen=True, slots=True)
-class LineageSession:
-    session_id: str
-    session_key: str | None
-    origin_class: str
-    observed_at: int
-
-
-@dataclass(frozen=True, slots=True)
 class PageLineage:
     lineage: dict[int, HitLineage]  # by chunk rowid
-    sessions: dict[int, list[LineageSession]]  # by chunk rowid, ordered by session id
+    sessions: dict[int, list[HitSession]]  # by chunk rowid, ordered by session id: the hits' own
     gone: frozenset[int]  # rowids with a forgotten session in their lineage
     participants: dict[str, frozenset[str]]  # session id -> recorded actors (only when asked)
 
@@ -55,10 +48,15 @@ def read_page_lineage(
     rows = list(rows)
     keys_of = {r.rowid: entry_keys_of(r.text) for r in rows}
     origins = origins_for_entries(conn, agent_id, sorted(frozenset().union(*keys_of.values())))
-    by_key: dict[str, list[LineageSession]] = {}
+    by_key: dict[str, list[HitSession]] = {}
     for o in origins:
         by_key.setdefault(o.entry_key, []).append(
-            LineageSession(o.session_id, o.session_key, o.origin_class, o.observed_at)
+            HitSession(
+                session_id=o.session_id,
+                session_key=o.session_key,
+                origin_class=o.origin_class,
+                observed_at=o.observed_at,
+            )
         )
     own = {r.rowid: r.session_id for r in rows if r.session_id is not None}
     every = sorted(set(own.values()) | {o.session_id for o in origins})
@@ -66,16 +64,16 @@ def read_page_lineage(
     forgotten = forgotten_ids(conn, every, secret)
 
     lineage: dict[int, HitLineage] = {}
-    sessions: dict[int, list[LineageSession]] = {}
+    sessions: dict[int, list[HitSession]] = {}
     gone: set[int] = set()
     for r in rows:
-        found: dict[str, LineageSession] = {}
+        found: dict[str, HitSession] = {}
         if r.session_id is not None:
-            found[r.session_id] = LineageSession(
-                r.session_id,
-                known_keys.get(r.session_id),
-                r.origin_class or "untrusted",
-                r.observed_at or 0,
+            found[r.session_id] = HitSession(
+                session_id=r.session_id,
+                session_key=known_keys.get(r.session_id),
+                origin_class=r.origin_class or "untrusted",
+                observed_at=r.observed_at or 0,
             )
         for key in keys_of[r.rowid]:
             for s in by_key.get(key, []):
@@ -99,5 +97,5 @@ def read_page_lineage(
     return PageLineage(lineage, sessions, frozenset(gone), participants)
 
 
-def _with_key(s: LineageSession, known: dict[str, str | None]) -> LineageSession:
-    return LineageSession(s.session_id, known.get(s.session_id), s.origin_class, s.observed_at)
+def _with_key(s: HitSession, known: dict[str, str | None]) -> HitSession:
+    return replace(s, session_key=known.get(s.session_id))

@@ -42,7 +42,7 @@ from memoryd.index.freshness import Freshness, check_freshness, disk_state
 from memoryd.index.hit_lineage import PageLineage, read_page_lineage
 from memoryd.index.provenance import least_trusted
 from memoryd.index.recall_scope import visible_to
-from memoryd.index.search_report import HitProvenance, HitSession, SearchHit, SearchReport
+from memoryd.index.search_report import HitProvenance, SearchHit, SearchReport
 from memoryd.index.snippet import matched_snippet
 from memoryd.index.vectors import VectorMatrices, nearest
 from memoryd.markers import PROMOTION_ANYWHERE_RE
@@ -193,15 +193,7 @@ def make_hit(row: HitRow, cand: Candidate, words: list[str], page: PageLineage) 
         provenance=provenance,
         key=hit_key(row, lineage.entry_keys),
         untrusted=least_trusted([row.origin_class or "untrusted"]) == "untrusted",
-        sessions=[
-            HitSession(
-                session_id=s.session_id,
-                session_key=s.session_key,
-                origin_class=s.origin_class,
-                observed_at=s.observed_at,
-            )
-            for s in page.sessions[row.rowid]
-        ],
+        sessions=list(page.sessions[row.rowid]),
     )
 
 
