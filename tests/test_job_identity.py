@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, REQUEST_KEY
@@ -31,6 +32,7 @@ from memoryd.job_ids import (
 )
 from memoryd.ops import forget as forget_op
 from memoryd.ops.registry import OPS
+from memoryd.redis_values import is_erasure_request
 from memoryd.runtime.client import MemorydClient
 from memoryd.runtime.hosts import parse_route, route_value
 from memoryd.runtime.wire import queue_name
@@ -194,8 +196,21 @@ _names = st.sampled_from([op.contract.name for op in OPS])
 _agents = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,40}\Z")
 
 
-@given(name=_names, agent=_agents, slot=st.integers(0, 10**12), request_id=st.text(min_size=1, max_size=128))
-def test_every_job_id_memoryd_builds_parses_back_to_its_family_and_kind(name, agent, slot, request_id):
+_deployments = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", fullmatch=True)  # daemon.deployment_id
+
+
+@given(
+    name=_names,
+    agent=_agents,
+    slot=st.integers(0, 10**12),
+    request_id=st.text(min_size=1, max_size=128),
+    deployment=_deployments,
+    other=_deployments,
+)
+def test_every_job_id_memoryd_builds_parses_back_to_its_family_and_kind(
+    name, agent, slot, request_id, deployment, other
+):
+    assume(deployment != other)
     assert parse_job_id(random_job_id(name)) == parse_job_id(random_job_id(name))
     assert (parse_job_id(random_job_id(name)).family, parse_job_id(random_job_id(name)).kind) == (
         name,
@@ -204,10 +219,26 @@ def test_every_job_id_memoryd_builds_parses_back_to_its_family_and_kind(name, ag
     req = parse_job_id(request_job_id(name, request_id))
     assert (req.family, req.kind, req.agent) == (name, REQUEST, None)
     assert request_id not in request_job_id(name, request_id).split(":", 1)[1] or len(request_id) < 3
-    sched = parse_job_id(scheduled_job_id(name, agent, slot, "deployment-1"))
+    sched = parse_job_id(scheduled_job_id(name, agent, slot, deployment))
     assert (sched.family, sched.kind, sched.agent) == (name, SCHEDULED, agent)
+    # Another deployment's run of the same agent in the same slot is another job.
+    assert scheduled_job_id(name, agent, slot, deployment) != scheduled_job_id(name, agent, slot, other)
     live = parse_job_id(live_job_id(name, agent))
     assert (live.family, live.kind, live.agent) == (name, LIVE, agent)
+
+
+@given(
+    name=_names, tail=st.one_of(st.text(max_size=80), st.from_regex(r"(req:)?[0-9a-f]{32}", fullmatch=True))
+)
+def test_only_memoryds_own_erasure_ids_are_erasure_requests(name, tail):
+    """The Redis purge and the verifier leave alone an erasure's record by its id alone: one of
+    memoryd's own forms (random, or a request id's), never any id that merely starts `erase:`."""
+    own = re.fullmatch(r"(req:)?[0-9a-f]{32}", tail) is not None
+    for prefix in ("arq:job:", "arq:result:"):
+        assert is_erasure_request(f"{prefix}erase:{tail}".encode("utf-8", "surrogateescape")) is own
+        assert is_erasure_request(f"{prefix}{name}:{tail}") is (own and name == "erase")
+    assert is_erasure_request(f"memoryd:erasure:{tail}") is False
+    assert is_erasure_request(f"arq:job:{random_job_id('erase')}")
 
 
 @given(job_id=st.text(max_size=80))
