@@ -259,26 +259,20 @@ async def _claim(
 ) -> dict[str, str]:
     """A claim of one deployment's host whose agents' stores are the same ones everywhere (shared
     storage): the rules of liveness alone (tests/test_deployment_routes.py has the others)."""
-    from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
-    from memoryd.runtime.hosts import CLAIM_ROUTES, kept_routes
+    from memoryd.runtime.hosts import claim_routes
     from memoryd.runtime.wire import queue_name
 
-    reply = await redis.eval(
-        CLAIM_ROUTES,
-        2,
-        AGENT_OWNER_KEY,
-        HEARTBEATS_KEY,
-        queue_name(host),
-        host,
-        beat or f"{now:.3f}",
-        f"{now:.3f}",
-        HOST_KEY_TTL_S,
-        QUEUE_PREFIX,
-        "deployment",
-        "0",
-        *[x for agent in agents for x in (agent, f"store-of-{agent}")],
+    kept = await claim_routes(
+        redis,
+        queue=queue_name(host),
+        host=host,
+        beat=beat or f"{now:.3f}",
+        now_s=now,
+        deployment="deployment",
+        held=False,
+        stores={agent: f"store-of-{agent}" for agent in agents},
     )
-    return {agent: kept.host for agent, kept in kept_routes(reply).items()}
+    return {agent: route.host for agent, route in kept.items()}
 
 
 async def _owners(redis, agents: list[str]) -> list[str | None]:

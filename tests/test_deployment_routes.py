@@ -12,17 +12,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY
 from memoryd.errors import ConfigError
 from memoryd.ops import forget as forget_op
 from memoryd.runtime.client import MemorydClient, OtherDeployment
 from memoryd.runtime.hosts import (
     ALIVE,
-    CLAIM_ROUTES,
     OTHER_DEPLOYMENT,
     OTHER_STORE,
     KeptRoute,
-    kept_routes,
+    claim_routes,
     parse_route,
     route_value,
 )
@@ -49,22 +48,16 @@ async def _claim(
     held: bool = False,
     beat: str | None = None,
 ) -> dict[str, KeptRoute]:
-    reply = await redis.eval(
-        CLAIM_ROUTES,
-        2,
-        AGENT_OWNER_KEY,
-        HEARTBEATS_KEY,
-        queue_name(host),
-        host,
-        beat or f"{now:.3f}",
-        f"{now:.3f}",
-        HOST_KEY_TTL_S,
-        QUEUE_PREFIX,
-        deployment,
-        "1" if held else "0",
-        *[x for pair in agents.items() for x in pair],
+    return await claim_routes(
+        redis,
+        queue=queue_name(host),
+        host=host,
+        beat=beat or f"{now:.3f}",
+        now_s=now,
+        deployment=deployment,
+        held=held,
+        stores=agents,
     )
-    return kept_routes(reply)
 
 
 async def _route(redis, agent: str):

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
-from memoryd.constants import HOST_KEY_TTL_S, QUEUE_PREFIX
+from memoryd.constants import AGENT_OWNER_KEY, HEARTBEATS_KEY, HOST_KEY_TTL_S, QUEUE_PREFIX
 
 LIVE_STATES = ("running", "draining")
 
@@ -237,6 +238,38 @@ end
 redis.call('HSET', KEYS[2], host, beat)
 return kept
 """
+
+
+async def claim_routes(
+    redis: Any,
+    *,
+    queue: str,
+    host: str,
+    beat: str,
+    now_s: float,
+    deployment: str,
+    held: bool,
+    stores: dict[str, str],
+) -> dict[str, KeptRoute]:
+    """Run CLAIM_ROUTES for `stores` (agent -> its store's id, "" when it has none yet) with the
+    heartbeat value `beat`, atomically; the routes it left alone (agent -> whose, and why).
+    `held`: the agents are served here now, so another deployment's host never holds them."""
+    reply = await redis.eval(
+        CLAIM_ROUTES,
+        2,
+        AGENT_OWNER_KEY,
+        HEARTBEATS_KEY,
+        queue,
+        host,
+        beat,
+        f"{now_s:.3f}",
+        HOST_KEY_TTL_S,
+        QUEUE_PREFIX,
+        deployment,
+        "1" if held else "0",
+        *[x for pair in stores.items() for x in pair],
+    )
+    return kept_routes(reply)
 
 
 def kept_routes(reply: list[bytes]) -> dict[str, KeptRoute]:

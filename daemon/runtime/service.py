@@ -44,14 +44,12 @@ from redis.exceptions import RedisError
 
 from memoryd.agents import agent_paths, list_agents, missing_sessions_root
 from memoryd.constants import (
-    AGENT_OWNER_KEY,
     DRAIN_CANCEL_WAIT_S,
     HEARTBEAT_S,
     HEARTBEATS_KEY,
     HOST_KEY,
     HOST_KEY_TTL_S,
     LIVE_POLL_S,
-    QUEUE_PREFIX,
     RECEIPT_SETTLE_S,
     REDIS_RETRY_MIN_S,
     SCHEDULER_TICK_S,
@@ -68,12 +66,11 @@ from memoryd.runtime import interrupted, metrics
 from memoryd.runtime.client import MemorydClient
 from memoryd.runtime.hosts import (
     ALIVE,
-    CLAIM_ROUTES,
     OTHER_DEPLOYMENT,
     OTHER_STORE,
     KeptRoute,
+    claim_routes,
     heartbeat_value,
-    kept_routes,
     other_daemon,
     parse_host_record,
 )
@@ -377,23 +374,17 @@ class Service:
         (hosts.CLAIM_ROUTES); returns those left alone (agent -> whose, and why). `held`: the
         agents served here now, whose route another deployment's host never holds by right."""
         st = self.state
-        pairs = [x for agent in agents for x in (agent, self._store_ids.get(agent, ""))]
-        reply = await redis.eval(
-            CLAIM_ROUTES,
-            2,
-            AGENT_OWNER_KEY,
-            HEARTBEATS_KEY,
-            st.queue,
-            st.host_id,
-            heartbeat_value(time.time(), stopped=stopped),
-            f"{time.time():.3f}",
-            HOST_KEY_TTL_S,
-            QUEUE_PREFIX,
-            self.settings.deployment,
-            "1" if held else "0",
-            *pairs,
+        now = time.time()
+        return await claim_routes(
+            redis,
+            queue=st.queue,
+            host=st.host_id,
+            beat=heartbeat_value(now, stopped=stopped),
+            now_s=now,
+            deployment=self.settings.deployment,
+            held=held,
+            stores={agent: self._store_ids.get(agent, "") for agent in agents},
         )
-        return kept_routes(reply)
 
     async def _refuse_a_second_daemon(self, redis: Any) -> None:
         host = self.state.host_id
