@@ -97,11 +97,16 @@ OPENCLAW_READ_ATTEMPTS = 3
 OPENCLAW_FINGERPRINT_SCAN_MIN = 64
 
 # --- Ingest sweep batching (DESIGN §5 "Ingest sweep") -------------------------------------------
-# Parsed messages are committed in batches of at most this many: each batch is one lock hold
-# and one store transaction, and bounds the memory a sweep holds however high the caps are
-# (two batches at most: one committing, one being read). 5k rather than 20k: the same speed,
-# ~20 MB less at the peak of a 1M-message first sweep.
+# Parsed messages are committed in batches: each batch is one lock hold and one store
+# transaction, and bounds the memory a sweep holds however high the caps are (two batches at
+# most: one committing, one being read). A batch holds at least INGEST_FLUSH_MESSAGES and grows
+# with the store (daemon/ingest/batch.py `batch_limit`) up to INGEST_FLUSH_MESSAGES_MAX: a
+# commit dirties about one page of each random-keyed index per message until the batch outnumbers
+# the index's pages, so with a fixed batch the merge's cost per message grew with the store.
 INGEST_FLUSH_MESSAGES = 5_000
+INGEST_FLUSH_MESSAGES_MAX = 20_000
+# Within those bounds, a batch holds one message for every this many entries the store has staged.
+INGEST_FLUSH_STORE_DIVISOR = 10
 # A batch is committed in the background while the next is read; reading yields to the event
 # loop every this many messages so the commit's own steps (lock, corpus, store) keep moving.
 INGEST_TAKE_CHUNK = 2_048

@@ -1,4 +1,5 @@
-"""Files for ingest tests: the corpus as one text, and FIFOs that notice any reader."""
+"""Files for ingest tests: the corpus as one text, FIFOs that notice any reader, and test-sized
+batches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,20 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
+from memoryd.ingest import batch as batch_module
 from memoryd.settings import Settings
+
+
+def batches_of(
+    monkeypatch: pytest.MonkeyPatch, least: int, most: int | None = None, divisor: int = 10
+) -> None:
+    """Sweeps cut batches of `least` messages, growing to `most` with one message for every
+    `divisor` entries staged (ingest/batch.py `batch_limit`); `most` None: always `least`."""
+    monkeypatch.setattr(batch_module, "INGEST_FLUSH_MESSAGES", least)
+    monkeypatch.setattr(batch_module, "INGEST_FLUSH_MESSAGES_MAX", least if most is None else most)
+    monkeypatch.setattr(batch_module, "INGEST_FLUSH_STORE_DIVISOR", divisor)
 
 
 def corpus_text(settings: Settings, agent: str = "main") -> str:

@@ -104,3 +104,10 @@ def test_merge_growth_cuts_its_rows_into_the_serial_sweeps_batches(tmp_path: Pat
     assert split and all(split.count(sid) == 2 for sid in split)
     checkpointed = [c.session_id for b in batches for c in b.checkpoints]
     assert len(checkpointed) == len(set(checkpointed))  # once each, with its last batch
+    # On a store of 84,000 staged entries the batches are batch_limit's larger ones.
+    from memoryd.ingest.batch import batch_limit
+
+    (tmp_path / "later").mkdir()
+    later = _write_step(tmp_path / "later", 7, 12_000)
+    sizes = [sum(p.hi - p.lo + 1 for p in b.parts) for b in later]
+    assert batch_limit(84_000) == 8_400 and sizes == [8_400, 3_600]

@@ -24,6 +24,7 @@ from memoryd.agent_runtime import agent_runtime
 from memoryd.agents import agent_paths
 from memoryd.constants import SNIPPET_MAX_CHARS, SNIPPET_MIN_CHARS
 from memoryd.errors import OperationFailed
+from memoryd.failpoints import on_failpoint
 from memoryd.forget.request import ForgetRequest
 from memoryd.forget.run import run_forget
 from memoryd.ingest import parallel
@@ -41,7 +42,7 @@ from memoryd.store.scratch import CandRow, ensure_scratch_dir, remove_scratch, s
 from memoryd.utf16 import truncate_utf16, utf16_len
 from tests.builders import DAY_MS, Msg, SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL, make_settings
-from tests.ingest_harness import corpus_text
+from tests.ingest_harness import batches_of, corpus_text
 
 NO_CAPS = {"max_messages_per_sweep": 10**9, "max_messages_per_file": 10**9}
 # Columns holding the sweep's own clock (each run has its own): compared as equal.
@@ -129,22 +130,37 @@ def small_pool_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pool for a test-sized history: no size floor, small tasks, batches of 7 candidates."""
     monkeypatch.setattr(parallel, "INGEST_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "INGEST_TASK_BYTES", 600)
-    monkeypatch.setattr(parallel, "INGEST_FLUSH_MESSAGES", 7)
-    monkeypatch.setattr(sweep_module, "INGEST_FLUSH_MESSAGES", 7)
+    batches_of(monkeypatch, 7)
     monkeypatch.setattr(sweep_module, "INGEST_SCRATCH_RECLAIM_BYTES", 0)  # merged rows are deleted too
 
 
 @pytest.mark.usefixtures("small_pool_settings")
+@pytest.mark.parametrize("growing", [False, True], ids=["fixed-batches", "batches-growing-with-the-store"])
 async def test_workers_stage_the_same_rows_corpus_and_checkpoints_as_the_serial_sweep(
-    tmp_path: Path, store_builder: SessionStoreBuilder, redis: Redis, unique: str
+    tmp_path: Path,
+    store_builder: SessionStoreBuilder,
+    redis: Redis,
+    unique: str,
+    monkeypatch: pytest.MonkeyPatch,
+    growing: bool,
 ) -> None:
+    if growing:
+        batches_of(monkeypatch, 3, 11, divisor=4)
     build_history(store_builder)
     serial = settings_for(tmp_path, store_builder.root, unique, "serial", 1)
     pooled = settings_for(tmp_path, store_builder.root, unique, "pooled", 2)
 
-    first = [await sweep(serial, redis), await sweep(pooled, redis)]
+    commits: list[list[int]] = [[], []]
+    first = []
+    for n, each in enumerate((serial, pooled)):
+        with on_failpoint("ingest.corpus.appended", lambda n=n: commits[n].append(1)):
+            first.append(await sweep(each, redis))
     assert first[0] == first[1]
     assert first[0].messages_staged > 3 * 7  # several batches, sessions split between them
+    # The same batches: as many commits, fewer as the batches grow.
+    assert len(commits[0]) == len(commits[1])
+    if growing:
+        assert 1 < len(commits[0]) < first[0].messages_staged / 3
     assert agent_paths(pooled, "main").scratch_dir.is_dir()  # the pool ran
     assert list(agent_paths(pooled, "main").scratch_dir.iterdir()) == []  # and its files went
     assert not agent_paths(serial, "main").scratch_dir.exists()

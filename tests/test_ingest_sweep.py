@@ -14,7 +14,6 @@ from redis.asyncio import Redis
 from memoryd.agent_runtime import agent_runtime
 from memoryd.errors import LockTimeout, OperationFailed
 from memoryd.failpoints import on_failpoint
-from memoryd.ingest import sweep as sweep_module
 from memoryd.ingest.report import IngestReport
 from memoryd.ingest.sweep import run_ingest_sweep
 from memoryd.lock import WorkspaceLock
@@ -23,7 +22,7 @@ from memoryd.store.checkpoints import load_checkpoints
 from memoryd.store.tombstones import hashed_session_ref, record_tombstones
 from tests.builders import Msg, SessionStoreBuilder, conversation
 from tests.conftest import make_settings
-from tests.ingest_harness import FifoWatch, corpus_text, make_fifo
+from tests.ingest_harness import FifoWatch, batches_of, corpus_text, make_fifo
 from tests.lineage import ORIGINS
 
 POLICY = {
@@ -352,7 +351,7 @@ async def test_small_commit_batches_give_the_same_result_as_one(
     one = make_settings(tmp_path / "one", sessions_root)
     await sweep(one, redis)
     many = make_settings(tmp_path / "many", sessions_root)
-    monkeypatch.setattr(sweep_module, "INGEST_FLUSH_MESSAGES", 3)
+    batches_of(monkeypatch, 3)
     report = await sweep(many, redis)
     assert report.messages_staged == 14
     assert corpus_text(one) == corpus_text(many)
@@ -461,7 +460,7 @@ async def test_each_corpus_day_file_is_fsynced_once_per_sweep_not_once_per_batch
         ]
         store_builder.add(f"agent:main:{sid}", sid, msgs)
     settings = make_settings(tmp_path, sessions_root)
-    monkeypatch.setattr(sweep_module, "INGEST_FLUSH_MESSAGES", 3)  # 8 batches over the two days
+    batches_of(monkeypatch, 3)  # 8 batches over the two days
     synced: list[str] = []
     real_fsync = os.fsync
 

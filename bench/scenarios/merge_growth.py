@@ -6,7 +6,7 @@ store's growth (issue 35 states it at 300,000: the `medium` scale).
 
 The rows are what the pool's workers write (store/scratch.py `CandRow`): sessions of 200-1,800
 messages with uuid ids, chat text of the bench corpus cut as staged snippets, a few repeated
-replies; cut into the serial sweep's batches (INGEST_FLUSH_MESSAGES rows, a session split
+replies; cut into the serial sweep's batches (ingest/batch.py `batch_limit` rows, a session split
 between two batches has its seen hashes written row by row), with each batch's checkpoints and
 participants. Each repetition merges every step into a fresh store; the time is the merging
 thread's CPU time (time.thread_time), from BEGIN to COMMIT, with the scratch files attached.
@@ -142,12 +142,14 @@ def _write_step(scratch: Path, step: int, size: int) -> list[Batch]:
         file = scratch / f"w{task_no % WORKERS}.sqlite"
         lo, hi = write_rows(file, rows)
         ranges.append((Part(str(file), task, lo, hi), group))
-    # The serial sweep's batches: INGEST_FLUSH_MESSAGES consecutive rows in reading order.
-    from memoryd.constants import INGEST_FLUSH_MESSAGES
+    # The serial sweep's batches: consecutive rows in reading order, as many as batch_limit allows
+    # for the store at the batch's start (the earlier steps' rows and this step's before it).
+    from memoryd.ingest.batch import batch_limit
 
     batches: list[Batch] = []
     current = Batch([], [], [], [])
-    room = INGEST_FLUSH_MESSAGES
+    cut = step * size
+    room = batch_limit(cut)
     for part, group in ranges:
         seq = part.lo
         for sid, n in group:
@@ -160,9 +162,10 @@ def _write_step(scratch: Path, step: int, size: int) -> list[Batch]:
                 seq += take
                 taken += take
                 room -= take
+                cut += take
                 if room == 0:
                     batches.append(current)
-                    current, room = Batch([], [], [], []), INGEST_FLUSH_MESSAGES
+                    current, room = Batch([], [], [], []), batch_limit(cut)
             current.checkpoints.append(
                 Checkpoint(
                     f"{AGENT}:sessions/{sid}.jsonl", AGENT, sid, None, f"sessions/{sid}.jsonl", START_MS, n * 300,

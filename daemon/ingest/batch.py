@@ -8,15 +8,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryd.constants import INGEST_FLUSH_MESSAGES, INGEST_FLUSH_MESSAGES_MAX, INGEST_FLUSH_STORE_DIVISOR
 from memoryd.ingest.scan import Candidate, Cursor
 from memoryd.sessions.model import Fingerprint, SessionInfo
 from memoryd.store.checkpoints import Checkpoint
 from memoryd.store.scratch import Part
 
 
+def batch_limit(staged_before: int) -> int:
+    """How many messages a batch may hold when the store has `staged_before` staged entries (those
+    of the sweep's earlier batches counted). A commit dirties about one page of each random-keyed
+    index (claims, entry keys) per message until the batch outnumbers that index's pages, so the
+    WAL a commit writes per message grows with the store while batches stay one size; a batch that
+    grows with the store keeps it near a small store's (bench merge_growth)."""
+    return max(
+        INGEST_FLUSH_MESSAGES, min(INGEST_FLUSH_MESSAGES_MAX, staged_before // INGEST_FLUSH_STORE_DIVISOR)
+    )
+
+
 @dataclass
 class Batch:
     """What one lock hold commits."""
+
+    limit: int  # messages it may hold (batch_limit)
 
     candidates: list[Candidate] = field(default_factory=list)
     cursors: dict[str, tuple[SessionInfo, Fingerprint, Cursor]] = field(default_factory=dict)

@@ -11,7 +11,7 @@ how the workers' results become the serial sweep's batches.
   and event loop a child must not inherit), kept for the process's life and created at the first
   large sweep; they import only the scan task (daemon/ingest/scan_task.py).
 * **Batches.** Results come back in reading order and are cut into the serial sweep's batches
-  (every INGEST_FLUSH_MESSAGES candidates, a session's cursor in the batch its last candidate
+  (each as many candidates as its `limit`, a session's cursor in the batch its last candidate
   is in, or the next one when that candidate fills a batch), so the same rows are committed in
   the same transactions: a batch names ranges of scratch rows (`Part`) instead of holding them.
   Two differences, both inside one sweep: a session split between two batches gets its
@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import anyio
 
 from memoryd.constants import (
-    INGEST_FLUSH_MESSAGES,
     INGEST_PARALLEL_MIN_BYTES,
     INGEST_TASK_BYTES,
     INGEST_WORKERS_MAX,
@@ -155,8 +154,9 @@ class BatchCutter:
     """Turns session results, in reading order, into the serial sweep's batches (module docstring)."""
 
     batch: Batch
-    new_batch: Callable[[], Batch]
+    new_batch: Callable[[int], Batch]  # SweepState.new_batch: the messages of the earlier batches
     count: int = 0  # candidates in `batch`
+    before: int = 0  # candidates in the batches cut before `batch`
 
     def add(
         self,
@@ -176,7 +176,7 @@ class BatchCutter:
         offset = 0
         n = result.candidates
         while offset < n:
-            take = min(INGEST_FLUSH_MESSAGES - self.count, n - offset)
+            take = min(self.batch.limit - self.count, n - offset)
             lo = first_seq + offset
             parts = self.batch.parts
             last = parts[-1] if parts else None
@@ -189,9 +189,10 @@ class BatchCutter:
             touched.append(self.batch)
             self.count += take
             offset += take
-            if self.count >= INGEST_FLUSH_MESSAGES:
+            if self.count >= self.batch.limit:
                 full.append(self.batch)
-                self.batch = self.new_batch()
+                self.before += self.count
+                self.batch = self.new_batch(self.before)
                 self.count = 0
         if result.cursor is not None:
             self.batch.cursors[session.session_id] = (session, fp, result.cursor)
@@ -245,7 +246,7 @@ async def scan_with_workers(
         )
         for n, run in enumerate(plan_tasks([fp.size for _, fp, _ in to_scan], workers))
     ]
-    cutter = BatchCutter(batch, Batch)
+    cutter = BatchCutter(batch, state.new_batch, before=state.messages_read)
     ahead = 2 * workers  # tasks queued beyond the one awaited: the workers never wait on the merge
     futures: list[Future[TaskResult]] = []
     try:

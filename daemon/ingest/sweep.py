@@ -10,8 +10,9 @@
    checkpoints of the changed ones are read in one go. A live sweep may be handed the sessions
    to consider (those the watcher saw change): it stats only those of the admitted ones.
 4. Stream the changed ones from their cursors, outside the lock, within the per-sweep and
-   per-file caps, in batches of at most INGEST_FLUSH_MESSAGES messages. A run of small sessions
-   is read in one worker-thread hand-off, not one each (a first sweep reads hundreds).
+   per-file caps, in batches (5,000 messages, more as the store grows: ingest/batch.py). A run
+   of small sessions is read in one worker-thread hand-off, not one each (a first sweep reads
+   hundreds).
 5. Commit each batch under the workspace lock: re-check forgotten records (a session forgotten
    meanwhile is dropped, never staged), append corpus lines, then one fenced transaction with
    origins, staged entries, the sessions' participants (metadata and message senders), seen
@@ -40,7 +41,6 @@ import orjson
 
 from memoryd.constants import (
     EXCLUSION_STALE_RETRIES,
-    INGEST_FLUSH_MESSAGES,
     INGEST_SCRATCH_RECLAIM_BYTES,
     INGEST_SEEN_PREFETCH_SESSIONS,
     INGEST_TAKE_CHUNK,
@@ -80,6 +80,7 @@ from memoryd.store.exclusions import exclusion_generation
 from memoryd.store.participants import ParticipantRow
 from memoryd.store.scratch import ensure_scratch_dir, remove_scratch, remove_sweep_scratch
 from memoryd.store.seen_hashes import load_seen
+from memoryd.store.short_term import staged_so_far
 from memoryd.store.tombstones import REASON_FORGOTTEN, any_tombstone, forgotten_ids
 
 if TYPE_CHECKING:
@@ -135,13 +136,15 @@ def _load_state(
     agent_id: str,
     session_ids: list[str],
     secret: bytes | None,
-) -> tuple[int, set[str], StampSet, ErasedSenders]:
-    """The exclusion set (with its generation, read first) and the checkpoint stamps."""
+) -> tuple[int, set[str], StampSet, ErasedSenders, int]:
+    """The exclusion set (with its generation, read first), the checkpoint stamps and how many
+    entries the store has staged."""
     return (
         exclusion_generation(conn),
         _forgotten(conn, session_ids, secret),
         load_stamp_set(conn, stamps, db_path, agent_id),
         load_erased_senders(conn, secret),
+        staged_so_far(conn),
     )
 
 
@@ -249,7 +252,13 @@ class _Sweep:
     async def run(self) -> IngestReport:
         # The listing and the stat of every transcript are file I/O: off the event loop.
         decided = await anyio.to_thread.run_sync(self._decide)
-        self.state.generation, forgotten, (stamps, settled), self.state.erased = await self.state.store.read(
+        (
+            self.state.generation,
+            forgotten,
+            (stamps, settled),
+            self.state.erased,
+            self.state.staged_before,
+        ) = await self.state.store.read(
             _load_state,
             self.rt.caches.part(StampSets),
             str(self.state.store.path),
@@ -258,7 +267,7 @@ class _Sweep:
             self.state.secret,
         )
         admitted, excluded = await self._admit_now(decided, forgotten)
-        batch = Batch()
+        batch = self.state.new_batch(0)
         self._record_exclusions(excluded, stamps, batch)
         considered = (
             admitted if self.consider is None else [a for a in admitted if a[1].session_id in self.consider]
@@ -414,7 +423,7 @@ class _Sweep:
                 if remaining <= 0:
                     self.state.report.sessions_deferred += len(group)
                     break
-                room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
+                room = batch.limit - len(batch.candidates)
                 firsts = await anyio.to_thread.run_sync(
                     self._first_takes, group, seen_sets, per_file, remaining, room
                 )
@@ -532,12 +541,12 @@ class _Sweep:
                     batch.senders.setdefault(session.session_id, {}).update(scanner.take_senders())
                 if scanner.finished or taken >= cap:
                     break
-                if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
+                if len(batch.candidates) >= batch.limit:
                     await self._submit(batch)  # the batch is full; carry on reading meanwhile
-                    batch = Batch()
+                    batch = self.state.new_batch(self.state.messages_read)
                 else:
                     await anyio.lowlevel.checkpoint()  # let a background commit move on
-                room = INGEST_FLUSH_MESSAGES - len(batch.candidates)
+                room = batch.limit - len(batch.candidates)
                 found = await anyio.to_thread.run_sync(
                     reading.take, min(cap - taken, room, INGEST_TAKE_CHUNK)
                 )
@@ -552,9 +561,9 @@ class _Sweep:
         if taken >= cap and not scanner.finished:
             self.state.report.sessions_capped += 1
         self.state.sessions_progress()
-        if len(batch.candidates) >= INGEST_FLUSH_MESSAGES:
+        if len(batch.candidates) >= batch.limit:
             await self._submit(batch)
-            batch = Batch()
+            batch = self.state.new_batch(self.state.messages_read)
         return taken, batch
 
     async def _commit(self, batch: Batch) -> None:

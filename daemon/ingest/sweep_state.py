@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.ingest.batch import Batch, batch_limit
 from memoryd.ingest.corpus import CorpusAppender
 from memoryd.ingest.report import IngestReport
 from memoryd.ingest.scan import DayOf
@@ -42,6 +43,7 @@ class SweepState:
     # committed, and run_ingest_sweep reads again under the new exclusion set.
     stale: bool = False
     messages_read: int = 0  # candidates taken so far (progress)
+    staged_before: int = 0  # entries the store had staged when the sweep began (batch_limit)
     sessions_to_read: int = 0
     paths_by_id: dict[str, str] = field(default_factory=dict)  # of the sessions to read
     kinds_by_id: dict[str, str] = field(default_factory=dict)
@@ -69,6 +71,10 @@ class SweepState:
             erased=ErasedSenders(secret),
             progress=progress,
         )
+
+    def new_batch(self, messages_before: int) -> Batch:
+        """An empty batch, to follow batches holding `messages_before` messages of this sweep."""
+        return Batch(limit=batch_limit(self.staged_before + messages_before))
 
     def messages_taken(self, n: int) -> None:
         """`n` more candidates were read (progress)."""

@@ -117,6 +117,11 @@ def load_raw_row(conn: Connection, key: str) -> tuple[Any, ...]:
     )
 
 
+def staged_so_far(conn: Connection) -> int:
+    """About how many entries the store has staged (its highest row number: one index probe)."""
+    return int(conn.execute("SELECT coalesce(max(rowid), 0) FROM short_term_entries").fetchone()[0])
+
+
 def existing_keys(conn: Connection, keys: Iterable[str]) -> set[str]:
     rows = select_in(
         conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})", dict.fromkeys(keys)
