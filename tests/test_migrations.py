@@ -47,6 +47,7 @@ RELEASED = {
     "agent/0010_suppressed_claims.sql": "2177316ac3",
     "agent/0011_store_id.sql": "4ec09740a1",
     "agent/0012_keyed_lineage.sql": "4b7b941f98",
+    "agent/0013_staged_entries_by_claim.sql": "ad4e0fc910",
     "retention/0001_initial.sql": "9f013dc772",
     "retention/0002_checkpoint_token.sql": "8cc4e70922",
     "retention/0003_drop_agent_tables.sql": "a6ea471b71",

@@ -62,8 +62,10 @@ def _historical(path: Path, version: str) -> None:
 
 
 def _seed(conn) -> None:
-    """Sessions with staged lines, origins, seen hashes and checkpoints, a forgotten record."""
+    """Sessions with staged lines, origins, seen hashes and checkpoints, a forgotten record; the
+    lineage in the tables of the store's version (keyed lines from version 12 on)."""
     rng = random.Random(35)
+    keyed = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'ingest_lines'").fetchone() is not None
     conn.execute("BEGIN")
     for s in range(40):
         sid = f"{rng.getrandbits(64):016x}-session-{s}"
@@ -77,15 +79,28 @@ def _seed(conn) -> None:
         for line in range(1, 31):
             claim = f"{rng.getrandbits(48):012x}" if line % 7 else "0000000000aa"  # a shared claim
             key = f"memory:claim:{claim}"
-            conn.execute(
-                "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, "
-                "origin_class, observed_at) VALUES (?, 'main', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (key, sid, f"agent:main:direct:{s}", "owner" if line % 2 else "agent", 1000 + line),
-            )
-            conn.execute(
-                "INSERT INTO ingest_seen_hashes (scope, hash, seq) VALUES (?, ?, ?)",
-                (scope, f"{rng.getrandbits(160):040x}", line),
-            )
+            origin_class = "owner" if line % 2 else "agent"
+            seen = f"{rng.getrandbits(160):040x}"
+            if keyed:
+                if line == 1:
+                    conn.execute(
+                        "INSERT INTO ingest_sessions (session_no, session_id, session_key) VALUES (?, ?, ?)",
+                        (s + 1, sid, f"agent:main:direct:{s}"),
+                    )
+                conn.execute(
+                    "INSERT INTO ingest_lines (session_no, line_no, claim, origin_class, observed_at, seen) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (s + 1, line, int(claim, 16), origin_class, 1000 + line, seen),
+                )
+            else:
+                conn.execute(
+                    "INSERT INTO memory_entry_origins (entry_key, agent_id, session_id, session_key, "
+                    "origin_class, observed_at) VALUES (?, 'main', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (key, sid, f"agent:main:direct:{s}", origin_class, 1000 + line),
+                )
+                conn.execute(
+                    "INSERT INTO ingest_seen_hashes (scope, hash, seq) VALUES (?, ?, ?)", (scope, seen, line)
+                )
             conn.execute(
                 "INSERT INTO short_term_entries (entry_key, path, start_line, end_line, snippet, "
                 "first_recalled_at, last_recalled_at, origin_class, observed_at, claim_hash) "

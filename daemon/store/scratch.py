@@ -30,6 +30,7 @@ import orjson
 from memoryd.constants import DIR_MODE, FILE_MODE
 from memoryd.store.engine import Connection, sqlite3
 from memoryd.store.lines import Line, seen_of_sessions, sessions_with_lines
+from memoryd.store.short_term import key_index
 
 SCRATCH_SUFFIX = ".sqlite"
 # <sweep process pid>-<sweep token>-w<worker pid>.sqlite (and SQLite's -journal beside it).
@@ -192,7 +193,7 @@ def part_existing_keys(conn: Connection, name: str, part: Part) -> set[str]:
     """The part's entry keys the store already has a staged entry for."""
     rows = conn.execute(
         f"SELECT DISTINCT c.entry_key FROM {name}.cand c JOIN main.short_term_entries e "
-        "ON e.entry_key = c.entry_key WHERE c.task = ? AND c.seq BETWEEN ? AND ?",
+        f"ON {key_index('e.entry_key')} = {key_index('c.entry_key')} WHERE c.task = ? AND c.seq BETWEEN ? AND ?",
         part[1:],
     )
     return {k for (k,) in rows}

@@ -15,6 +15,7 @@ import orjson
 
 from memoryd.store.batched import execute_in, select_in
 from memoryd.store.engine import Connection
+from memoryd.store.lines import claim_of_key
 from memoryd.store.pages import rows_sharing_pages
 
 # Columns holding JSON lists (decoded to tuples of str).
@@ -50,6 +51,31 @@ class ShortTermEntry:
 
 COLUMNS: tuple[str, ...] = tuple(ShortTermEntry.__dataclass_fields__)
 SELECT_LIST = ", ".join(COLUMNS)
+
+
+# --- the key index --------------------------------------------------------------------------------
+# Entries are found by key through one index on an expression (agent schema version 13): a
+# claim's key as the claim hash's 6 bytes, any other key as its text. A lookup must spell the
+# index's expression (`key_index`) and bind `index_value`s, or SQLite reads the whole table.
+_CLAIM_KEY_GLOB = "'memory:claim:" + "[0-9a-f]" * 12 + "'"
+
+
+def key_index(column: str = "entry_key") -> str:
+    """The key index's expression over `column` (an entry key: the table's, or another's)."""
+    return f"(CASE WHEN {column} GLOB {_CLAIM_KEY_GLOB} THEN unhex(substr({column}, 14)) ELSE {column} END)"
+
+
+def index_value(entry_key: str) -> bytes | str:
+    """What the key index holds for `entry_key` (key_index computed here)."""
+    claim = claim_of_key(entry_key)
+    return entry_key if claim is None else claim.to_bytes(6, "big")
+
+
+_KEY = key_index()
+
+
+def _values(keys: Iterable[str]) -> list[bytes | str]:
+    return [index_value(k) for k in dict.fromkeys(keys)]
 
 
 def _json_tuple(raw: str | None) -> tuple[str, ...]:
@@ -99,7 +125,7 @@ def encode_row(entry: ShortTermEntry) -> tuple[Any, ...]:
 def load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, ShortTermEntry]:
     """The stored entries among `keys`, by key."""
     rows = select_in(
-        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
+        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE {_KEY} IN ({{marks}})", _values(keys)
     )
     return {r[0]: ShortTermEntry(*decode_row(r)) for r in rows}
 
@@ -107,13 +133,15 @@ def load_entries(conn: Connection, keys: Sequence[str]) -> dict[str, ShortTermEn
 def load_raw_rows(conn: Connection, keys: Sequence[str]) -> list[tuple[Any, ...]]:
     """The stored rows among `keys`, as stored (JSON lists undecoded), in COLUMNS order."""
     return select_in(
-        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key IN ({{marks}})", keys
+        conn, f"SELECT {SELECT_LIST} FROM short_term_entries WHERE {_KEY} IN ({{marks}})", _values(keys)
     )
 
 
 def load_raw_row(conn: Connection, key: str) -> tuple[Any, ...]:
     return tuple(
-        conn.execute(f"SELECT {SELECT_LIST} FROM short_term_entries WHERE entry_key = ?", (key,)).fetchone()
+        conn.execute(
+            f"SELECT {SELECT_LIST} FROM short_term_entries WHERE {_KEY} = ?", (index_value(key),)
+        ).fetchone()
     )
 
 
@@ -124,7 +152,7 @@ def staged_so_far(conn: Connection) -> int:
 
 def existing_keys(conn: Connection, keys: Iterable[str]) -> set[str]:
     rows = select_in(
-        conn, "SELECT entry_key FROM short_term_entries WHERE entry_key IN ({marks})", dict.fromkeys(keys)
+        conn, f"SELECT entry_key FROM short_term_entries WHERE {_KEY} IN ({{marks}})", _values(keys)
     )
     return {k for (k,) in rows}
 
@@ -184,7 +212,7 @@ def upsert_signals(conn: Connection, entries: Sequence[ShortTermEntry]) -> None:
     signal changes."""
     conn.executemany(
         f"INSERT INTO short_term_entries ({SELECT_LIST}) VALUES ({','.join('?' * len(COLUMNS))}) "
-        f"ON CONFLICT(entry_key) DO UPDATE SET {_UPDATE_SIGNALS}",
+        f"ON CONFLICT{_KEY} DO UPDATE SET {_UPDATE_SIGNALS}",
         [encode_row(e) for e in entries],
     )
 
@@ -217,8 +245,8 @@ def add_grounded_signal(
     conn.execute(
         "UPDATE short_term_entries SET grounded_count = grounded_count + 1, total_score = total_score + ?, "
         "max_score = MAX(max_score, ?), last_recalled_at = ?, query_hashes = ?, recall_days = ?, "
-        "origin_class = ?, observed_at = MAX(observed_at, ?) WHERE entry_key = ?",
-        (score, score, now_ms, query_hashes, recall_days, origin_class, observed_at, key),
+        f"origin_class = ?, observed_at = MAX(observed_at, ?) WHERE {_KEY} = ?",
+        (score, score, now_ms, query_hashes, recall_days, origin_class, observed_at, index_value(key)),
     )
 
 
@@ -227,7 +255,7 @@ def restore_raw_row(conn: Connection, values: Sequence[Any]) -> int:
     sets = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
     return int(
         conn.execute(
-            f"UPDATE short_term_entries SET {sets} WHERE entry_key = ?", [*values[1:], values[0]]
+            f"UPDATE short_term_entries SET {sets} WHERE {_KEY} = ?", [*values[1:], index_value(values[0])]
         ).rowcount
     )
 
@@ -256,10 +284,10 @@ def read_with_signals(
         where = "" if include_promoted else " WHERE e.promoted_at IS NULL"
         rows = conn.execute(sql + where + " ORDER BY e.entry_key").fetchall()
     else:
-        clause = " WHERE e.entry_key IN ({marks})" + (
+        clause = f" WHERE {key_index('e.entry_key')} IN ({{marks}})" + (
             "" if include_promoted else " AND e.promoted_at IS NULL"
         )
-        rows = select_in(conn, sql + clause, dict.fromkeys(keys))
+        rows = select_in(conn, sql + clause, _values(keys))
         rows.sort(key=lambda r: r[0])
     n = len(COLUMNS)
     return [(decode_row(r), PhaseSignals(int(r[n]), int(r[n + 1]), r[n + 2], r[n + 3])) for r in rows]
@@ -269,8 +297,8 @@ def mark_promoted(conn: Connection, keys: Iterable[str], now_ms: int) -> int:
     """Set promoted_at on still-unpromoted entries; return how many changed."""
     return execute_in(
         conn,
-        "UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL AND entry_key IN ({marks})",
-        dict.fromkeys(keys),
+        f"UPDATE short_term_entries SET promoted_at = ? WHERE promoted_at IS NULL AND {_KEY} IN ({{marks}})",
+        _values(keys),
         (now_ms,),
     )
 
@@ -286,7 +314,9 @@ class EntryText(NamedTuple):
 
 def texts_by_key(conn: Connection, keys: Sequence[str]) -> list[EntryText]:
     rows = select_in(
-        conn, "SELECT entry_key, path, snippet FROM short_term_entries WHERE entry_key IN ({marks})", keys
+        conn,
+        f"SELECT entry_key, path, snippet FROM short_term_entries WHERE {_KEY} IN ({{marks}})",
+        _values(keys),
     )
     return [EntryText(*r) for r in rows]
 
@@ -308,7 +338,7 @@ def texts_outside(conn: Connection, low: str, high: str) -> list[EntryText]:
 
 
 def delete_entries(conn: Connection, keys: Sequence[str]) -> int:
-    return execute_in(conn, "DELETE FROM short_term_entries WHERE entry_key IN ({marks})", keys)
+    return execute_in(conn, f"DELETE FROM short_term_entries WHERE {_KEY} IN ({{marks}})", _values(keys))
 
 
 _REWRITE = "temp.short_term_rewrite"  # temp_store is memory: the copies never reach a file
@@ -321,7 +351,9 @@ def purge_entries(conn: Connection, keys: Sequence[str]) -> int:
     them stays in a page's free gap (daemon/store/pages.py); the number deleted."""
     rowids = [
         r[0]
-        for r in select_in(conn, "SELECT rowid FROM short_term_entries WHERE entry_key IN ({marks})", keys)
+        for r in select_in(
+            conn, f"SELECT rowid FROM short_term_entries WHERE {_KEY} IN ({{marks}})", _values(keys)
+        )
     ]
     deleted = delete_entries(conn, keys)
     around = rows_sharing_pages(conn, "short_term_entries", _ROW_BYTES, rowids)
