@@ -18,5 +18,5 @@ def test_a_batch_never_shrinks_as_the_store_grows_and_stays_within_its_bounds(a:
 def test_a_small_store_keeps_the_least_batch_and_a_large_one_the_most() -> None:
     assert batch_limit(0) == INGEST_FLUSH_MESSAGES
     assert batch_limit(INGEST_FLUSH_MESSAGES * INGEST_FLUSH_STORE_DIVISOR) == INGEST_FLUSH_MESSAGES
-    assert batch_limit(120_000) == 120_000 // INGEST_FLUSH_STORE_DIVISOR
+    assert batch_limit(80_000) == 80_000 // INGEST_FLUSH_STORE_DIVISOR
     assert batch_limit(10**9) == INGEST_FLUSH_MESSAGES_MAX
