@@ -146,6 +146,14 @@ def shutdown_pool() -> None:
             _pool = None
 
 
+_NO_HASHES: frozenset[str] = frozenset()
+
+
+def _frozen(hashes: set[str] | None) -> frozenset[str]:
+    # One empty set for every session without a hash (all of a first sweep's), not one each.
+    return frozenset(hashes) if hashes else _NO_HASHES
+
+
 # --- cutting results into batches ----------------------------------------------------------------
 
 
@@ -239,7 +247,7 @@ async def scan_with_workers(
                     to_scan[i][0],
                     to_scan[i][1],
                     to_scan[i][2],
-                    frozenset(seen_sets.get(seen_scope(agent, to_scan[i][0].session_id), ())),
+                    _frozen(seen_sets.get(seen_scope(agent, to_scan[i][0].session_id))),
                 )
                 for i in run
             ),

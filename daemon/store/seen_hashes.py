@@ -25,11 +25,12 @@ def _scopes_by_session(scopes: Sequence[str]) -> dict[str, str]:
 
 
 def load_seen(conn: Connection, scopes: Sequence[str]) -> dict[str, set[str]]:
-    """Seen hashes of the given scopes (every scope present in the result, possibly empty)."""
-    out: dict[str, set[str]] = {scope: set() for scope in scopes}
+    """Seen hashes of the given scopes; a scope with none is left out (a first sweep reads tens
+    of thousands of sessions, every one without a hash)."""
+    out: dict[str, set[str]] = {}
     of = _scopes_by_session(scopes)
     for sid, digest in seen_of_sessions(conn, list(of)):
-        out[of[sid]].add(digest)
+        out.setdefault(of[sid], set()).add(digest)
     return out
 
 
