@@ -1,59 +1,28 @@
 """The search and entry reports: what `run_search` and `get_entry` return, `memoryd search`
 prints and the agents' `memory_search` and `memory_get` tools answer.
 
-A search is a fresh process each time an agent's tool calls it, so its report is plain data and
-loads no pydantic; `to_json` gives its JSON form, camelCase keys in field order. It is also the
-one declaration of its schema: pydantic reads these dataclasses where a schema is wanted (the
-docs generator and the MCP tool listing, through `TypeAdapter`), with the camelCase aliases and
-the attribute docstrings as descriptions that `__pydantic_config__` asks for.
+A search is a fresh process each time an agent's tool calls it, so its report is plain data
+(daemon/plain_report.py) and loads no pydantic; `to_json` gives its JSON form, camelCase keys in
+field order. These dataclasses are also the one declaration of its schema (`search --json`, the
+MCP tools' output), which pydantic reads from them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
-
-def _camel(name: str) -> str:
-    first, *rest = name.split("_")
-    return first + "".join(part.capitalize() for part in rest)
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, _Plain):
-        return value.to_json()
-    if isinstance(value, list):
-        return [_json(v) for v in value]
-    return value
-
-
-# (field name, JSON key) per report class, worked out once: an agent's search is converted per
-# call, and `fields()` plus the camel-casing of every key cost more than the conversion itself.
-_KEYS: dict[type, tuple[tuple[str, str], ...]] = {}
-
-
-class _Plain:
-    __slots__ = ()
-    # Read by pydantic only (a TypeAdapter over the dataclass); a plain dict, so no import.
-    __pydantic_config__ = {"alias_generator": _camel, "use_attribute_docstrings": True}
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form of the matching model in memoryd.index.report (by alias, field order)."""
-        keys = _KEYS.get(type(self))
-        if keys is None:
-            keys = _KEYS[type(self)] = tuple((f.name, _camel(f.name)) for f in fields(self))  # type: ignore[arg-type]
-        return {key: _json(getattr(self, name)) for name, key in keys}
+from memoryd.plain_report import PlainReport
 
 
 @dataclass(slots=True, kw_only=True)
-class HitProvenance(_Plain):
+class HitProvenance(PlainReport):
     origin_class: str
     session_kind: str
     observed_at: int
 
 
 @dataclass(slots=True, kw_only=True)
-class HitSession(_Plain):
+class HitSession(PlainReport):
     """A session the hit derives from: its id and key (forgettable), origin class and date."""
 
     session_id: str
@@ -63,7 +32,7 @@ class HitSession(_Plain):
 
 
 @dataclass(slots=True, kw_only=True)
-class SearchHit(_Plain):
+class SearchHit(PlainReport):
     path: str
     source: str
     start_line: int
@@ -83,7 +52,7 @@ class SearchHit(_Plain):
 
 
 @dataclass(slots=True, kw_only=True)
-class SearchReport(_Plain):
+class SearchReport(PlainReport):
     agent_id: str
     query: str
     mode: str  # "fts" | "hybrid"
@@ -99,7 +68,7 @@ class SearchReport(_Plain):
 
 
 @dataclass(slots=True, kw_only=True)
-class EntryReport(_Plain):
+class EntryReport(PlainReport):
     """One memory by its key (`memory_get`): its whole text and every session it derives from."""
 
     agent_id: str
