@@ -5,9 +5,10 @@ Real Redis, real stores, the daemon's own worker; data no other test uses."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import click
@@ -19,11 +20,12 @@ from pydantic import BaseModel
 from memoryd.commands import CliState
 from memoryd.commands.service import register
 from memoryd.ops.registry import OPS
+from memoryd.plain_report import PlainReport
 from memoryd.redis_values import scan_values
 from memoryd.runtime.client import MemorydClient
 from memoryd.runtime.wire import queue_name
 from memoryd.settings import load_settings
-from memoryd.stored_form import is_content, stored_form
+from memoryd.stored_form import Content, is_content, stored_form
 from tests.builders import Msg, SessionStoreBuilder
 from tests.daemon_harness import cleanup_redis, write_config
 from tests.worker_harness import run_jobs
@@ -190,3 +192,26 @@ def test_the_stored_form_blanks_what_a_direct_caller_still_gets():
     stored = stored_form(entry)
     assert (stored.text, stored.session_ids, stored.entry_key, stored.score) == ("", [], "", 0.5)
     assert entry.text == ZED_TEXT[0]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Origin(PlainReport):
+    session_id: Annotated[str, Content]
+    kind: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Plain(PlainReport):
+    agent_id: str
+    keys: Annotated[list[str], Content]
+    origins: list[_Origin]
+    note: Annotated[str | None, Content] = None
+
+
+def test_the_stored_form_blanks_content_of_a_plain_report_at_any_depth():
+    # A plain report (daemon/plain_report.py) marks its fields as a model does, in `Annotated`.
+    report = _Plain(agent_id="main", keys=["k1"], origins=[_Origin(session_id="s1", kind="live")])
+    stored = stored_form(report)
+    assert stored == _Plain(agent_id="main", keys=[], origins=[_Origin(session_id="", kind="live")])
+    assert report.keys == ["k1"] and report.origins[0].session_id == "s1"
+    assert is_content(_Plain, "note") and not is_content(_Plain, "origins")
