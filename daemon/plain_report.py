@@ -79,7 +79,8 @@ class PlainReport:
         return out
 
 
-def report_json(report: Any) -> Any:
+def report_json(report: Any) -> dict[str, Any]:
     """The JSON form of a report, plain (`to_json`) or a pydantic model (its dump by alias, in
     field order), as the CLI prints it and a job stores it."""
-    return _json(report)
+    data: dict[str, Any] = _json(report)
+    return data

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from memoryd.settings import SettingField, Settings, is_section, section_fields
 
@@ -303,7 +303,8 @@ def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
     for op in OPS:
         try:
             payload = op.contract.request.model_json_schema(mode="validation")
-            result = op.contract.result().model_json_schema(mode="serialization", by_alias=True)
+            # A model or a plain report dataclass (the forget report): pydantic reads either.
+            result = TypeAdapter(op.contract.result()).json_schema(mode="serialization", by_alias=True)
         except (ImportError, AttributeError, TypeError, NameError) as exc:
             if missing is None:
                 raise
@@ -344,8 +345,6 @@ def cli_json_models() -> dict[str, tuple[Any, bool]]:
 
 def cli_json_schemas(missing: list[str] | None = None) -> dict[str, str]:
     """docs/schemas/cli/<command>.schema.json: the document each `--json` prints."""
-    from pydantic import TypeAdapter
-
     out: dict[str, str] = {}
     try:
         models = cli_json_models()

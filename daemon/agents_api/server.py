@@ -24,6 +24,7 @@ from memoryd.agents_api.service import AgentsApi
 from memoryd.agents_api.tools import ForgetArgs, GetArgs, ReadArgs, SearchArgs, WriteArgs
 from memoryd.errors import MemorydError
 from memoryd.ops.op import describe_validation
+from memoryd.plain_report import report_json
 
 SERVER_NAME = "memoryd"
 UNTRUSTED_FRAME = (
@@ -99,10 +100,7 @@ def tool_defs() -> dict[str, ToolDef]:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
-    to_json = getattr(value, "to_json", None)  # the search and entry reports: plain data
-    return to_json() if to_json is not None else value
+    return report_json(value)  # a model, or plain data (the search, entry and forget reports)
 
 
 def _text(data: Any) -> str:

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from memoryd.ops.op import Op, ProgressFn, R
+    from memoryd.ops.op import Op, ProgressFn, R, Report
     from memoryd.settings import Settings
 
 T = TypeVar("T")
@@ -173,11 +171,13 @@ def run_op(state: CliState, op: Op[R], request: R, progress: ProgressFn | None =
     return run_async(go)
 
 
-def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[Any], str]) -> None:
+def emit_report(op: Op[Any], report: Report, as_json: bool, human: Callable[[Any], str]) -> None:
     """Print an operation's report, then raise what it means for the exit code (a refused
     erasure exits 3), exactly as `memoryd enqueue … --wait` does with the job's result."""
+    from memoryd.plain_report import report_json
+
     emit(report, as_json, human)
-    problem = op.contract.outcome(report.model_dump(mode="json", by_alias=True))
+    problem = op.contract.outcome(report_json(report))
     if problem is not None:
         raise problem
 
@@ -185,13 +185,11 @@ def emit_report(op: Op[Any], report: BaseModel, as_json: bool, human: Callable[[
 def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, list):
         return [to_jsonable(o) for o in obj]
-    if isinstance(obj, dict | str | int | float | None):  # already JSON (a dry run's report)
+    if isinstance(obj, dict | str | int | float | None):  # already JSON
         return obj
-    from pydantic import BaseModel
+    from memoryd.plain_report import report_json
 
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json", by_alias=True)
-    return obj
+    return report_json(obj)  # a report: a plain one's `to_json`, a model's dump by alias
 
 
 def emit_json(obj: Any) -> None:

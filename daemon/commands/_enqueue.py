@@ -151,11 +151,10 @@ def register_enqueue(
     (an erasure goes to every host: state, request, request id, queue anyway, wait, timeout, json)."""
 
     def render(result: dict[str, Any]) -> str:
-        from pydantic import ValidationError
+        from memoryd.ops.result import read_result
 
-        try:
-            report = op.contract.result().model_validate(result)
-        except ValidationError:  # a result of another memoryd version: show it as it is
+        report = read_result(op.contract.result(), result)
+        if report is None:  # a result of another memoryd version: show it as it is
             import orjson
 
             return orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()

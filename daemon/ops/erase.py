@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from memoryd.errors import MemorydError, RefusedError, UsageError
-from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Report, Routing
 from memoryd.retention.request import EraseRequest
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def _outcome(result: Mapping[str, Any]) -> MemorydError | None:
     )
 
 
-def _redacted(receipt: BaseModel) -> BaseModel:
+def _redacted(receipt: Report) -> Report:
     from memoryd.retention.receipts import ErasureReceipt
 
     return receipt.stored_form() if isinstance(receipt, ErasureReceipt) else receipt

@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memoryd.agent_runtime import AgentRuntime, agent_runtime
 from memoryd.errors import LockTimeout
-from memoryd.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Routing, agent_of
+from memoryd.ops.op import LockPolicy, Op, OpContext, ProgressFn, R, Report, Routing, agent_of
 from memoryd.settings import Settings
 
 if TYPE_CHECKING:
     # Typing only: an op without a lock (a dry run) never loads the Redis client.
-    from pydantic import BaseModel
     from redis.asyncio import Redis
 
     from memoryd.ingest.live_hints import LiveHints
@@ -49,7 +48,7 @@ class Resources(Protocol):
 
 async def execute(
     op: Op[R], resources: Resources, request: R, *, progress: ProgressFn | None = None
-) -> BaseModel:
+) -> Report:
     """Run `request` (already parsed by `op.contract.parse`) as `op` declares; returns its report."""
     policy = op.policy.lock(request)
     settings = resources.settings
@@ -111,7 +110,7 @@ class LocalResources:
 
 async def run_locally(
     op: Op[R], settings: Settings, request: R, *, progress: ProgressFn | None = None
-) -> BaseModel:
+) -> Report:
     """Run `request` in this process (what `memoryd forget`, `memoryd erase`, … do)."""
     resources = LocalResources(settings)
     try:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from memoryd.errors import MemorydError, OperationFailed
 from memoryd.forget.request import ForgetRequest
-from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Routing
+from memoryd.ops.op import JobContract, JobPolicy, LockPolicy, Op, OpContext, Report, Routing
 
 if TYPE_CHECKING:
     from memoryd.forget.report import ForgetReport
@@ -68,7 +68,7 @@ def _outcome(result: Mapping[str, Any]) -> MemorydError | None:
     )
 
 
-def _redacted(report: BaseModel) -> BaseModel:
+def _redacted(report: Report) -> Report:
     if not isinstance(report, _result()) or report.verification is None:
         return report
     return report.model_copy(update={"verification": report.verification.stored_form()})

@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from memoryd.did_you_mean import closest
 from memoryd.errors import JobPayloadError, MemorydError, UsageError
 from memoryd.ops.payload import check_payload_size
+from memoryd.plain_report import PlainReport
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from memoryd.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
+# An op's report: a pydantic model, or a plain report dataclass (daemon/plain_report.py) that
+# pydantic reads through a `TypeAdapter` where a schema or a validation is wanted.
+Report: TypeAlias = BaseModel | PlainReport
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total), for a CLI progress bar
 
 
@@ -102,7 +106,7 @@ class JobContract(Generic[R]):
     name: str  # the job function's name on the wire (arq's "f"), the metrics' family label
     summary: str  # one line for docs/jobs.md
     request: type[R]  # the payload model (extra fields forbidden); one for the CLI and the job
-    result: Callable[[], type[BaseModel]]  # the report model (the job's result, the CLI's --json)
+    result: Callable[[], type[Report]]  # the report's type (the job's result, the CLI's --json)
     routing: Routing
     # The `memoryd <command>` that runs it in the foreground (and `memoryd enqueue <command>`).
     command: str | None = None
@@ -152,7 +156,7 @@ class JobPolicy(Generic[R]):
     # What else of the report to drop from the job's result, after its `Content` fields
     # (daemon/stored_form.py). A direct caller gets the whole report; Redis, outside what
     # forget and erase reach, gets the stored form.
-    redact_result: Callable[[BaseModel], BaseModel] | None = None
+    redact_result: Callable[[Report], Report] | None = None
     # The scheduler's interval for it (None: not scheduled with these settings).
     interval_s: Callable[[Settings], float | None] | None = None
     sweep: bool = False  # a sweep: its duration and last success are exported per agent (or host)
@@ -172,7 +176,7 @@ class Op(Generic[R]):
     policy for running it."""
 
     contract: JobContract[R]
-    run: Callable[[OpContext, R], Awaitable[BaseModel]]  # imports its domain entry point when called
+    run: Callable[[OpContext, R], Awaitable[Report]]  # imports its domain entry point when called
     policy: JobPolicy[R]
 
 

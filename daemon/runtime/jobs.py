@@ -28,8 +28,9 @@ from memoryd.constants import AGENT_OWNER_KEY, AGENT_WAIT_FIRST_S, AGENT_WAIT_ST
 from memoryd.errors import AgentNotServed, MemorydError, OperationFailed
 from memoryd.ingest.live_hints import LiveHints
 from memoryd.ops.execute import execute
-from memoryd.ops.op import Op, Routing, agent_of
+from memoryd.ops.op import Op, Report, Routing, agent_of
 from memoryd.ops.registry import OPS
+from memoryd.plain_report import report_json
 from memoryd.runtime import metrics
 from memoryd.runtime.hosts import parse_route
 from memoryd.runtime.served import SERVED, ServedAgents
@@ -152,9 +153,9 @@ async def _routed_here(ctx: dict[str, Any], agent: str, settings: Settings) -> b
     )
 
 
-def dump(report: BaseModel) -> dict[str, Any]:
+def dump(report: Report) -> dict[str, Any]:
     """The report as the CLI prints it (field order and aliases of the model)."""
-    return report.model_dump(mode="json", by_alias=True)
+    return report_json(report)
 
 
 def _is_purge(op: Op[Any], request: BaseModel | None) -> bool:
