@@ -44,7 +44,7 @@ async def test_a_later_session_on_an_applied_day_adds_its_origin_to_the_shared_d
         appended = await run_backfill(rt, BackfillRequest(agent="main", mode="apply"))
         assert appended.candidates == 1 and appended.diary_lines == 1  # a later message of a done day
         report = await run_forget(rt, ForgetRequest(agent="main", sessions=["second"]))
-        assert report.mixedLineageEntryKeys != []
+        assert report.mixed_lineage_entry_keys != []
         assert CLAIM not in diary.read_text()
         # The cursor's rows name the session: the forget takes them with its origins.
         left = await rt.store.read(

@@ -1,6 +1,6 @@
-"""`memoryd forget --dry-run` validates its flags and builds its report without the forget op's
-pydantic models (for start-up): it must print exactly what the op's report would be, and refuse
-exactly what the op's request model refuses, with the same words."""
+"""`memoryd forget --dry-run` validates its flags without the forget op's request model (for
+start-up) and builds the op's own report, plain data: it must print exactly what the op's report
+is, and refuse exactly what the op's request model refuses, with the same words."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from memoryd.constants import MAX_SELECTORS
 from memoryd.errors import MemorydError
 from memoryd.ops import forget as forget_op
 from memoryd.ops.execute import run_locally
+from memoryd.plain_report import report_json
 from memoryd.settings import load_settings
 from tests.builders import SessionStoreBuilder, conversation
 from tests.conftest import REDIS_URL
@@ -77,9 +78,7 @@ def test_a_dry_run_prints_the_forget_ops_report_byte_for_byte(
             ].append(value)
     request = forget_op.OP.contract.parse({"agent": "main", **flags, "dry_run": True})
     report = anyio.run(run_locally, forget_op.OP, load_settings(config), request)
-    expected = orjson.dumps(
-        report.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2
-    ).decode()
+    expected = orjson.dumps(report_json(report), option=orjson.OPT_INDENT_2).decode()
     assert printed == expected + "\n"
 
 
@@ -119,3 +118,14 @@ def test_a_dry_run_refuses_what_the_forget_request_refuses_in_the_same_words(bad
 
 def test_the_preview_names_errors_as_the_forget_op_does() -> None:
     assert FORGET == forget_op.OP.contract.name == forget_op.OP.contract.command
+
+
+def test_a_dry_run_builds_the_forget_ops_own_report(config: Path) -> None:
+    # The report is declared once: the CLI's dry run builds the op's report type, not a copy of
+    # its JSON form, so the two cannot drift.
+    from memoryd.commands import CliState
+    from memoryd.commands.forget import _preview
+
+    fields = forget_fields("main", ("tg-nora",), ("omar",), (), None, True)
+    report = _preview(CliState(str(config)), fields)
+    assert type(report) is forget_op.OP.contract.result()

@@ -69,16 +69,28 @@ NAMES = {
 }
 
 
-def _text_fields(model: type[BaseModel], seen: set[type[BaseModel]]) -> list[str]:
+def _annotations(report_type: type) -> dict[str, Any]:
+    """Each field of a report class (a pydantic model or a plain report dataclass) and its type."""
+    if dataclasses.is_dataclass(report_type):
+        hints = typing.get_type_hints(report_type)
+        return {f.name: hints[f.name] for f in dataclasses.fields(report_type)}
+    return {name: field.annotation for name, field in report_type.model_fields.items()}  # type: ignore[attr-defined]
+
+
+def _is_report(kind: Any) -> bool:
+    return isinstance(kind, type) and (issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind))
+
+
+def _text_fields(model: type, seen: set[type]) -> list[str]:
     """The fields of `model` (at any depth) that can hold a string and are not marked Content."""
     out: list[str] = []
-    for name, field in model.model_fields.items():
+    for name, annotation in _annotations(model).items():
         if is_content(model, name):
             continue
-        inner = [a for arg in typing.get_args(field.annotation) for a in (arg, *typing.get_args(arg))]
-        kinds = [field.annotation, *inner]
+        inner = [a for arg in typing.get_args(annotation) for a in (arg, *typing.get_args(arg))]
+        kinds = [annotation, *inner]
         for kind in kinds:
-            if isinstance(kind, type) and issubclass(kind, BaseModel) and kind not in seen:
+            if _is_report(kind) and kind not in seen:
                 seen.add(kind)
                 out += [f"{name}.{f}" for f in _text_fields(kind, seen)]
         if str in kinds and name not in NAMES:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,7 @@ EXPECTED_ARTIFACTS = {
 
 async def test_preview_reports_every_artifact_kind_in_reference_order(world: ForgetWorld):
     report = await preview(world, sessions=["target"])
-    data = report.model_dump(mode="json")
+    data = report.to_json()
     assert list(data) == [
         "agentId",
         "dryRun",
@@ -104,8 +105,8 @@ async def test_dry_run_takes_no_lock_and_writes_nothing_not_even_a_schema(settin
     world.build_files()
     before = {p: p.read_bytes() for p in world.workspace.rglob("*") if p.is_file()}
     report = await preview(world, sessions=["target"])  # no Redis given: a lock would fail
-    assert report.dryRun is True
-    assert report.artifacts.sessionCorpusLines == 3  # files are still scanned
+    assert report.dry_run is True
+    assert report.artifacts.session_corpus_lines == 3  # files are still scanned
     assert not world.paths.db_path.exists()
     assert not world.paths.state_dir.joinpath("forgotten.key").exists()
     assert {p: p.read_bytes() for p in world.workspace.rglob("*") if p.is_file()} == before
@@ -127,9 +128,9 @@ async def test_dry_run_on_an_existing_store_changes_no_row_and_no_revision(world
 async def test_preview_then_apply_on_unchanged_state_gives_the_same_report_but_dry_run(world, redis):
     previewed = await preview(world, sessions=["target"])
     applied = await purge(world, redis, sessions=["target"])
-    expected = previewed.model_dump()
+    expected = previewed.to_json()
     expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
-    assert applied.model_dump() == {**expected, "dryRun": False}
+    assert applied.to_json() == {**expected, "dryRun": False}
 
 
 async def test_promoted_entries_and_session_sections_are_removed_from_memory_files(world, redis):
@@ -230,20 +231,20 @@ async def test_forgotten_records_are_added_and_the_index_revision_moves(world, r
 
 async def test_mixed_lineage_entry_is_removed_whole_and_listed(world, redis):
     report = await purge(world, redis, sessions=["target"])
-    assert report.mixedLineageEntryKeys == ["k-mixed"]
+    assert report.mixed_lineage_entry_keys == ["k-mixed"]
     assert "orchard rota and the violet plan" not in world.read("MEMORY.md")
 
 
 async def test_marker_without_origins_is_listed_untargetable_and_kept(world, redis):
     report = await purge(world, redis, sessions=["target"])
-    assert report.untargetableEntryKeys == ["k-untracked"]
+    assert report.untargetable_entry_keys == ["k-untracked"]
     assert "openclaw-memory-promotion:k-untracked" in world.read("MEMORY.md")
 
 
 async def test_a_six_character_corpus_snippet_never_removes_a_line(world, redis):
     report = await purge(world, redis, sessions=["target"])
     assert f"says {SHORT_SNIPPET} more than once" in world.read("MEMORY.md")
-    assert report.artifacts.memoryLines == 1  # only the long quotation
+    assert report.artifacts.memory_lines == 1  # only the long quotation
 
 
 async def test_what_must_stay_stays(world, redis, sessions_root):
@@ -271,23 +272,23 @@ async def test_a_rerun_after_success_finds_nothing_and_keeps_the_exclusion(world
     await purge(world, redis, sessions=["target"])
     rev = await world.query("SELECT revision FROM memory_index_state")
     again = await purge(world, redis, sessions=["target"])
-    assert again.artifacts.model_dump() == dict.fromkeys(EXPECTED_ARTIFACTS, 0)
-    assert again.sessionIds == ["target"]
+    assert again.artifacts.to_json() == dict.fromkeys(EXPECTED_ARTIFACTS, 0)
+    assert again.session_ids == ["target"]
     assert await world.query("SELECT count(*) FROM memory_session_tombstones") == [(1,)]
     assert (await world.query("SELECT revision FROM memory_index_state"))[0][0] > rev[0][0]
 
 
 async def test_a_selector_matching_nothing_writes_nothing(world, redis):
     report = await purge(world, redis, participants=["nobody"])
-    assert report.sessionIds == []
-    assert report.participantMatches[0].identities == []
+    assert report.session_ids == []
+    assert report.participant_matches[0].identities == []
     assert await world.query("SELECT count(*) FROM memory_session_tombstones") == [(0,)]
     assert world.read("MEMORY.md") == MEMORY_MD
 
 
 async def test_an_unresolved_explicit_id_is_still_recorded_as_forgotten(world, redis):
     report = await purge(world, redis, sessions=["never-seen"])
-    assert [r.model_dump(mode="json") for r in report.sessionResolutions] == [
+    assert [r.to_json() for r in report.session_resolutions] == [
         {"sessionId": "never-seen", "source": "unresolved"}
     ]
     assert await world.query("SELECT session_id FROM memory_session_tombstones") == [("never-seen",)]
@@ -307,7 +308,7 @@ async def test_settings_of_a_second_host_see_the_same_forgotten_records(
     await purge(world, redis, sessions=["target"])
     twin = make_settings(tmp_path, sessions_root)  # same state dir, fresh settings object
     report = await forget(twin, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
-    assert report.artifacts.model_dump() == dict.fromkeys(EXPECTED_ARTIFACTS, 0)
+    assert report.artifacts.to_json() == dict.fromkeys(EXPECTED_ARTIFACTS, 0)
 
 
 async def test_invalid_utf8_and_symlinked_files_are_never_rewritten(world, redis, tmp_path):
@@ -325,7 +326,7 @@ async def test_invalid_utf8_and_symlinked_files_are_never_rewritten(world, redis
 
 
 async def test_human_summary_names_sessions_counts_and_retained_items(world):
-    from memoryd.forget.report import render_human
+    from memoryd.forget.summary import render_human
 
     text = render_human(await preview(world, sessions=["target"], participants=["omar"]))
     assert text.splitlines()[0] == "Memory Deletion Preview"
@@ -357,3 +358,32 @@ async def test_no_frame_of_the_forgotten_text_outlives_the_purge_in_the_wal(sett
         assert b"violet-mongoose-42" not in wal.read_bytes()
     finally:
         await held.close()
+
+
+async def test_the_report_reads_back_from_its_json_as_the_same_report(world):
+    # Plain data (a dry run loads no pydantic), and the one declaration of its schema: what
+    # pydantic reads from the dataclasses takes the JSON the report gives as the same report,
+    # a verification (a model) and the stored form (Redis) included.
+    from memoryd.ops.result import read_result
+    from memoryd.retention.receipts import Verification, VerificationCheck
+    from memoryd.stored_form import stored_form
+
+    check = VerificationCheck(name="physical", status="passed", count=0, note="searched")
+    reports = [
+        await preview(world, sessions=["target", "targte"], participants=["omar"]),
+        await preview(world, entries=["k-target", "k-mixed"]),
+        dataclasses.replace(
+            await preview(world, match="nothing has this text"),
+            verification=Verification(verified=True, checks=[check]),
+        ),
+    ]
+    for report in reports:
+        for each in (report, stored_form(report)):
+            assert read_result(ForgetReport, each.to_json()) == each
+        assert read_result(ForgetReport, {**report.to_json(), "sessionIdz": []}) is None  # another report
+    sessions, entries, verified = (r.to_json() for r in reports)
+    assert {"sessionId": "targte", "source": "unresolved"} in sessions["sessionResolutions"]
+    assert "forgottenEntries" not in sessions and "suppressedClaims" not in sessions["counts"]
+    assert len(entries["forgottenEntries"]) == 2 and "unmatchedSelectors" not in entries
+    assert verified["unmatchedSelectors"][0]["selector"] == "match" and verified["forgottenEntries"] == []
+    assert verified["verification"]["verified"] is True and "verification" not in entries

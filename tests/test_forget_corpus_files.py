@@ -93,12 +93,12 @@ async def test_forget_removes_the_sessions_lines_and_its_corpus_file_rows_only(
     settings, _ = build(tmp_path, sessions_root, unique)
     await sweep(settings, redis)
     report = await forget(settings, ForgetRequest(agent="main", sessions=["s-target"]), redis=redis)
-    assert report.artifacts.sessionCorpusLines == 2 and report.artifacts.sessionCorpusFiles == 2
+    assert report.artifacts.session_corpus_lines == 2 and report.artifacts.session_corpus_files == 2
     assert await records(settings, redis) == [("s-other", corpus_path(DAY1_MS))]
     text = corpus_text(settings)
     assert "violet mongoose" not in text and "s-target" not in text and OTHER_TEXT[:30] in text
     preview = await forget(settings, ForgetRequest(agent="main", sessions=["s-target"], dry_run=True))
-    assert preview.artifacts.sessionCorpusLines == 0
+    assert preview.artifacts.session_corpus_lines == 0
 
 
 async def test_erasure_leaves_no_corpus_file_row_naming_the_session(tmp_path, sessions_root, unique, redis):
@@ -159,8 +159,8 @@ async def test_a_session_without_records_has_every_corpus_file_scanned(
         "[main/sessions/main/s-other#L9] an unrelated kept line of text\n"
     )
     report = await forget(settings, ForgetRequest(agent="main", sessions=["s-legacy"]), redis=redis)
-    assert report.sessionResolutions[0].source == "unresolved"
-    assert report.artifacts.sessionCorpusLines == 1
+    assert report.session_resolutions[0].source == "unresolved"
+    assert report.artifacts.session_corpus_lines == 1
     assert legacy.read_text() == "[main/sessions/main/s-other#L9] an unrelated kept line of text\n"
 
 

@@ -100,7 +100,7 @@ async def assert_converges(world: ForgetWorld, redis, clean_state: dict) -> None
     after = await state_of(world)
     assert after == clean_state
     preview = await forget(world.settings, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
-    assert preview.artifacts.model_dump() == ZERO
+    assert preview.artifacts.to_json() == ZERO
 
 
 async def add_trigger(world: ForgetWorld, table: str, event: str) -> None:
@@ -179,7 +179,7 @@ async def test_a_memory_file_changed_under_the_purge_fails_it_and_the_rerun_keep
     assert world.read("DREAMS.md") == DREAMS_MD_AFTER + edit
     assert world.read("memory/2026-08-25.md") == DAILY_MD_AFTER
     preview = await forget(world.settings, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
-    assert preview.artifacts.model_dump() == ZERO
+    assert preview.artifacts.to_json() == ZERO
 
 
 async def test_a_corpus_file_changed_under_the_purge_fails_it_and_the_rerun_converges(

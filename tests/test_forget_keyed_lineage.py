@@ -67,7 +67,7 @@ async def test_a_forget_removes_the_sessions_number_lines_and_claim_numbers_wher
         assert kept and kept[0][2] == claim_number("User: " + KEPT) and kept[0][3]
 
         report = await run_forget(rt, ForgetRequest(agent="main", sessions=["target"]))
-        assert report.sessionIds == ["target"] and not report.dryRun
+        assert report.session_ids == ["target"] and not report.dry_run
 
         assert await store.read(_lines) == kept
         sessions = await store.read(lambda c: c.execute("SELECT session_id FROM ingest_sessions").fetchall())

@@ -75,8 +75,8 @@ def test_a_mixed_lineage_entry_is_planned_for_removal_whole():
     assert plan.lineage.mixed_entry_keys == {"mixed"}
     assert plan.memory_rewrites[0].content == "<!-- memoryd-promotion:kept -->\n- other fact\n"
     report = build_report(plan, dry_run=True)
-    assert report.artifacts.originRows == 2  # both sessions' rows of the removed entry
-    assert report.mixedLineageEntryKeys == ["mixed"]
+    assert report.artifacts.origin_rows == 2  # both sessions' rows of the removed entry
+    assert report.mixed_lineage_entry_keys == ["mixed"]
 
 
 def test_markers_without_origins_are_untargetable_and_left_alone():

@@ -61,7 +61,7 @@ async def test_a_lineage_change_after_planning_applies_nothing_and_the_replan_co
     )
     assert await world.query("SELECT count(*) FROM memory_index_chunks") == [(10,)]
     report = await forget(settings, ForgetRequest(agent="main", sessions=["target"]), redis=redis)
-    assert "k-late" in report.entryKeys
+    assert "k-late" in report.entry_keys
     assert "A late entry." not in world.read("MEMORY.md")
 
 
@@ -80,7 +80,7 @@ async def test_the_apply_loop_replans_under_the_same_lock_when_lineage_moves(set
     )
     async with agent_runtime(settings, "main", redis=redis) as rt:
         report = await run_forget(rt, ForgetRequest(agent="main", sessions=["target"]))
-    assert "k-late" in report.entryKeys  # the report is the re-plan's
+    assert "k-late" in report.entry_keys  # the report is the re-plan's
     assert "A late entry." not in world.read("MEMORY.md")
     assert await world.query("SELECT count(*) FROM memory_entry_origins WHERE session_id = 'target'") == [
         (0,)
@@ -161,7 +161,7 @@ async def assert_nothing_of_target(settings, target_hashes: set[str] = frozenset
         got = await store.read(rows)
     assert got == {"origins": 0, "staged": 0, "chunks": 0, "fts": 0, "tombstone": 1, "cached": 0}
     preview = await forget(settings, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
-    left = preview.artifacts.model_dump()
+    left = preview.artifacts.to_json()
     left.pop("embeddingCacheRows")
     assert sum(left.values()) == 0, left
 
@@ -228,7 +228,7 @@ async def test_after_a_purge_ingest_dream_backfill_and_index_force_restore_none_
     assert hashes
 
     report = await forget(settings, ForgetRequest(agent="main", participants=["nora"]), redis=redis)
-    assert report.sessionIds == ["target"] and report.artifacts.originRows > 0
+    assert report.session_ids == ["target"] and report.artifacts.origin_rows > 0
     await assert_nothing_of_target(settings, hashes)
 
     async with agent_runtime(settings, "main", redis=redis) as rt:

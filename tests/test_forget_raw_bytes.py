@@ -112,7 +112,7 @@ async def test_no_forgotten_bytes_remain_under_state_dir_after_a_forget_apply(
     assert _scan(state, needles)  # the text was there to find
 
     report = await forget(settings, ForgetRequest(agent=AGENT, participants=["zed"]), redis=redis)
-    assert report.artifacts.shortTermEntries > 0
+    assert report.artifacts.short_term_entries > 0
 
     assert _scan(state, needles) == {}
     assert _scan(state, {SURVIVING.encode()[:40]})  # the survivor's text is still there

@@ -80,19 +80,19 @@ async def test_an_archived_only_session_resolves_by_key_and_by_id_from_ingestion
         await _world(rt, b)
         for selector in ("agent:main:archived", "archived"):
             preview = await _forget(rt, selector, True)
-            assert preview.sessionIds == ["archived"], selector
-            assert [r.model_dump(exclude_none=True) for r in preview.sessionResolutions] == [
+            assert preview.session_ids == ["archived"], selector
+            assert [r.to_json() for r in preview.session_resolutions] == [
                 {"sessionId": "archived", "sessionKey": "agent:main:archived", "source": "archived"}
             ], selector
             # The promoted claim, and the light and REM diary entries that quote it.
-            assert [k.split(":")[1] for k in preview.entryKeys] == ["claim", "dream-light", "dream-rem"]
-            assert preview.artifacts.memoryEntries == 3 and preview.artifacts.sessionCorpusLines == 1
-            assert preview.artifacts.originRows == 3
+            assert [k.split(":")[1] for k in preview.entry_keys] == ["claim", "dream-light", "dream-rem"]
+            assert preview.artifacts.memory_entries == 3 and preview.artifacts.session_corpus_lines == 1
+            assert preview.artifacts.origin_rows == 3
         assert await rt.store.read(list_tombstones) == []  # a dry run writes nothing
         applied = await _forget(rt, "agent:main:archived", False)
-        expected = preview.model_dump()
+        expected = preview.to_json()
         expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
-        assert applied.model_dump() == {**expected, "dryRun": False}
+        assert applied.to_json() == {**expected, "dryRun": False}
         memory = (rt.paths.workspace / "MEMORY.md").read_text()
         assert "copper kettle" not in memory and "ferry leaves" in memory
         assert "copper kettle" not in (rt.paths.workspace / "DREAMS.md").read_text()
@@ -108,22 +108,22 @@ async def test_a_session_whose_history_a_reset_deleted_still_resolves_by_key(
     async with runtime(_settings(tmp_path, sessions_root, unique), redis) as rt:
         await _world(rt, b)
         preview = await _forget(rt, "agent:main:reset-me", True)
-        assert preview.sessionIds == ["vanished"]
-        assert [r.model_dump(exclude_none=True) for r in preview.sessionResolutions] == [
+        assert preview.session_ids == ["vanished"]
+        assert [r.to_json() for r in preview.session_resolutions] == [
             {"sessionId": "vanished", "sessionKey": "agent:main:reset-me", "source": "recorded"}
         ]
-        assert preview.artifacts.memoryEntries == 3 and preview.artifacts.sessionCorpusLines == 1
+        assert preview.artifacts.memory_entries == 3 and preview.artifacts.session_corpus_lines == 1
         applied = await _forget(rt, "agent:main:reset-me", False)
-        expected = preview.model_dump()
+        expected = preview.to_json()
         expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
-        assert applied.model_dump() == {**expected, "dryRun": False}
+        assert applied.to_json() == {**expected, "dryRun": False}
         assert "tin whistle" not in (rt.paths.workspace / "MEMORY.md").read_text()
         assert [t.session_id for t in await rt.store.read(list_tombstones)] == ["vanished"]
         # The forget removed memoryd's records of it too (the forgotten record keeps its id,
         # never its key): by key, a rerun finds nothing left and says so.
         again = await _forget(rt, "agent:main:reset-me", True)
-        assert [u.value for u in again.unmatchedSelectors] == ["agent:main:reset-me"]
-        assert again.sessionIds == ["agent:main:reset-me"] and again.artifacts.originRows == 0
+        assert [u.value for u in again.unmatched_selectors] == ["agent:main:reset-me"]
+        assert again.session_ids == ["agent:main:reset-me"] and again.artifacts.origin_rows == 0
 
 
 _IDS = st.sampled_from(["a", "A", "a.jsonl", "ab", "b", "c"])

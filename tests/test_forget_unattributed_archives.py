@@ -63,9 +63,9 @@ async def test_an_orphan_archive_quoting_forgotten_text_loses_its_chunks(
         assert await _indexed_sessions(rt) == ["4f1c9a6e-orphan", "7d2e0b1f-unrelated", "survivor", "target"]
         preview = await run_forget(rt, ForgetRequest(agent="main", sessions=["target"], dry_run=True))
         applied = await run_forget(rt, ForgetRequest(agent="main", sessions=["target"]))
-        expected = preview.model_dump()
+        expected = preview.to_json()
         expected["counts"] = {**expected["counts"], "sessionsRecordedForgotten": 1}  # only a purge records
-        assert applied.model_dump() == {**expected, "dryRun": False}
+        assert applied.to_json() == {**expected, "dryRun": False}
         assert await _indexed_sessions(rt) == ["7d2e0b1f-unrelated", "survivor"]
         hits = await run_search(rt, "mongoose")
         assert [h.path for h in hits.results] == [

@@ -138,7 +138,7 @@ async def test_a_symlinked_memory_file_is_skipped_by_forget_and_its_target_untou
     async with agent_runtime(settings, "main", redis=redis) as rt:
         # The memory-file scan skips symlinks (lstat): the link is not memoryd's file to rewrite.
         report = await run_forget(rt, ForgetRequest(agent="main", sessions=["s1"]))
-    assert report.artifacts.memoryFiles == 0  # nothing rewritten through the link
+    assert report.artifacts.memory_files == 0  # nothing rewritten through the link
     assert outside.read_text() == text and (ws / "MEMORY.md").is_symlink()
     # the forgotten record was committed first, so the session stays excluded after the refusal
     async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:

@@ -42,10 +42,10 @@ async def test_f05_an_unresolved_id_is_recorded_once_and_only_the_cache_is_count
     world = await ForgetWorld(settings, sessions_root).build()
     ask = ForgetRequest(agent="main", sessions=["unknown-session"], dry_run=True)
     preview = await forget(settings, ask)
-    assert [r.model_dump(mode="json") for r in preview.sessionResolutions] == [
+    assert [r.to_json() for r in preview.session_resolutions] == [
         {"sessionId": "unknown-session", "source": "unresolved"}
     ]
-    counters = preview.artifacts.model_dump()
+    counters = preview.artifacts.to_json()
     assert counters.pop("embeddingCacheRows") == 3  # the cache is agent-wide: cleared whole
     # Besides the cache, only the world's stale cron transcript chunk, which any non-empty
     # selection clears (reference section 7.6); nothing of any session.
@@ -54,9 +54,9 @@ async def test_f05_an_unresolved_id_is_recorded_once_and_only_the_cache_is_count
     )
     assert await world.query("SELECT count(*) FROM memory_session_tombstones") == [(0,)]
     applied = await forget(settings, ask.model_copy(update={"dry_run": False}), redis=redis)
-    assert applied.artifacts == preview.artifacts and applied.sessionIds == preview.sessionIds
+    assert applied.artifacts == preview.artifacts and applied.session_ids == preview.session_ids
     again = await forget(settings, ask.model_copy(update={"dry_run": False}), redis=redis)
-    assert set(again.artifacts.model_dump().values()) == {0}
+    assert set(again.artifacts.to_json().values()) == {0}
     assert await world.query("SELECT session_id, reason FROM memory_session_tombstones") == [
         ("unknown-session", "forgotten")
     ]
@@ -290,7 +290,7 @@ async def test_f07_forgetting_a_backfilled_session_removes_its_staged_entry(
         applied = await run_backfill(rt, BackfillRequest(agent="main", mode="apply"))
         assert applied.staged_entries == 1
     report = await forget(settings, ForgetRequest(agent="main", sessions=["backfilled"]), redis=redis)
-    assert report.artifacts.shortTermEntries == 1
+    assert report.artifacts.short_term_entries == 1
     async with runtime(settings, redis) as rt:
         left = await rt.store.read(
             lambda c: c.execute(
@@ -371,7 +371,7 @@ async def test_f04_a_memory_rewrite_that_fails_mid_write_leaves_the_file_whole(
     assert world.read("MEMORY.md") == MEMORY_MD
     monkeypatch.setattr(fileio.os, "fsync", real_fsync)
     retry = await forget(settings, ForgetRequest(agent="main", sessions=["target"]), redis=redis)
-    assert "k-target" in retry.entryKeys and "violet-mongoose-42" not in world.read("MEMORY.md")
+    assert "k-target" in retry.entry_keys and "violet-mongoose-42" not in world.read("MEMORY.md")
 
 
 async def test_o05_o06_supersede_rekeys_lineage_and_a_rollback_removes_only_what_it_reserved(settings, redis):

@@ -52,7 +52,7 @@ def preview(settings: Any, **selectors: Any) -> ForgetReport:
 
 
 def resolved(report: ForgetReport) -> set[tuple[str, str]]:
-    return {(r.sessionId, r.source) for r in report.sessionResolutions}
+    return {(r.session_id, r.source) for r in report.session_resolutions}
 
 
 GMAIL_RESET = "agent:main:hook:gmail:msg-20b1"
@@ -105,7 +105,7 @@ def test_forget_selection_on_an_openclaw_database(agent, selectors, expected, wh
     settings, _ = agent
     report = preview(settings, **selectors)
     assert resolved(report) == expected, why
-    assert report.sessionIds == sorted(r[0] for r in expected)
+    assert report.session_ids == sorted(r[0] for r in expected)
 
 
 def test_since_filters_on_window_created_at_without_making_known_selectors_unresolved(agent):
@@ -125,8 +125,12 @@ def test_since_filters_on_window_created_at_without_making_known_selectors_unres
 def test_participant_matches_list_every_identity_namespace_of_the_actor(agent):
     settings, _ = agent
     report = preview(settings, participants=["tg:2002", "nobody", "alice"])
-    matches = {m.actorId: m.identities for m in report.participantMatches}
-    assert [m.actorId for m in report.participantMatches] == ["alice", "nobody", "tg:2002"]  # code-unit order
+    matches = {m.actor_id: m.identities for m in report.participant_matches}
+    assert [m.actor_id for m in report.participant_matches] == [
+        "alice",
+        "nobody",
+        "tg:2002",
+    ]  # code-unit order
     assert sorted(matches["tg:2002"], key=lambda i: i["pluginId"]) == [
         {**OBSERVATION_DISCORD, "id": "tg:2002"},
         {**OBSERVATION_TELEGRAM, "id": "tg:2002"},
@@ -228,7 +232,7 @@ async def test_a_preview_reads_the_selected_transcripts_with_one_snapshot_each_a
     async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:
         rt.sessions = OpenClawSessionSource("main", b.path, trace=statements.append)
         report = await run_forget(rt, ForgetRequest(agent="main", participants=["tg:7"], dry_run=True))
-    assert len(report.sessionIds) == 30
+    assert len(report.session_ids) == 30
     assert statements.count("BEGIN") <= 30 + 3  # a transcript each; sessions, archives, fingerprints
 
 
@@ -334,6 +338,6 @@ async def test_a_participant_preview_never_lists_every_window(tmp_path):
     async with agent_runtime(settings, "main", readonly=True, redis=False) as rt:
         rt.sessions = OpenClawSessionSource("main", b.path, trace=statements.append)
         report = await run_forget(rt, ForgetRequest(agent="main", participants=["tg:7"], dry_run=True))
-    assert report.sessionIds == ["g00", "g01", "g02"]
+    assert report.session_ids == ["g00", "g01", "g02"]
     listings = [s for s in statements if "FROM session_windows AS w" in s]
     assert listings and all("WHERE" in s for s in listings)

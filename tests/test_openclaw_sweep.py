@@ -101,7 +101,7 @@ async def test_a_forgotten_openclaw_session_is_neither_reread_nor_restaged(
         await run_ingest_sweep(rt)
         assert "Trattoria Roma" in "".join(p.read_text() for p in rt.paths.corpus_dir.glob("*.txt"))
     report = await forget(settings, ForgetRequest(agent="main", participants=["tg:2002"]), redis=redis)
-    assert report.sessionIds == [sid(0xD)]
+    assert report.session_ids == [sid(0xD)]
     builder.append(
         sid(0xD), [Msg("user", "Trattoria Roma also wants a deposit by Thursday.")]
     )  # OpenClaw goes on

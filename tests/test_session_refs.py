@@ -110,7 +110,7 @@ async def test_sessions_with_unrepresentable_ids_are_refused_and_never_ingested(
     # Nothing of zed's was taken in, so a forget leaves nothing behind and a dry run agrees.
     await forget(settings_, ForgetRequest(agent=AGENT, participants=["zed"]), redis=redis)
     preview = await forget(settings_, ForgetRequest(agent=AGENT, participants=["zed"], dry_run=True))
-    assert preview.artifacts.sessionCorpusLines == preview.artifacts.shortTermEntries == 0
+    assert preview.artifacts.session_corpus_lines == preview.artifacts.short_term_entries == 0
     assert "pelican" not in "".join(
         p.read_text() for p in (workspace / "memory/.dreams/session-corpus").glob("*.txt")
     )

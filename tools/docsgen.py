@@ -293,7 +293,7 @@ def _resolve(ref: str) -> Any:
 
 def job_schemas(missing: list[str] | None = None) -> dict[str, str]:
     """docs/schemas/<job>.(payload|result).schema.json -> JSON text, for every operation of the
-    registry (memoryd.ops.registry): its request model and its report model.
+    registry (memoryd.ops.registry): its request model and its report's type.
 
     A job whose models cannot be imported is named in `missing` (if given) instead of raising.
     """

@@ -52,7 +52,7 @@ async def _forget_inproc(settings: Any, payload: dict[str, Any]) -> tuple[float,
     async with agent_runtime(settings, AGENT, readonly=True, redis=False) as rt:
         report = await entry(RUN_FORGET)(rt, request)
     elapsed = time.perf_counter() - t0
-    return elapsed, len(orjson.dumps(report.model_dump(mode="json")))
+    return elapsed, len(orjson.dumps(report.to_json()))
 
 
 async def _round_trips(

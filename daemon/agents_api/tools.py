@@ -1,7 +1,8 @@
 """The tools' arguments and results: pydantic models whose JSON schemas the server lists.
 
-Results are the CLI's and the jobs' own report models (the search and entry reports of
-daemon/index/report.py, the forget report, the memory-tool API's read and write results).
+Results are the CLI's and the jobs' own reports (the search and entry reports of
+daemon/index/search_report.py and the forget report, plain dataclasses whose schema pydantic
+reads; the memory-tool API's read and write results, models).
 Arguments are the models below; `forget_request` is the one place a tool's arguments become
 the forget job's request: a `key` becomes the forget of that one entry (`entries`), a `session`
 the forget of that session.

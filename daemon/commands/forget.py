@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from memoryd.forget.select import Selectors
 
 # The forget operation's name (memoryd.ops.forget), which prefixes its request errors. A dry run
-# validates its flags without the op (see `_preview`); tests/test_cli_forget_preview.py checks
-# that both ways give the same report and the same errors.
+# checks its flags without the op's request model (see `_preview`);
+# tests/test_cli_forget_preview.py checks that both ways give the same report and the same errors.
 FORGET = "forget"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -123,30 +123,27 @@ def _count(n: int, noun: str) -> str:
 def _done(report: ForgetReport) -> str:
     """One line saying what an applied forget did (a preview says so itself)."""
     a, c = report.artifacts, report.counts  # counts: a stored result keeps no lists
-    if c.suppressedClaims is not None:
-        recorded = f"suppressed {_count(c.suppressedClaims, 'claim')} from their sessions"
+    if c.suppressed_claims is not None:
+        recorded = f"suppressed {_count(c.suppressed_claims, 'claim')} from their sessions"
     else:
-        recorded = f"recorded {_count(c.sessionsRecordedForgotten, 'session')} as forgotten"
+        recorded = f"recorded {_count(c.sessions_recorded_forgotten, 'session')} as forgotten"
     removed = [
-        _count(c.entriesRemoved, "memory entry").replace("entrys", "entries"),
-        _count(a.sessionCorpusLines, "session-corpus line"),
-        _count(a.indexChunks, "index chunk"),
-        _count(a.vectorRows, "vector row"),
-        _count(a.shortTermEntries, "short-term entry").replace("entrys", "entries"),
-        _count(a.originRows, "origin row"),
+        _count(c.entries_removed, "memory entry").replace("entrys", "entries"),
+        _count(a.session_corpus_lines, "session-corpus line"),
+        _count(a.index_chunks, "index chunk"),
+        _count(a.vector_rows, "vector row"),
+        _count(a.short_term_entries, "short-term entry").replace("entrys", "entries"),
+        _count(a.origin_rows, "origin row"),
     ]
     return f"Done: {recorded}; removed " + ", ".join(removed) + "; transcripts and archives untouched"
 
 
-def _human(report: ForgetReport | Mapping[str, Any]) -> str:
-    """The report (its model, or its JSON form for a dry run from the CLI, which builds no model)
-    for a reader."""
+def _human(report: ForgetReport) -> str:
+    """The report for a reader."""
     from memoryd.forget.summary import render_human
 
-    if isinstance(report, Mapping):
-        return render_human(report)
-    lines = [render_human(report.model_dump(mode="json", by_alias=True))]
-    if not report.dryRun:
+    lines = [render_human(report)]
+    if not report.dry_run:
         lines.append(_done(report))
     if report.verification is not None:
         from memoryd.ops.verified_forget import render_verification
@@ -182,18 +179,18 @@ def _preview_selectors(fields: dict[str, Any]) -> tuple[str, Selectors]:
     )
 
 
-def _preview(state: CliState, fields: dict[str, Any]) -> dict[str, Any]:
+def _preview(state: CliState, fields: dict[str, Any]) -> ForgetReport:
     """A dry run in this process, as the forget op runs one (a read-only store, no Redis, no
-    lock), reported as the JSON form of its report: no pydantic model is built, so the preview
-    an operator runs before every forget starts as fast as `memoryd --version`, nearly."""
+    lock), with the op's report: plain data, and the flags checked by the request's rules
+    instead of its model, so the preview an operator runs before every forget loads no pydantic."""
     agent, selectors = _preview_selectors(fields)
     from memoryd.agent_runtime import agent_runtime
+    from memoryd.forget.report import build_report
     from memoryd.forget.run import preview_plan
-    from memoryd.forget.summary import report_data
 
-    async def go() -> dict[str, Any]:
+    async def go() -> ForgetReport:
         async with agent_runtime(state.settings, agent, readonly=True, redis=False) as rt:
-            return report_data(await preview_plan(rt, selectors), dry_run=True)
+            return build_report(await preview_plan(rt, selectors), dry_run=True)
 
     return run_async(go)
 

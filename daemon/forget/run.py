@@ -20,6 +20,7 @@ from memoryd.agent_runtime import AgentRuntime, agent_runtime
 from memoryd.errors import OperationFailed, UsageError
 from memoryd.forget.entries import NO_ENTRIES, EntrySelection
 from memoryd.forget.plan import ForgetPlan, plan_forget
+from memoryd.forget.report import ForgetReport, build_report
 from memoryd.forget.select import Selectors, SessionSelection, select_sessions, suggest_close
 from memoryd.forget.snapshot import SessionCatalog, read_catalog, read_entry_selection, read_snapshot
 from memoryd.ingest.pending_appends import cut_off_uncommitted
@@ -29,10 +30,9 @@ from memoryd.store.scratch import remove_scratch
 
 if TYPE_CHECKING:
     # Typing only: a dry run never loads the Redis client or the lock, and a dry run from the
-    # CLI (`preview_plan`) no pydantic model either.
+    # CLI no pydantic model either (the request is one).
     from redis.asyncio import Redis
 
-    from memoryd.forget.report import ForgetReport
     from memoryd.forget.request import ForgetRequest
     from memoryd.lock import Lease
 
@@ -99,8 +99,6 @@ async def preview_plan(rt: AgentRuntime, selectors: Selectors) -> ForgetPlan:
 
 async def preview_forget(rt: AgentRuntime, request: ForgetRequest) -> ForgetReport:
     """The report of a dry run: what a purge would remove now."""
-    from memoryd.forget.report import build_report
-
     _check_agent(rt, request)
     return build_report(await preview_plan(rt, _selectors(request)), dry_run=True)
 
@@ -112,7 +110,6 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
     from memoryd.forget.apply import apply_plan  # a dry run applies nothing
-    from memoryd.forget.report import build_report
 
     # Scratch files of the parallel scan hold memory text until merged; a sweep whose file goes
     # stages nothing of that batch (merge.py checks), so none survives the purge.

@@ -24,7 +24,7 @@ from memoryd.settings import Settings
 async def purge_sessions(rt: AgentRuntime, session_ids: list[str], lease: Lease) -> Mapping[str, int]:
     """Forget `session_ids` of `rt`'s agent under the erasure's lease; the artifact counters."""
     report = await purge(rt, ForgetRequest(agent=rt.agent_id, sessions=session_ids), lease)
-    artifacts = report.artifacts.model_dump(mode="json", by_alias=True)
+    artifacts = report.artifacts.to_json()
     return {k: v for k, v in artifacts.items() if isinstance(v, int)}
 
 

@@ -12,10 +12,9 @@ file, never its path (which may name the subject).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
 
 from memoryd.errors import MemorydError, OperationFailed
 from memoryd.forget.request import ForgetRequest
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from memoryd.forget.report import ForgetReport
 
 
-async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
+async def _run(ctx: OpContext, request: ForgetRequest) -> Report:
     from memoryd.forget.run import preview_forget, purge
 
     if request.dry_run:
@@ -35,13 +34,13 @@ async def _run(ctx: OpContext, request: ForgetRequest) -> BaseModel:
 
     redis = ctx.require_redis()
     report = await purge(ctx.agent_runtime(), request, ctx.require_lease())
-    await purge_forgotten_from_redis(ctx.settings, redis, request.agent, report.sessionIds)
+    await purge_forgotten_from_redis(ctx.settings, redis, request.agent, report.session_ids)
     if not request.verify:
         return report
     from memoryd.ops.verified_forget import verify_forgotten
 
-    verification = await verify_forgotten(ctx.settings, redis, request.agent, report.sessionIds)
-    return report.model_copy(update={"verification": verification})
+    verification = await verify_forgotten(ctx.settings, redis, request.agent, report.session_ids)
+    return dataclasses.replace(report, verification=verification)
 
 
 def _result() -> type[ForgetReport]:
@@ -71,7 +70,7 @@ def _outcome(result: Mapping[str, Any]) -> MemorydError | None:
 def _redacted(report: Report) -> Report:
     if not isinstance(report, _result()) or report.verification is None:
         return report
-    return report.model_copy(update={"verification": report.verification.stored_form()})
+    return dataclasses.replace(report, verification=report.verification.stored_form())
 
 
 OP = Op(

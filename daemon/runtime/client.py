@@ -153,7 +153,7 @@ class JobReport(_Model):
         return self.state in ("complete", "failed", "not_found")
 
     def result_as(self, model: type[M]) -> M | None:
-        """The job's result read through its report model (its op's `result()`): None when the
+        """The job's result read through its report type (its op's `result()`): None when the
         job has no result, or when the result is not that report (another memoryd version wrote
         it, or another tool). Callers read attributes, never the result's keys."""
         return read_result(model, self.result)
