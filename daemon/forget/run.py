@@ -23,10 +23,8 @@ from memoryd.forget.plan import ForgetPlan, plan_forget
 from memoryd.forget.report import ForgetReport, build_report
 from memoryd.forget.select import Selectors, SessionSelection, select_sessions, suggest_close
 from memoryd.forget.snapshot import SessionCatalog, read_catalog, read_entry_selection, read_snapshot
-from memoryd.ingest.pending_appends import cut_off_uncommitted
 from memoryd.settings import Settings
 from memoryd.store.db import truncate_wal
-from memoryd.store.scratch import remove_scratch
 
 if TYPE_CHECKING:
     # Typing only: a dry run never loads the Redis client or the lock, and a dry run from the
@@ -109,7 +107,10 @@ async def purge(rt: AgentRuntime, request: ForgetRequest, lease: Lease) -> Forge
     store = rt.require_store()
     if store.readonly:
         raise UsageError("forget: a real purge needs a writable store (open the runtime with readonly=False)")
-    from memoryd.forget.apply import apply_plan  # a dry run applies nothing
+    # A dry run applies nothing, and has no scratch files or uncommitted appends to remove.
+    from memoryd.forget.apply import apply_plan
+    from memoryd.ingest.pending_appends import cut_off_uncommitted
+    from memoryd.store.scratch import remove_scratch
 
     # Scratch files of the parallel scan hold memory text until merged; a sweep whose file goes
     # stages nothing of that batch (merge.py checks), so none survives the purge.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from difflib import get_close_matches
 from typing import Any, Literal
 
 from memoryd.sessions.model import ArchiveInfo, SessionInfo
@@ -182,6 +181,8 @@ def suggest_close(
     (live, archived, recorded), participants' actor ids, hook sources."""
     if not selection.unmatched:
         return selection
+    from difflib import get_close_matches  # here: only a selector that matched nothing needs it
+
     sessions = list(sessions)
     known: dict[SelectorKind, set[str]] = {
         "session": {s.session_id for s in sessions}
