@@ -41,33 +41,33 @@ class _Report(PlainReport):
     __pydantic_config__ = {**PlainReport.__pydantic_config__, "extra": "forbid"}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ParticipantMatchModel(_Report):
     actor_id: str
     identities: list[dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class SessionResolution(_Report):
     session_id: str
     session_key: str | None = field(default=None, metadata=OMIT_NONE)
     source: Literal["live", "archived", "recorded", "unresolved"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class UnmatchedSelectorModel(_Report):
     selector: Literal["session", "participant", "hookSource", "match"]
     value: str
     close_matches: list[str]  # the known values closest to it, most alike first
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class EntryOriginModel(_Report):
     session_id: str
     session_key: str | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ForgottenEntry(_Report):
     """A fact chosen by `entries` or `match`, with the sessions it came from."""
 
@@ -76,13 +76,13 @@ class ForgottenEntry(_Report):
     origins: list[EntryOriginModel]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class CuratedWriteModel(_Report):
     relative_path: str
     observed_at: int  # Unix ms
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Artifacts(_Report):
     memory_files: int = 0  # memory and diary files changed
     memory_entries: int = 0  # marked entries and session-reference sections removed
@@ -100,7 +100,7 @@ class Artifacts(_Report):
     origin_rows: int = 0  # origin rows of the selected keys, every session
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Counts(_Report):
     """What the report's lists hold, as numbers: kept in a stored result, which empties the lists."""
 
@@ -116,7 +116,7 @@ class Counts(_Report):
     suppressed_claims: int | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ForgetReport(_Report):
     agent_id: str
     dry_run: bool
