@@ -1,5 +1,5 @@
 """`python -m memoryd`: the same command line as the `memoryd` script."""
 
-from memoryd.cli import main
+from memoryd.cli import console_main
 
-main()
+console_main()

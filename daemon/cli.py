@@ -156,5 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
-if __name__ == "__main__":  # pragma: no cover
+def console_main() -> None:
+    """The `memoryd` script and `python -m memoryd`: the process exits with main()'s code."""
     sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    console_main()

@@ -61,6 +61,11 @@ def test_python_dash_m_memoryd_is_the_command_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("memoryd, version ")
+    # A failing command exits with the code the `memoryd` script gives (2: a usage error).
+    for command in ([sys.executable, "-m", "memoryd"], [str(Path(sys.executable).parent / "memoryd")]):
+        done = subprocess.run([*command, "no-such-command"], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 2, (command, done.stderr)
+        assert "No such command 'no-such-command'" in done.stderr
 
 
 def test_the_wheel_holds_memoryd_only_with_its_data(tmp_path: Path) -> None:
