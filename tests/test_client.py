@@ -458,3 +458,38 @@ async def test_a_job_that_finishes_while_it_is_read_is_reported_with_its_result(
         report = await client.job(job.job_id, queue=queue)
     assert report.state == "complete"
     assert report.result is not None and report.finished_at is not None
+
+
+async def test_a_job_that_finishes_while_wait_reads_it_is_reported_with_its_result(
+    settings, routed, redis, monkeypatch
+):
+    """`wait` without the job's queue: arq's default queue does not hold the job, so a pending
+    job reads as not found there and its record tells it apart; a job that finished between the
+    two reads (its record goes as its result is stored) was said to be "not found"."""
+    from arq.jobs import Job
+
+    from tests.worker_harness import run_jobs
+
+    agent, queue, job_ids = routed
+    real_info = Job.info
+
+    async def finishing_meanwhile(self):  # the worker runs the job inside arq's info()
+        monkeypatch.setattr(Job, "info", real_info)
+        real_result_info = Job.result_info
+
+        async def result_then_run(job):
+            found = await real_result_info(job)
+            monkeypatch.setattr(Job, "result_info", real_result_info)
+            await run_jobs(settings, queue, frozenset({agent}))
+            return found
+
+        monkeypatch.setattr(Job, "result_info", result_then_run)
+        return await real_info(self)
+
+    async with MemorydClient.connect(settings) as client:
+        job = await client.enqueue_forget(ForgetRequest(agent=agent, sessions=["s1"], dry_run=True))
+        job_ids.append(job.job_id)
+        monkeypatch.setattr(Job, "info", finishing_meanwhile)
+        report = await client.wait(job.job_id, timeout_s=30)
+    assert report.state == "complete"
+    assert report.result is not None and report.finished_at is not None

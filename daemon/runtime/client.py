@@ -647,6 +647,12 @@ class MemorydClient:
             if status is JobStatus.complete:
                 continue  # it finished between the two reads
             if status is JobStatus.not_found and (queue is not None or await handle.info() is None):
+                # It may have finished since its result was looked for (its job record goes as
+                # its result is stored), as `job` reads it: never "not found" for a job that
+                # just finished.
+                done = await handle.result_info()
+                if done is not None:
+                    return _finished(job_id, done)
                 raise OperationFailed(f"job {job_id}: not found (never enqueued, or its result expired)")
             if deadline is not None and time.monotonic() >= deadline:
                 state = _STATES.get(status, "queued")  # a job key but no known queue: queued
