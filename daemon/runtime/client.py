@@ -646,14 +646,15 @@ class MemorydClient:
             status = await handle.status()
             if status is JobStatus.complete:
                 continue  # it finished between the two reads
-            if status is JobStatus.not_found and (queue is not None or await handle.info() is None):
-                # It may have finished since its result was looked for (its job record goes as
-                # its result is stored), as `job` reads it: never "not found" for a job that
-                # just finished.
-                done = await handle.result_info()
-                if done is not None:
-                    return _finished(job_id, done)
-                raise OperationFailed(f"job {job_id}: not found (never enqueued, or its result expired)")
+            if status is JobStatus.not_found:
+                # Read whole, as `job` reads it: one that finished since its result was looked
+                # for (its record goes as its result is stored) is reported, never "not found";
+                # without its queue, a pending job is told by its record.
+                report = await self.job(job_id, queue)
+                if report.state == "not_found":
+                    raise OperationFailed(f"job {job_id}: not found (never enqueued, or its result expired)")
+                if report.done:
+                    return report
             if deadline is not None and time.monotonic() >= deadline:
                 state = _STATES.get(status, "queued")  # a job key but no known queue: queued
                 raise OperationFailed(f"job {job_id}: still {state} after {timeout_s:g}s")
