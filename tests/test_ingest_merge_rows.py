@@ -15,8 +15,9 @@ import orjson
 from memoryd.constants import SESSION_INGESTION_SCORE
 from memoryd.derivations import claim_hash, query_hash
 from memoryd.ingest.corpus import render_line
-from memoryd.ingest.staging import CLAIM_KEY_PREFIX, StagedMessage, session_query, stage_claims
+from memoryd.ingest.staging import StagedMessage, session_query, stage_claims
 from memoryd.store.db import Connection, Store
+from memoryd.store.lines import CLAIM_KEY_PREFIX
 from memoryd.store.scratch import (
     CandRow,
     Part,

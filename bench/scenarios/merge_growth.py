@@ -102,8 +102,9 @@ def _write_step(scratch: Path, step: int, size: int) -> list[Batch]:
     """Write one step's rows into the scratch files as the pool's workers would; its batches."""
     from memoryd.derivations import claim_hash, query_hash, seen_hash
     from memoryd.ingest.corpus import corpus_relative_path, render_line
-    from memoryd.ingest.staging import CLAIM_KEY_PREFIX, session_query
+    from memoryd.ingest.staging import session_query
     from memoryd.store.checkpoints import Checkpoint
+    from memoryd.store.lines import CLAIM_KEY_PREFIX
     from memoryd.store.participants import ParticipantRow
     from memoryd.store.scratch import CandRow, Part, write_rows
 

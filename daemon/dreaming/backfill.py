@@ -54,7 +54,7 @@ from memoryd.errors import OperationFailed, UsageError, WriteConflict
 from memoryd.fileio import ABSENT, append_lines, commit_file, read_bytes_nofollow, sha256_hex
 from memoryd.ingest.corpus import corpus_relative_path, render_line
 from memoryd.ingest.scan import DayOf
-from memoryd.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, least_trusted, query_hash
+from memoryd.ingest.staging import claim_hash, least_trusted, query_hash
 from memoryd.markers import promotion_key
 from memoryd.sessions.admission import admission_reason, policy_of
 from memoryd.sessions.model import SessionInfo
@@ -71,6 +71,7 @@ from memoryd.store.corpus_files import record_corpus_files
 from memoryd.store.db import Connection
 from memoryd.store.erased_senders import ErasedSenders, SenderTest, load_erased_senders
 from memoryd.store.exclusions import ExclusionsChanged, check_exclusions, exclusion_generation
+from memoryd.store.lines import CLAIM_KEY_PREFIX
 from memoryd.store.origins import delete_origin_rows, origins_for_entries, record_origins
 from memoryd.store.phase_signals import delete_signals
 from memoryd.store.short_term import (

@@ -23,9 +23,9 @@ from memoryd.constants import CORPUS_SNIPPET_MIN_CHARS
 from memoryd.derivations import claim_hash, normalize_snippet
 from memoryd.errors import UsageError
 from memoryd.markers import LINEAGE_LINE_RE, PROMOTION_LINE_RE
+from memoryd.store.lines import CLAIM_KEY_PREFIX
 from memoryd.utf16 import utf16_key, utf16_len
 
-CLAIM_KEY_PREFIX = "memory:claim:"
 ROLE_PREFIXES = ("User: ", "Assistant: ")  # the exported line forms (daemon/sessions/transcript.py)
 # A promoted line: `- <text> [score=… …]` (dreaming/promote.py); the note is not the entry's text.
 _PROMOTED_LINE_RE = re.compile(r"^\s*[-*+]\s+(.*?)(?:\s+\[(?:score|confidence)=[^\]]*\])?\s*$")

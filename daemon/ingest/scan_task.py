@@ -24,10 +24,11 @@ from memoryd.ingest.checkpoints import seen_scope
 from memoryd.ingest.corpus import corpus_relative_path, render_line
 from memoryd.ingest.plan import ScanPlan
 from memoryd.ingest.scan import Candidate, Cursor, DayOf, TranscriptScanner
-from memoryd.ingest.staging import CLAIM_KEY_PREFIX, claim_hash, query_hash, session_query
+from memoryd.ingest.staging import claim_hash, query_hash, session_query
 from memoryd.sessions.json_store import JsonSessionSource
 from memoryd.sessions.model import Fingerprint, SessionInfo
 from memoryd.store.erased_senders import ErasedSenders
+from memoryd.store.lines import CLAIM_KEY_PREFIX
 from memoryd.store.scratch import CandRow, scratch_name, write_rows
 
 

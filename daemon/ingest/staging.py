@@ -27,11 +27,10 @@ from memoryd.derivations import claim_hash as claim_hash
 from memoryd.derivations import normalize_snippet as normalize_snippet
 from memoryd.derivations import query_hash as query_hash
 from memoryd.store.engine import Connection  # not store.db: scan workers load no event loop
-from memoryd.store.lines import Line
+from memoryd.store.lines import CLAIM_KEY_PREFIX, Line
 from memoryd.store.origins import stage_lines
 from memoryd.store.short_term import NewClaim, ShortTermEntry, insert_new_claims, load_entries, upsert_signals
 
-CLAIM_KEY_PREFIX = "memory:claim:"
 # Least trusted wins when one entry has several sources (the reference's findLast over this order).
 ORIGIN_TRUST_ORDER = {"owner": 0, "agent": 1, "system": 2, "untrusted": 3}
 

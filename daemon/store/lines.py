@@ -21,7 +21,7 @@ from memoryd.constants import MAX_TRACKED_MESSAGES_PER_SESSION
 from memoryd.store.batched import execute_in, select_in
 from memoryd.store.engine import Connection
 
-CLAIM_PREFIX = "memory:claim:"  # a staged claim's entry key (ingest/staging.py CLAIM_KEY_PREFIX)
+CLAIM_KEY_PREFIX = "memory:claim:"  # a staged claim's entry key: this and its claim hash's 12 hex digits
 _CLAIM_KEY = re.compile(r"memory:claim:[0-9a-f]{12}")
 
 
@@ -29,11 +29,11 @@ def claim_of_key(entry_key: str) -> int | None:
     """The claim number an entry key stands for (None: not a claim key)."""
     if _CLAIM_KEY.fullmatch(entry_key) is None:
         return None
-    return int(entry_key[len(CLAIM_PREFIX) :], 16)
+    return int(entry_key[len(CLAIM_KEY_PREFIX) :], 16)
 
 
 def key_of_claim(claim: int) -> str:
-    return f"{CLAIM_PREFIX}{claim:012x}"
+    return f"{CLAIM_KEY_PREFIX}{claim:012x}"
 
 
 def split_keys(entry_keys: Iterable[str]) -> tuple[dict[int, str], list[str]]:

@@ -15,7 +15,7 @@ import orjson
 
 from memoryd.store.batched import execute_in, select_in
 from memoryd.store.engine import Connection
-from memoryd.store.lines import claim_of_key
+from memoryd.store.lines import CLAIM_KEY_PREFIX, claim_of_key
 from memoryd.store.pages import rows_sharing_pages
 
 # Columns holding JSON lists (decoded to tuples of str).
@@ -57,12 +57,12 @@ SELECT_LIST = ", ".join(COLUMNS)
 # Entries are found by key through one index on an expression (agent schema version 13): a
 # claim's key as the claim hash's 6 bytes, any other key as its text. A lookup must spell the
 # index's expression (`key_index`) and bind `index_value`s, or SQLite reads the whole table.
-_CLAIM_KEY_GLOB = "'memory:claim:" + "[0-9a-f]" * 12 + "'"
+_CLAIM_KEY_GLOB = f"'{CLAIM_KEY_PREFIX}" + "[0-9a-f]" * 12 + "'"
 
 
 def key_index(column: str = "entry_key") -> str:
     """The key index's expression over `column` (an entry key: the table's, or another's)."""
-    return f"(CASE WHEN {column} GLOB {_CLAIM_KEY_GLOB} THEN unhex(substr({column}, 14)) ELSE {column} END)"
+    return f"(CASE WHEN {column} GLOB {_CLAIM_KEY_GLOB} THEN unhex(substr({column}, {len(CLAIM_KEY_PREFIX) + 1})) ELSE {column} END)"
 
 
 def index_value(entry_key: str) -> bytes | str:
