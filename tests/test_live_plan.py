@@ -13,10 +13,9 @@ from memoryd.runtime.live import FollowUp, Wanted, follow_up, scheduled_sweep_ag
 from memoryd.runtime.watch import content_changed
 
 
-def _report(**counts: int) -> IngestReport:
-    """A finished sweep's report as the live loop reads it: its job's result through the model."""
-    result = IngestReport(agent_id="main", **counts).model_dump(mode="json", by_alias=True)
-    job = JobReport(
+def _finished_sweep(result: dict[str, object]) -> JobReport:
+    """A complete ingest sweep job whose stored result is `result`."""
+    return JobReport(
         job_id="ingest_sweep:main:live:00",
         function="ingest_sweep",
         queue=None,
@@ -28,25 +27,18 @@ def _report(**counts: int) -> IngestReport:
         error=None,
         result=result,
     )
-    report = job.result_as(IngestReport)
+
+
+def _report(**counts: int) -> IngestReport:
+    """A finished sweep's report as the live loop reads it: its job's result through the model."""
+    result = IngestReport(agent_id="main", **counts).model_dump(mode="json", by_alias=True)
+    report = _finished_sweep(result).result_as(IngestReport)
     assert report is not None
     return report
 
 
 def test_a_result_that_is_not_the_families_report_reads_as_none() -> None:
-    job = JobReport(
-        job_id="ingest_sweep:x",
-        function="ingest_sweep",
-        queue=None,
-        state="complete",
-        tries=1,
-        enqueued_at=None,
-        started_at=None,
-        finished_at=None,
-        error=None,
-        result={"sessionsScanned": "many"},
-    )
-    assert job.result_as(IngestReport) is None
+    assert _finished_sweep({"sessionsScanned": "many"}).result_as(IngestReport) is None
 
 
 def test_a_sweep_that_left_work_runs_again_and_one_that_read_something_is_indexed() -> None:
