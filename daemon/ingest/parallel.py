@@ -268,7 +268,7 @@ async def scan_with_workers(
                     f"{state.scratch_dir}: a scan worker failed ({exc.__class__.__name__}: {exc}); what "
                     "was staged before stays, the next sweep reads the rest again"
                 ) from None
-            for full in _consume(state, cutter, result, tasks[n], seen_sets):
+            for full in _consume(state, cutter, result, tasks[n]):
                 await submit(full)
     finally:
         for future in futures:
@@ -276,9 +276,7 @@ async def scan_with_workers(
     return cutter.batch
 
 
-def _consume(
-    state: SweepState, cutter: BatchCutter, result: TaskResult, task: ScanTask, seen_sets: dict[str, set[str]]
-) -> list[Batch]:
+def _consume(state: SweepState, cutter: BatchCutter, result: TaskResult, task: ScanTask) -> list[Batch]:
     report = state.report
     for reason, count in result.skipped.items():
         report.lines_skipped[reason] = report.lines_skipped.get(reason, 0) + count
